@@ -1,0 +1,71 @@
+// Command verdictbot is a Slack app that scans the links and files posted in
+// the channels it is in and answers in the thread with a verdict card.
+//
+// Subcommands: run | shell | check | sim | version. Only this package reads
+// the environment and turns signals into a cancelled context.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Set by the linker (see Makefile).
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// errUsage marks an error that should print the usage text.
+var errUsage = errors.New("usage")
+
+const usage = `verdictbot scans links and files shared in Slack channels.
+
+Usage:
+  verdictbot sim [--addr 127.0.0.1:8099] [flags]   serve a simulator of both analysis services
+  verdictbot version                              print version and commit
+
+Run "verdictbot <command> -h" for the flags of a command.
+`
+
+// Main runs one subcommand and returns the process exit code. It is what
+// main calls, and what tests call to drive the real program.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var err error
+	switch args[0] {
+	case "sim":
+		err = runSim(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "verdictbot %s (commit %s)\n", version, commit)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "verdictbot: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if errors.Is(err, errUsage) {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "verdictbot %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
