@@ -565,7 +565,8 @@ func (c *Client) classify(req Request, resp *http.Response, ctype string, raw []
 	svc, op := c.cfg.Service, req.Op
 
 	if jsonObj {
-		msg := env.Message()
+		// The service's own text, with the key removed should it echo the path.
+		msg := c.red.String(env.Message())
 		isFailure := bool(env.Error) || (status/100 != 2 && msg != "")
 		if isFailure {
 			if rl, quota := c.isRateText(msg); rl || quota || status == http.StatusTooManyRequests {

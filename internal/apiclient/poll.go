@@ -75,3 +75,90 @@ func Poll(ctx context.Context, b Backoff, deadline time.Duration, sleep func(con
 		}
 	}
 }
+
+// WaitConfig tunes WaitStatus.
+type WaitConfig struct {
+	// Backoff is the polling schedule.
+	Backoff Backoff
+	// Deadline bounds the whole wait (zero: only ctx).
+	Deadline time.Duration
+	// Stuck, if positive, ends the wait when the task has shown one of
+	// StuckIn for that long, measured on the client's clock (server
+	// timestamps have no documented zone and must not be used for ages).
+	Stuck   time.Duration
+	StuckIn []string
+	// OnStatus is called after every successful poll with the status and
+	// whether it differs from the previous one.
+	OnStatus func(status string, changed bool)
+	// Sleep and Now are injectable for tests.
+	Sleep func(context.Context, time.Duration) error
+	Now   func() time.Time
+}
+
+// ErrStuck is returned (wrapped) when a task stayed in a StuckIn status for
+// longer than WaitConfig.Stuck.
+var ErrStuck = errors.New("task did not progress")
+
+// Transient reports whether a polling error is worth another poll: rate
+// limits, server errors, odd bodies and transport failures (the client has
+// already retried them). Documented service errors are not transient.
+func Transient(err error) bool {
+	switch ReasonOf(err) {
+	case ReasonRateLimited, ReasonServer, ReasonBadBody, ReasonTransport, ReasonTimeout:
+		return true
+	}
+	return false
+}
+
+// WaitStatus polls fetch on cfg's schedule until terminal reports the task
+// done (nil error) or failed (its error), a non-transient error occurs, or
+// the deadline passes. It returns the last status seen. Transient errors keep
+// polling; the last of them is returned if the deadline passes.
+func WaitStatus(ctx context.Context, cfg WaitConfig, fetch func(context.Context) (string, error), terminal func(status string) (done bool, err error)) (string, error) {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	var (
+		last      string
+		since     time.Time
+		transient error
+		polls     int
+	)
+	err := Poll(ctx, cfg.Backoff, cfg.Deadline, cfg.Sleep, func(ctx context.Context) (bool, error) {
+		polls++
+		st, err := fetch(ctx)
+		if err != nil {
+			if Transient(err) && ctx.Err() == nil {
+				transient = err
+				return false, nil
+			}
+			return false, err
+		}
+		transient = nil
+		changed := polls == 1 || st != last
+		if changed {
+			since = now()
+		}
+		last = st
+		if cfg.OnStatus != nil {
+			cfg.OnStatus(st, changed)
+		}
+		done, terr := terminal(st)
+		if terr != nil || done {
+			return true, terr
+		}
+		if cfg.Stuck > 0 && now().Sub(since) >= cfg.Stuck {
+			for _, s := range cfg.StuckIn {
+				if s == st {
+					return true, fmt.Errorf("%w: still %q after %s", ErrStuck, st, cfg.Stuck)
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil && errors.Is(err, ErrDeadline) && transient != nil {
+		err = fmt.Errorf("%w; last error: %w", err, transient)
+	}
+	return last, err
+}
