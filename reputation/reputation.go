@@ -26,15 +26,15 @@ import (
 // spec writes them, trailing dots and capitals included. Keep in sync with
 // sentinels below.
 var (
-	ErrInvalidMethod      = errors.New("invalid method")
-	ErrInvalidJSON        = errors.New("invalid json")
-	ErrInvalidURL         = errors.New("invalid url")
-	ErrTaskNotFound       = errors.New("task not found")
-	ErrWrongTaskID        = errors.New("wrong task id")
-	ErrTaskNotCompleted   = errors.New("task not completed yet")
-	ErrFailedToGetResult  = errors.New("failed to get result")
-	ErrVerdictType        = errors.New("verdict_type error.")
-	ErrOption             = errors.New("Option error.") //nolint:staticcheck // the service's exact text
+	ErrInvalidMethod     = errors.New("invalid method")
+	ErrInvalidJSON       = errors.New("invalid json")
+	ErrInvalidURL        = errors.New("invalid url")
+	ErrTaskNotFound      = errors.New("task not found")
+	ErrWrongTaskID       = errors.New("wrong task id")
+	ErrTaskNotCompleted  = errors.New("task not completed yet")
+	ErrFailedToGetResult = errors.New("failed to get result")
+	ErrVerdictType       = errors.New("verdict_type error.")
+	ErrOption            = errors.New("Option error.") //nolint:staticcheck // the service's exact text
 	// ErrInvalidKey is the simulator's text for an unknown key; the spec does
 	// not say what the real service answers.
 	ErrInvalidKey = errors.New("invalid api key")
