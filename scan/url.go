@@ -1,0 +1,330 @@
+// Package scan is the analysis pipeline: it reuses a fresh verdict for the
+// same target, joins an analysis already in flight (one submission per
+// target, however many messages carry it), submits, polls with adaptive
+// backoff, reads the result and turns scores into a level.
+package scan
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	gocache "github.com/patrickmn/go-cache"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// Reputation is what the pipeline needs of the URL service client
+// (*reputation.Client implements it).
+type Reputation interface {
+	Scan(ctx context.Context, rawURL string) (*reputation.Submission, error)
+	Wait(ctx context.Context, taskID string, o reputation.WaitOptions) (reputation.Status, error)
+	Result(ctx context.Context, taskID string) (*reputation.Result, error)
+	Detail(ctx context.Context, taskID string) (json.RawMessage, error)
+}
+
+// URLVerdict is the outcome of checking one URL.
+type URLVerdict struct {
+	URL      string
+	TaskID   string
+	Level    verdict.Level
+	Category verdict.Category // decided the level (top category when clean)
+	Scores   verdict.Scores   // 0–1
+	// Title and FinalURL come from the detail, when it was read (for
+	// suspicious and malicious URLs) and when it has them.
+	Title, FinalURL string
+	// Problem is a user-safe sentence when Level is Unknown; Err the cause.
+	Problem string
+	Err     error
+	// Cached is true when this verdict was reused rather than analysed for
+	// this request.
+	Cached    bool
+	CheckedAt time.Time
+}
+
+// URLOptions configures the URL side of the pipeline.
+type URLOptions struct {
+	// TTL is how long a verdict is reused (VERDICTBOT_VERDICT_TTL, default 1h).
+	TTL time.Duration
+	// Thresholds turn scores into a level.
+	Thresholds verdict.Thresholds
+	// Wait tunes polling (deadline, backoff).
+	Wait reputation.WaitOptions
+	// MaxConcurrent bounds analyses in flight at once (default 64); the
+	// others wait, shown as "queued".
+	MaxConcurrent int
+	// OnSubmitted is called once a task exists for a URL, so it can be
+	// recorded durably (and resumed after a restart).
+	OnSubmitted func(url, taskID string)
+	// OnDone is called with every fresh (non-cached) verdict.
+	OnDone func(URLVerdict)
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// URLs checks URLs against the reputation service.
+type URLs struct {
+	rep   Reputation
+	opt   URLOptions
+	cache *gocache.Cache
+	sem   chan struct{}
+	log   *slog.Logger
+
+	root   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight map[string]*urlCall
+}
+
+type urlCall struct {
+	done   chan struct{}
+	v      URLVerdict
+	mu     sync.Mutex
+	status string
+	subs   []func(string)
+}
+
+func (c *urlCall) setStatus(s string) {
+	c.mu.Lock()
+	c.status = s
+	subs := append([]func(string){}, c.subs...)
+	c.mu.Unlock()
+	for _, f := range subs {
+		f(s)
+	}
+}
+
+// NewURLs returns the URL pipeline. Analyses run on their own context,
+// detached from the requests that started them (another message may be
+// waiting for the same URL); Close cancels them and waits.
+func NewURLs(rep Reputation, opt URLOptions) *URLs {
+	if opt.TTL <= 0 {
+		opt.TTL = time.Hour
+	}
+	if opt.Thresholds == nil {
+		opt.Thresholds = verdict.DefaultThresholds()
+	}
+	if opt.MaxConcurrent <= 0 {
+		opt.MaxConcurrent = 64
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	root, cancel := context.WithCancel(context.Background())
+	return &URLs{
+		rep: rep, opt: opt, log: opt.Logger,
+		cache:    gocache.New(opt.TTL, opt.TTL),
+		sem:      make(chan struct{}, opt.MaxConcurrent),
+		root:     root,
+		cancel:   cancel,
+		inflight: map[string]*urlCall{},
+	}
+}
+
+// Close stops every analysis in flight and waits for them.
+func (u *URLs) Close() {
+	u.cancel()
+	u.wg.Wait()
+}
+
+// CheckOptions tunes one Check.
+type CheckOptions struct {
+	// Fresh skips the cache (a recheck) but still joins an analysis in flight.
+	Fresh bool
+	// OnStatus receives progress words ("queued", "submitted", "pending",
+	// "processing", …) while the analysis runs.
+	OnStatus func(status string)
+	// TaskID resumes an analysis submitted earlier (after a restart)
+	// instead of submitting a new one.
+	TaskID string
+}
+
+// Check returns the verdict for a normalised URL. It never returns an error:
+// failures are a verdict of level Unknown with a user-safe Problem. If ctx
+// ends first, the verdict says so, and the shared analysis carries on for
+// whoever else waits for it (and for the cache).
+func (u *URLs) Check(ctx context.Context, url string, o CheckOptions) URLVerdict {
+	if !o.Fresh && o.TaskID == "" {
+		if v, ok := u.cache.Get(url); ok {
+			cv := v.(URLVerdict)
+			cv.Cached = true
+			return cv
+		}
+	}
+	u.mu.Lock()
+	call, joined := u.inflight[url]
+	if !joined {
+		call = &urlCall{done: make(chan struct{}), status: "queued"}
+		u.inflight[url] = call
+		u.wg.Add(1)
+		go u.analyse(url, o.TaskID, call)
+	}
+	if o.OnStatus != nil {
+		call.mu.Lock()
+		call.subs = append(call.subs, o.OnStatus)
+		st := call.status
+		call.mu.Unlock()
+		o.OnStatus(st)
+	}
+	u.mu.Unlock()
+
+	select {
+	case <-call.done:
+		return call.v
+	case <-ctx.Done():
+		return URLVerdict{URL: url, Level: verdict.Unknown, Err: ctx.Err(), CheckedAt: u.opt.Now(),
+			Problem: "the check was interrupted before it finished"}
+	}
+}
+
+// InFlight returns how many URL analyses are running or queued.
+func (u *URLs) InFlight() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.inflight)
+}
+
+// Forget drops a cached verdict (after a verdict report changed it).
+func (u *URLs) Forget(url string) { u.cache.Delete(url) }
+
+func (u *URLs) analyse(url, taskID string, call *urlCall) {
+	defer u.wg.Done()
+	v := u.run(url, taskID, call)
+	v.CheckedAt = u.opt.Now()
+	if v.Err == nil {
+		u.cache.SetDefault(url, v)
+	}
+	u.mu.Lock()
+	delete(u.inflight, url)
+	call.v = v
+	close(call.done)
+	u.mu.Unlock()
+	if u.opt.OnDone != nil {
+		u.opt.OnDone(v)
+	}
+}
+
+func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
+	ctx := u.root
+	select {
+	case u.sem <- struct{}{}:
+		defer func() { <-u.sem }()
+	case <-ctx.Done():
+		return unknown(url, "", ctx.Err())
+	}
+	if taskID == "" {
+		call.setStatus("submitting")
+		sub, err := u.rep.Scan(ctx, url)
+		if err != nil {
+			u.log.Warn("URL scan submission failed", "error", err, "reason", apiclient.ReasonOf(err))
+			return unknown(url, "", err)
+		}
+		taskID = sub.TaskID
+		if u.opt.OnSubmitted != nil {
+			u.opt.OnSubmitted(url, taskID)
+		}
+	}
+	call.setStatus("submitted")
+	wo := u.opt.Wait
+	wo.OnStatus = func(s reputation.Status, changed bool) {
+		if changed {
+			call.setStatus(string(s))
+		}
+	}
+	if _, err := u.rep.Wait(ctx, taskID, wo); err != nil {
+		return unknown(url, taskID, err)
+	}
+	res, err := u.rep.Result(ctx, taskID)
+	if err != nil {
+		return unknown(url, taskID, err)
+	}
+	n := res.Verdict.Normalized()
+	scores := verdict.Scores{
+		verdict.CatPhishing: n.Phishing, verdict.CatAdvertising: n.Advertising,
+		verdict.CatMalicious: n.Malicious, verdict.CatIllegal: n.Illegal,
+	}
+	level, cat := u.opt.Thresholds.Level(scores)
+	v := URLVerdict{URL: url, TaskID: taskID, Level: level, Category: cat, Scores: scores}
+	if level.NeedsAttention() {
+		// The detail helps an analyst (page title, where it redirects); it
+		// is optional, so a failure here does not spoil the verdict.
+		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		if raw, err := u.rep.Detail(dctx, taskID); err == nil {
+			v.Title, v.FinalURL = detailSummary(raw)
+		}
+		cancel()
+	}
+	return v
+}
+
+// detailSummary picks the page title and final URL out of a detail object
+// whose shape is not documented; absent members are simply left empty.
+func detailSummary(raw json.RawMessage) (title, finalURL string) {
+	var d map[string]any
+	if json.Unmarshal(raw, &d) != nil {
+		return "", ""
+	}
+	for _, k := range []string{"page_title", "title"} {
+		if s, ok := d[k].(string); ok && s != "" {
+			title = s
+			break
+		}
+	}
+	for _, k := range []string{"final_url", "landing_url"} {
+		if s, ok := d[k].(string); ok && s != "" {
+			finalURL = s
+			break
+		}
+	}
+	return title, finalURL
+}
+
+func unknown(url, taskID string, err error) URLVerdict {
+	return URLVerdict{URL: url, TaskID: taskID, Level: verdict.Unknown, Err: err, Problem: Problem("URL service", err)}
+}
+
+// Problem turns an error from a service client into a sentence that is safe
+// to show in Slack: no URL, no key, no stack.
+func Problem(service string, err error) string {
+	var (
+		ae  *apiclient.APIError
+		tf  *reputation.TaskFailedError
+		dlE = errors.Is(err, apiclient.ErrDeadline)
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &tf):
+		return fmt.Sprintf("the %s could not analyse it (status %q)", service, tf.Status)
+	case dlE:
+		return fmt.Sprintf("the %s did not finish in time", service)
+	case errors.As(err, &ae):
+		return fmt.Sprintf("the %s said: %s", service, ae.Message)
+	}
+	switch apiclient.ReasonOf(err) {
+	case apiclient.ReasonRateLimited:
+		return fmt.Sprintf("the %s is rate limiting us; try again later", service)
+	case apiclient.ReasonQuota:
+		return fmt.Sprintf("our %s quota is used up", service)
+	case apiclient.ReasonAuth:
+		return fmt.Sprintf("the %s refused our key", service)
+	case apiclient.ReasonServer, apiclient.ReasonBadBody:
+		return fmt.Sprintf("the %s answered with an error", service)
+	case apiclient.ReasonTimeout:
+		return fmt.Sprintf("the %s did not answer in time", service)
+	case apiclient.ReasonCanceled:
+		return "the check was stopped (the bot is shutting down)"
+	}
+	return fmt.Sprintf("the %s could not be reached", service)
+}
