@@ -143,7 +143,9 @@ func TestEveryErrorTextFromTheSimulator(t *testing.T) {
 				{"detail missing", func() error { _, e := c.Detail(ctx, noresult); return e }, reputation.ErrFailedToGetResult},
 				{"search never scanned", func() error { _, e := c.SearchTaskID(ctx, "https://never.test/"); return e }, reputation.ErrTaskNotFound},
 				{"search bad url", func() error { _, e := c.SearchTaskID(ctx, "not a url"); return e }, reputation.ErrInvalidURL},
-				{"report unknown task", func() error { return c.Report(ctx, strings.Repeat("01", 16), reputation.Phishing, reputation.FalsePositive) }, reputation.ErrTaskNotFound},
+				{"report unknown task", func() error {
+					return c.Report(ctx, strings.Repeat("01", 16), reputation.Phishing, reputation.FalsePositive)
+				}, reputation.ErrTaskNotFound},
 				{"report bad type", func() error { return c.Report(ctx, task, "spam", reputation.FalsePositive) }, reputation.ErrVerdictType},
 				{"report bad option", func() error { return c.Report(ctx, task, reputation.Phishing, "maybe") }, reputation.ErrOption},
 			}
