@@ -1,0 +1,39 @@
+// Package slackfake is a fake Slack for end-to-end tests of the bot.
+//
+// It speaks the real protocols over real sockets, so the bot under test uses
+// its production slack-go clients unchanged:
+//
+//   - the Web API at <base>/api/ (form or JSON bodies, the token in the
+//     Authorization header or in the "token" form field, Slack's
+//     {"ok":false,"error":…} bodies and HTTP 429 with Retry-After);
+//   - Socket Mode: apps.connections.open hands out a single-use
+//     ws://…/link/?ticket=… URL; the WebSocket sends hello, server pings,
+//     envelopes (events_api, slash_commands, interactive), records acks,
+//     redelivers unacked events and can send disconnect frames or drop the
+//     socket;
+//   - file hosting (url_private, url_private_download) and the upload URL of
+//     the files.getUploadURLExternal flow, on the same host as the Web API:
+//     slack-go v0.30+ sends the bot token only to https Slack hosts or to the
+//     OptionAPIURL host (misc.go ensureURLMayReceiveToken).
+//
+// A test starts one with Start, points the bot at it and drives it:
+//
+//	fake := slackfake.Start(t)
+//	api := slack.New(fake.BotToken(),
+//		slack.OptionAppLevelToken(fake.AppToken()),
+//		slack.OptionAPIURL(fake.APIURL()))
+//	// … run the bot with api …
+//	fake.WaitConnected(ctx, 1)
+//	d, _ := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "see <https://example.com>"})
+//	replies, err := fake.WaitMessages(ctx, "C1", d.TS, 1)
+//
+// Everything the bot does is recorded (State): every Web API call, the
+// messages per channel and thread with their current Block Kit JSON and all
+// earlier versions, reactions, ephemerals, uploads, response_url posts, every
+// envelope and every ack with its latency. Faults (429, error codes, slow
+// responses, apps.connections.open failures) are injected per method.
+//
+// The fake models Slack as described in the team's notes/slack-platform.md
+// (sources cited there); where Slack's behaviour is undocumented, the doc
+// comment of the identifier that makes the choice says so.
+package slackfake

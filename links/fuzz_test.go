@@ -1,0 +1,224 @@
+package links
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+)
+
+// seeds are hostile and edge-case inputs shared by the fuzz targets and the
+// property test.
+var seeds = []string{
+	"https://example.com/", "HTTPS://EXAMPLE.COM:443/a?b=1&c=2#frag", "http://example.com:80",
+	"http://good.example@evil.example/", `http://evil.example\@good.example/`, "https:///evil.example",
+	"http://2130706433/", "http://0x7f.0.0.1/", "http://0177.0.0.1/", "http://127.1/", "http://0/",
+	"http://0x7f.1./", "http://1.2.3.4../", "http://4294967296/", "http://[::1]/", "http://[::ffff:7f00:1]/",
+	"http://[::127.0.0.1]/", "http://[64:ff9b::7f00:1]/", "http://[2002:7f00:1::]/", "http://[fe80::1%25eth0]/",
+	"http://%31%32%37.0.0.1/", "http://%6c%6f%63%61%6c%68%6f%73%74/", "http://LOCALHOST./", "http://１２７．０．０．１/",
+	"http://ｌｏｃａｌｈｏｓｔ/", "https://xn--bcher-kva.example/", "https://BÜCHER.example/", "https://ⓔⓥⓘⓛ.example/",
+	"http://a..b/", "http://nas/", "http://x.internal./", "http://169.254.169.254/latest/meta-data/",
+	"https://slack-redir.net/link?url=http%3A%2F%2F10.0.0.1%2F", "ftp://x.example/", "javascript:alert(1)",
+	"http://exa\tmple.com/", " http://example.com/ ", "http://example.com/%zz%", "http://example.com/ü",
+	"<https://a.example/|https://b.example/>", "<http://10.0.0.1/> <@U1> <!here> <mailto:a@b.c>",
+	"text https://bare.example/x. `https://code.example/`", "hxxps://evil[.]example/",
+	"<https://slack-redir.net/link?url=https%3A%2F%2Fslack-redir.net%2Flink%3Furl%3Dhttp%253A%252F%252F127.0.0.1%252F>",
+	"http://[::]:0/", "http:\\\\127.0.0.1\\x", "https:evil.example", "http://0x100000000/", "http://0.0x7f.1/",
+}
+
+// oracleNonPublic is an independent judgement, from net/netip's own
+// predicates and a few names, of hosts that must never be sent out. It is a
+// subset of the package's rules.
+func oracleNonPublic(host string) bool {
+	if a, err := netip.ParseAddr(host); err == nil {
+		a = a.Unmap()
+		return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() ||
+			a.IsMulticast() || netip.MustParsePrefix("100.64.0.0/10").Contains(a) ||
+			netip.MustParsePrefix("0.0.0.0/8").Contains(a)
+	}
+	if !strings.Contains(host, ".") {
+		return true
+	}
+	for _, s := range []string{"localhost", "local", "internal", "home.arpa", "lan", "corp"} {
+		if host == s || strings.HasSuffix(host, "."+s) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNormalized asserts the invariants of a successful Normalize.
+func checkNormalized(t *testing.T, raw, out string) {
+	t.Helper()
+	again, err := Normalize(out)
+	if err != nil || again != out {
+		t.Fatalf("Normalize(%q) = %q; Normalize of that = %q, %v: not stable", raw, out, again, err)
+	}
+	if !isASCII(out) || strings.ContainsAny(out, " \t\r\n\"<>`#") {
+		t.Fatalf("Normalize(%q) = %q contains characters a URL cannot carry", raw, out)
+	}
+	u, err := url.Parse(out)
+	if err != nil {
+		t.Fatalf("Normalize(%q) = %q, which net/url rejects: %v", raw, out, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Fragment != "" || u.Host == "" || u.Path == "" {
+		t.Fatalf("Normalize(%q) = %q: scheme %q user %v fragment %q host %q path %q", raw, out, u.Scheme, u.User, u.Fragment, u.Host, u.Path)
+	}
+	host := u.Hostname()
+	if host != strings.ToLower(host) {
+		t.Fatalf("Normalize(%q) = %q: host not lower case", raw, out)
+	}
+	// A browser must read the host the same way: a host that ends in a
+	// number is a canonical dotted quad.
+	if last := host[strings.LastIndexByte(host, '.')+1:]; !strings.Contains(host, ":") && last != "" && (allDigits(last) || strings.HasPrefix(last, "0x")) {
+		if a, err := netip.ParseAddr(host); err != nil || !a.Is4() {
+			t.Fatalf("Normalize(%q) = %q: numeric host is not a dotted quad", raw, out)
+		}
+	}
+	if reason, ok := (*Policy)(nil).Check(out); ok && oracleNonPublic(host) {
+		t.Fatalf("Check(%q) allows non-public host %q (reason %q)", out, host, reason)
+	}
+}
+
+// checkResult asserts the invariants of an Extract result.
+func checkResult(t *testing.T, in string, p *Policy, res Result) {
+	t.Helper()
+	if len(res.Targets) > p.MaxLinks() || res.LeftOut < 0 {
+		t.Fatalf("%q: %d targets, %d left out, max %d", in, len(res.Targets), res.LeftOut, p.MaxLinks())
+	}
+	seen := map[string]bool{}
+	for _, tg := range res.Targets {
+		if seen[tg.URL] {
+			t.Fatalf("%q: duplicate target %q", in, tg.URL)
+		}
+		seen[tg.URL] = true
+		checkNormalized(t, tg.Raw, tg.URL)
+		if n, _ := Normalize(tg.Raw); n != tg.URL {
+			t.Fatalf("%q: target %q does not come from raw %q (%q)", in, tg.URL, tg.Raw, n)
+		}
+		if u, _ := url.Parse(tg.URL); u.Hostname() != tg.Host {
+			t.Fatalf("%q: target host %q, URL host %q", in, tg.Host, u.Hostname())
+		}
+		if oracleNonPublic(tg.Host) {
+			t.Fatalf("%q: non-public host %q is a target", in, tg.Host)
+		}
+		if reason, ok := p.Check(tg.URL); !ok {
+			t.Fatalf("%q: target %q fails Check: %q", in, tg.URL, reason)
+		}
+	}
+	for _, s := range res.Skipped {
+		if seen[s.URL] {
+			t.Fatalf("%q: %q both target and skipped, or skipped twice", in, s.URL)
+		}
+		seen[s.URL] = true
+		if s.Reason == ReasonNone || s.Detail == "" {
+			t.Fatalf("%q: skipped %q without reason or detail", in, s.URL)
+		}
+	}
+}
+
+func FuzzNormalize(f *testing.F) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		out, err := Normalize(raw)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnsupportedScheme) {
+				t.Fatalf("Normalize(%q): unclassified error %v", raw, err)
+			}
+			return
+		}
+		checkNormalized(t, raw, out)
+	})
+}
+
+func FuzzExtractText(f *testing.F) {
+	for _, s := range seeds {
+		f.Add(s)
+		f.Add("<" + s + ">")
+	}
+	p, err := NewPolicy(Config{MaxLinks: 3})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, msg := range []*slack.Msg{
+			{Text: text},
+			{Text: text, BotID: "B1", Attachments: []slack.Attachment{{Text: text, TitleLink: text}}},
+		} {
+			checkResult(t, text, p, p.Extract(msg))
+		}
+		if s := Set(&slack.Msg{Text: text}); len(s) > 1 {
+			for i := 1; i < len(s); i++ {
+				if s[i-1] >= s[i] {
+					t.Fatalf("Set(%q) not sorted and distinct: %q", text, s)
+				}
+			}
+		}
+	})
+}
+
+func FuzzDefang(f *testing.F) {
+	for _, s := range seeds {
+		f.Add(s, 20)
+	}
+	f.Fuzz(func(t *testing.T, u string, limit int) {
+		d := Defang(u)
+		if again := Defang(d); again != d {
+			t.Fatalf("Defang(%q) = %q, then %q", u, d, again)
+		}
+		if strings.HasPrefix(strings.ToLower(d), "http") && strings.Contains(d, "://") && schemeLen(d) > 0 &&
+			(strings.EqualFold(d[:schemeLen(d)], "http") || strings.EqualFold(d[:schemeLen(d)], "https")) {
+			t.Fatalf("Defang(%q) = %q keeps an http scheme", u, d)
+		}
+		tr := DefangTruncate(u, limit)
+		if n := utf8.RuneCountInString(tr); n > max(limit, 0) {
+			t.Fatalf("DefangTruncate(%q, %d) = %q has %d runes", u, limit, tr, n)
+		}
+		if utf8.ValidString(u) && !utf8.ValidString(tr) {
+			t.Fatalf("DefangTruncate(%q, %d) = %q is not valid UTF-8", u, limit, tr)
+		}
+	})
+}
+
+// TestNormalizeProperties runs the fuzz invariants over URLs assembled from
+// hostile parts, so that plain "go test" exercises them broadly.
+func TestNormalizeProperties(t *testing.T) {
+	t.Parallel()
+	schemes := []string{"http://", "HTTPS://", "hTtP:", "https:\\\\", "https:///", "ftp://", ""}
+	userinfo := []string{"", "user@", "good.example@", "a:b@c@", "%40@"}
+	hosts := []string{
+		"example.com", "EXAMPLE.com.", "127.0.0.1", "2130706433", "0x7f.1", "0177.0.1", "0", "10.1", "256.0.0.1",
+		"[::1]", "[::ffff:10.0.0.1]", "[2001:db8::1]", "[64:ff9b::a00:1]", "[fe80::1%25x]", "[1:2]", "localhost",
+		"svc.internal", "nas", "a.lan.", "bücher.example", "ⓔⓥⓘⓛ.com", "ｅｘａｍｐｌｅ．ｃｏｍ", "%65xample.com",
+		"%zz", "xn--bcher-kva.example", "a..b", "-a-.b_c.example", "slack.com", "x.slack-edge.com", "",
+	}
+	ports := []string{"", ":", ":80", ":443", ":0080", ":65535", ":65536", ":x"}
+	paths := []string{"", "/", "/a/../b", "\\a\\b", "/ü", "/a b", "/%", "/%4", "/%41"}
+	queries := []string{"", "?", "?a=1&b=2", "?q=ü&x=%", "?a='\"`"}
+	frags := []string{"", "#", "#f", "#a?b"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(s []string) string { return s[rng.IntN(len(s))] }
+	for _, s := range seeds {
+		if out, err := Normalize(s); err == nil {
+			checkNormalized(t, s, out)
+		}
+	}
+	for range 5000 {
+		raw := pick(schemes) + pick(userinfo) + pick(hosts) + pick(ports) + pick(paths) + pick(queries) + pick(frags)
+		if out, err := Normalize(raw); err == nil {
+			checkNormalized(t, raw, out)
+		} else if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnsupportedScheme) {
+			t.Fatalf("Normalize(%q): unclassified error %v", raw, err)
+		}
+		text := "see <" + raw + "|label> and " + raw
+		p := (*Policy)(nil)
+		checkResult(t, text, p.orDefault(), p.Extract(&slack.Msg{Text: text, BotID: "B1"}))
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !race
+
+package links
+
+// raceEnabled is true under -race, where allocation counts are not
+// meaningful.
+const raceEnabled = false
