@@ -261,6 +261,14 @@ type Request struct {
 	// Accept lists the media types a successful binary answer may have
 	// (Do with Stream); JSON operations leave it empty.
 	Accept []string
+	// ContentLength, if positive, is sent as the Content-Length of a
+	// streamed Body (which must then be exactly that long); otherwise a body
+	// that is not a bytes or strings reader goes out chunked, which some
+	// WSGI servers in front of Django read as empty.
+	ContentLength int64
+	// Timeout, if positive, replaces Config.Timeout for each attempt of this
+	// request (a large upload needs longer than a status call).
+	Timeout time.Duration
 }
 
 // ErrNotReplayable is returned by a Request.Body that cannot be opened twice.
@@ -467,7 +475,11 @@ func (c *Client) backoff(n int) time.Duration {
 }
 
 func (c *Client) attempt(ctx context.Context, req Request, u string, body io.Reader, stream bool) (*response, *attemptError) {
-	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	timeout := c.cfg.Timeout
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	var wrote atomic.Bool
 	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(actx, trace), req.Method, u, body)
@@ -477,6 +489,9 @@ func (c *Client) attempt(ctx context.Context, req Request, u string, body io.Rea
 	}
 	if body != nil {
 		hreq.GetBody = nil // never let the transport replay a body on its own
+		if req.ContentLength > 0 {
+			hreq.ContentLength = req.ContentLength
+		}
 	}
 	if req.ContentType != "" {
 		hreq.Header.Set("Content-Type", req.ContentType)

@@ -121,7 +121,8 @@ func (e *TransportError) Timeout() bool {
 	return errors.As(e.cause, &t) && t.Timeout() || errors.Is(e.cause, context.DeadlineExceeded)
 }
 
-// ReasonOf classifies err. It returns ReasonNone for nil.
+// ReasonOf classifies err. It returns ReasonNone for nil. An error in the
+// chain with a method Reason() Reason (outermost first) gives its own reason.
 func ReasonOf(err error) Reason {
 	if err == nil {
 		return ReasonNone
@@ -132,9 +133,14 @@ func ReasonOf(err error) Reason {
 		httpErr *HTTPError
 		trErr   *TransportError
 	)
+	var own interface{ Reason() Reason }
 	switch {
 	case errors.Is(err, context.Canceled):
 		return ReasonCanceled
+	case errors.As(err, &own):
+		// A service package's own error (a refused argument, a failed
+		// task, a wait that timed out) knows its reason.
+		return own.Reason()
 	case errors.As(err, &rlErr):
 		if rlErr.Quota {
 			return ReasonQuota

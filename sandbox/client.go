@@ -1,0 +1,122 @@
+package sandbox
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+)
+
+// ServiceName is the name of this service in errors, logs and
+// apiclient.Event.Service.
+const ServiceName = "sandbox"
+
+// Default budgets. The spec gives no numbers (§8: "report requests and run
+// requests have separate limits"; "numeric rate limits and totals: not
+// shown"); these are conservative and configurable with WithRateLimits.
+var (
+	// DefaultRunLimit covers CreateFile: 1 upload/s, burst 2.
+	DefaultRunLimit = apiclient.Limit{Rate: 1, Burst: 2}
+	// DefaultReportLimit covers every other operation: 5 requests/s, burst 10.
+	DefaultReportLimit = apiclient.Limit{Rate: 5, Burst: 10}
+)
+
+// DefaultUploadTimeout bounds one CreateFile attempt: about 28.6 MiB (CAPE's
+// 30,000,000-byte max_sample_size, notes §1.2) at 1 Mbit/s takes 4 min.
+const DefaultUploadTimeout = 5 * time.Minute
+
+// Client talks to one sandbox service with one key. It is safe for
+// concurrent use.
+type Client struct {
+	api           *apiclient.Client
+	log           *slog.Logger
+	uploadTimeout time.Duration
+}
+
+// settings is what the options change.
+type settings struct {
+	cfg           apiclient.Config
+	uploadTimeout time.Duration
+}
+
+// Option configures a Client.
+type Option func(*settings)
+
+// WithHTTPClient uses hc for every request, its transport, TLS settings and
+// redirect policy included (WithCAFile and WithInsecureTLS are then
+// ignored). Keep redirects limited to the same host: the key is in the path.
+func WithHTTPClient(hc *http.Client) Option { return func(s *settings) { s.cfg.HTTPClient = hc } }
+
+// WithTimeout bounds one attempt of a read operation, from connecting to the
+// end of the body (default 30s).
+func WithTimeout(d time.Duration) Option { return func(s *settings) { s.cfg.Timeout = d } }
+
+// WithUploadTimeout bounds one CreateFile attempt (default
+// DefaultUploadTimeout).
+func WithUploadTimeout(d time.Duration) Option { return func(s *settings) { s.uploadTimeout = d } }
+
+// WithCAFile trusts the PEM certificates in path in addition to the system
+// roots, for on-premises appliances with their own CA (notes §2).
+func WithCAFile(path string) Option { return func(s *settings) { s.cfg.CAFile = path } }
+
+// WithInsecureTLS skips certificate verification. For lab appliances only.
+func WithInsecureTLS() Option { return func(s *settings) { s.cfg.Insecure = true } }
+
+// WithRateLimits sets the client-side budgets: run covers CreateFile, report
+// every other operation (spec §8). A zero Limit is unlimited.
+func WithRateLimits(run, report apiclient.Limit) Option {
+	return func(s *settings) { s.cfg.RunLimit, s.cfg.ReportLimit = run, report }
+}
+
+// WithRetries sets how many times a retryable failure is retried (-1: never;
+// 0 keeps the default of 3) and the bounds of the backoff between retries
+// (zero keeps the defaults, 500ms and 30s).
+func WithRetries(n int, minBackoff, maxBackoff time.Duration) Option {
+	return func(s *settings) { s.cfg.MaxRetries, s.cfg.MinBackoff, s.cfg.MaxBackoff = n, minBackoff, maxBackoff }
+}
+
+// WithLogger receives one line per retry and per transient polling error,
+// key redacted. Default: discard.
+func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.cfg.Logger = l } }
+
+// WithObserver is called after every attempt and every budget wait, for
+// metrics.
+func WithObserver(f func(apiclient.Event)) Option { return func(s *settings) { s.cfg.Observe = f } }
+
+// New returns a client for the sandbox at baseURL (http or https, optionally
+// with a path prefix; requests go to <baseURL>/apineo/<apiKey>/…, spec §5).
+func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
+	s := settings{
+		cfg: apiclient.Config{
+			Service:        ServiceName,
+			BaseURL:        baseURL,
+			Prefix:         "apineo",
+			APIKey:         apiKey,
+			RunLimit:       DefaultRunLimit,
+			ReportLimit:    DefaultReportLimit,
+			Sentinels:      sentinels,
+			Prefixes:       prefixes,
+			RateLimitTexts: rateLimitTexts,
+			QuotaTexts:     quotaTexts,
+		},
+		uploadTimeout: DefaultUploadTimeout,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&s)
+		}
+	}
+	api, err := apiclient.New(s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	log := s.cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if s.uploadTimeout <= 0 {
+		s.uploadTimeout = DefaultUploadTimeout
+	}
+	return &Client{api: api, log: log, uploadTimeout: s.uploadTimeout}, nil
+}
