@@ -371,7 +371,6 @@ var idnaProfile = idna.New(
 	idna.CheckJoiners(true),
 )
 
-
 // validateDomain checks a lower-case ASCII host name: labels of 1–63
 // characters from [a-z0-9_-] and at most 253 characters. Underscores are
 // accepted because real host names carry them and browsers resolve them.
