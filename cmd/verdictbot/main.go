@@ -31,6 +31,7 @@ var errUsage = errors.New("usage")
 const usage = `verdictbot scans links and files shared in Slack channels.
 
 Usage:
+  verdictbot run                                  connect to Slack (settings from the environment)
   verdictbot sim [--addr 127.0.0.1:8099] [flags]   serve a simulator of both analysis services
   verdictbot version                              print version and commit
 
@@ -49,6 +50,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	var err error
 	switch args[0] {
+	case "run":
+		err = runBot(ctx, args[1:], stderr)
 	case "sim":
 		err = runSim(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":

@@ -1,0 +1,371 @@
+// Package bot owns the Slack Socket Mode connection. It acks every envelope
+// at once, before any network call, turns it into a job (scan the links of
+// this message, run this command, handle this click) and hands the job to a
+// bounded worker pool, so the events channel is always drained.
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gocache "github.com/patrickmn/go-cache"
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+)
+
+// Identity is who the bot is in the workspace, learnt at start (auth.test)
+// and from the hello frame (app id).
+type Identity struct {
+	UserID, BotID, TeamID, AppID string
+}
+
+// Meta describes the delivery of an Events API event.
+type Meta struct {
+	EventID      string
+	EventTime    time.Time
+	RetryAttempt int
+	RetryReason  string
+	TeamID       string
+}
+
+// Handlers receive the jobs. Each runs on a pool worker with the pool's
+// context. A nil handler means the kind of payload is acked and ignored.
+type Handlers struct {
+	Message     func(ctx context.Context, ev *slackevents.MessageEvent, m Meta)
+	FileShared  func(ctx context.Context, ev *slackevents.FileSharedEvent, m Meta)
+	Interaction func(ctx context.Context, cb *slack.InteractionCallback)
+	Slash       func(ctx context.Context, cmd *slack.SlashCommand)
+	// SlashAck, if set, computes the payload of a slash command's ack. It
+	// runs before the ack, so it must be pure and fast (no network).
+	SlashAck func(cmd *slack.SlashCommand) any
+	// Busy, if set, is called (on a fresh goroutine owned by the bot) when
+	// a job could not be queued, so the user can be told.
+	Busy func(ctx context.Context, kind string, payload any)
+}
+
+// Observer receives measurements for metrics. All methods must be cheap.
+type Observer interface {
+	Envelope(kind string, ackLatency time.Duration, err error)
+	Dropped(kind string, reason string)
+}
+
+// Options configure a Bot.
+type Options struct {
+	Workers   int           // worker pool size (default 8)
+	QueueSize int           // pending jobs (default 10,000)
+	DedupeTTL time.Duration // how long event ids are remembered (default 24h)
+	Logger    *slog.Logger
+	Observer  Observer
+}
+
+// Bot is the Socket Mode adapter.
+type Bot struct {
+	sm       *socketmode.Client
+	api      *slack.Client
+	h        Handlers
+	opt      Options
+	log      *slog.Logger
+	pool     *Pool
+	seen     *gocache.Cache
+	idMu     sync.RWMutex
+	id       Identity
+	conn     atomic.Bool
+	extra    sync.WaitGroup
+	busySem  chan struct{}
+	dedupeFn func(eventID string) bool
+}
+
+// New returns a bot reading from sm. api is the Web API client the bot uses
+// for auth.test (normally the one sm embeds).
+func New(sm *socketmode.Client, api *slack.Client, h Handlers, opt Options) *Bot {
+	if opt.Workers <= 0 {
+		opt.Workers = 8
+	}
+	if opt.QueueSize <= 0 {
+		opt.QueueSize = 10_000
+	}
+	if opt.DedupeTTL <= 0 {
+		opt.DedupeTTL = 24 * time.Hour
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	b := &Bot{sm: sm, api: api, h: h, opt: opt, log: opt.Logger,
+		seen: gocache.New(opt.DedupeTTL, time.Hour), busySem: make(chan struct{}, 8)}
+	b.dedupeFn = func(id string) bool { return b.seen.Add(id, struct{}{}, gocache.DefaultExpiration) == nil }
+	return b
+}
+
+// SetDedupe replaces the event-id check (true: first delivery). The store
+// uses it to keep event ids across restarts.
+func (b *Bot) SetDedupe(first func(eventID string) bool) { b.dedupeFn = first }
+
+// SetHandler sets the message handler (it usually needs the bot's
+// Identity, so it is wired after New).
+func (b *Bot) SetHandler(h func(ctx context.Context, ev *slackevents.MessageEvent, m Meta)) {
+	b.h.Message = h
+}
+
+// Identity returns who the bot is (valid once Run has started).
+func (b *Bot) Identity() Identity {
+	b.idMu.RLock()
+	defer b.idMu.RUnlock()
+	return b.id
+}
+
+// Connected reports whether the Socket Mode connection is up.
+func (b *Bot) Connected() bool { return b.conn.Load() }
+
+// QueueDepth returns the number of jobs waiting for a worker.
+func (b *Bot) QueueDepth() int {
+	if b.pool == nil {
+		return 0
+	}
+	return b.pool.Depth()
+}
+
+// ErrAuth wraps a fatal authentication failure: the process should exit
+// non-zero so that it is restarted and someone is alerted.
+var ErrAuth = errors.New("Slack refused the credentials")
+
+// Run learns the bot's identity, connects, and processes envelopes until ctx
+// ends or a fatal error occurs. On return the queue has been drained for up
+// to drain, then jobs are cancelled.
+func (b *Bot) Run(ctx context.Context, drain time.Duration) error {
+	at, err := b.api.AuthTestContext(ctx)
+	if err != nil {
+		return classifyAuth("auth.test with SLACK_BOT_TOKEN", err)
+	}
+	b.idMu.Lock()
+	b.id = Identity{UserID: at.UserID, BotID: at.BotID, TeamID: at.TeamID}
+	b.idMu.Unlock()
+	b.log.Info("authenticated", "user_id", at.UserID, "bot_id", at.BotID, "team_id", at.TeamID, "team", at.Team)
+
+	b.pool = NewPool(b.opt.Workers, b.opt.QueueSize, b.log)
+	runCtx, stopConn := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- b.sm.RunContext(runCtx) }()
+
+	var result error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-runErr:
+			if ctx.Err() == nil {
+				result = classifyAuth("Socket Mode connection", err)
+			}
+			runErr = nil
+			break loop
+		case evt, ok := <-b.sm.Events:
+			if !ok {
+				break loop
+			}
+			if err := b.dispatch(ctx, evt); err != nil {
+				result = err
+				break loop
+			}
+		}
+	}
+	b.conn.Store(false)
+	stopConn()
+	if runErr != nil {
+		go func() { <-runErr }() // RunContext ends with runCtx
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	b.pool.Close(dctx)
+	b.extra.Wait()
+	return result
+}
+
+func classifyAuth(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, fatal := range []string{"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "not_allowed_token_type", "missing_scope"} {
+		if strings.Contains(msg, fatal) {
+			return fmt.Errorf("%w: %s: %s", ErrAuth, what, fatal)
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// dispatch handles one event from the Socket Mode client. Acks come first.
+func (b *Bot) dispatch(ctx context.Context, evt socketmode.Event) error {
+	start := time.Now()
+	switch evt.Type {
+	case socketmode.EventTypeConnecting:
+		b.log.Debug("connecting to Slack")
+	case socketmode.EventTypeConnected:
+		b.conn.Store(true)
+		b.log.Info("connected to Slack")
+	case socketmode.EventTypeHello:
+		b.conn.Store(true)
+		if evt.Request != nil {
+			if app := evt.Request.ConnectionInfo.AppID; app != "" {
+				b.idMu.Lock()
+				b.id.AppID = app
+				b.idMu.Unlock()
+			}
+			if n := evt.Request.NumConnections; n > 1 {
+				b.log.Warn("another connection uses this app token: events are split between them", "connections", n)
+			}
+		}
+	case socketmode.EventTypeConnectionError:
+		b.conn.Store(false)
+		b.log.Warn("Slack connection failed; retrying", "error", fmt.Sprint(evt.Data))
+	case socketmode.EventTypeInvalidAuth:
+		return fmt.Errorf("%w: Socket Mode: invalid_auth (check SLACK_APP_TOKEN)", ErrAuth)
+	case socketmode.EventTypeIncomingError, socketmode.EventTypeErrorWriteFailed:
+		b.log.Warn("Socket Mode error", "type", string(evt.Type), "error", fmt.Sprint(evt.Data))
+	case socketmode.EventTypeErrorBadMessage:
+		b.ackBadMessage(ctx, evt, start)
+	case socketmode.EventTypeEventsAPI:
+		err := b.ack(evt)
+		b.observe("events_api", start, err)
+		b.onEventsAPI(evt)
+	case socketmode.EventTypeSlashCommand:
+		cmd, ok := evt.Data.(slack.SlashCommand)
+		var payload any
+		if ok && b.h.SlashAck != nil {
+			payload = b.h.SlashAck(&cmd)
+		}
+		err := b.ack(evt, payload)
+		b.observe("slash_commands", start, err)
+		if ok && b.h.Slash != nil {
+			b.submit("slash_commands", &cmd, func(ctx context.Context) { b.h.Slash(ctx, &cmd) })
+		}
+	case socketmode.EventTypeInteractive:
+		err := b.ack(evt)
+		b.observe("interactive", start, err)
+		cb, ok := evt.Data.(slack.InteractionCallback)
+		if ok && b.h.Interaction != nil {
+			b.submit("interactive", &cb, func(ctx context.Context) { b.h.Interaction(ctx, &cb) })
+		}
+	default:
+		if evt.Request != nil && evt.Request.EnvelopeID != "" {
+			err := b.ack(evt)
+			b.observe(string(evt.Type), start, err)
+		}
+	}
+	return nil
+}
+
+func (b *Bot) ack(evt socketmode.Event, payload ...any) error {
+	if evt.Request == nil || evt.Request.EnvelopeID == "" {
+		return nil
+	}
+	var err error
+	if len(payload) > 0 && payload[0] != nil && evt.Request.AcceptsResponsePayload {
+		err = b.sm.Ack(*evt.Request, payload[0])
+		if err != nil { // too large: ack bare, the handler answers later
+			b.log.Warn("ack payload refused; acking without it", "error", err)
+			err = b.sm.Ack(*evt.Request)
+		}
+	} else {
+		err = b.sm.Ack(*evt.Request)
+	}
+	if err != nil {
+		b.log.Error("ack failed", "envelope_id", evt.Request.EnvelopeID, "error", err)
+	}
+	return err
+}
+
+// ackBadMessage acks an envelope slack-go could not decode, taking its id
+// from the raw frame: otherwise Slack redelivers it (pitfall 3).
+func (b *Bot) ackBadMessage(ctx context.Context, evt socketmode.Event, start time.Time) {
+	bad, ok := evt.Data.(*socketmode.ErrorBadMessage)
+	if !ok {
+		return
+	}
+	var env struct {
+		EnvelopeID string `json:"envelope_id"`
+		Type       string `json:"type"`
+	}
+	if err := json.Unmarshal(bad.Message, &env); err != nil || env.EnvelopeID == "" {
+		b.log.Warn("undecodable Socket Mode frame without an envelope id", "cause", fmt.Sprint(bad.Cause), "bytes", len(bad.Message))
+		return
+	}
+	err := b.sm.AckCtx(ctx, env.EnvelopeID, nil)
+	b.observe("bad_message", start, err)
+	b.log.Warn("acked an envelope that could not be decoded; it is dropped",
+		"envelope_id", env.EnvelopeID, "type", env.Type, "cause", fmt.Sprint(bad.Cause))
+	if b.opt.Observer != nil {
+		b.opt.Observer.Dropped(env.Type, "undecodable")
+	}
+}
+
+func (b *Bot) observe(kind string, start time.Time, err error) {
+	if b.opt.Observer != nil {
+		b.opt.Observer.Envelope(kind, time.Since(start), err)
+	}
+}
+
+func (b *Bot) onEventsAPI(evt socketmode.Event) {
+	ev, ok := evt.Data.(slackevents.EventsAPIEvent)
+	if !ok || ev.Type != slackevents.CallbackEvent {
+		return
+	}
+	m := Meta{TeamID: ev.TeamID}
+	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {
+		m.EventID = cb.EventID
+		m.EventTime = time.Unix(int64(cb.EventTime), 0)
+	}
+	if evt.Request != nil {
+		m.RetryAttempt, m.RetryReason = evt.Request.RetryAttempt, evt.Request.RetryReason
+	}
+	// Slack redelivers on late acks and reconnects: handle each event once.
+	if m.EventID != "" && !b.dedupeFn(m.EventID) {
+		b.log.Debug("duplicate delivery ignored", "event_id", m.EventID, "retry_attempt", m.RetryAttempt)
+		if b.opt.Observer != nil {
+			b.opt.Observer.Dropped(ev.InnerEvent.Type, "duplicate")
+		}
+		return
+	}
+	switch inner := ev.InnerEvent.Data.(type) {
+	case *slackevents.MessageEvent:
+		if b.h.Message != nil {
+			b.submit("message", inner, func(ctx context.Context) { b.h.Message(ctx, inner, m) })
+		}
+	case *slackevents.FileSharedEvent:
+		if b.h.FileShared != nil {
+			b.submit("file_shared", inner, func(ctx context.Context) { b.h.FileShared(ctx, inner, m) })
+		}
+	}
+}
+
+func (b *Bot) submit(kind string, payload any, run func(ctx context.Context)) {
+	err := b.pool.Submit(Job{Name: kind, Run: run})
+	if err == nil {
+		return
+	}
+	b.log.Error("job not queued: the bot is overloaded", "kind", kind, "error", err, "queue", b.pool.Depth())
+	if b.opt.Observer != nil {
+		b.opt.Observer.Dropped(kind, "queue_full")
+	}
+	if b.h.Busy == nil || errors.Is(err, ErrPoolClosed) {
+		return
+	}
+	select {
+	case b.busySem <- struct{}{}: // at most 8 "busy" replies at once
+		b.extra.Add(1)
+		go func() {
+			defer func() { <-b.busySem; b.extra.Done() }()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			b.h.Busy(ctx, kind, payload)
+		}()
+	default:
+	}
+}

@@ -1,0 +1,314 @@
+package bot
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// Channel modes (VERDICTBOT_CHANNEL_MODE and per-channel settings).
+const (
+	ModeQuiet   = "quiet"   // a card only when something is suspicious or malicious
+	ModeVerbose = "verbose" // a card for everything, "scanning…" at once
+	ModeOff     = "off"     // not scanned
+)
+
+// URLChecker checks one URL (*scan.URLs implements it).
+type URLChecker interface {
+	Check(ctx context.Context, url string, o scan.CheckOptions) scan.URLVerdict
+}
+
+// Poster posts and updates cards (*notify.Poster implements it).
+type Poster interface {
+	Post(ctx context.Context, c *notify.Card) error
+	Update(ctx context.Context, c *notify.Card) error
+	React(ctx context.Context, channel, ts, emoji string) error
+}
+
+// Extractor finds the links of a message (*links.Policy implements it).
+type Extractor interface {
+	Extract(msg *slack.Msg) links.Result
+}
+
+// Messages turns message events into verdict cards.
+type Messages struct {
+	Self          func() Identity
+	Links         Extractor
+	URLs          URLChecker
+	Poster        Poster
+	Cards         *Cards
+	Mode          func(channel string) string
+	CleanReaction string
+	Log           *slog.Logger
+	// MaxLinks is shown on cards that left links out.
+	MaxLinks int
+	// MaxTracked bounds the cards being analysed at once (default 1,000);
+	// beyond it the worker waits, and so the queue absorbs the burst.
+	MaxTracked int
+
+	once sync.Once
+	sem  chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (m *Messages) init() {
+	m.once.Do(func() {
+		if m.MaxTracked <= 0 {
+			m.MaxTracked = 1000
+		}
+		m.sem = make(chan struct{}, m.MaxTracked)
+		if m.Log == nil {
+			m.Log = slog.New(slog.DiscardHandler)
+		}
+		if m.CleanReaction == "" {
+			m.CleanReaction = "white_check_mark"
+		}
+	})
+}
+
+// Wait blocks until every card being analysed is finished.
+func (m *Messages) Wait() {
+	m.init()
+	m.wg.Wait()
+}
+
+// Handle is the bot's message handler. It runs on a pool worker: it does the
+// quick part (filter, extract, post "scanning…") and hands the wait for the
+// verdicts to a tracked goroutine.
+func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, meta Meta) {
+	m.init()
+	if ev.ChannelType == "im" || ev.ChannelType == "mpim" || ev.ChannelType == "app_home" {
+		return // direct messages are never scanned
+	}
+	msg := ev.Message
+	if msg == nil {
+		return
+	}
+	switch ev.SubType {
+	case "", "thread_broadcast", "bot_message", "file_share", "me_message":
+	case "message_changed":
+		if ev.PreviousMessage != nil && links.SameLinks(ev.PreviousMessage, msg) {
+			return // an unfurl, a reaction, or an edit that kept the links
+		}
+	case "message_deleted":
+		m.deleted(ctx, ev)
+		return
+	default:
+		return
+	}
+	if m.own(msg) {
+		return
+	}
+	channel := ev.Channel
+	mode := m.Mode(channel)
+	if mode == ModeOff {
+		return
+	}
+	res := m.Links.Extract(msg)
+	_, hadCard := m.Cards.Get(channel, msg.Timestamp)
+	if len(res.Targets) == 0 && len(res.Skipped) == 0 && res.LeftOut == 0 && !hadCard {
+		return
+	}
+	thread := msg.ThreadTimestamp
+	if thread == "" {
+		thread = msg.Timestamp
+	}
+	poster := msg.User
+	card := notify.Card{Channel: channel, ThreadTS: thread, SourceTS: msg.Timestamp, Poster: poster, LeftOut: res.LeftOut, MaxLinks: m.MaxLinks}
+	for _, s := range res.Skipped {
+		card.Skipped = append(card.Skipped, notify.Skip{Target: s.URL, Reason: s.Reason.Text()})
+	}
+	for _, t := range res.Targets {
+		card.Lines = append(card.Lines, notify.Line{Kind: notify.KindURL, Target: t.URL, Level: verdict.Pending, Service: "reputation", Status: "queued"})
+	}
+	card.Final = len(card.Lines) == 0
+	gen, snap := m.Cards.Begin(channel, msg.Timestamp, card)
+	m.Log.Info("scanning message", "channel", channel, "ts", msg.Timestamp, "links", len(res.Targets),
+		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID)
+
+	if mode == ModeVerbose || snap.CardTS != "" {
+		m.show(ctx, &snap, mode)
+	}
+	if card.Final {
+		return
+	}
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer func() { <-m.sem; m.wg.Done() }()
+		m.track(ctx, channel, msg.Timestamp, gen, mode, res.Targets)
+	}()
+}
+
+// own reports whether msg was posted by this bot (its app, bot or user).
+func (m *Messages) own(msg *slack.Msg) bool {
+	id := m.Self()
+	if msg.User != "" && msg.User == id.UserID {
+		return true
+	}
+	if msg.BotID != "" && msg.BotID == id.BotID {
+		return true
+	}
+	return msg.BotProfile != nil && id.AppID != "" && msg.BotProfile.AppID == id.AppID
+}
+
+// show posts the card, or updates it when it was posted before.
+func (m *Messages) show(ctx context.Context, c *notify.Card, mode string) {
+	if c.CardTS != "" {
+		if err := m.Poster.Update(ctx, c); err != nil {
+			m.Log.Warn("card update failed", "channel", c.Channel, "error", err)
+		}
+		return
+	}
+	if err := m.Poster.Post(ctx, c); err != nil {
+		m.Log.Error("card post failed", "channel", c.Channel, "thread", c.ThreadTS, "error", err)
+		return
+	}
+	m.Cards.Posted(c.Channel, c.SourceTS, c.CardTS)
+}
+
+type lineResult struct {
+	i int
+	v scan.URLVerdict
+}
+
+// track waits for every target of one card and shows progress and the
+// final verdict.
+func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int, mode string, targets []links.Target) {
+	results := make(chan lineResult, len(targets))
+	changed := make(chan struct{}, 1)
+	for i, t := range targets {
+		go func() {
+			v := m.URLs.Check(ctx, t.URL, scan.CheckOptions{OnStatus: func(s string) {
+				if _, ok := m.Cards.Change(channel, sourceTS, gen, func(c *notify.Card) {
+					if i < len(c.Lines) && c.Lines[i].Level == verdict.Pending {
+						c.Lines[i].Status = s
+					}
+				}); ok {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}
+			}})
+			results <- lineResult{i, v}
+		}()
+	}
+	var snap notify.Card
+	for left := len(targets); left > 0; {
+		select {
+		case r := <-results:
+			left--
+			var ok bool
+			snap, ok = m.Cards.Change(channel, sourceTS, gen, func(c *notify.Card) {
+				if r.i < len(c.Lines) {
+					c.Lines[r.i] = urlLine(c.Lines[r.i], r.v)
+				}
+				c.Final = left == 0
+			})
+			if !ok {
+				drain(results, left)
+				return // an edit started a newer scan of this message
+			}
+			if left > 0 && (mode == ModeVerbose || snap.CardTS != "") {
+				m.show(ctx, &snap, mode)
+			}
+		case <-changed:
+			if mode == ModeVerbose {
+				if s, ok := m.Cards.Get(channel, sourceTS); ok && !s.Final {
+					m.show(ctx, &s, mode)
+				}
+			}
+		}
+	}
+	m.finish(ctx, &snap, mode)
+}
+
+func drain(ch chan lineResult, n int) {
+	go func() {
+		for range n {
+			<-ch
+		}
+	}()
+}
+
+// finish shows the final card as the channel's mode asks.
+func (m *Messages) finish(ctx context.Context, c *notify.Card, mode string) {
+	level := c.Level()
+	for _, l := range c.Lines {
+		m.Log.Info("verdict", "url", links.Defang(l.Target), "level", l.Level.Key(), "task_id", l.TaskID,
+			"cached", l.Cached, "channel", c.Channel)
+	}
+	switch {
+	case mode == ModeVerbose, c.CardTS != "", level.NeedsAttention():
+		m.show(ctx, c, mode)
+	case level == verdict.Clean:
+		if err := m.Poster.React(ctx, c.Channel, c.SourceTS, m.CleanReaction); err != nil {
+			m.Log.Warn("clean reaction failed", "channel", c.Channel, "error", err)
+		}
+	case level == verdict.Unknown:
+		m.Log.Warn("could not check the links of a message (quiet channel: no card)",
+			"channel", c.Channel, "ts", c.SourceTS, "problem", firstProblem(c))
+	}
+}
+
+func firstProblem(c *notify.Card) string {
+	for _, l := range c.Lines {
+		if l.Problem != "" {
+			return l.Problem
+		}
+	}
+	return ""
+}
+
+// urlLine fills a card line from a URL verdict.
+func urlLine(l notify.Line, v scan.URLVerdict) notify.Line {
+	l.Level = v.Level
+	l.Category = v.Category
+	l.Scores = v.Scores
+	l.TaskID = v.TaskID
+	l.Problem = v.Problem
+	l.Cached = v.Cached
+	l.CheckedAt = v.CheckedAt
+	l.Status = ""
+	switch {
+	case v.Title != "" && v.FinalURL != "" && v.FinalURL != v.URL:
+		l.Detail = "“" + v.Title + "”, lands on " + v.FinalURL
+	case v.Title != "":
+		l.Detail = "“" + v.Title + "”"
+	case v.FinalURL != "" && v.FinalURL != v.URL:
+		l.Detail = "lands on " + v.FinalURL
+	}
+	l.Actions = v.TaskID != "" && v.Level >= verdict.Clean && v.Level != verdict.Unknown
+	return l
+}
+
+// deleted notes on a card that its message was deleted; the verdict stays
+// for the audit trail.
+func (m *Messages) deleted(ctx context.Context, ev *slackevents.MessageEvent) {
+	ts := ev.DeletedTimeStamp
+	if ts == "" && ev.PreviousMessage != nil {
+		ts = ev.PreviousMessage.Timestamp
+	}
+	snap, ok := m.Cards.Change(ev.Channel, ts, 0, func(c *notify.Card) {
+		c.Notes = append(c.Notes, "The message this card is about was deleted "+time.Now().UTC().Format("2006-01-02 15:04 UTC")+".")
+	})
+	if ok && snap.CardTS != "" {
+		if err := m.Poster.Update(ctx, &snap); err != nil {
+			m.Log.Warn("card update after deletion failed", "error", err)
+		}
+	}
+}

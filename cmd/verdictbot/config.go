@@ -1,0 +1,316 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// Secret holds a token or key. It prints as <secret> so that a config dump,
+// a %v of the struct or an error never shows it.
+type Secret string
+
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "<secret>"
+}
+
+// GoString keeps %#v quiet too.
+func (s Secret) GoString() string { return s.String() }
+
+// MarshalText keeps JSON and text encodings quiet.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Reveal returns the secret itself, for the one place that must send it.
+func (s Secret) Reveal() string { return string(s) }
+
+// Config is every setting, read from the environment. Names are the
+// contract: keep them, and keep the README's settings table in sync.
+type Config struct {
+	SlackBotToken Secret `envconfig:"SLACK_BOT_TOKEN"`
+	SlackAppToken Secret `envconfig:"SLACK_APP_TOKEN"`
+	SlackAPIURL   string `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
+
+	ReputationURL    string `envconfig:"REPUTATION_URL"`
+	ReputationAPIKey Secret `envconfig:"REPUTATION_API_KEY"`
+	SandboxURL       string `envconfig:"SANDBOX_URL"`
+	SandboxAPIKey    Secret `envconfig:"SANDBOX_API_KEY"`
+
+	DataDir         string        `envconfig:"VERDICTBOT_DATA_DIR" default:"./data"`
+	Admins          []string      `envconfig:"VERDICTBOT_ADMINS"`
+	Reporters       string        `envconfig:"VERDICTBOT_REPORTERS" default:"anyone"`
+	ChannelMode     string        `envconfig:"VERDICTBOT_CHANNEL_MODE" default:"quiet"`
+	AllowDomains    []string      `envconfig:"VERDICTBOT_ALLOW_DOMAINS"`
+	InternalDomains []string      `envconfig:"VERDICTBOT_INTERNAL_DOMAINS"`
+	MaxLinks        int           `envconfig:"VERDICTBOT_MAX_LINKS" default:"10"`
+	VerdictTTL      time.Duration `envconfig:"VERDICTBOT_VERDICT_TTL" default:"1h"`
+	URLDeadline     time.Duration `envconfig:"VERDICTBOT_URL_DEADLINE" default:"10m"`
+	CleanReaction   string        `envconfig:"VERDICTBOT_CLEAN_REACTION" default:"white_check_mark"`
+
+	ThresholdPhishing    string `envconfig:"VERDICTBOT_THRESHOLD_PHISHING" default:"0.5,0.8"`
+	ThresholdAdvertising string `envconfig:"VERDICTBOT_THRESHOLD_ADVERTISING" default:"0.8,off"`
+	ThresholdMalicious   string `envconfig:"VERDICTBOT_THRESHOLD_MALICIOUS" default:"0.5,0.8"`
+	ThresholdIllegal     string `envconfig:"VERDICTBOT_THRESHOLD_ILLEGAL" default:"0.5,0.8"`
+
+	Workers   int `envconfig:"VERDICTBOT_WORKERS" default:"8"`
+	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE" default:"10000"`
+
+	ReputationRunRate    float64 `envconfig:"VERDICTBOT_REPUTATION_RUN_RATE" default:"1"`
+	ReputationReportRate float64 `envconfig:"VERDICTBOT_REPUTATION_REPORT_RATE" default:"5"`
+	ServiceCAFile        string  `envconfig:"VERDICTBOT_SERVICE_CA_FILE"`
+	ServiceInsecureTLS   bool    `envconfig:"VERDICTBOT_SERVICE_INSECURE_TLS" default:"false"`
+
+	LogLevel  string `envconfig:"VERDICTBOT_LOG_LEVEL" default:"info"`
+	LogFormat string `envconfig:"VERDICTBOT_LOG_FORMAT" default:"text"`
+
+	// Derived by Validate.
+	thresholds verdict.Thresholds
+}
+
+// loadConfig reads the environment over the defaults and validates the
+// result. The error is one line naming the setting.
+func loadConfig() (*Config, error) {
+	var cfg Config
+	if err := envconfig.Process("", &cfg); err != nil {
+		var pe *envconfig.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s=%q: not a valid %s", pe.KeyName, pe.Value, typeWord(pe.TypeName))
+		}
+		return nil, err
+	}
+	if err := checkUnknown(&cfg); err != nil {
+		return nil, err
+	}
+	cfg.trim()
+	return &cfg, nil
+}
+
+func typeWord(t string) string {
+	switch t {
+	case "int":
+		return "whole number"
+	case "float64":
+		return "number"
+	case "bool":
+		return "boolean (true or false)"
+	case "time.Duration":
+		return "duration (Go syntax: 90s, 15m, 1h)"
+	}
+	return t
+}
+
+// checkUnknown refuses VERDICTBOT_* variables we do not read: a typo would
+// otherwise silently keep a default.
+func checkUnknown(cfg *Config) error {
+	known := knownSettings()
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "VERDICTBOT_") || slices.Contains(known, name) {
+			continue
+		}
+		msg := fmt.Sprintf("unknown setting %s", name)
+		if near := nearest(name, known); near != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", near)
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// knownSettings lists every VERDICTBOT_* name Config reads.
+func knownSettings() []string {
+	var names []string
+	for _, tag := range settingTags() {
+		if strings.HasPrefix(tag, "VERDICTBOT_") {
+			names = append(names, tag)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (c *Config) trim() {
+	c.SlackAPIURL = strings.TrimSpace(c.SlackAPIURL)
+	c.ReputationURL = strings.TrimSpace(c.ReputationURL)
+	c.SandboxURL = strings.TrimSpace(c.SandboxURL)
+	c.ChannelMode = strings.ToLower(strings.TrimSpace(c.ChannelMode))
+	c.Reporters = strings.ToLower(strings.TrimSpace(c.Reporters))
+	for _, l := range []*[]string{&c.Admins, &c.AllowDomains, &c.InternalDomains} {
+		var out []string
+		for _, s := range *l {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		*l = out
+	}
+}
+
+// Validate checks the settings `run` needs. Messages are exact and tested.
+func (c *Config) Validate(needSlack bool) error {
+	if needSlack {
+		switch {
+		case c.SlackBotToken == "":
+			return errors.New("SLACK_BOT_TOKEN is not set (the bot token, xoxb-…)")
+		case !strings.HasPrefix(string(c.SlackBotToken), "xoxb-"):
+			return errors.New("SLACK_BOT_TOKEN must start with xoxb- (a bot token)")
+		case c.SlackAppToken == "":
+			return errors.New("SLACK_APP_TOKEN is not set (the app-level token with connections:write, xapp-…)")
+		case !strings.HasPrefix(string(c.SlackAppToken), "xapp-"):
+			return errors.New("SLACK_APP_TOKEN must start with xapp- (an app-level token)")
+		}
+		if err := checkBaseURL("SLACK_API_URL", c.SlackAPIURL); err != nil {
+			return err
+		}
+		if c.ReputationURL == "" {
+			return errors.New("REPUTATION_URL is not set (the URL reputation service's base URL)")
+		}
+		if c.ReputationAPIKey == "" {
+			return errors.New("REPUTATION_API_KEY is not set")
+		}
+	}
+	if c.ReputationURL != "" {
+		if err := checkBaseURL("REPUTATION_URL", c.ReputationURL); err != nil {
+			return err
+		}
+	}
+	if c.SandboxURL != "" {
+		if err := checkBaseURL("SANDBOX_URL", c.SandboxURL); err != nil {
+			return err
+		}
+		if c.SandboxAPIKey == "" && needSlack {
+			return errors.New("SANDBOX_API_KEY is not set (SANDBOX_URL is)")
+		}
+	}
+	switch c.ChannelMode {
+	case "quiet", "verbose", "off":
+	default:
+		return fmt.Errorf("VERDICTBOT_CHANNEL_MODE=%q: want quiet, verbose or off", c.ChannelMode)
+	}
+	switch c.Reporters {
+	case "anyone", "admins":
+	default:
+		return fmt.Errorf("VERDICTBOT_REPORTERS=%q: want anyone or admins", c.Reporters)
+	}
+	for _, id := range c.Admins {
+		if !isUserID(id) {
+			return fmt.Errorf("VERDICTBOT_ADMINS: %q is not a Slack user id (U… or W…)", id)
+		}
+	}
+	if c.MaxLinks < 1 || c.MaxLinks > 40 {
+		return fmt.Errorf("VERDICTBOT_MAX_LINKS=%d: want 1 to 40 (a card holds at most 50 blocks)", c.MaxLinks)
+	}
+	if c.VerdictTTL < 0 {
+		return fmt.Errorf("VERDICTBOT_VERDICT_TTL=%s: must not be negative", c.VerdictTTL)
+	}
+	if c.URLDeadline < 10*time.Second {
+		return fmt.Errorf("VERDICTBOT_URL_DEADLINE=%s: want at least 10s", c.URLDeadline)
+	}
+	if c.Workers < 1 || c.Workers > 256 {
+		return fmt.Errorf("VERDICTBOT_WORKERS=%d: want 1 to 256", c.Workers)
+	}
+	if c.QueueSize < 1 {
+		return fmt.Errorf("VERDICTBOT_QUEUE_SIZE=%d: want at least 1", c.QueueSize)
+	}
+	if c.ReputationRunRate <= 0 || c.ReputationReportRate <= 0 {
+		return errors.New("VERDICTBOT_REPUTATION_RUN_RATE and VERDICTBOT_REPUTATION_REPORT_RATE must be above 0 (requests per second)")
+	}
+	if c.ServiceCAFile != "" {
+		if _, err := os.Stat(c.ServiceCAFile); err != nil {
+			return fmt.Errorf("VERDICTBOT_SERVICE_CA_FILE: %v", err)
+		}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("VERDICTBOT_LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel)
+	}
+	switch strings.ToLower(c.LogFormat) {
+	case "text", "json":
+	default:
+		return fmt.Errorf("VERDICTBOT_LOG_FORMAT=%q: want text or json", c.LogFormat)
+	}
+	c.thresholds = verdict.Thresholds{}
+	for _, t := range []struct {
+		name string
+		cat  verdict.Category
+		val  string
+	}{
+		{"VERDICTBOT_THRESHOLD_PHISHING", verdict.CatPhishing, c.ThresholdPhishing},
+		{"VERDICTBOT_THRESHOLD_ADVERTISING", verdict.CatAdvertising, c.ThresholdAdvertising},
+		{"VERDICTBOT_THRESHOLD_MALICIOUS", verdict.CatMalicious, c.ThresholdMalicious},
+		{"VERDICTBOT_THRESHOLD_ILLEGAL", verdict.CatIllegal, c.ThresholdIllegal},
+	} {
+		b, err := verdict.ParseBand(t.val)
+		if err != nil {
+			return fmt.Errorf("%s=%s", t.name, err)
+		}
+		c.thresholds[t.cat] = b
+	}
+	return nil
+}
+
+func checkBaseURL(name, v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s=%q: want an http:// or https:// URL", name, v)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%s: must not carry credentials in the URL", name)
+	}
+	return nil
+}
+
+func isUserID(s string) bool {
+	if len(s) < 3 || (s[0] != 'U' && s[0] != 'W') {
+		return false
+	}
+	for _, r := range s[1:] {
+		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// nearest returns the known name closest to name, if it is close.
+func nearest(name string, known []string) string {
+	best, dist := "", 4
+	for _, k := range known {
+		if d := levenshtein(name, k); d < dist {
+			best, dist = k, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

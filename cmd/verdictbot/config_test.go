@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func setEnv(t *testing.T, kv map[string]string) {
+	t.Helper()
+	for k, v := range kv {
+		t.Setenv(k, v)
+	}
+}
+
+var validEnv = map[string]string{
+	"SLACK_BOT_TOKEN":    "xoxb-1-2-abc",
+	"SLACK_APP_TOKEN":    "xapp-1-A1-2-def",
+	"REPUTATION_URL":     "https://urlarmor.example/",
+	"REPUTATION_API_KEY": "k-123456",
+}
+
+func TestConfigDefaults(t *testing.T) {
+	setEnv(t, validEnv)
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(true); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SlackAPIURL != "https://slack.com/api/" || cfg.ChannelMode != "quiet" || cfg.MaxLinks != 10 ||
+		cfg.VerdictTTL != time.Hour || cfg.DataDir != "./data" || cfg.Reporters != "anyone" {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	if b := cfg.thresholds["advertising"]; b.Suspicious != 0.8 || b.Malicious <= 1 {
+		t.Fatalf("advertising band %+v", b)
+	}
+}
+
+func TestConfigErrorsAreOneClearLine(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"SLACK_BOT_TOKEN": ""}, "SLACK_BOT_TOKEN is not set (the bot token, xoxb-…)"},
+		{map[string]string{"SLACK_BOT_TOKEN": "xapp-wrong"}, "SLACK_BOT_TOKEN must start with xoxb- (a bot token)"},
+		{map[string]string{"SLACK_APP_TOKEN": "xoxb-wrong"}, "SLACK_APP_TOKEN must start with xapp- (an app-level token)"},
+		{map[string]string{"REPUTATION_URL": ""}, "REPUTATION_URL is not set (the URL reputation service's base URL)"},
+		{map[string]string{"REPUTATION_URL": "ftp://x"}, `REPUTATION_URL="ftp://x": want an http:// or https:// URL`},
+		{map[string]string{"SLACK_API_URL": "not a url"}, `SLACK_API_URL="not a url": want an http:// or https:// URL`},
+		{map[string]string{"VERDICTBOT_CHANNEL_MODE": "loud"}, `VERDICTBOT_CHANNEL_MODE="loud": want quiet, verbose or off`},
+		{map[string]string{"VERDICTBOT_VERDICT_TTL": "an hour"}, `VERDICTBOT_VERDICT_TTL="an hour": not a valid duration (Go syntax: 90s, 15m, 1h)`},
+		{map[string]string{"VERDICTBOT_MAX_LINKS": "ten"}, `VERDICTBOT_MAX_LINKS="ten": not a valid whole number`},
+		{map[string]string{"VERDICTBOT_MAX_LINKS": "100"}, "VERDICTBOT_MAX_LINKS=100: want 1 to 40 (a card holds at most 50 blocks)"},
+		{map[string]string{"VERDICTBOT_ADMINS": "U123,alice"}, `VERDICTBOT_ADMINS: "alice" is not a Slack user id (U… or W…)`},
+		{map[string]string{"VERDICTBOT_THRESHOLD_PHISHING": "0.9,0.5"}, `VERDICTBOT_THRESHOLD_PHISHING="0.9,0.5": the suspicious threshold is above the malicious one`},
+		{map[string]string{"VERDICTBOT_CHANEL_MODE": "quiet"}, "unknown setting VERDICTBOT_CHANEL_MODE (did you mean VERDICTBOT_CHANNEL_MODE?)"},
+		{map[string]string{"VERDICTBOT_FROBNICATE": "1"}, "unknown setting VERDICTBOT_FROBNICATE"},
+		{map[string]string{"VERDICTBOT_REPORTERS": "everyone"}, `VERDICTBOT_REPORTERS="everyone": want anyone or admins`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.want, func(t *testing.T) {
+			setEnv(t, validEnv)
+			setEnv(t, tc.env)
+			cfg, err := loadConfig()
+			if err == nil {
+				err = cfg.Validate(true)
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("err = %v\nwant  %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatal("more than one line")
+			}
+		})
+	}
+}
+
+func TestSecretsNeverPrint(t *testing.T) {
+	setEnv(t, validEnv)
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprint(cfg.SlackBotToken)} {
+		for _, secret := range []string{"xoxb-1-2-abc", "xapp-1-A1-2-def", "k-123456"} {
+			if strings.Contains(s, secret) {
+				t.Fatalf("secret printed: %s", s)
+			}
+		}
+	}
+}
+
+func TestEveryReadSettingIsKnown(t *testing.T) {
+	// The unknown-setting check and the README table both rely on
+	// settingTags; every VERDICTBOT_ tag must be listed once.
+	seen := map[string]bool{}
+	for _, tag := range settingTags() {
+		if seen[tag] {
+			t.Fatalf("%s twice", tag)
+		}
+		seen[tag] = true
+	}
+	if !seen["VERDICTBOT_CHANNEL_MODE"] || !seen["SLACK_API_URL"] {
+		t.Fatal("settings missing")
+	}
+}
+
+func TestREADMEListsEverySetting(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range settingTags() {
+		if !strings.Contains(string(readme), "`"+tag+"`") {
+			t.Errorf("README.md does not document %s", tag)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/verdictbot/verdictbot/bot"
+	"github.com/verdictbot/verdictbot/commands"
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/scan"
+)
+
+// shutdownGrace is how long in-flight work gets after SIGTERM.
+const shutdownGrace = 8 * time.Second
+
+// runBot is `verdictbot run`: it reads the environment, connects to Slack
+// over Socket Mode and serves until ctx ends or a fatal error.
+func runBot(ctx context.Context, args []string, stderr io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("run takes no arguments (settings come from the environment; see the README)")
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(true); err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey)
+	return serve(ctx, cfg, log)
+}
+
+// app is everything `run` wires together.
+type app struct {
+	cfg      *Config
+	log      *slog.Logger
+	api      *slack.Client
+	sm       *socketmode.Client
+	rep      *reputation.Client
+	urls     *scan.URLs
+	cards    *bot.Cards
+	poster   *notify.Poster
+	messages *bot.Messages
+	feedback *commands.Feedback
+	bot      *bot.Bot
+}
+
+func apiURL(u string) string {
+	if !strings.HasSuffix(u, "/") {
+		u += "/"
+	}
+	return u
+}
+
+func newApp(cfg *Config, log *slog.Logger) (*app, error) {
+	a := &app{cfg: cfg, log: log}
+	a.api = slack.New(cfg.SlackBotToken.Reveal(),
+		slack.OptionAppLevelToken(cfg.SlackAppToken.Reveal()),
+		slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
+	a.sm = socketmode.New(a.api)
+
+	repOpts := []reputation.Option{
+		reputation.WithRateLimits(
+			apiclient.Limit{Rate: cfg.ReputationRunRate, Burst: max(1, int(cfg.ReputationRunRate))},
+			apiclient.Limit{Rate: cfg.ReputationReportRate, Burst: max(1, int(cfg.ReputationReportRate*2))}),
+		reputation.WithLogger(log.With("service", "reputation")),
+	}
+	if cfg.ServiceCAFile != "" {
+		repOpts = append(repOpts, reputation.WithCAFile(cfg.ServiceCAFile))
+	}
+	if cfg.ServiceInsecureTLS {
+		repOpts = append(repOpts, reputation.WithInsecureTLS())
+	}
+	rep, err := reputation.New(cfg.ReputationURL, cfg.ReputationAPIKey.Reveal(), repOpts...)
+	if err != nil {
+		return nil, err
+	}
+	a.rep = rep
+	a.urls = scan.NewURLs(rep, scan.URLOptions{
+		TTL:        cfg.VerdictTTL,
+		Thresholds: cfg.thresholds,
+		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline},
+		Logger:     log.With("component", "scan"),
+	})
+	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains, MaxLinks: cfg.MaxLinks})
+	if err != nil {
+		return nil, fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
+	}
+	a.cards = bot.NewCards()
+	a.poster = notify.NewPoster(a.api, notify.PosterOptions{Logger: log.With("component", "notify")})
+	access := &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins"}
+	a.feedback = &commands.Feedback{Cards: a.cards, Rep: rep, Poster: a.poster, Access: access,
+		Forget: a.urls.Forget, Log: log.With("component", "feedback")}
+	a.bot = bot.New(a.sm, a.api, bot.Handlers{
+		Interaction: func(ctx context.Context, cb *slack.InteractionCallback) { a.feedback.HandleInteraction(ctx, cb) },
+		Slash: func(ctx context.Context, cmd *slack.SlashCommand) {
+			if err := a.poster.Ephemeral(ctx, cmd.ChannelID, cmd.UserID, "The `/scan` command is not available in this version yet."); err != nil {
+				log.Warn("slash command reply failed", "error", err)
+			}
+		},
+	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot")})
+	a.messages = &bot.Messages{
+		Self:          a.bot.Identity,
+		Links:         policy,
+		URLs:          a.urls,
+		Poster:        a.poster,
+		Cards:         a.cards,
+		Mode:          func(string) string { return cfg.ChannelMode },
+		CleanReaction: cfg.CleanReaction,
+		MaxLinks:      cfg.MaxLinks,
+		Log:           log.With("component", "messages"),
+	}
+	a.bot.SetHandler(a.messages.Handle)
+	return a, nil
+}
+
+func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
+	a, err := newApp(cfg, log)
+	if err != nil {
+		return err
+	}
+	log.Info("starting verdictbot", "version", version, "mode", cfg.ChannelMode, "slack_api", cfg.SlackAPIURL)
+	err = a.bot.Run(ctx, shutdownGrace)
+	// Intake has stopped; let cards in flight finish within the grace period.
+	done := make(chan struct{})
+	go func() { a.messages.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+		log.Warn("shutdown: cards still in flight were abandoned")
+	}
+	a.urls.Close()
+	if errors.Is(err, context.Canceled) || (err == nil && ctx.Err() != nil) {
+		log.Info("stopped")
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,253 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// CardBook finds posted cards. Edit calls fn with the card posted at
+// (channel, cardTS) while no one else changes it, and saves what fn did.
+// It returns ErrCardNotFound when there is no such card.
+type CardBook interface {
+	Edit(channel, cardTS string, fn func(c *notify.Card) error) error
+}
+
+// ErrCardNotFound is returned by CardBook.Edit for an unknown card.
+var ErrCardNotFound = errors.New("card not found")
+
+// Reporter sends a verdict disposition (*reputation.Client implements it).
+type Reporter interface {
+	Report(ctx context.Context, taskID string, verdictType reputation.Category, option reputation.ReportOption) error
+}
+
+// CardPoster updates cards and answers users privately.
+type CardPoster interface {
+	Update(ctx context.Context, c *notify.Card) error
+	Ephemeral(ctx context.Context, channel, user, text string, blocks ...slack.Block) error
+}
+
+// Feedback handles the False positive / False negative / Restore buttons.
+type Feedback struct {
+	Cards  CardBook
+	Rep    Reporter
+	Poster CardPoster
+	Access *Access
+	// Forget drops the cached verdict of a URL once a report changed it.
+	Forget func(url string)
+	// Recorded, if set, is told about every accepted report (audit store).
+	Recorded func(c *notify.Card, line int, r notify.Report)
+	Log      *slog.Logger
+	Now      func() time.Time
+
+	mu      sync.Mutex
+	pending map[string]bool
+}
+
+var optionWords = map[string]string{
+	"fp":      "a false positive",
+	"fn":      "a false negative",
+	"restore": "a restore of the original verdict",
+}
+
+// HandleInteraction handles block_actions on verdict cards and ignores the
+// rest. It has been acked already.
+func (f *Feedback) HandleInteraction(ctx context.Context, cb *slack.InteractionCallback) bool {
+	if cb.Type != slack.InteractionTypeBlockActions {
+		return false
+	}
+	handled := false
+	for _, a := range cb.ActionCallback.BlockActions {
+		var option string
+		switch a.ActionID {
+		case notify.ActionFalsePositive:
+			option = "fp"
+		case notify.ActionFalseNegative:
+			option = "fn"
+		case notify.ActionRestore:
+			option = "restore"
+		case notify.ActionCategory:
+			handled = true // a pick in the select: read when a button is clicked
+			continue
+		default:
+			continue
+		}
+		handled = true
+		f.click(ctx, cb, a, option)
+	}
+	return handled
+}
+
+func (f *Feedback) logger() *slog.Logger {
+	if f.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return f.Log
+}
+
+func (f *Feedback) now() time.Time {
+	if f.Now == nil {
+		return time.Now()
+	}
+	return f.Now()
+}
+
+func (f *Feedback) click(ctx context.Context, cb *slack.InteractionCallback, a *slack.BlockAction, option string) {
+	user := cb.User.ID
+	channel := cb.Channel.ID
+	if channel == "" {
+		channel = cb.Container.ChannelID
+	}
+	cardTS := cb.Container.MessageTs
+	if cardTS == "" {
+		cardTS = cb.Message.Timestamp
+	}
+	tell := func(text string) {
+		if err := f.Poster.Ephemeral(ctx, channel, user, text); err != nil {
+			f.logger().Warn("could not answer a feedback click", "error", err)
+		}
+	}
+	lineIdx, taskID, cat, err := notify.DecodeActionValue(a.Value)
+	if err != nil {
+		f.logger().Warn("feedback button with an unreadable value", "action", a.ActionID, "error", err)
+		tell("That button is from an older card and can no longer be used; run `/scan` on the link again.")
+		return
+	}
+	// The select on the same line may have picked another category.
+	if st := cb.BlockActionState; st != nil {
+		if v, ok := st.Values[a.BlockID][notify.ActionCategory]; ok && v.SelectedOption.Value != "" {
+			if c, err := verdict.ParseCategory(v.SelectedOption.Value); err == nil {
+				cat = c
+			}
+		}
+	}
+	if !f.Access.CanReport(user, option) {
+		if option == "restore" {
+			tell("Only admins can restore a verdict.")
+		} else {
+			tell("Only admins can report verdicts in this workspace.")
+		}
+		return
+	}
+
+	key := fmt.Sprintf("%s|%s|%d|%s|%s", channel, cardTS, lineIdx, option, cat)
+	var target string
+	err = f.Cards.Edit(channel, cardTS, func(c *notify.Card) error {
+		if lineIdx < 0 || lineIdx >= len(c.Lines) || c.Lines[lineIdx].TaskID != taskID {
+			return errStale
+		}
+		l := &c.Lines[lineIdx]
+		target = l.Target
+		if last := lastAccepted(l.Reports, cat); last != nil && last.Option == option {
+			return &duplicateError{*last}
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.pending == nil {
+			f.pending = map[string]bool{}
+		}
+		if f.pending[key] {
+			return &duplicateError{}
+		}
+		f.pending[key] = true
+		return nil
+	})
+	var dup *duplicateError
+	switch {
+	case errors.As(err, &dup):
+		if dup.r.User != "" {
+			tell(fmt.Sprintf("<@%s> already reported %s (%s) for this link %s.", dup.r.User, optionWords[option], cat, slackDate(dup.r.At)))
+		} else {
+			tell("That report is already being sent.")
+		}
+		return
+	case errors.Is(err, errStale), errors.Is(err, ErrCardNotFound):
+		tell("This card has changed since it was shown; reload it and try again.")
+		return
+	case err != nil:
+		f.logger().Error("feedback: card lookup failed", "error", err)
+		tell("Something went wrong on our side; the report was not sent.")
+		return
+	}
+	defer func() {
+		f.mu.Lock()
+		delete(f.pending, key)
+		f.mu.Unlock()
+	}()
+
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	rerr := f.Rep.Report(rctx, taskID, reputation.Category(cat), reputation.ReportOption(option))
+	cancel()
+	rep := notify.Report{User: user, Option: option, Category: cat, At: f.now()}
+	if rerr != nil {
+		var ae *apiclient.APIError
+		if errors.As(rerr, &ae) {
+			rep.Outcome = ae.Message
+		} else {
+			rep.Outcome = "the service could not be reached"
+		}
+		f.logger().Warn("verdict report refused", "task_id", taskID, "option", option, "category", string(cat), "error", rerr)
+	}
+	var saved *notify.Card
+	err = f.Cards.Edit(channel, cardTS, func(c *notify.Card) error {
+		if lineIdx < len(c.Lines) {
+			c.Lines[lineIdx].Reports = append(c.Lines[lineIdx].Reports, rep)
+		}
+		cp := *c
+		saved = &cp
+		return nil
+	})
+	if err == nil && saved != nil {
+		if uerr := f.Poster.Update(ctx, saved); uerr != nil {
+			f.logger().Warn("card update after a report failed", "error", uerr)
+		}
+		if f.Recorded != nil {
+			f.Recorded(saved, lineIdx, rep)
+		}
+	}
+	if rerr != nil {
+		tell(fmt.Sprintf("The URL service did not accept the report: %s.", rep.Outcome))
+		return
+	}
+	if f.Forget != nil && target != "" {
+		f.Forget(target)
+	}
+	tell(fmt.Sprintf("Thanks: %s (%s) was reported to the URL service for task `%s`.", capitalise(optionWords[option]), cat, taskID))
+}
+
+var errStale = errors.New("card line changed")
+
+type duplicateError struct{ r notify.Report }
+
+func (e *duplicateError) Error() string { return "already reported" }
+
+// lastAccepted returns the newest report for cat that the service accepted.
+func lastAccepted(rs []notify.Report, cat verdict.Category) *notify.Report {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i].Category == cat && rs[i].Outcome == "" {
+			return &rs[i]
+		}
+	}
+	return nil
+}
+
+func slackDate(t time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} at {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
+}
+
+func capitalise(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}

@@ -1,0 +1,163 @@
+// Package notify turns a chat-neutral verdict Card into Block Kit (and into
+// text for the terminal) and posts or updates it in a Slack thread, paced to
+// Slack's rate limits. It knows nothing of the analysis services' wire
+// formats: the bot fills the Card from scan results.
+package notify
+
+import (
+	"time"
+
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// Action ids of the feedback controls on a URL line. Other tools drive the
+// bot through these names: keep them.
+const (
+	ActionFalsePositive = "verdict_fp"
+	ActionFalseNegative = "verdict_fn"
+	ActionRestore       = "verdict_restore"
+	// ActionCategory is the select that picks which category the buttons
+	// on the same line report for (the top category by default).
+	ActionCategory = "verdict_category"
+)
+
+// Kind says what a line is about.
+type Kind string
+
+// Kinds of target.
+const (
+	KindURL  Kind = "url"
+	KindFile Kind = "file"
+)
+
+// Card is everything one verdict card shows. One card answers one message
+// (or one /scan request) and is updated in place through its life.
+type Card struct {
+	// Channel and ThreadTS say where the card lives; SourceTS is the
+	// message it is about; CardTS is the card's own ts once posted.
+	Channel  string
+	ThreadTS string
+	SourceTS string
+	CardTS   string
+	// Poster is the user who posted the source message (mentioned in
+	// recheck replies); RequestedBy is set for /scan and the shortcut.
+	Poster      string
+	RequestedBy string
+
+	// Final is false while anything is still being analysed.
+	Final bool
+
+	Lines   []Line
+	Skipped []Skip
+	// LeftOut counts targets beyond VERDICTBOT_MAX_LINKS, not checked;
+	// MaxLinks is that limit, shown beside the count ("limit 10") when set.
+	LeftOut  int
+	MaxLinks int
+	// Notes are short sentences shown under the verdicts ("The message was
+	// deleted.", "Rechecked 2026-11-22 10:15 UTC: now malicious").
+	Notes []string
+}
+
+// Line is one checked target.
+type Line struct {
+	Kind Kind
+	// Target is the URL (normalised) or the file name, as found. Renderers
+	// defang and truncate it; it is never made clickable.
+	Target string
+	Level  verdict.Level
+	// Category is the category the feedback buttons report for: the one
+	// that decided the level, or the top one when clean.
+	Category verdict.Category
+	Scores   verdict.Scores
+	// Service and TaskID identify the analysis ("reputation", "sandbox").
+	Service string
+	TaskID  string
+	// Status is a short progress word while pending ("submitted",
+	// "queued", "running", "reporting").
+	Status string
+	// Problem is a user-safe sentence when Level is Unknown.
+	Problem string
+	// Detail is one extra line worth showing (page title, final URL —
+	// renderers defang URLs in it).
+	Detail string
+	// Cached is true when the verdict was reused from an earlier analysis.
+	Cached    bool
+	CheckedAt time.Time
+
+	File *FileInfo
+
+	// Reports are the feedback given on this line, oldest first.
+	Reports []Report
+	// Actions shows the feedback controls (URL lines with a completed task).
+	Actions bool
+}
+
+// FileInfo is what a file line shows (sandbox analyses).
+type FileInfo struct {
+	Name, Type                 string
+	Size                       int64
+	MD5, SHA1, SHA256          string
+	MalScore                   float64
+	Family                     string
+	AddedOn, StartedOn, DoneOn string // the sandbox's own timestamps, shown as given
+	Screenshots                int    // how many were posted in the thread
+}
+
+// Skip is a target that was deliberately not sent to a service.
+type Skip struct {
+	// Kind is KindFile for a file (Target is then its name), else a URL.
+	Kind   Kind
+	Target string
+	Reason string // user-facing: "allowlisted domain", "private or internal host", …
+}
+
+// Report is one piece of feedback, for the audit trail.
+type Report struct {
+	User     string // Slack user id
+	Option   string // "fp", "fn" or "restore"
+	Category verdict.Category
+	At       time.Time
+	// Outcome is "" when the service accepted it, else its text.
+	Outcome string
+}
+
+// Level is the card's overall level: the worst of its lines.
+func (c *Card) Level() verdict.Level {
+	levels := make([]verdict.Level, 0, len(c.Lines))
+	for _, l := range c.Lines {
+		levels = append(levels, l.Level)
+	}
+	if len(levels) == 0 && len(c.Skipped) > 0 {
+		return verdict.Skipped
+	}
+	return verdict.Worst(levels...)
+}
+
+// Clone returns a deep copy of the card, safe to render while the original
+// keeps changing.
+func (c *Card) Clone() Card {
+	cp := *c
+	cp.Lines = make([]Line, len(c.Lines))
+	for i, l := range c.Lines {
+		cp.Lines[i] = l.clone()
+	}
+	cp.Skipped = append([]Skip(nil), c.Skipped...)
+	cp.Notes = append([]string(nil), c.Notes...)
+	return cp
+}
+
+func (l Line) clone() Line {
+	if l.Scores != nil {
+		s := make(map[verdict.Category]float64, len(l.Scores))
+		for k, v := range l.Scores {
+			s[k] = v
+		}
+		l.Scores = s
+	}
+	if l.File != nil {
+		f := *l.File
+		l.File = &f
+	}
+	l.Reports = append([]Report(nil), l.Reports...)
+	return l
+}
