@@ -260,7 +260,7 @@ func TestRedeliveredEnvelopeMakesOneCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	if err := h.slack.WaitAcked(h.ctx(5*time.Second)); err != nil {
+	if err := h.slack.WaitAcked(h.ctx(5 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // a second card, if any, would be posted by now
@@ -322,7 +322,9 @@ func TestFeedbackButtonReportsAndShowsTheAuditLine(t *testing.T) {
 		}
 	}
 	click(alice, notify.ActionFalsePositive)
-	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "<@"+alice+">") && strings.Contains(b, "false positive") })
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "<@"+alice+">") && strings.Contains(b, "false positive")
+	})
 	tasks := h.sim.URLTasks("https://login.phish.test/account")
 	if len(tasks) != 1 {
 		t.Fatalf("tasks %v", tasks)
