@@ -109,6 +109,15 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 				log.Warn("slash command reply failed", "error", err)
 			}
 		},
+		Busy: func(ctx context.Context, kind string, payload any) {
+			const msg = "verdictbot is overloaded right now and could not take this; please try again in a minute."
+			switch p := payload.(type) {
+			case *slack.SlashCommand:
+				_ = a.poster.Ephemeral(ctx, p.ChannelID, p.UserID, msg)
+			case *slack.InteractionCallback:
+				_ = a.poster.Ephemeral(ctx, p.Channel.ID, p.User.ID, msg)
+			}
+		},
 	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot")})
 	a.messages = &bot.Messages{
 		Self:          a.bot.Identity,

@@ -46,7 +46,7 @@ func (s *syncBuffer) String() string {
 }
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	slack *slackfake.Server
 	sim   *sim.Server
 	logs  *syncBuffer
@@ -57,7 +57,7 @@ type harness struct {
 // status check (after about a second) finds it done.
 var quickProfile = sim.Profile{Name: "e2e", URLPending: 100 * time.Millisecond, URLProcessing: 200 * time.Millisecond}
 
-func startBot(t *testing.T, env map[string]string, simCfg sim.Config, opts ...slackfake.Option) *harness {
+func startBot(t testing.TB, env map[string]string, simCfg sim.Config, opts ...slackfake.Option) *harness {
 	t.Helper()
 	fake := slackfake.Start(t, opts...)
 	if simCfg.Profile == (sim.Profile{}) {
