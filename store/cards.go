@@ -1,0 +1,131 @@
+package store
+
+import (
+	"time"
+
+	"github.com/verdictbot/verdictbot/notify"
+)
+
+// CardRef names a card by the message it answers.
+type CardRef struct {
+	Channel  string `json:"channel"`
+	SourceTS string `json:"source_ts"`
+}
+
+// Key is the card's key in the store.
+func (r CardRef) Key() string { return r.Channel + "/" + r.SourceTS }
+
+// CardRecord is a card and its state.
+type CardRecord struct {
+	Card notify.Card `json:"card"`
+	// Mode is the channel mode the card was made under.
+	Mode string `json:"mode"`
+	// Gen counts rescans of the message (edits); older analyses' results
+	// are ignored.
+	Gen int `json:"gen"`
+	// PostStarted is set just before chat.postMessage and cleared once its
+	// ts is saved: after a crash in between, the thread is searched for
+	// the card rather than posting a second one.
+	PostStarted bool `json:"post_started,omitempty"`
+	// Deleted is set when the source message was deleted.
+	Deleted bool      `json:"deleted,omitempty"`
+	Updated time.Time `json:"updated"`
+}
+
+// Ref returns the record's CardRef.
+func (r *CardRecord) Ref() CardRef { return CardRef{Channel: r.Card.Channel, SourceTS: r.Card.SourceTS} }
+
+// PutCard saves a card (and indexes it by its ts once posted).
+func (db *DB) PutCard(rec *CardRecord) error {
+	rec.Updated = db.now()
+	return db.be.update(func(t txn) error { return putCard(t, rec) })
+}
+
+func putCard(t txn, rec *CardRecord) error {
+	key := rec.Ref().Key()
+	if err := t.put(bCards, key, enc(rec)); err != nil {
+		return err
+	}
+	if rec.Card.CardTS != "" {
+		return t.put(bCardTS, rec.Card.Channel+"/"+rec.Card.CardTS, []byte(key))
+	}
+	return nil
+}
+
+// Card returns the card answering (channel, sourceTS), or ErrNotFound.
+func (db *DB) Card(ref CardRef) (*CardRecord, error) {
+	var rec *CardRecord
+	err := db.be.view(func(t txn) error {
+		var err error
+		rec, err = getCard(t, ref.Key())
+		return err
+	})
+	return rec, err
+}
+
+func getCard(t txn, key string) (*CardRecord, error) {
+	v := t.get(bCards, key)
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	var rec CardRecord
+	if err := dec(v, &rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// CardByTS returns the card posted at (channel, cardTS), or ErrNotFound.
+func (db *DB) CardByTS(channel, cardTS string) (*CardRecord, error) {
+	var rec *CardRecord
+	err := db.be.view(func(t txn) error {
+		key := t.get(bCardTS, channel+"/"+cardTS)
+		if key == nil {
+			return ErrNotFound
+		}
+		var err error
+		rec, err = getCard(t, string(key))
+		return err
+	})
+	return rec, err
+}
+
+// UpdateCard applies fn to the stored card in one transaction and saves
+// it; fn's error aborts without saving. It returns the saved record.
+func (db *DB) UpdateCard(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error) {
+	var out *CardRecord
+	err := db.be.update(func(t txn) error {
+		rec, err := getCard(t, ref.Key())
+		if err != nil {
+			return err
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+		rec.Updated = db.now()
+		out = rec
+		return putCard(t, rec)
+	})
+	return out, err
+}
+
+// UnfinishedCards returns the cards still being analysed or whose post was
+// interrupted.
+func (db *DB) UnfinishedCards() ([]*CardRecord, error) {
+	var out []*CardRecord
+	var derr error
+	err := db.be.view(func(t txn) error {
+		t.scan(bCards, "", "", func(_ string, v []byte) bool {
+			var rec CardRecord
+			if derr = dec(v, &rec); derr != nil {
+				return false
+			}
+			if !rec.Card.Final || rec.PostStarted {
+				out = append(out, &rec)
+			}
+			return true
+		})
+		return derr
+	})
+	return out, err
+}

@@ -1,0 +1,293 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// backend is the ordered key-value layer the store's logic runs on: bbolt
+// on disk, or maps in memory for unit tests. Every write happens in one
+// update transaction.
+type backend interface {
+	update(fn func(t txn) error) error
+	view(fn func(t txn) error) error
+	close() error
+	size() int64
+}
+
+// txn is one transaction. Keys are ordered bytewise within a bucket.
+type txn interface {
+	get(bucket, key string) []byte
+	put(bucket, key string, val []byte) error
+	del(bucket, key string) error
+	// scan calls fn for the keys in [from, to) in order (to "" = the end)
+	// until fn returns false.
+	scan(bucket, from, to string, fn func(k string, v []byte) bool)
+	count(bucket string) int
+}
+
+var buckets = []string{bMeta, bEvents, bEventTimes, bJobs, bCards, bCardTS, bAnalyses, bTargets, bDue, bHistory, bReports, bChannels, bAllow}
+
+const (
+	bMeta       = "meta"
+	bEvents     = "events"      // event id → time seen
+	bEventTimes = "event_times" // time + event id → nil (for pruning)
+	bJobs       = "jobs"        // sequence → Job
+	bCards      = "cards"       // channel/source ts → CardRecord
+	bCardTS     = "card_ts"     // channel/card ts → channel/source ts
+	bAnalyses   = "analyses"    // service \x00 target → Analysis
+	bTargets    = "targets"     // target → Target
+	bDue        = "due"         // next check time + target → nil
+	bHistory    = "history"     // target \x00 time \x00 seq → Verdict
+	bReports    = "reports"     // target \x00 time \x00 seq → Report
+	bChannels   = "channels"    // channel → mode
+	bAllow      = "allow"       // domain → AllowEntry
+)
+
+// ---- bbolt ----
+
+type boltBackend struct {
+	db   *bolt.DB
+	path string
+}
+
+func openBolt(path string) (*boltBackend, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: cannot create %s: %w", filepath.Dir(path), err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		switch {
+		case errors.Is(err, bolt.ErrTimeout):
+			return nil, fmt.Errorf("store %s is locked by another process (is another verdictbot running with the same VERDICTBOT_DATA_DIR?)", path)
+		case errors.Is(err, os.ErrPermission):
+			return nil, fmt.Errorf("store %s cannot be opened: %w", path, err)
+		}
+		return nil, fmt.Errorf("store %s is unreadable (%v); it was left untouched: restore it from a backup, or move it away to start with an empty store", path, err)
+	}
+	return &boltBackend{db: db, path: path}, nil
+}
+
+func (b *boltBackend) update(fn func(t txn) error) error {
+	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
+}
+
+func (b *boltBackend) view(fn func(t txn) error) error {
+	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
+}
+
+func (b *boltBackend) close() error { return b.db.Close() }
+
+func (b *boltBackend) size() int64 {
+	fi, err := os.Stat(b.path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+type boltTxn struct{ tx *bolt.Tx }
+
+func (t boltTxn) bucket(name string) *bolt.Bucket {
+	if t.tx.Writable() {
+		b, err := t.tx.CreateBucketIfNotExists([]byte(name))
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	return t.tx.Bucket([]byte(name))
+}
+
+func (t boltTxn) get(bucket, key string) []byte {
+	b := t.bucket(bucket)
+	if b == nil {
+		return nil
+	}
+	v := b.Get([]byte(key))
+	if v == nil {
+		return nil
+	}
+	return append([]byte(nil), v...)
+}
+
+func (t boltTxn) put(bucket, key string, val []byte) error {
+	b := t.bucket(bucket)
+	if b == nil {
+		return fmt.Errorf("store: bucket %s", bucket)
+	}
+	if val == nil {
+		val = []byte{}
+	}
+	return b.Put([]byte(key), val)
+}
+
+func (t boltTxn) del(bucket, key string) error {
+	b := t.bucket(bucket)
+	if b == nil {
+		return nil
+	}
+	return b.Delete([]byte(key))
+}
+
+func (t boltTxn) scan(bucket, from, to string, fn func(k string, v []byte) bool) {
+	b := t.bucket(bucket)
+	if b == nil {
+		return
+	}
+	c := b.Cursor()
+	var k, v []byte
+	if from == "" {
+		k, v = c.First()
+	} else {
+		k, v = c.Seek([]byte(from))
+	}
+	for ; k != nil; k, v = c.Next() {
+		if to != "" && string(k) >= to {
+			return
+		}
+		if !fn(string(k), v) {
+			return
+		}
+	}
+}
+
+func (t boltTxn) count(bucket string) int {
+	b := t.bucket(bucket)
+	if b == nil {
+		return 0
+	}
+	return b.Stats().KeyN
+}
+
+// ---- memory (unit tests only) ----
+
+type memBackend struct {
+	mu   sync.RWMutex
+	data map[string]map[string][]byte
+}
+
+func newMemBackend() *memBackend { return &memBackend{data: map[string]map[string][]byte{}} }
+
+func (m *memBackend) update(fn func(t txn) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Copy-on-write per bucket so a failed transaction changes nothing.
+	staged := &memTxn{m: m, write: true, changes: map[string]map[string][]byte{}}
+	if err := fn(staged); err != nil {
+		return err
+	}
+	for b, kv := range staged.changes {
+		if m.data[b] == nil {
+			m.data[b] = map[string][]byte{}
+		}
+		for k, v := range kv {
+			if v == nil {
+				delete(m.data[b], k)
+			} else {
+				m.data[b][k] = v
+			}
+		}
+	}
+	return nil
+}
+
+func (m *memBackend) view(fn func(t txn) error) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return fn(&memTxn{m: m})
+}
+
+func (m *memBackend) close() error { return nil }
+func (m *memBackend) size() int64  { return 0 }
+
+type memTxn struct {
+	m       *memBackend
+	write   bool
+	changes map[string]map[string][]byte // nil value = deleted
+}
+
+func (t *memTxn) get(bucket, key string) []byte {
+	if c, ok := t.changes[bucket][key]; ok {
+		return c
+	}
+	if v, ok := t.m.data[bucket][key]; ok {
+		return append([]byte(nil), v...)
+	}
+	return nil
+}
+
+func (t *memTxn) put(bucket, key string, val []byte) error {
+	if !t.write {
+		return errors.New("store: write in a read transaction")
+	}
+	if t.changes[bucket] == nil {
+		t.changes[bucket] = map[string][]byte{}
+	}
+	if val == nil {
+		val = []byte{}
+	}
+	t.changes[bucket][key] = append([]byte{}, val...) // never nil: nil marks a deletion
+	return nil
+}
+
+func (t *memTxn) del(bucket, key string) error {
+	if t.changes[bucket] == nil {
+		t.changes[bucket] = map[string][]byte{}
+	}
+	t.changes[bucket][key] = nil
+	return nil
+}
+
+func (t *memTxn) keys(bucket string) []string {
+	seen := map[string]bool{}
+	var ks []string
+	for k := range t.m.data[bucket] {
+		seen[k] = true
+	}
+	for k, v := range t.changes[bucket] {
+		seen[k] = v != nil
+	}
+	for k, live := range seen {
+		if live {
+			ks = append(ks, k)
+		}
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func (t *memTxn) scan(bucket, from, to string, fn func(k string, v []byte) bool) {
+	for _, k := range t.keys(bucket) {
+		if k < from || (to != "" && k >= to) {
+			continue
+		}
+		if !fn(k, t.get(bucket, k)) {
+			return
+		}
+	}
+}
+
+func (t *memTxn) count(bucket string) int { return len(t.keys(bucket)) }
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p string) string {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return ""
+}
+
+var _ = strings.HasPrefix

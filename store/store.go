@@ -1,0 +1,193 @@
+// Package store keeps what must survive a restart: the jobs acked to Slack
+// but not yet finished, processed event ids, analyses in flight, cards and
+// where they are, the verdict history of every target, reports (the audit
+// trail), channel modes and the runtime allowlist.
+//
+// The default backend is a single bbolt file under VERDICTBOT_DATA_DIR:
+// pure Go (the binary stays static), ACID transactions with fsync, one
+// file to back up, and well kept (it is etcd's). Memory() gives the same
+// store on maps, for unit tests only.
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// SchemaVersion is the layout this code reads and writes. Keep in sync with
+// migrations.
+const SchemaVersion = 1
+
+// FileName is the store's file inside the data directory.
+const FileName = "verdictbot.db"
+
+// migrations[i] moves a store from schema i+1 to i+2. A migration runs in
+// one transaction, after the file was copied to <file>.schema<N>.bak.
+var migrations = []func(t txn) error{}
+
+// ErrNotFound is returned by lookups of absent records.
+var ErrNotFound = errors.New("not found")
+
+// DB is the store.
+type DB struct {
+	be  backend
+	now func() time.Time
+	mu  sync.Mutex // serialises sequence numbers
+	seq uint64
+}
+
+// Options tune Open.
+type Options struct {
+	// Now is the clock (default time.Now); tests inject one.
+	Now func() time.Time
+}
+
+// Open opens (or creates) the store in dir. A file that cannot be read is
+// reported, never reset.
+func Open(dir string, opt Options) (*DB, error) {
+	path := filepath.Join(dir, FileName)
+	be, err := openBolt(path)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{be: be, now: opt.Now}
+	if err := db.init(path); err != nil {
+		be.close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Memory returns an empty store held in memory. For unit tests only: it
+// keeps nothing across a restart.
+func Memory(opt Options) *DB {
+	db := &DB{be: newMemBackend(), now: opt.Now}
+	if err := db.init(""); err != nil {
+		panic(err)
+	}
+	return db
+}
+
+func (db *DB) init(path string) error {
+	if db.now == nil {
+		db.now = time.Now
+	}
+	var version int
+	err := db.be.view(func(t txn) error {
+		if v := t.get(bMeta, "schema"); v != nil {
+			n, err := strconv.Atoi(string(v))
+			if err != nil {
+				return fmt.Errorf("store %s: schema version %q is not a number", path, v)
+			}
+			version = n
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case version == 0:
+		return db.be.update(func(t txn) error {
+			for _, b := range buckets {
+				t.scan(b, "", "", func(string, []byte) bool { return false })
+			}
+			return t.put(bMeta, "schema", []byte(strconv.Itoa(SchemaVersion)))
+		})
+	case version > SchemaVersion:
+		return fmt.Errorf("store %s has schema %d, newer than this verdictbot understands (%d): run the newer version, or restore a backup", path, version, SchemaVersion)
+	case version < SchemaVersion:
+		if path != "" {
+			if err := copyFile(path, fmt.Sprintf("%s.schema%d.bak", path, version)); err != nil {
+				return fmt.Errorf("store %s: backup before migration: %w", path, err)
+			}
+		}
+		return db.be.update(func(t txn) error {
+			for v := version; v < SchemaVersion; v++ {
+				if err := migrations[v-1](t); err != nil {
+					return fmt.Errorf("store migration %d→%d: %w", v, v+1, err)
+				}
+			}
+			return t.put(bMeta, "schema", []byte(strconv.Itoa(SchemaVersion)))
+		})
+	}
+	return nil
+}
+
+// Close closes the store.
+func (db *DB) Close() error { return db.be.close() }
+
+// Size returns the store file's size in bytes (0 in memory).
+func (db *DB) Size() int64 { return db.be.size() }
+
+// Counts returns the number of records per bucket, for metrics and tests.
+func (db *DB) Counts() map[string]int {
+	out := map[string]int{}
+	_ = db.be.view(func(t txn) error {
+		for _, b := range buckets {
+			out[b] = t.count(b)
+		}
+		return nil
+	})
+	return out
+}
+
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o600)
+}
+
+// ---- encoding helpers ----
+
+func enc(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("store: encode %T: %v", v, err)) // our own types always encode
+	}
+	return b
+}
+
+func dec(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("store: corrupt record (%T): %w", v, err)
+	}
+	return nil
+}
+
+// timeKey is a sortable encoding of t.
+func timeKey(t time.Time) string {
+	var b [8]byte
+	n := t.UnixNano()
+	if n < 0 {
+		n = 0
+	}
+	binary.BigEndian.PutUint64(b[:], uint64(n))
+	return string(b[:])
+}
+
+func seqKey(n uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], n)
+	return string(b[:])
+}
+
+func (db *DB) nextSeq() uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n := uint64(db.now().UnixNano())
+	if n <= db.seq {
+		n = db.seq + 1
+	}
+	db.seq = n
+	return n
+}

@@ -1,0 +1,241 @@
+package store
+
+import (
+	"slices"
+	"time"
+
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// Analysis is a submission in flight: the task exists at the service, its
+// verdict is not known yet. A restart resumes it instead of submitting the
+// target again.
+type Analysis struct {
+	Service     string    `json:"service"` // "reputation", "sandbox"
+	Target      string    `json:"target"`  // normalised URL, or sha256
+	TaskID      string    `json:"task_id"`
+	SubmittedAt time.Time `json:"submitted_at"`
+}
+
+func analysisKey(service, target string) string { return service + "\x00" + target }
+
+// PutAnalysis records a submission.
+func (db *DB) PutAnalysis(a Analysis) error {
+	if a.SubmittedAt.IsZero() {
+		a.SubmittedAt = db.now()
+	}
+	return db.be.update(func(t txn) error { return t.put(bAnalyses, analysisKey(a.Service, a.Target), enc(a)) })
+}
+
+// Analysis returns the submission in flight for a target, or ErrNotFound.
+func (db *DB) Analysis(service, target string) (Analysis, error) {
+	var a Analysis
+	err := db.be.view(func(t txn) error {
+		v := t.get(bAnalyses, analysisKey(service, target))
+		if v == nil {
+			return ErrNotFound
+		}
+		return dec(v, &a)
+	})
+	return a, err
+}
+
+// DeleteAnalysis forgets a finished submission.
+func (db *DB) DeleteAnalysis(service, target string) error {
+	return db.be.update(func(t txn) error { return t.del(bAnalyses, analysisKey(service, target)) })
+}
+
+// Analyses returns every submission in flight.
+func (db *DB) Analyses() ([]Analysis, error) {
+	var out []Analysis
+	var derr error
+	err := db.be.view(func(t txn) error {
+		t.scan(bAnalyses, "", "", func(_ string, v []byte) bool {
+			var a Analysis
+			if derr = dec(v, &a); derr != nil {
+				return false
+			}
+			out = append(out, a)
+			return true
+		})
+		return derr
+	})
+	return out, err
+}
+
+// Verdict is one verdict in a target's history.
+type Verdict struct {
+	Target   string           `json:"target"`
+	Kind     string           `json:"kind"` // "url" or "file"
+	TaskID   string           `json:"task_id"`
+	Level    verdict.Level    `json:"level"`
+	Category verdict.Category `json:"category,omitempty"`
+	Scores   verdict.Scores   `json:"scores,omitempty"`
+	MalScore float64          `json:"malscore,omitempty"`
+	Family   string           `json:"family,omitempty"`
+	At       time.Time        `json:"at"`
+	Source   string           `json:"source"` // "scan", "recheck"
+}
+
+// Target is what the store knows of one URL or file.
+type Target struct {
+	Target    string           `json:"target"`
+	Kind      string           `json:"kind"`
+	FirstSeen time.Time        `json:"first_seen"`
+	Checked   time.Time        `json:"checked"`
+	Level     verdict.Level    `json:"level"`
+	Category  verdict.Category `json:"category,omitempty"`
+	TaskID    string           `json:"task_id"`
+	// Rechecks counts the rechecks done; NextCheck is when the next is due
+	// (zero: none planned).
+	Rechecks  int       `json:"rechecks"`
+	NextCheck time.Time `json:"next_check"`
+	// Cards are the cards that show this target.
+	Cards []CardRef `json:"cards,omitempty"`
+}
+
+// Schedule says when a URL is rechecked: at these ages after it was first
+// seen (VERDICTBOT_RECHECK_AFTER). A nil schedule plans no rechecks.
+type Schedule []time.Duration
+
+func (s Schedule) next(t *Target) time.Time {
+	if t.Rechecks >= len(s) {
+		return time.Time{}
+	}
+	return t.FirstSeen.Add(s[t.Rechecks])
+}
+
+// RecordVerdict appends v to its target's history, updates the target (the
+// card ref, if given, is remembered), and plans the next recheck of a URL
+// by schedule. recheck marks v as the result of a recheck, which advances
+// the schedule. It returns the target as saved and its previous level.
+func (db *DB) RecordVerdict(v Verdict, card *CardRef, schedule Schedule, recheck bool) (Target, verdict.Level, error) {
+	if v.At.IsZero() {
+		v.At = db.now()
+	}
+	seq := db.nextSeq()
+	var saved Target
+	var prev verdict.Level
+	err := db.be.update(func(t txn) error {
+		var tg Target
+		if raw := t.get(bTargets, v.Target); raw != nil {
+			if err := dec(raw, &tg); err != nil {
+				return err
+			}
+			prev = tg.Level
+		} else {
+			tg = Target{Target: v.Target, Kind: v.Kind, FirstSeen: v.At}
+			prev = verdict.Pending
+		}
+		if !tg.NextCheck.IsZero() {
+			if err := t.del(bDue, timeKey(tg.NextCheck)+tg.Target); err != nil {
+				return err
+			}
+		}
+		tg.Checked, tg.Level, tg.Category, tg.TaskID = v.At, v.Level, v.Category, v.TaskID
+		if card != nil && !slices.Contains(tg.Cards, *card) {
+			tg.Cards = append(tg.Cards, *card)
+		}
+		if recheck {
+			tg.Rechecks++
+		}
+		tg.NextCheck = time.Time{}
+		if tg.Kind == "url" {
+			// Skip ages already passed (a long outage): plan the next one
+			// still ahead, counting the skipped as done.
+			for next := schedule.next(&tg); !next.IsZero(); next = schedule.next(&tg) {
+				if next.After(v.At) {
+					tg.NextCheck = next
+					break
+				}
+				tg.Rechecks++
+			}
+		}
+		if !tg.NextCheck.IsZero() {
+			if err := t.put(bDue, timeKey(tg.NextCheck)+tg.Target, nil); err != nil {
+				return err
+			}
+		}
+		if err := t.put(bTargets, tg.Target, enc(tg)); err != nil {
+			return err
+		}
+		saved = tg
+		return t.put(bHistory, v.Target+"\x00"+timeKey(v.At)+seqKey(seq), enc(v))
+	})
+	return saved, prev, err
+}
+
+// AddCard remembers that card shows target (without a new verdict).
+func (db *DB) AddCard(target string, card CardRef) error {
+	return db.be.update(func(t txn) error {
+		raw := t.get(bTargets, target)
+		if raw == nil {
+			return ErrNotFound
+		}
+		var tg Target
+		if err := dec(raw, &tg); err != nil {
+			return err
+		}
+		if slices.Contains(tg.Cards, card) {
+			return nil
+		}
+		tg.Cards = append(tg.Cards, card)
+		return t.put(bTargets, target, enc(tg))
+	})
+}
+
+// Target returns what is known of a target, or ErrNotFound.
+func (db *DB) Target(target string) (Target, error) {
+	var tg Target
+	err := db.be.view(func(t txn) error {
+		raw := t.get(bTargets, target)
+		if raw == nil {
+			return ErrNotFound
+		}
+		return dec(raw, &tg)
+	})
+	return tg, err
+}
+
+// History returns a target's verdicts, oldest first.
+func (db *DB) History(target string) ([]Verdict, error) {
+	var out []Verdict
+	var derr error
+	err := db.be.view(func(t txn) error {
+		p := target + "\x00"
+		t.scan(bHistory, p, prefixEnd(p), func(_ string, raw []byte) bool {
+			var v Verdict
+			if derr = dec(raw, &v); derr != nil {
+				return false
+			}
+			out = append(out, v)
+			return true
+		})
+		return derr
+	})
+	return out, err
+}
+
+// Due returns up to limit targets whose recheck is due at now, the oldest
+// due first. It reads an index ordered by due time, so its cost grows with
+// limit, not with the number of targets.
+func (db *DB) Due(now time.Time, limit int) ([]Target, error) {
+	var out []Target
+	var derr error
+	err := db.be.view(func(t txn) error {
+		t.scan(bDue, "", timeKey(now.Add(time.Nanosecond)), func(k string, _ []byte) bool {
+			raw := t.get(bTargets, k[8:])
+			if raw == nil {
+				return true
+			}
+			var tg Target
+			if derr = dec(raw, &tg); derr != nil {
+				return false
+			}
+			out = append(out, tg)
+			return len(out) < limit
+		})
+		return derr
+	})
+	return out, err
+}
