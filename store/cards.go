@@ -33,7 +33,9 @@ type CardRecord struct {
 }
 
 // Ref returns the record's CardRef.
-func (r *CardRecord) Ref() CardRef { return CardRef{Channel: r.Card.Channel, SourceTS: r.Card.SourceTS} }
+func (r *CardRecord) Ref() CardRef {
+	return CardRef{Channel: r.Card.Channel, SourceTS: r.Card.SourceTS}
+}
 
 // PutCard saves a card (and indexes it by its ts once posted).
 func (db *DB) PutCard(rec *CardRecord) error {
