@@ -19,6 +19,8 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
+
+	"github.com/verdictbot/verdictbot/store"
 )
 
 // Identity is who the bot is in the workspace, learnt at start (auth.test)
@@ -34,6 +36,12 @@ type Meta struct {
 	RetryAttempt int
 	RetryReason  string
 	TeamID       string
+	// Done must be called once the work the event asked for is complete
+	// (for a message: its card is final). Until then the job stays in the
+	// journal and is resumed after a restart. Safe to call more than once.
+	Done func()
+	// Replayed is true for a job resumed after a restart.
+	Replayed bool
 }
 
 // Handlers receive the jobs. Each runs on a pool worker with the pool's
@@ -81,6 +89,11 @@ type Bot struct {
 	extra    sync.WaitGroup
 	busySem  chan struct{}
 	dedupeFn func(eventID string) bool
+	journal  Journal
+	pending  chan pendingAck
+	// ackPayloads holds slash-command ack payloads computed at intake
+	// until the journal acks their envelope.
+	ackPayloads sync.Map
 }
 
 // New returns a bot reading from sm. api is the Web API client the bot uses
@@ -104,9 +117,10 @@ func New(sm *socketmode.Client, api *slack.Client, h Handlers, opt Options) *Bot
 	return b
 }
 
-// SetDedupe replaces the event-id check (true: first delivery). The store
-// uses it to keep event ids across restarts.
-func (b *Bot) SetDedupe(first func(eventID string) bool) { b.dedupeFn = first }
+// SetJournal makes the bot record every job durably before acking it
+// (deduplicating redeliveries on event id across restarts), and resume the
+// unfinished ones at start.
+func (b *Bot) SetJournal(j Journal) { b.journal = j }
 
 // SetHandler sets the message handler (it usually needs the bot's
 // Identity, so it is wired after New).
@@ -150,6 +164,13 @@ func (b *Bot) Run(ctx context.Context, drain time.Duration) error {
 	b.log.Info("authenticated", "user_id", at.UserID, "bot_id", at.BotID, "team_id", at.TeamID, "team", at.Team)
 
 	b.pool = NewPool(b.opt.Workers, b.opt.QueueSize, b.log)
+	var journalDone chan struct{}
+	if b.journal != nil {
+		b.pending = make(chan pendingAck, 4096)
+		journalDone = make(chan struct{})
+		go b.runJournal(ctx, b.pending, journalDone)
+		b.replay(b.log)
+	}
 	runCtx, stopConn := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
 	go func() { runErr <- b.sm.RunContext(runCtx) }()
@@ -180,6 +201,10 @@ loop:
 	stopConn()
 	if runErr != nil {
 		go func() { <-runErr }() // RunContext ends with runCtx
+	}
+	if b.pending != nil {
+		close(b.pending)
+		<-journalDone
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
@@ -231,28 +256,8 @@ func (b *Bot) dispatch(ctx context.Context, evt socketmode.Event) error {
 		b.log.Warn("Socket Mode error", "type", string(evt.Type), "error", fmt.Sprint(evt.Data))
 	case socketmode.EventTypeErrorBadMessage:
 		b.ackBadMessage(ctx, evt, start)
-	case socketmode.EventTypeEventsAPI:
-		err := b.ack(evt)
-		b.observe("events_api", start, err)
-		b.onEventsAPI(evt)
-	case socketmode.EventTypeSlashCommand:
-		cmd, ok := evt.Data.(slack.SlashCommand)
-		var payload any
-		if ok && b.h.SlashAck != nil {
-			payload = b.h.SlashAck(&cmd)
-		}
-		err := b.ack(evt, payload)
-		b.observe("slash_commands", start, err)
-		if ok && b.h.Slash != nil {
-			b.submit("slash_commands", &cmd, func(ctx context.Context) { b.h.Slash(ctx, &cmd) })
-		}
-	case socketmode.EventTypeInteractive:
-		err := b.ack(evt)
-		b.observe("interactive", start, err)
-		cb, ok := evt.Data.(slack.InteractionCallback)
-		if ok && b.h.Interaction != nil {
-			b.submit("interactive", &cb, func(ctx context.Context) { b.h.Interaction(ctx, &cb) })
-		}
+	case socketmode.EventTypeEventsAPI, socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive:
+		b.intake(evt, start)
 	default:
 		if evt.Request != nil && evt.Request.EnvelopeID != "" {
 			err := b.ack(evt)
@@ -265,6 +270,11 @@ func (b *Bot) dispatch(ctx context.Context, evt socketmode.Event) error {
 func (b *Bot) ack(evt socketmode.Event, payload ...any) error {
 	if evt.Request == nil || evt.Request.EnvelopeID == "" {
 		return nil
+	}
+	if len(payload) == 0 || payload[0] == nil {
+		if p, ok := b.ackPayloads.LoadAndDelete(evt.Request.EnvelopeID); ok {
+			payload = []any{p}
+		}
 	}
 	var err error
 	if len(payload) > 0 && payload[0] != nil && evt.Request.AcceptsResponsePayload {
@@ -312,44 +322,114 @@ func (b *Bot) observe(kind string, start time.Time, err error) {
 	}
 }
 
-func (b *Bot) onEventsAPI(evt socketmode.Event) {
+// intake acks an envelope and routes its job: through the journal (ack
+// after the job is durably recorded) when there is one, directly otherwise.
+// Nothing here makes a network call before the ack.
+func (b *Bot) intake(evt socketmode.Event, start time.Time) {
+	kind := string(evt.Type)
+	var payload any
+	if evt.Type == socketmode.EventTypeSlashCommand && b.h.SlashAck != nil {
+		if cmd, ok := evt.Data.(slack.SlashCommand); ok {
+			payload = b.h.SlashAck(&cmd)
+		}
+	}
+	if b.pending == nil || evt.Request == nil {
+		err := b.ack(evt, payload)
+		b.observe(kind, start, err)
+		if id := eventID(evt); id != "" && !b.dedupeFn(id) {
+			b.log.Debug("duplicate delivery ignored", "event_id", id)
+			if b.opt.Observer != nil {
+				b.opt.Observer.Dropped(kind, "duplicate")
+			}
+			return
+		}
+		b.route(evt, nil)
+		return
+	}
+	raw, _ := json.Marshal(jobPayload{Type: evt.Request.Type, Payload: evt.Request.Payload, RetryAttempt: evt.Request.RetryAttempt})
+	job := &store.Job{Kind: kind, EventID: eventID(evt), Payload: raw}
+	p := pendingAck{evt: evt, job: job, start: start, kind: kind, run: func(j *store.Job) { b.route(evt, j) }}
+	if payload != nil { // the slash command's ack payload goes with the ack
+		b.ackPayloads.Store(evt.Request.EnvelopeID, payload)
+	}
+	b.pending <- p
+}
+
+// eventID returns the Events API event id of an envelope ("" for others).
+func eventID(evt socketmode.Event) string {
 	ev, ok := evt.Data.(slackevents.EventsAPIEvent)
-	if !ok || ev.Type != slackevents.CallbackEvent {
-		return
+	if !ok {
+		return ""
 	}
-	m := Meta{TeamID: ev.TeamID}
 	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {
-		m.EventID = cb.EventID
-		m.EventTime = time.Unix(int64(cb.EventTime), 0)
+		return cb.EventID
 	}
-	if evt.Request != nil {
-		m.RetryAttempt, m.RetryReason = evt.Request.RetryAttempt, evt.Request.RetryReason
+	return ""
+}
+
+// route hands the event's work to the pool. job is its journal entry (nil
+// when there is no journal).
+func (b *Bot) route(evt socketmode.Event, job *store.Job) {
+	var id uint64
+	if job != nil {
+		id = job.ID
 	}
-	// Slack redelivers on late acks and reconnects: handle each event once.
-	if m.EventID != "" && !b.dedupeFn(m.EventID) {
-		b.log.Debug("duplicate delivery ignored", "event_id", m.EventID, "retry_attempt", m.RetryAttempt)
-		if b.opt.Observer != nil {
-			b.opt.Observer.Dropped(ev.InnerEvent.Type, "duplicate")
+	var once sync.Once
+	done := func() { once.Do(func() { b.finish(id) }) }
+	switch evt.Type {
+	case socketmode.EventTypeEventsAPI:
+		ev, ok := evt.Data.(slackevents.EventsAPIEvent)
+		if !ok || ev.Type != slackevents.CallbackEvent {
+			done()
+			return
 		}
-		return
-	}
-	switch inner := ev.InnerEvent.Data.(type) {
-	case *slackevents.MessageEvent:
-		if b.h.Message != nil {
-			b.submit("message", inner, func(ctx context.Context) { b.h.Message(ctx, inner, m) })
+		m := Meta{TeamID: ev.TeamID, Done: done, Replayed: job != nil && evt.Request != nil && evt.Request.EnvelopeID == ""}
+		if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {
+			m.EventID = cb.EventID
+			m.EventTime = time.Unix(int64(cb.EventTime), 0)
 		}
-	case *slackevents.FileSharedEvent:
-		if b.h.FileShared != nil {
-			b.submit("file_shared", inner, func(ctx context.Context) { b.h.FileShared(ctx, inner, m) })
+		if evt.Request != nil {
+			m.RetryAttempt, m.RetryReason = evt.Request.RetryAttempt, evt.Request.RetryReason
 		}
+		switch inner := ev.InnerEvent.Data.(type) {
+		case *slackevents.MessageEvent:
+			if b.h.Message != nil {
+				b.submit("message", inner, done, func(ctx context.Context) { b.h.Message(ctx, inner, m) })
+				return
+			}
+		case *slackevents.FileSharedEvent:
+			if b.h.FileShared != nil {
+				b.submit("file_shared", inner, done, func(ctx context.Context) { b.h.FileShared(ctx, inner, m) })
+				return
+			}
+		}
+		done()
+	case socketmode.EventTypeSlashCommand:
+		cmd, ok := evt.Data.(slack.SlashCommand)
+		if !ok || b.h.Slash == nil {
+			done()
+			return
+		}
+		b.submit("slash_commands", &cmd, done, func(ctx context.Context) { defer done(); b.h.Slash(ctx, &cmd) })
+	case socketmode.EventTypeInteractive:
+		cb, ok := evt.Data.(slack.InteractionCallback)
+		if !ok || b.h.Interaction == nil {
+			done()
+			return
+		}
+		b.submit("interactive", &cb, done, func(ctx context.Context) { defer done(); b.h.Interaction(ctx, &cb) })
+	default:
+		done()
 	}
 }
 
-func (b *Bot) submit(kind string, payload any, run func(ctx context.Context)) {
+func (b *Bot) submit(kind string, payload any, done func(), run func(ctx context.Context)) {
 	err := b.pool.Submit(Job{Name: kind, Run: run})
 	if err == nil {
 		return
 	}
+	// Not queued. With a journal the job stays recorded and runs after the
+	// next restart; it is not finished here.
 	b.log.Error("job not queued: the bot is overloaded", "kind", kind, "error", err, "queue", b.pool.Depth())
 	if b.opt.Observer != nil {
 		b.opt.Observer.Dropped(kind, "queue_full")

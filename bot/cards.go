@@ -1,112 +1,98 @@
 package bot
 
 import (
-	"sync"
+	"errors"
 
 	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/store"
 )
 
-// Cards keeps the cards of this process in memory, keyed by the message
-// they answer and by their own ts. Each card has a generation: a rescan of
-// an edited message starts a new one, and updates from the older analysis
-// are then ignored.
+// CardStore is the part of the store that keeps cards (*store.DB).
+type CardStore interface {
+	Card(ref store.CardRef) (*store.CardRecord, error)
+	CardByTS(channel, cardTS string) (*store.CardRecord, error)
+	UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	UpsertCard(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
+}
+
+// Cards keeps the cards in the store, keyed by the message they answer and
+// by their own ts. Each card has a generation: a rescan of an edited message
+// starts a new one, and updates from the older analysis are then ignored.
+// Every change is one store transaction, so concurrent changes to a card
+// never interleave.
 type Cards struct {
-	mu       sync.Mutex
-	bySource map[string]*cardEntry
-	byCardTS map[string]*cardEntry
+	st CardStore
 }
 
-type cardEntry struct {
-	mu   sync.Mutex
-	card notify.Card
-	gen  int
-}
+// NewCards returns the card registry over st.
+func NewCards(st CardStore) *Cards { return &Cards{st: st} }
 
-// NewCards returns an empty registry.
-func NewCards() *Cards {
-	return &Cards{bySource: map[string]*cardEntry{}, byCardTS: map[string]*cardEntry{}}
-}
-
-func key(channel, ts string) string { return channel + "/" + ts }
+var errStaleGen = errors.New("card generation changed")
 
 // Begin starts a new generation of the card answering (channel, sourceTS)
-// with fresh's content; a card already posted keeps its ts (and so is
-// updated in place). It returns the generation and a copy of the card.
-func (cs *Cards) Begin(channel, sourceTS string, fresh notify.Card) (int, notify.Card) {
-	cs.mu.Lock()
-	e, ok := cs.bySource[key(channel, sourceTS)]
-	if !ok {
-		e = &cardEntry{}
-		cs.bySource[key(channel, sourceTS)] = e
+// with fresh's content; a card already posted keeps its ts and notes (and
+// so is updated in place). It returns the generation and a copy.
+func (cs *Cards) Begin(channel, sourceTS string, fresh notify.Card, mode string) (int, notify.Card, error) {
+	rec, err := cs.st.UpsertCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
+		fresh.CardTS = rec.Card.CardTS
+		fresh.Notes = append(append([]string(nil), rec.Card.Notes...), fresh.Notes...)
+		// Reports made on the previous generation stay on the same lines.
+		for i := range fresh.Lines {
+			for _, old := range rec.Card.Lines {
+				if old.Target == fresh.Lines[i].Target && len(old.Reports) > 0 {
+					fresh.Lines[i].Reports = old.Reports
+				}
+			}
+		}
+		rec.Card = fresh
+		rec.Mode = mode
+		rec.Gen++
+		return nil
+	})
+	if err != nil {
+		return 0, notify.Card{}, err
 	}
-	cs.mu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	fresh.CardTS = e.card.CardTS
-	fresh.Notes = append(append([]string(nil), e.card.Notes...), fresh.Notes...)
-	e.card = fresh
-	e.gen++
-	return e.gen, e.card.Clone()
+	return rec.Gen, rec.Card.Clone(), nil
 }
 
-// Get returns a copy of the card answering (channel, sourceTS).
-func (cs *Cards) Get(channel, sourceTS string) (notify.Card, bool) {
-	cs.mu.Lock()
-	e, ok := cs.bySource[key(channel, sourceTS)]
-	cs.mu.Unlock()
-	if !ok {
-		return notify.Card{}, false
+// Get returns the card answering (channel, sourceTS).
+func (cs *Cards) Get(channel, sourceTS string) (*store.CardRecord, bool) {
+	rec, err := cs.st.Card(store.CardRef{Channel: channel, SourceTS: sourceTS})
+	if err != nil {
+		return nil, false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.card.Clone(), true
+	return rec, true
 }
 
-// Change applies fn to the card of generation gen and returns a copy; ok is
-// false when a newer generation replaced it.
-func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(c *notify.Card)) (notify.Card, bool) {
-	cs.mu.Lock()
-	e, ok := cs.bySource[key(channel, sourceTS)]
-	cs.mu.Unlock()
-	if !ok {
+// Change applies fn to the card of generation gen (any generation when gen
+// is 0) and returns a copy; ok is false when a newer generation replaced it
+// or the card is gone.
+func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (notify.Card, bool) {
+	rec, err := cs.st.UpdateCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {
+		if gen != 0 && rec.Gen != gen {
+			return errStaleGen
+		}
+		fn(rec)
+		return nil
+	})
+	if err != nil {
 		return notify.Card{}, false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if gen != 0 && e.gen != gen {
-		return notify.Card{}, false
-	}
-	fn(&e.card)
-	return e.card.Clone(), true
-}
-
-// Posted records the ts of a card once posted.
-func (cs *Cards) Posted(channel, sourceTS, cardTS string) {
-	cs.mu.Lock()
-	e, ok := cs.bySource[key(channel, sourceTS)]
-	if ok {
-		cs.byCardTS[key(channel, cardTS)] = e
-	}
-	cs.mu.Unlock()
-	if ok {
-		e.mu.Lock()
-		e.card.CardTS = cardTS
-		e.mu.Unlock()
-	}
+	return rec.Card.Clone(), true
 }
 
 // Edit implements commands.CardBook.
 func (cs *Cards) Edit(channel, cardTS string, fn func(c *notify.Card) error) error {
-	cs.mu.Lock()
-	e, ok := cs.byCardTS[key(channel, cardTS)]
-	cs.mu.Unlock()
-	if !ok {
+	rec, err := cs.st.CardByTS(channel, cardTS)
+	if errors.Is(err, store.ErrNotFound) {
 		return commands.ErrCardNotFound
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return fn(&e.card)
+	if err != nil {
+		return err
+	}
+	_, err = cs.st.UpdateCard(rec.Ref(), func(r *store.CardRecord) error { return fn(&r.Card) })
+	return err
 }
 
 var _ commands.CardBook = (*Cards)(nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -39,6 +40,18 @@ type Extractor interface {
 	Extract(msg *slack.Msg) links.Result
 }
 
+// CardFinder finds a card of ours already in a thread (after a crash
+// between posting it and saving its ts).
+type CardFinder interface {
+	FindCard(ctx context.Context, channel, threadTS, sourceTS string) (cardTS string, err error)
+}
+
+// TargetCards remembers which cards show a target, so a recheck can
+// update them (the store implements it).
+type TargetCards interface {
+	AddCard(target string, card store.CardRef) error
+}
+
 // Messages turns message events into verdict cards.
 type Messages struct {
 	Self          func() Identity
@@ -46,6 +59,8 @@ type Messages struct {
 	URLs          URLChecker
 	Poster        Poster
 	Cards         *Cards
+	Finder        CardFinder
+	Targets       TargetCards
 	Mode          func(channel string) string
 	CleanReaction string
 	Log           *slog.Logger
@@ -101,21 +116,26 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 		}
 	case "message_deleted":
 		m.deleted(ctx, ev)
+		meta.done()
 		return
 	default:
+		meta.done()
 		return
 	}
 	if m.own(msg) {
+		meta.done()
 		return
 	}
 	channel := ev.Channel
 	mode := m.Mode(channel)
 	if mode == ModeOff {
+		meta.done()
 		return
 	}
 	res := m.Links.Extract(msg)
 	_, hadCard := m.Cards.Get(channel, msg.Timestamp)
 	if len(res.Targets) == 0 && len(res.Skipped) == 0 && res.LeftOut == 0 && !hadCard {
+		meta.done()
 		return
 	}
 	thread := msg.ThreadTimestamp
@@ -131,14 +151,19 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 		card.Lines = append(card.Lines, notify.Line{Kind: notify.KindURL, Target: t.URL, Level: verdict.Pending, Service: "reputation", Status: "queued"})
 	}
 	card.Final = len(card.Lines) == 0
-	gen, snap := m.Cards.Begin(channel, msg.Timestamp, card)
+	gen, snap, err := m.Cards.Begin(channel, msg.Timestamp, card, mode)
+	if err != nil {
+		m.Log.Error("could not save the card; the message is left for a retry", "channel", channel, "ts", msg.Timestamp, "error", err)
+		return
+	}
 	m.Log.Info("scanning message", "channel", channel, "ts", msg.Timestamp, "links", len(res.Targets),
-		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID)
+		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID, "resumed", meta.Replayed)
 
 	if mode == ModeVerbose || snap.CardTS != "" {
-		m.show(ctx, &snap, mode)
+		m.show(ctx, &snap)
 	}
 	if card.Final {
+		meta.done()
 		return
 	}
 	select {
@@ -149,8 +174,16 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 	m.wg.Add(1)
 	go func() {
 		defer func() { <-m.sem; m.wg.Done() }()
-		m.track(ctx, channel, msg.Timestamp, gen, mode, res.Targets)
+		if m.track(ctx, channel, msg.Timestamp, gen, mode, res.Targets) {
+			meta.done()
+		}
 	}()
+}
+
+func (mt Meta) done() {
+	if mt.Done != nil {
+		mt.Done()
+	}
 }
 
 // own reports whether msg was posted by this bot (its app, bot or user).
@@ -165,19 +198,36 @@ func (m *Messages) own(msg *slack.Msg) bool {
 	return msg.BotProfile != nil && id.AppID != "" && msg.BotProfile.AppID == id.AppID
 }
 
-// show posts the card, or updates it when it was posted before.
-func (m *Messages) show(ctx context.Context, c *notify.Card, mode string) {
+// show posts the card, or updates it when it was posted before. A post is
+// bracketed in the store (PostStarted, then the ts): if the process died in
+// between, the card is looked for in the thread before posting again.
+func (m *Messages) show(ctx context.Context, c *notify.Card) {
+	if c.CardTS == "" {
+		if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok {
+			if rec.Card.CardTS != "" {
+				c.CardTS = rec.Card.CardTS
+			} else if rec.PostStarted && m.Finder != nil {
+				if ts, err := m.Finder.FindCard(ctx, c.Channel, c.ThreadTS, c.SourceTS); err == nil && ts != "" {
+					m.Log.Info("found a card posted before a restart", "channel", c.Channel, "card_ts", ts)
+					c.CardTS = ts
+					m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = ts, false })
+				}
+			}
+		}
+	}
 	if c.CardTS != "" {
 		if err := m.Poster.Update(ctx, c); err != nil {
 			m.Log.Warn("card update failed", "channel", c.Channel, "error", err)
 		}
 		return
 	}
+	m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.PostStarted = true })
 	if err := m.Poster.Post(ctx, c); err != nil {
 		m.Log.Error("card post failed", "channel", c.Channel, "thread", c.ThreadTS, "error", err)
+		m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.PostStarted = false })
 		return
 	}
-	m.Cards.Posted(c.Channel, c.SourceTS, c.CardTS)
+	m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = c.CardTS, false })
 }
 
 type lineResult struct {
@@ -186,16 +236,20 @@ type lineResult struct {
 }
 
 // track waits for every target of one card and shows progress and the
-// final verdict.
-func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int, mode string, targets []links.Target) {
+// final verdict. It reports whether the card reached its final state (false
+// when a newer scan of the message took over, or on shutdown).
+func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int, mode string, targets []links.Target) bool {
 	results := make(chan lineResult, len(targets))
 	changed := make(chan struct{}, 1)
 	for i, t := range targets {
 		go func() {
 			v := m.URLs.Check(ctx, t.URL, scan.CheckOptions{OnStatus: func(s string) {
-				if _, ok := m.Cards.Change(channel, sourceTS, gen, func(c *notify.Card) {
-					if i < len(c.Lines) && c.Lines[i].Level == verdict.Pending {
-						c.Lines[i].Status = s
+				if mode != ModeVerbose {
+					return // progress is only shown on verbose cards
+				}
+				if _, ok := m.Cards.Change(channel, sourceTS, gen, func(r *store.CardRecord) {
+					if i < len(r.Card.Lines) && r.Card.Lines[i].Level == verdict.Pending {
+						r.Card.Lines[i].Status = s
 					}
 				}); ok {
 					select {
@@ -212,29 +266,38 @@ func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int,
 		select {
 		case r := <-results:
 			left--
-			var ok bool
-			snap, ok = m.Cards.Change(channel, sourceTS, gen, func(c *notify.Card) {
-				if r.i < len(c.Lines) {
-					c.Lines[r.i] = urlLine(c.Lines[r.i], r.v)
+			if r.v.Err != nil && ctx.Err() != nil {
+				drain(results, left)
+				return false // shutting down: the job resumes after the restart
+			}
+			if m.Targets != nil && r.v.Err == nil {
+				if err := m.Targets.AddCard(r.v.URL, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {
+					m.Log.Warn("could not link a target to its card", "error", err)
 				}
-				c.Final = left == 0
+			}
+			var ok bool
+			snap, ok = m.Cards.Change(channel, sourceTS, gen, func(rec *store.CardRecord) {
+				if r.i < len(rec.Card.Lines) {
+					rec.Card.Lines[r.i] = urlLine(rec.Card.Lines[r.i], r.v)
+				}
+				rec.Card.Final = left == 0
 			})
 			if !ok {
 				drain(results, left)
-				return // an edit started a newer scan of this message
+				return false // an edit started a newer scan of this message
 			}
 			if left > 0 && (mode == ModeVerbose || snap.CardTS != "") {
-				m.show(ctx, &snap, mode)
+				m.show(ctx, &snap)
 			}
 		case <-changed:
-			if mode == ModeVerbose {
-				if s, ok := m.Cards.Get(channel, sourceTS); ok && !s.Final {
-					m.show(ctx, &s, mode)
-				}
+			if rec, ok := m.Cards.Get(channel, sourceTS); ok && !rec.Card.Final && rec.Gen == gen {
+				c := rec.Card.Clone()
+				m.show(ctx, &c)
 			}
 		}
 	}
 	m.finish(ctx, &snap, mode)
+	return true
 }
 
 func drain(ch chan lineResult, n int) {
@@ -254,7 +317,7 @@ func (m *Messages) finish(ctx context.Context, c *notify.Card, mode string) {
 	}
 	switch {
 	case mode == ModeVerbose, c.CardTS != "", level.NeedsAttention():
-		m.show(ctx, c, mode)
+		m.show(ctx, c)
 	case level == verdict.Clean:
 		if err := m.Poster.React(ctx, c.Channel, c.SourceTS, m.CleanReaction); err != nil {
 			m.Log.Warn("clean reaction failed", "channel", c.Channel, "error", err)
@@ -303,8 +366,12 @@ func (m *Messages) deleted(ctx context.Context, ev *slackevents.MessageEvent) {
 	if ts == "" && ev.PreviousMessage != nil {
 		ts = ev.PreviousMessage.Timestamp
 	}
-	snap, ok := m.Cards.Change(ev.Channel, ts, 0, func(c *notify.Card) {
-		c.Notes = append(c.Notes, "The message this card is about was deleted "+time.Now().UTC().Format("2006-01-02 15:04 UTC")+".")
+	snap, ok := m.Cards.Change(ev.Channel, ts, 0, func(r *store.CardRecord) {
+		if r.Deleted {
+			return
+		}
+		r.Deleted = true
+		r.Card.Notes = append(r.Card.Notes, "The message this card is about was deleted "+time.Now().UTC().Format("2006-01-02 15:04 UTC")+"; the verdict is kept for the record.")
 	})
 	if ok && snap.CardTS != "" {
 		if err := m.Poster.Update(ctx, &snap); err != nil {

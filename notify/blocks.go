@@ -112,7 +112,7 @@ func Blocks(c *Card) (blocks []slack.Block, fallback string) {
 // line fitted.
 func render(c *Card, cp caps) ([]slack.Block, bool) {
 	m := mrkdwn{}
-	head := []slack.Block{sectionBlock("summary", strings.Join(headRows(m, c), "\n"))}
+	head := []slack.Block{sectionBlock(SummaryBlockID(c), strings.Join(headRows(m, c), "\n"))}
 	tail := tailBlocks(m, c, cp)
 	roomBlocks := maxBlocks - len(head) - len(tail) - 1 // one for the "more" note
 	roomText := maxCardText - blocksText(head) - blocksText(tail) - 300
@@ -288,7 +288,7 @@ func moreRow(lines []Line) string {
 // reaches the thread.
 func minimalBlocks(c *Card) []slack.Block {
 	m := mrkdwn{}
-	out := []slack.Block{sectionBlock("summary", headRows(m, c)[0])}
+	out := []slack.Block{sectionBlock(SummaryBlockID(c), headRows(m, c)[0])}
 	var rows []string
 	used := 0
 	for i := range c.Lines {
@@ -481,4 +481,16 @@ func (mrkdwn) user(id string) string {
 		return "someone"
 	}
 	return escapeMrkdwn(showText(id, 40))
+}
+
+// SummaryBlockID is the block_id of a card's first block: "summary", then
+// the ts of the message the card answers. It lets the bot recognise its own
+// card in a thread (after a crash between posting a card and saving its ts)
+// without any other marker. Block ids are at most 255 characters (Slack
+// Block Kit reference); a ts is about 17.
+func SummaryBlockID(c *Card) string {
+	if c.SourceTS == "" {
+		return "summary"
+	}
+	return "summary:" + c.SourceTS
 }

@@ -48,6 +48,21 @@ type URLVerdict struct {
 	CheckedAt time.Time
 }
 
+// Memory makes the pipeline durable across restarts (the store implements
+// it through an adapter). All methods must be safe for concurrent use.
+type Memory interface {
+	// Recall returns a verdict for url recorded within ttl.
+	Recall(url string, ttl time.Duration) (URLVerdict, bool)
+	// InFlight returns the task of an earlier submission of url whose
+	// verdict is not known yet (it is resumed, not submitted again).
+	InFlight(url string) (taskID string, ok bool)
+	// Submitted records a new submission.
+	Submitted(url, taskID string)
+	// Finished records the verdict of an analysis and forgets its
+	// submission; source is "scan" or "recheck".
+	Finished(v URLVerdict, source string)
+}
+
 // URLOptions configures the URL side of the pipeline.
 type URLOptions struct {
 	// TTL is how long a verdict is reused (VERDICTBOT_VERDICT_TTL, default 1h).
@@ -64,6 +79,8 @@ type URLOptions struct {
 	OnSubmitted func(url, taskID string)
 	// OnDone is called with every fresh (non-cached) verdict.
 	OnDone func(URLVerdict)
+	// Memory, if set, keeps submissions and verdicts across restarts.
+	Memory Memory
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -148,6 +165,8 @@ type CheckOptions struct {
 	// TaskID resumes an analysis submitted earlier (after a restart)
 	// instead of submitting a new one.
 	TaskID string
+	// Recheck marks a scheduled recheck (recorded as such); it implies Fresh.
+	Recheck bool
 }
 
 // Check returns the verdict for a normalised URL. It never returns an error:
@@ -155,11 +174,18 @@ type CheckOptions struct {
 // ends first, the verdict says so, and the shared analysis carries on for
 // whoever else waits for it (and for the cache).
 func (u *URLs) Check(ctx context.Context, url string, o CheckOptions) URLVerdict {
-	if !o.Fresh && o.TaskID == "" {
+	if !o.Fresh && !o.Recheck && o.TaskID == "" {
 		if v, ok := u.cache.Get(url); ok {
 			cv := v.(URLVerdict)
 			cv.Cached = true
 			return cv
+		}
+		if u.opt.Memory != nil {
+			if v, ok := u.opt.Memory.Recall(url, u.opt.TTL); ok {
+				u.cache.SetDefault(url, v)
+				v.Cached = true
+				return v
+			}
 		}
 	}
 	u.mu.Lock()
@@ -168,7 +194,11 @@ func (u *URLs) Check(ctx context.Context, url string, o CheckOptions) URLVerdict
 		call = &urlCall{done: make(chan struct{}), status: "queued"}
 		u.inflight[url] = call
 		u.wg.Add(1)
-		go u.analyse(url, o.TaskID, call)
+		source := "scan"
+		if o.Recheck {
+			source = "recheck"
+		}
+		go u.analyse(url, o.TaskID, source, call)
 	}
 	if o.OnStatus != nil {
 		call.mu.Lock()
@@ -198,12 +228,17 @@ func (u *URLs) InFlight() int {
 // Forget drops a cached verdict (after a verdict report changed it).
 func (u *URLs) Forget(url string) { u.cache.Delete(url) }
 
-func (u *URLs) analyse(url, taskID string, call *urlCall) {
+func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 	defer u.wg.Done()
 	v := u.run(url, taskID, call)
 	v.CheckedAt = u.opt.Now()
 	if v.Err == nil {
 		u.cache.SetDefault(url, v)
+	}
+	// An analysis cut short by shutdown stays "in flight" in the memory,
+	// so the next process resumes it; any other end is recorded.
+	if u.opt.Memory != nil && !(v.Err != nil && u.root.Err() != nil) {
+		u.opt.Memory.Finished(v, source)
 	}
 	u.mu.Lock()
 	delete(u.inflight, url)
@@ -223,6 +258,12 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 	case <-ctx.Done():
 		return unknown(url, "", ctx.Err())
 	}
+	if taskID == "" && u.opt.Memory != nil {
+		if id, ok := u.opt.Memory.InFlight(url); ok {
+			taskID = id
+			u.log.Info("resuming an analysis submitted earlier", "task_id", id)
+		}
+	}
 	if taskID == "" {
 		call.setStatus("submitting")
 		sub, err := u.rep.Scan(ctx, url)
@@ -231,6 +272,9 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 			return unknown(url, "", err)
 		}
 		taskID = sub.TaskID
+		if u.opt.Memory != nil {
+			u.opt.Memory.Submitted(url, taskID)
+		}
 		if u.opt.OnSubmitted != nil {
 			u.opt.OnSubmitted(url, taskID)
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"time"
 
 	"github.com/verdictbot/verdictbot/notify"
@@ -128,6 +129,29 @@ func (db *DB) UnfinishedCards() ([]*CardRecord, error) {
 			return true
 		})
 		return derr
+	})
+	return out, err
+}
+
+// UpsertCard applies fn to the card answering ref, or to a new empty record
+// when there is none (exists tells which), and saves it in one transaction.
+func (db *DB) UpsertCard(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error) {
+	var out *CardRecord
+	err := db.be.update(func(t txn) error {
+		rec, err := getCard(t, ref.Key())
+		exists := err == nil
+		if errors.Is(err, ErrNotFound) {
+			rec, err = &CardRecord{}, nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(rec, exists); err != nil {
+			return err
+		}
+		rec.Updated = db.now()
+		out = rec
+		return putCard(t, rec)
 	})
 	return out, err
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+	"github.com/robfig/cron/v3"
 
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -62,6 +63,11 @@ type Config struct {
 	ThresholdAdvertising string `envconfig:"VERDICTBOT_THRESHOLD_ADVERTISING" default:"0.8,off"`
 	ThresholdMalicious   string `envconfig:"VERDICTBOT_THRESHOLD_MALICIOUS" default:"0.5,0.8"`
 	ThresholdIllegal     string `envconfig:"VERDICTBOT_THRESHOLD_ILLEGAL" default:"0.5,0.8"`
+
+	RecheckSchedule string          `envconfig:"VERDICTBOT_RECHECK_SCHEDULE" default:"*/15 * * * *"`
+	RecheckAfter    []time.Duration `envconfig:"VERDICTBOT_RECHECK_AFTER" default:"1h,6h,24h,72h"`
+	RecheckMax      int             `envconfig:"VERDICTBOT_RECHECK_MAX" default:"200"`
+	AlertChannel    string          `envconfig:"VERDICTBOT_ALERT_CHANNEL"`
 
 	Workers   int `envconfig:"VERDICTBOT_WORKERS" default:"8"`
 	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE" default:"10000"`
@@ -217,6 +223,20 @@ func (c *Config) Validate(needSlack bool) error {
 	if c.URLDeadline < 10*time.Second {
 		return fmt.Errorf("VERDICTBOT_URL_DEADLINE=%s: want at least 10s", c.URLDeadline)
 	}
+	if _, err := cron.ParseStandard(c.RecheckSchedule); err != nil {
+		return fmt.Errorf("VERDICTBOT_RECHECK_SCHEDULE=%q: not a cron schedule (five fields, e.g. \"*/15 * * * *\"): %v", c.RecheckSchedule, err)
+	}
+	for i, d := range c.RecheckAfter {
+		if d <= 0 || (i > 0 && d <= c.RecheckAfter[i-1]) {
+			return fmt.Errorf("VERDICTBOT_RECHECK_AFTER: want increasing positive durations (e.g. 1h,6h,24h,72h)")
+		}
+	}
+	if c.RecheckMax < 1 {
+		return fmt.Errorf("VERDICTBOT_RECHECK_MAX=%d: want at least 1", c.RecheckMax)
+	}
+	if c.AlertChannel != "" && !isChannelID(c.AlertChannel) {
+		return fmt.Errorf("VERDICTBOT_ALERT_CHANNEL=%q: want a channel id (C…, G…), not a name", c.AlertChannel)
+	}
 	if c.Workers < 1 || c.Workers > 256 {
 		return fmt.Errorf("VERDICTBOT_WORKERS=%d: want 1 to 256", c.Workers)
 	}
@@ -270,6 +290,18 @@ func checkBaseURL(name, v string) error {
 		return fmt.Errorf("%s: must not carry credentials in the URL", name)
 	}
 	return nil
+}
+
+func isChannelID(s string) bool {
+	if len(s) < 3 || (s[0] != 'C' && s[0] != 'G') {
+		return false
+	}
+	for _, r := range s[1:] {
+		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func isUserID(s string) bool {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -19,6 +20,7 @@ import (
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/store"
 )
 
 // shutdownGrace is how long in-flight work gets after SIGTERM.
@@ -49,6 +51,7 @@ type app struct {
 	sm       *socketmode.Client
 	rep      *reputation.Client
 	urls     *scan.URLs
+	db       *store.DB
 	cards    *bot.Cards
 	poster   *notify.Poster
 	messages *bot.Messages
@@ -64,7 +67,11 @@ func apiURL(u string) string {
 }
 
 func newApp(cfg *Config, log *slog.Logger) (*app, error) {
-	a := &app{cfg: cfg, log: log}
+	db, err := store.Open(cfg.DataDir, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	a := &app{cfg: cfg, log: log, db: db}
 	a.api = slack.New(cfg.SlackBotToken.Reveal(),
 		slack.OptionAppLevelToken(cfg.SlackAppToken.Reveal()),
 		slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
@@ -84,10 +91,13 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	rep, err := reputation.New(cfg.ReputationURL, cfg.ReputationAPIKey.Reveal(), repOpts...)
 	if err != nil {
+		db.Close()
 		return nil, err
 	}
 	a.rep = rep
+	memory := &bot.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store")}
 	a.urls = scan.NewURLs(rep, scan.URLOptions{
+		Memory:     memory,
 		TTL:        cfg.VerdictTTL,
 		Thresholds: cfg.thresholds,
 		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline},
@@ -95,13 +105,22 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	})
 	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains, MaxLinks: cfg.MaxLinks})
 	if err != nil {
+		db.Close()
 		return nil, fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
 	}
-	a.cards = bot.NewCards()
+	a.cards = bot.NewCards(db)
 	a.poster = notify.NewPoster(a.api, notify.PosterOptions{Logger: log.With("component", "notify")})
 	access := &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins"}
 	a.feedback = &commands.Feedback{Cards: a.cards, Rep: rep, Poster: a.poster, Access: access,
-		Forget: a.urls.Forget, Log: log.With("component", "feedback")}
+		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
+		Recorded: func(c *notify.Card, line int, r notify.Report) {
+			l := c.Lines[line]
+			err := db.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
+				Category: r.Category, At: r.At, Outcome: r.Outcome, Card: store.CardRef{Channel: c.Channel, SourceTS: c.SourceTS}})
+			if err != nil {
+				log.Warn("could not record a report in the audit trail", "error", err)
+			}
+		}}
 	a.bot = bot.New(a.sm, a.api, bot.Handlers{
 		Interaction: func(ctx context.Context, cb *slack.InteractionCallback) { a.feedback.HandleInteraction(ctx, cb) },
 		Slash: func(ctx context.Context, cmd *slack.SlashCommand) {
@@ -119,13 +138,16 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			}
 		},
 	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot")})
+	a.bot.SetJournal(db)
 	a.messages = &bot.Messages{
 		Self:          a.bot.Identity,
 		Links:         policy,
 		URLs:          a.urls,
 		Poster:        a.poster,
 		Cards:         a.cards,
-		Mode:          func(string) string { return cfg.ChannelMode },
+		Finder:        &bot.ThreadSearch{API: a.api, Self: a.bot.Identity},
+		Targets:       memory,
+		Mode:          a.channelMode,
 		CleanReaction: cfg.CleanReaction,
 		MaxLinks:      cfg.MaxLinks,
 		Log:           log.With("component", "messages"),
@@ -134,11 +156,45 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	return a, nil
 }
 
+// channelMode is a channel's mode: its own setting (/scan channel), else
+// VERDICTBOT_CHANNEL_MODE.
+func (a *app) channelMode(channel string) string {
+	if m, err := a.db.ChannelMode(channel); err == nil && m != "" {
+		return m
+	}
+	return a.cfg.ChannelMode
+}
+
+// pruneEvents forgets processed event ids older than 48 h, hourly (Slack's
+// retries end within minutes, or 24 h with Delayed Events on).
+func (a *app) pruneEvents(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := a.db.PruneEvents(time.Now().Add(-48*time.Hour), 100_000); err != nil {
+			a.log.Warn("pruning processed event ids failed", "error", err)
+		} else if n > 0 {
+			a.log.Debug("pruned processed event ids", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	a, err := newApp(cfg, log)
 	if err != nil {
 		return err
 	}
+	defer a.db.Close()
+	bg, stopBG := context.WithCancel(ctx)
+	var bgDone sync.WaitGroup
+	bgDone.Add(1)
+	go func() { defer bgDone.Done(); a.pruneEvents(bg) }()
+	defer func() { stopBG(); bgDone.Wait() }()
 	log.Info("starting verdictbot", "version", version, "mode", cfg.ChannelMode, "slack_api", cfg.SlackAPIURL)
 	err = a.bot.Run(ctx, shutdownGrace)
 	// Intake has stopped; let cards in flight finish within the grace period.

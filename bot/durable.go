@@ -1,0 +1,134 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// URLMemory keeps the URL pipeline's submissions and verdicts in the store
+// (it implements scan.Memory and TargetCards).
+type URLMemory struct {
+	DB *store.DB
+	// Schedule plans rechecks (VERDICTBOT_RECHECK_AFTER).
+	Schedule store.Schedule
+	Now      func() time.Time
+	Log      interface{ Warn(string, ...any) }
+}
+
+const serviceReputation = "reputation"
+
+var _ scan.Memory = (*URLMemory)(nil)
+
+func (m *URLMemory) now() time.Time {
+	if m.Now == nil {
+		return time.Now()
+	}
+	return m.Now()
+}
+
+func (m *URLMemory) warn(msg string, err error) {
+	if m.Log != nil {
+		m.Log.Warn(msg, "error", err)
+	}
+}
+
+// Recall returns the last verdict recorded for url within ttl.
+func (m *URLMemory) Recall(url string, ttl time.Duration) (scan.URLVerdict, bool) {
+	tg, err := m.DB.Target(url)
+	if err != nil || tg.Kind != "url" || m.now().Sub(tg.Checked) > ttl || tg.Level < verdict.Clean || tg.Level == verdict.Unknown {
+		return scan.URLVerdict{}, false
+	}
+	hist, err := m.DB.History(url)
+	if err != nil || len(hist) == 0 {
+		return scan.URLVerdict{}, false
+	}
+	last := hist[len(hist)-1]
+	return scan.URLVerdict{URL: url, TaskID: last.TaskID, Level: last.Level, Category: last.Category,
+		Scores: last.Scores, CheckedAt: last.At}, true
+}
+
+// InFlight returns the task of a submission whose verdict is not known.
+func (m *URLMemory) InFlight(url string) (string, bool) {
+	a, err := m.DB.Analysis(serviceReputation, url)
+	if err != nil {
+		return "", false
+	}
+	return a.TaskID, true
+}
+
+// Submitted records a submission.
+func (m *URLMemory) Submitted(url, taskID string) {
+	if err := m.DB.PutAnalysis(store.Analysis{Service: serviceReputation, Target: url, TaskID: taskID}); err != nil {
+		m.warn("could not record a submission; a restart would submit it again", err)
+	}
+}
+
+// Finished records a verdict in the target's history (a failed analysis
+// leaves the history alone) and forgets the submission.
+func (m *URLMemory) Finished(v scan.URLVerdict, source string) {
+	if err := m.DB.DeleteAnalysis(serviceReputation, v.URL); err != nil {
+		m.warn("could not clear a finished submission", err)
+	}
+	if v.Err != nil {
+		return
+	}
+	_, _, err := m.DB.RecordVerdict(store.Verdict{Target: v.URL, Kind: "url", TaskID: v.TaskID, Level: v.Level,
+		Category: v.Category, Scores: v.Scores, At: v.CheckedAt, Source: source}, nil, m.Schedule, source == "recheck")
+	if err != nil {
+		m.warn("could not record a verdict", err)
+	}
+}
+
+// AddCard remembers that a card shows target.
+func (m *URLMemory) AddCard(target string, card store.CardRef) error {
+	err := m.DB.AddCard(target, card)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // a verdict that was not recorded (failed analysis)
+	}
+	return err
+}
+
+// ThreadSearch finds our cards in a thread with conversations.replies.
+type ThreadSearch struct {
+	API  *slack.Client
+	Self func() Identity
+}
+
+// FindCard returns the ts of our card answering sourceTS in the thread, or
+// "" when there is none. It recognises the card by its summary block id.
+func (f *ThreadSearch) FindCard(ctx context.Context, channel, threadTS, sourceTS string) (string, error) {
+	want := notify.SummaryBlockID(&notify.Card{SourceTS: sourceTS})
+	cursor := ""
+	for range 20 { // at most 20 pages of 200 replies
+		msgs, more, next, err := f.API.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			ChannelID: channel, Timestamp: threadTS, Limit: 200, Cursor: cursor})
+		if err != nil {
+			return "", fmt.Errorf("conversations.replies: %w", err)
+		}
+		self := f.Self()
+		for _, msg := range msgs {
+			if msg.BotID != self.BotID && msg.User != self.UserID {
+				continue
+			}
+			for _, b := range msg.Blocks.BlockSet {
+				if b.ID() == want {
+					return msg.Timestamp, nil
+				}
+			}
+		}
+		if !more || next == "" {
+			return "", nil
+		}
+		cursor = next
+	}
+	return "", nil
+}
