@@ -27,6 +27,8 @@ import (
 // and from the hello frame (app id).
 type Identity struct {
 	UserID, BotID, TeamID, AppID string
+	// TeamURL is the workspace's URL (https://name.slack.com/).
+	TeamURL string
 }
 
 // Meta describes the delivery of an Events API event.
@@ -159,7 +161,7 @@ func (b *Bot) Run(ctx context.Context, drain time.Duration) error {
 		return classifyAuth("auth.test with SLACK_BOT_TOKEN", err)
 	}
 	b.idMu.Lock()
-	b.id = Identity{UserID: at.UserID, BotID: at.BotID, TeamID: at.TeamID}
+	b.id = Identity{UserID: at.UserID, BotID: at.BotID, TeamID: at.TeamID, TeamURL: at.URL}
 	b.idMu.Unlock()
 	b.log.Info("authenticated", "user_id", at.UserID, "bot_id", at.BotID, "team_id", at.TeamID, "team", at.Team)
 

@@ -239,3 +239,40 @@ func (db *DB) Due(now time.Time, limit int) ([]Target, error) {
 	})
 	return out, err
 }
+
+// RecheckFailed advances a URL's recheck schedule after a recheck that could
+// not complete (the service failed), without touching its verdict, so one
+// broken URL does not hold the head of the queue run after run.
+func (db *DB) RecheckFailed(target string, schedule Schedule) error {
+	now := db.now()
+	return db.be.update(func(t txn) error {
+		raw := t.get(bTargets, target)
+		if raw == nil {
+			return ErrNotFound
+		}
+		var tg Target
+		if err := dec(raw, &tg); err != nil {
+			return err
+		}
+		if !tg.NextCheck.IsZero() {
+			if err := t.del(bDue, timeKey(tg.NextCheck)+tg.Target); err != nil {
+				return err
+			}
+		}
+		tg.Rechecks++
+		tg.NextCheck = time.Time{}
+		for next := schedule.next(&tg); !next.IsZero(); next = schedule.next(&tg) {
+			if next.After(now) {
+				tg.NextCheck = next
+				break
+			}
+			tg.Rechecks++
+		}
+		if !tg.NextCheck.IsZero() {
+			if err := t.put(bDue, timeKey(tg.NextCheck)+tg.Target, nil); err != nil {
+				return err
+			}
+		}
+		return t.put(bTargets, tg.Target, enc(tg))
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
@@ -22,9 +23,6 @@ import (
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 )
-
-// shutdownGrace is how long in-flight work gets after SIGTERM.
-const shutdownGrace = 8 * time.Second
 
 // runBot is `verdictbot run`: it reads the environment, connects to Slack
 // over Socket Mode and serves until ctx ends or a fatal error.
@@ -55,6 +53,7 @@ type app struct {
 	cards    *bot.Cards
 	poster   *notify.Poster
 	messages *bot.Messages
+	recheck  *scan.Recheck
 	feedback *commands.Feedback
 	bot      *bot.Bot
 }
@@ -153,7 +152,34 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Log:           log.With("component", "messages"),
 	}
 	a.bot.SetHandler(a.messages.Handle)
+	announcer := &bot.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
+		TeamURL: func() string { return a.bot.Identity().TeamURL }}
+	a.recheck = &scan.Recheck{Store: db, URLs: a.urls, Schedule: store.Schedule(cfg.RecheckAfter), Max: cfg.RecheckMax,
+		OnChange: announcer.Announce, Log: log.With("component", "recheck")}
 	return a, nil
+}
+
+// startRecheck runs the recheck job on its cron schedule until ctx ends;
+// the returned function waits for a run in progress to stop.
+func (a *app) startRecheck(ctx context.Context) (wait func()) {
+	c := cron.New(cron.WithChain(cron.Recover(cronLogger{a.log})))
+	if _, err := c.AddFunc(a.cfg.RecheckSchedule, func() {
+		if _, err := a.recheck.Run(ctx); err != nil && !errors.Is(err, scan.ErrRunning) {
+			a.log.Warn("recheck run failed", "error", err)
+		}
+	}); err != nil {
+		a.log.Error("recheck schedule refused", "error", err) // validated at start; not expected
+	}
+	c.Start()
+	return func() { <-c.Stop().Done() }
+}
+
+// cronLogger sends robfig/cron's own messages to slog.
+type cronLogger struct{ log *slog.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error("cron: "+msg, append(kv, "error", err)...)
 }
 
 // channelMode is a channel's mode: its own setting (/scan channel), else
@@ -190,21 +216,29 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	defer a.db.Close()
-	bg, stopBG := context.WithCancel(ctx)
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
 	var bgDone sync.WaitGroup
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.pruneEvents(bg) }()
-	defer func() { stopBG(); bgDone.Wait() }()
+	waitRecheck := a.startRecheck(bg)
+
 	log.Info("starting verdictbot", "version", version, "mode", cfg.ChannelMode, "slack_api", cfg.SlackAPIURL)
-	err = a.bot.Run(ctx, shutdownGrace)
-	// Intake has stopped; let cards in flight finish within the grace period.
+	// Run returns when ctx ends (SIGTERM) or on a fatal error. It stops
+	// intake and gives queued jobs a few seconds; everything acked is in
+	// the journal, and analyses in flight are in the store, so what does
+	// not finish now resumes after the restart.
+	err = a.bot.Run(ctx, 3*time.Second)
 	done := make(chan struct{})
 	go func() { a.messages.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(shutdownGrace):
-		log.Warn("shutdown: cards still in flight were abandoned")
+	case <-time.After(3 * time.Second):
+		log.Warn("shutdown: cards still in flight resume after the restart")
 	}
+	stopBG()
+	waitRecheck()
+	bgDone.Wait()
 	a.urls.Close()
 	if errors.Is(err, context.Canceled) || (err == nil && ctx.Err() != nil) {
 		log.Info("stopped")

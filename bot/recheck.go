@@ -1,0 +1,121 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// Replier posts plain thread replies and alerts (*notify.Poster).
+type Replier interface {
+	Reply(ctx context.Context, channel, threadTS, text string) error
+}
+
+// Announcer tells Slack about verdicts a recheck changed: every card that
+// shows the URL is updated (and posted, if a quiet channel never showed
+// it), a reply in each thread says what changed and mentions the person who
+// posted the link, and the alert channel gets a summary.
+type Announcer struct {
+	Messages *Messages
+	Replier  Replier
+	// AlertChannel is VERDICTBOT_ALERT_CHANNEL ("" for none).
+	AlertChannel string
+	// TeamURL returns the workspace URL (auth.test), for thread links.
+	TeamURL func() string
+	Now     func() time.Time
+}
+
+// Announce implements scan.Recheck.OnChange.
+func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	m := a.Messages
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	var summary []string
+	for _, ch := range changes {
+		url := ch.Target.Target
+		what := fmt.Sprintf("`%s` is now *%s* (was %s)", links.DefangTruncate(url, 200), ch.Now.Level, ch.Was)
+		note := fmt.Sprintf("Rechecked %s: %s is now %s (was %s).", now().UTC().Format("2006-01-02 15:04 UTC"),
+			links.DefangTruncate(url, 120), ch.Now.Level, ch.Was)
+		m.Log.Info("recheck changed a verdict", "url", links.Defang(url), "was", ch.Was.Key(), "now", ch.Now.Level.Key(), "cards", len(ch.Target.Cards))
+		for _, ref := range ch.Target.Cards {
+			var reports []notify.Report
+			snap, ok := m.Cards.Change(ref.Channel, ref.SourceTS, 0, func(rec *store.CardRecord) {
+				for i := range rec.Card.Lines {
+					l := &rec.Card.Lines[i]
+					if l.Target != url {
+						continue
+					}
+					reports = append(reports, l.Reports...)
+					keep := l.Reports
+					*l = urlLine(*l, ch.Now)
+					l.Reports = keep // analysts see their reports beside the new verdict
+				}
+				rec.Card.Notes = append(rec.Card.Notes, note)
+				rec.Card.Final = true
+			})
+			if !ok {
+				continue
+			}
+			m.show(ctx, &snap)
+			text := what
+			if snap.Poster != "" {
+				text = fmt.Sprintf("<@%s> a link you shared was checked again: %s.", snap.Poster, what)
+			} else {
+				text = "A link in this thread was checked again: " + what + "."
+			}
+			if len(reports) > 0 {
+				r := reports[len(reports)-1]
+				text += fmt.Sprintf(" Earlier, <@%s> reported %s (%s) on it.", r.User, reportWords[r.Option], r.Category)
+			}
+			if err := a.Replier.Reply(ctx, snap.Channel, snap.ThreadTS, text); err != nil {
+				m.Log.Warn("recheck reply failed", "channel", snap.Channel, "error", err)
+			}
+			summary = append(summary, fmt.Sprintf("• %s in %s", what, a.threadLink(snap.Channel, snap.ThreadTS)))
+		}
+	}
+	if a.AlertChannel == "" || len(summary) == 0 {
+		return
+	}
+	head := fmt.Sprintf(":rotating_light: The recheck changed %d verdict(s):", len(summary))
+	if worst := worstNow(changes); worst < verdict.Suspicious {
+		head = fmt.Sprintf(":information_source: The recheck changed %d verdict(s):", len(summary))
+	}
+	body := head + "\n" + strings.Join(summary, "\n")
+	if err := a.Replier.Reply(ctx, a.AlertChannel, "", body); err != nil {
+		m.Log.Warn("recheck alert failed", "channel", a.AlertChannel, "error", err)
+	}
+}
+
+var reportWords = map[string]string{"fp": "a false positive", "fn": "a false negative", "restore": "a restore"}
+
+func worstNow(changes []scan.Change) verdict.Level {
+	w := verdict.Pending
+	for _, c := range changes {
+		w = verdict.Worst(w, c.Now.Level)
+	}
+	return w
+}
+
+// threadLink is a Slack link to a thread: a permalink when the workspace URL
+// is known, else the channel mention.
+func (a *Announcer) threadLink(channel, threadTS string) string {
+	base := ""
+	if a.TeamURL != nil {
+		base = strings.TrimSuffix(a.TeamURL(), "/")
+	}
+	if base == "" {
+		return fmt.Sprintf("<#%s>", channel)
+	}
+	return fmt.Sprintf("<%s/archives/%s/p%s|a thread> in <#%s>", base, channel, strings.ReplaceAll(threadTS, ".", ""), channel)
+}

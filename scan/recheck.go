@@ -1,0 +1,141 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// DueTargets is what the recheck job needs of the store (*store.DB).
+type DueTargets interface {
+	Due(now time.Time, limit int) ([]store.Target, error)
+	RecheckFailed(target string, schedule store.Schedule) error
+}
+
+// Change is a verdict that a recheck changed.
+type Change struct {
+	Target store.Target // as it was before the recheck
+	Was    verdict.Level
+	Now    URLVerdict
+}
+
+// Recheck checks recent URLs again at the ages of a schedule and reports
+// the ones whose level changed. Runs never overlap; a run cut short by
+// shutdown leaves the rest due, so the next run picks them up.
+type Recheck struct {
+	Store    DueTargets
+	URLs     *URLs
+	Schedule store.Schedule
+	// Max bounds the URLs rechecked per run (VERDICTBOT_RECHECK_MAX).
+	Max int
+	// Parallel bounds rechecks in flight at once (default 4), so live
+	// scans keep most of the "run" budget.
+	Parallel int
+	// OnChange is told about every changed verdict (cards, replies, alert).
+	OnChange func(ctx context.Context, changes []Change)
+	// OnRun, if set, is told the outcome of every run (for metrics).
+	OnRun func(RunStats)
+	Now   func() time.Time
+	Log   *slog.Logger
+
+	running atomic.Bool
+}
+
+// RunStats sums up one run.
+type RunStats struct {
+	Due, Checked, Changed, Failed int
+	Skipped                       bool // another run was still going
+	Took                          time.Duration
+}
+
+// ErrRunning is returned by Run when the previous run has not finished.
+var ErrRunning = errors.New("recheck: the previous run is still going")
+
+// Run rechecks up to Max due URLs, oldest due first.
+func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
+	if !r.running.CompareAndSwap(false, true) {
+		st := RunStats{Skipped: true}
+		r.report(st)
+		return st, ErrRunning
+	}
+	defer r.running.Store(false)
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	log := r.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	max := r.Max
+	if max <= 0 {
+		max = 200
+	}
+	due, err := r.Store.Due(now(), max)
+	if err != nil {
+		return RunStats{}, err
+	}
+	st := RunStats{Due: len(due)}
+	par := r.Parallel
+	if par <= 0 {
+		par = 4
+	}
+	sem := make(chan struct{}, par)
+	var (
+		mu      sync.Mutex
+		changes []Change
+		wg      sync.WaitGroup
+	)
+	for _, tg := range due {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			v := r.URLs.Check(ctx, tg.Target, CheckOptions{Recheck: true})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case v.Err != nil && ctx.Err() != nil:
+				return // shutdown: stays due
+			case v.Err != nil:
+				st.Failed++
+				if err := r.Store.RecheckFailed(tg.Target, r.Schedule); err != nil {
+					log.Warn("recheck: could not reschedule a URL", "error", err)
+				}
+				return
+			}
+			st.Checked++
+			if v.Level != tg.Level {
+				changes = append(changes, Change{Target: tg, Was: tg.Level, Now: v})
+			}
+		}()
+	}
+	wg.Wait()
+	st.Changed = len(changes)
+	st.Took = time.Since(start)
+	if len(changes) > 0 && r.OnChange != nil {
+		r.OnChange(context.WithoutCancel(ctx), changes)
+	}
+	log.Info("recheck run", "due", st.Due, "checked", st.Checked, "changed", st.Changed, "failed", st.Failed, "took", st.Took)
+	r.report(st)
+	return st, nil
+}
+
+func (r *Recheck) report(st RunStats) {
+	if r.OnRun != nil {
+		r.OnRun(st)
+	}
+}

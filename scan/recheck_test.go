@@ -1,0 +1,195 @@
+package scan_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/bot"
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+type recheckRig struct {
+	sim   *sim.Server
+	db    *store.DB
+	urls  *scan.URLs
+	r     *scan.Recheck
+	clock *fakeClock
+	t0    time.Time
+	mu    sync.Mutex
+	seen  []scan.Change
+}
+
+func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
+	t.Helper()
+	srv, base := sim.Start(t, simCfg)
+	rep, err := reputation.New(base, "k", reputation.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
+		reputation.WithRetries(1, time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	clock := &fakeClock{t: t0}
+	db, err := store.Open(t.TempDir(), store.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	sched := store.Schedule{time.Hour, 6 * time.Hour}
+	mem := &bot.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
+	urls := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: clock.Now, Wait: reputation.WaitOptions{
+		Backoff: apiclient.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
+	t.Cleanup(urls.Close)
+	rig := &recheckRig{sim: srv, db: db, urls: urls, clock: clock, t0: t0}
+	rig.r = &scan.Recheck{Store: db, URLs: urls, Schedule: sched, Max: max, Now: clock.Now,
+		OnChange: func(_ context.Context, ch []scan.Change) {
+			rig.mu.Lock()
+			rig.seen = append(rig.seen, ch...)
+			rig.mu.Unlock()
+		}}
+	return rig
+}
+
+func TestRecheckPicksOldestDueFirstWithinMax(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 2)
+	var urls []string
+	for i := range 5 {
+		u := fmt.Sprintf("https://example.com/%d", i)
+		urls = append(urls, u)
+		if v := rig.urls.Check(t.Context(), u, scan.CheckOptions{}); v.Level != verdict.Clean {
+			t.Fatalf("%s: %+v", u, v)
+		}
+		rig.clock.Set(rig.clock.Now().Add(time.Minute)) // first seen one minute apart
+	}
+	if st, _ := rig.r.Run(t.Context()); st.Due != 0 {
+		t.Fatalf("nothing is due yet: %+v", st)
+	}
+	rig.clock.Set(rig.t0.Add(2 * time.Hour))
+	st, err := rig.r.Run(t.Context())
+	if err != nil || st.Due != 2 || st.Checked != 2 {
+		t.Fatalf("run 1: %+v %v", st, err)
+	}
+	for i, u := range urls {
+		want := 1
+		if i < 2 {
+			want = 2 // the two oldest were rechecked
+		}
+		if n := len(rig.sim.URLTasks(u)); n != want {
+			t.Errorf("%s: %d scans, want %d", u, n, want)
+		}
+	}
+	st, _ = rig.r.Run(t.Context())
+	st2, _ := rig.r.Run(t.Context())
+	if st.Checked != 2 || st2.Checked != 1 {
+		t.Fatalf("runs 2 and 3: %+v %+v", st, st2)
+	}
+	if st, _ := rig.r.Run(t.Context()); st.Due != 0 {
+		t.Fatalf("all rechecked at 1h; the 6h age is not due yet: %+v", st)
+	}
+	tg, _ := rig.db.Target(urls[0])
+	if tg.Rechecks != 1 || !tg.NextCheck.Equal(tg.FirstSeen.Add(6*time.Hour)) {
+		t.Fatalf("schedule not advanced: %+v", tg)
+	}
+}
+
+func TestRecheckReportsAFlip(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 10)
+	const u = "https://example.org/landing"
+	rig.urls.Check(t.Context(), u, scan.CheckOptions{})
+	rig.urls.Check(t.Context(), "https://example.org/steady", scan.CheckOptions{})
+	rig.sim.FlipOnNextScan(u, sim.Scores{Phishing: 0.96})
+	rig.clock.Set(rig.t0.Add(61 * time.Minute))
+	st, err := rig.r.Run(t.Context())
+	if err != nil || st.Checked != 2 || st.Changed != 1 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if len(rig.seen) != 1 || rig.seen[0].Target.Target != u || rig.seen[0].Was != verdict.Clean || rig.seen[0].Now.Level != verdict.Malicious {
+		t.Fatalf("changes %+v", rig.seen)
+	}
+	hist, _ := rig.db.History(u)
+	if len(hist) != 2 || hist[1].Source != "recheck" || hist[1].Level != verdict.Malicious {
+		t.Fatalf("history %+v", hist)
+	}
+	// The cache did not answer the recheck.
+	if n := len(rig.sim.URLTasks(u)); n != 2 {
+		t.Fatalf("%d scans", n)
+	}
+}
+
+func TestRecheckRunsNeverOverlap(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 10)
+	rig.urls.Check(t.Context(), "https://example.com/slow", scan.CheckOptions{})
+	rig.clock.Set(rig.t0.Add(2 * time.Hour))
+	rig.sim.SetFaults(sim.Faults{Delay: 300 * time.Millisecond})
+	var wg sync.WaitGroup
+	results := make([]error, 2)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 1 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			_, results[i] = rig.r.Run(t.Context())
+		}()
+	}
+	wg.Wait()
+	if results[0] != nil || !errors.Is(results[1], scan.ErrRunning) {
+		t.Fatalf("results %v", results)
+	}
+	if n := len(rig.sim.URLTasks("https://example.com/slow")); n != 2 {
+		t.Fatalf("%d scans: the overlapping run must not scan", n)
+	}
+}
+
+func TestRecheckFailureIsRescheduledNotRepeated(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 10)
+	rig.urls.Check(t.Context(), "https://example.com/down", scan.CheckOptions{})
+	rig.clock.Set(rig.t0.Add(2 * time.Hour))
+	rig.sim.SetFaults(sim.Faults{ErrorEvery: 1, ErrorStatus: 503})
+	st, _ := rig.r.Run(t.Context())
+	if st.Failed != 1 || st.Changed != 0 {
+		t.Fatalf("%+v", st)
+	}
+	tg, _ := rig.db.Target("https://example.com/down")
+	if tg.Level != verdict.Clean || !tg.NextCheck.Equal(tg.FirstSeen.Add(6*time.Hour)) {
+		t.Fatalf("a failed recheck must keep the verdict and move on: %+v", tg)
+	}
+	if st, _ := rig.r.Run(t.Context()); st.Due != 0 {
+		t.Fatalf("retried at once: %+v", st)
+	}
+}
+
+func TestRecheckInterruptedByShutdownStaysDue(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 10)
+	rig.urls.Check(t.Context(), "https://example.com/interrupted", scan.CheckOptions{})
+	rig.clock.Set(rig.t0.Add(2 * time.Hour))
+	rig.sim.SetFaults(sim.Faults{Delay: 2 * time.Second})
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	rig.r.Run(ctx)
+	if due, _ := rig.db.Due(rig.clock.Now(), 10); len(due) != 1 {
+		t.Fatalf("an interrupted recheck must stay due: %+v", due)
+	}
+}
