@@ -10,17 +10,26 @@ import (
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
 
-// DefaultBackoff is the URL polling schedule: first check after 1s, then
-// ×1.4 up to 4s. A URL analysis typically takes 5–120 s; this makes about a
-// dozen status calls for a 60 s analysis while keeping the time between the
-// service finishing and us noticing to a few seconds at most. See
-// docs/PERFORMANCE.md for the trade-off and its measurement.
+// DefaultBackoff is the blind URL polling schedule: first check after 1s,
+// then ×1.4 up to 4s, ±10 %. A URL analysis typically takes 5–120 s; this
+// notices a finished task within 4 s (2 s on average) for about 18 status
+// calls per 60 s analysis. It is Wait's default and what a
+// LearnedSchedule (NewLearnedSchedule) falls back on until it knows the
+// service; once it does, the learned schedule needs about a dozen calls for
+// the same or less delay. See docs/PERFORMANCE.md, "Poll-to-verdict
+// latency".
 var DefaultBackoff = apiclient.Backoff{Initial: time.Second, Factor: 1.4, Max: 4 * time.Second, Jitter: 0.1}
 
 // WaitOptions tunes Wait. The zero value uses the defaults.
 type WaitOptions struct {
-	// Backoff is the polling schedule (default DefaultBackoff).
+	// Backoff is the polling schedule (default DefaultBackoff) unless
+	// Schedule is set.
 	Backoff apiclient.Backoff
+	// Schedule, if set, is the polling schedule instead of Backoff: for
+	// example the service's *apiclient.LearnedSchedule (NewLearnedSchedule),
+	// which the caller feeds with each completed task's
+	// PollStats.Completion.
+	Schedule apiclient.Schedule
 	// Deadline bounds the whole wait (default 10 minutes).
 	Deadline time.Duration
 	// Failed lists the statuses that end the wait as a failure (default
@@ -30,6 +39,9 @@ type WaitOptions struct {
 	// OnStatus is called after every poll with the status and whether it
 	// changed since the previous poll.
 	OnStatus func(s Status, changed bool)
+	// OnEnd, if set, is called once when the wait ends, however it ends,
+	// with the number of status calls made and when the last ones were.
+	OnEnd func(apiclient.PollStats)
 	// Sleep is injectable for tests.
 	Sleep func(context.Context, time.Duration) error
 }
@@ -50,6 +62,18 @@ var ErrTaskFailed = errors.New("reputation task failed")
 // Is makes errors.Is(err, ErrTaskFailed) true.
 func (e *TaskFailedError) Is(target error) bool { return target == ErrTaskFailed }
 
+// NewLearnedSchedule returns a polling schedule for URL tasks that learns
+// how long this service's analyses take (apiclient.LearnedSchedule with its
+// defaults, falling back on DefaultBackoff until it has seen 8 of them).
+// Use one per service, pass it as WaitOptions.Schedule, and Observe each
+// completed wait's PollStats.Completion (WaitOptions.OnEnd); scan.URLs does
+// this itself.
+func NewLearnedSchedule() *apiclient.LearnedSchedule {
+	cfg := apiclient.DefaultLearnedConfig()
+	cfg.Fallback = DefaultBackoff
+	return apiclient.NewLearnedSchedule(cfg)
+}
+
 // Wait polls the task until it is completed, fails, or the deadline passes.
 // Transient errors (rate limits, 5xx, transport) keep polling; documented
 // errors (task not found, wrong task id) end the wait at once.
@@ -63,7 +87,7 @@ func (c *Client) Wait(ctx context.Context, taskID string, o WaitOptions) (Status
 	if o.Failed == nil {
 		o.Failed = []Status{StatusFailed, "error"}
 	}
-	cfg := apiclient.WaitConfig{Backoff: o.Backoff, Deadline: o.Deadline, Sleep: o.Sleep}
+	cfg := apiclient.WaitConfig{Backoff: o.Backoff, Schedule: o.Schedule, Deadline: o.Deadline, Sleep: o.Sleep, OnEnd: o.OnEnd}
 	if o.OnStatus != nil {
 		cfg.OnStatus = func(s string, changed bool) { o.OnStatus(Status(s), changed) }
 	}

@@ -8,6 +8,20 @@ import (
 	"time"
 )
 
+// Schedule decides when a polled task is checked next.
+//
+// Next returns the wait before the next check, given how many checks were
+// made so far (0 before the first) and how long the wait has lasted
+// (measured from the start of Poll to the end of the latest check, so it
+// includes the checks' own time and any client-side budget wait). It must be
+// safe for concurrent use when one Schedule serves many tasks.
+//
+// Backoff (blind, by count) and *LearnedSchedule (by elapsed time, from the
+// durations a service has shown) implement it.
+type Schedule interface {
+	Next(polls int, elapsed time.Duration) time.Duration
+}
+
 // Backoff is a polling schedule: the first check after Initial, each next
 // interval Factor times the previous, never more than Max, each randomised by
 // ±Jitter (a fraction) so that many tasks started together spread out.
@@ -34,12 +48,17 @@ func (b Backoff) Delay(n int) time.Duration {
 	return time.Duration(d)
 }
 
-func (b Backoff) jittered(n int) time.Duration {
-	d := b.Delay(n)
-	if b.Jitter <= 0 || d <= 0 {
+// Next implements Schedule: Delay(polls), jittered. Elapsed time is ignored.
+func (b Backoff) Next(polls int, _ time.Duration) time.Duration {
+	return jitter(b.Delay(polls), b.Jitter)
+}
+
+// jitter spreads d uniformly over d·(1 ± frac).
+func jitter(d time.Duration, frac float64) time.Duration {
+	if frac <= 0 || d <= 0 {
 		return d
 	}
-	spread := float64(d) * b.Jitter
+	spread := float64(d) * frac
 	return time.Duration(float64(d) - spread + rand.Float64()*2*spread)
 }
 
@@ -47,39 +66,91 @@ func (b Backoff) jittered(n int) time.Duration {
 // before the task ended.
 var ErrDeadline = errors.New("gave up waiting: deadline passed")
 
+// PollStats describes a finished Poll (or WaitStatus): how many checks it
+// made and when the last of them ended, on the wait's clock.
+type PollStats struct {
+	// Polls is the number of checks made (failed ones included).
+	Polls int
+	// Elapsed is the time from the start of the wait to the end of the last
+	// check.
+	Elapsed time.Duration
+	// LastGap is the time between the ends of the last two checks (for a
+	// single check, between the start of the wait and its end). When the
+	// last check saw the task end, the task ended within this gap.
+	LastGap time.Duration
+}
+
+// Completion estimates, for a wait whose last check saw the task end, how
+// long after the start of the wait the task ended: the middle of the last
+// gap (it ended after the previous check and before the last one; the
+// middle is the unbiased guess when nothing else is known, and is off by at
+// most LastGap/2).
+func (s PollStats) Completion() time.Duration { return s.Elapsed - s.LastGap/2 }
+
 // Poll calls check on the schedule until it reports done, returns an error,
 // or the deadline (if positive) or ctx ends. The first check happens after
-// b.Initial. Sleep is injectable for tests (nil: real timers).
-func Poll(ctx context.Context, b Backoff, deadline time.Duration, sleep func(context.Context, time.Duration) error, check func(ctx context.Context) (done bool, err error)) error {
+// s.Next(0, 0). Sleep is injectable for tests (nil: real timers); with an
+// injected sleep, the elapsed time the schedule sees is the sum of the waits
+// it asked for (use WaitStatus with WaitConfig.Now for another clock).
+func Poll(ctx context.Context, s Schedule, deadline time.Duration, sleep func(context.Context, time.Duration) error, check func(ctx context.Context) (done bool, err error)) error {
+	_, err := poll(ctx, s, deadline, sleep, nil, check)
+	return err
+}
+
+// poll is Poll, also returning its PollStats. The clock is now if set, the
+// real clock if sleep is nil, and otherwise the sum of the waits asked for.
+func poll(ctx context.Context, s Schedule, deadline time.Duration, sleep func(context.Context, time.Duration) error, now func() time.Time, check func(ctx context.Context) (done bool, err error)) (PollStats, error) {
+	var virtual time.Duration // elapsed time when the sleeps are the clock
 	if sleep == nil {
 		sleep = sleepCtx
+		if now == nil {
+			now = time.Now
+		}
+	}
+	start := time.Time{}
+	if now != nil {
+		start = now()
+	}
+	elapsed := func() time.Duration {
+		if now == nil {
+			return virtual
+		}
+		return now().Sub(start)
 	}
 	if deadline > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, deadline, fmt.Errorf("%w (%s)", ErrDeadline, deadline))
 		defer cancel()
 	}
-	for n := 0; ; n++ {
-		if err := sleep(ctx, b.jittered(n)); err != nil {
-			return context.Cause(ctx)
+	var st PollStats
+	for {
+		d := s.Next(st.Polls, st.Elapsed)
+		if err := sleep(ctx, d); err != nil {
+			return st, context.Cause(ctx)
 		}
+		virtual += d
 		done, err := check(ctx)
+		st.Polls++
+		e := elapsed()
+		st.LastGap, st.Elapsed = e-st.Elapsed, e
 		if err != nil {
 			if ctx.Err() != nil {
-				return context.Cause(ctx)
+				return st, context.Cause(ctx)
 			}
-			return err
+			return st, err
 		}
 		if done {
-			return nil
+			return st, nil
 		}
 	}
 }
 
 // WaitConfig tunes WaitStatus.
 type WaitConfig struct {
-	// Backoff is the polling schedule.
+	// Backoff is the polling schedule unless Schedule is set.
 	Backoff Backoff
+	// Schedule, if set, is the polling schedule instead of Backoff.
+	Schedule Schedule
 	// Deadline bounds the whole wait (zero: only ctx).
 	Deadline time.Duration
 	// Stuck, if positive, ends the wait when the task has shown one of
@@ -90,7 +161,12 @@ type WaitConfig struct {
 	// OnStatus is called after every successful poll with the status and
 	// whether it differs from the previous one.
 	OnStatus func(status string, changed bool)
-	// Sleep and Now are injectable for tests.
+	// OnEnd, if set, is called once when the wait ends, however it ends,
+	// with how many status checks it made and when (for metrics, and for
+	// a LearnedSchedule to learn from with PollStats.Completion).
+	OnEnd func(PollStats)
+	// Sleep and Now are injectable for tests. Now is also the clock of the
+	// elapsed time the schedule sees (see Poll when only Sleep is set).
 	Sleep func(context.Context, time.Duration) error
 	Now   func() time.Time
 }
@@ -119,13 +195,17 @@ func WaitStatus(ctx context.Context, cfg WaitConfig, fetch func(context.Context)
 	if now == nil {
 		now = time.Now
 	}
+	var sched Schedule = cfg.Backoff
+	if cfg.Schedule != nil {
+		sched = cfg.Schedule
+	}
 	var (
 		last      string
 		since     time.Time
 		transient error
 		polls     int
 	)
-	err := Poll(ctx, cfg.Backoff, cfg.Deadline, cfg.Sleep, func(ctx context.Context) (bool, error) {
+	stats, err := poll(ctx, sched, cfg.Deadline, cfg.Sleep, cfg.Now, func(ctx context.Context) (bool, error) {
 		polls++
 		st, err := fetch(ctx)
 		if err != nil {
@@ -159,6 +239,9 @@ func WaitStatus(ctx context.Context, cfg WaitConfig, fetch func(context.Context)
 	})
 	if err != nil && errors.Is(err, ErrDeadline) && transient != nil {
 		err = fmt.Errorf("%w; last error: %w", err, transient)
+	}
+	if cfg.OnEnd != nil {
+		cfg.OnEnd(stats)
 	}
 	return last, err
 }

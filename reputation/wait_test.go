@@ -1,0 +1,81 @@
+package reputation_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sim"
+)
+
+// statusCalls counts the status requests the simulator received for task id.
+func statusCalls(srv *sim.Server, id string) int {
+	n := 0
+	for _, r := range srv.Requests() {
+		if r.Op == sim.OpStatus && strings.Contains(r.Path, "/"+id+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+// Against the simulator on a manual clock (d<N>s.test takes exactly N s):
+// Wait follows WaitOptions.Schedule, OnEnd reports the status calls the
+// simulator saw, and a learned schedule fed with each completion needs
+// fewer calls than DefaultBackoff and sees the end sooner.
+func TestWaitLearnedScheduleAgainstTheSimulator(t *testing.T) {
+	t.Parallel()
+	clock := sim.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv, base := sim.Start(t, sim.Config{Now: clock.Now, Profile: sim.RealisticProfile()})
+	c := client(t, base)
+	sleep := func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }
+	learned := reputation.NewLearnedSchedule()
+
+	type outcome struct {
+		calls int
+		lag   time.Duration
+	}
+	check := func(i int, seconds int) outcome {
+		t.Helper()
+		sub, err := c.Scan(t.Context(), fmt.Sprintf("https://d%ds.test/%d", seconds, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stats apiclient.PollStats
+		st, err := c.Wait(t.Context(), sub.TaskID, reputation.WaitOptions{Schedule: learned, Sleep: sleep,
+			OnEnd: func(s apiclient.PollStats) { stats = s }})
+		if err != nil || st != reputation.StatusCompleted {
+			t.Fatalf("task %d: %q %v", i, st, err)
+		}
+		if got := statusCalls(srv, sub.TaskID); got != stats.Polls {
+			t.Fatalf("task %d: OnEnd says %d polls, the simulator saw %d", i, stats.Polls, got)
+		}
+		learned.Observe(stats.Completion())
+		return outcome{stats.Polls, stats.Elapsed - time.Duration(seconds)*time.Second}
+	}
+	// 60 s ±10 %: the first 8 use the fallback (DefaultBackoff), ~18 calls.
+	durations := []int{54, 57, 60, 63, 66, 58, 62, 60}
+	var warm []outcome
+	for i, d := range durations {
+		warm = append(warm, check(i, d))
+	}
+	if warm[2].calls < 15 {
+		t.Errorf("60 s task on DefaultBackoff: %d calls, expected ~18", warm[2].calls)
+	}
+	if !learned.Stats().Learning {
+		t.Fatalf("not learning after %d tasks: %+v", len(durations), learned.Stats())
+	}
+	for i := range 24 {
+		d := durations[i%len(durations)]
+		o := check(100+i, d)
+		t.Logf("%d s: %d calls, lag %s", d, o.calls, o.lag)
+		// ≤ 12 without jitter (see internal/apiclient); ±10 % jitter adds one at times.
+		if o.lag > 2500*time.Millisecond || (d == 60 && o.calls > 13) {
+			t.Errorf("learned, %d s task: %d calls, seen %s late", d, o.calls, o.lag)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package scan
+
+import (
+	"context"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/reputation"
+)
+
+// learnedSchedule settles the URL polling schedule of NewURLs and returns
+// the LearnedSchedule the pipeline must feed, if any: the one passed in
+// w.Schedule, or a new one (reputation.NewLearnedSchedule) when w names no
+// schedule at all. A fixed Backoff or another Schedule is used as given and
+// nothing is learned.
+func learnedSchedule(w *reputation.WaitOptions) *apiclient.LearnedSchedule {
+	switch s := w.Schedule.(type) {
+	case *apiclient.LearnedSchedule:
+		return s
+	case nil:
+		if w.Backoff == (apiclient.Backoff{}) {
+			l := reputation.NewLearnedSchedule()
+			w.Schedule = l
+			return l
+		}
+	}
+	return nil
+}
+
+// LearnedSchedule returns the schedule that learns how long this pipeline's
+// URL analyses take (nil when URLOptions.Wait set a fixed one). Its Stats
+// say what it currently believes, for metrics.
+func (u *URLs) LearnedSchedule() *apiclient.LearnedSchedule { return u.learned }
+
+// wait polls taskID to its end, reporting status changes to call, and
+// returns how many status calls it made. A task submitted by this wait's
+// analysis (fresh) that completed teaches the learned schedule how long it
+// took; a resumed one does not, since its wait did not start at submission.
+func (u *URLs) wait(ctx context.Context, taskID string, fresh bool, call *urlCall) (polls int, err error) {
+	var stats apiclient.PollStats
+	wo := u.opt.Wait
+	wo.OnStatus = func(s reputation.Status, changed bool) {
+		if changed {
+			call.setStatus(string(s))
+		}
+	}
+	wo.OnEnd = func(s apiclient.PollStats) {
+		stats = s
+		if u.opt.Wait.OnEnd != nil {
+			u.opt.Wait.OnEnd(s)
+		}
+	}
+	_, err = u.rep.Wait(ctx, taskID, wo)
+	if err == nil && fresh && u.learned != nil {
+		u.learned.Observe(stats.Completion())
+	}
+	return stats.Polls, err
+}
