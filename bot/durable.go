@@ -65,6 +65,22 @@ func (m *URLMemory) InFlight(url string) (string, bool) {
 	return a.TaskID, true
 }
 
+// Submitting records the intent to submit url (an analysis without a task).
+func (m *URLMemory) Submitting(url string) {
+	if err := m.DB.PutAnalysis(store.Analysis{Service: serviceReputation, Target: url}); err != nil {
+		m.warn("could not record a submission intent", err)
+	}
+}
+
+// LastTask returns the task of url's last recorded verdict.
+func (m *URLMemory) LastTask(url string) string {
+	tg, err := m.DB.Target(url)
+	if err != nil {
+		return ""
+	}
+	return tg.TaskID
+}
+
 // Submitted records a submission.
 func (m *URLMemory) Submitted(url, taskID string) {
 	if err := m.DB.PutAnalysis(store.Analysis{Service: serviceReputation, Target: url, TaskID: taskID}); err != nil {

@@ -159,13 +159,9 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 	m.Log.Info("scanning message", "channel", channel, "ts", msg.Timestamp, "links", len(res.Targets),
 		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID, "resumed", meta.Replayed)
 
-	if mode == ModeVerbose || snap.CardTS != "" {
-		m.show(ctx, &snap)
-	}
-	if card.Final {
-		meta.done()
-		return
-	}
+	// The rest runs on its own goroutine: posting is paced per channel
+	// (Slack allows about one message a second), and a worker must not
+	// wait on one busy channel while other channels' messages queue.
 	select {
 	case m.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -174,7 +170,10 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 	m.wg.Add(1)
 	go func() {
 		defer func() { <-m.sem; m.wg.Done() }()
-		if m.track(ctx, channel, msg.Timestamp, gen, mode, res.Targets) {
+		if mode == ModeVerbose || snap.CardTS != "" {
+			m.show(ctx, &snap)
+		}
+		if card.Final || m.track(ctx, channel, msg.Timestamp, gen, mode, res.Targets) {
 			meta.done()
 		}
 	}()

@@ -41,7 +41,7 @@ type PosterOptions struct {
 	PostBurst    int
 	// UpdatesPerMinute and UpdateBurst pace chat.update across the
 	// workspace: chat.update is Tier 3, "50+ per minute" (same page; tier
-	// from Slack's java-slack-sdk MethodsRateLimits). Defaults 50 and 5.
+	// from Slack's java-slack-sdk MethodsRateLimits). Defaults 50 and 20 (the tier allows short bursts; a 429 is honoured anyway).
 	UpdatesPerMinute float64
 	UpdateBurst      int
 	// MaxAttempts bounds the calls made for one request when Slack answers
@@ -73,7 +73,7 @@ func (o PosterOptions) withDefaults() PosterOptions {
 		o.UpdatesPerMinute = 50
 	}
 	if o.UpdateBurst <= 0 {
-		o.UpdateBurst = 5
+		o.UpdateBurst = 20
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3
@@ -357,8 +357,20 @@ func (p *Poster) flush(s *updateSlot) {
 // writeUpdate calls chat.update with a snapshot, falling back once to the
 // minimal card if Slack rejects the blocks.
 func (p *Poster) writeUpdate(ctx context.Context, snap *snapshot) error {
+	// Final states always wait for the workspace-wide chat.update budget.
+	// A progress-only state ("queued", "running") is written only when the
+	// budget has a token to spare: under a burst the budget goes to final
+	// verdicts, and the card catches up with its next state.
+	lim := p.updateRate
+	if !snap.final {
+		if !p.updateRate.Allow() {
+			p.opts.Logger.Debug("progress update skipped: chat.update budget in use", "channel", snap.channel, "ts", snap.ts)
+			return nil
+		}
+		lim = nil // the token is taken
+	}
 	send := func(blocks []slack.Block) error {
-		return p.do(ctx, "chat.update", p.updateRate, true, func(ctx context.Context) error {
+		return p.do(ctx, "chat.update", lim, true, func(ctx context.Context) error {
 			_, _, _, err := p.api.UpdateMessageContext(ctx, snap.channel, snap.ts,
 				slack.MsgOptionBlocks(blocks...),
 				slack.MsgOptionText(snap.fallback, false))

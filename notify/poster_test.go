@@ -824,3 +824,41 @@ func TestRetryClassification(t *testing.T) {
 		}
 	}
 }
+
+// TestFinalUpdatesGetTheBudgetFirst: when the workspace-wide chat.update
+// budget is spent, a progress-only update is skipped and a final one waits
+// its turn, so a burst of progress never delays verdicts.
+func TestFinalUpdatesGetTheBudgetFirst(t *testing.T) {
+	t.Parallel()
+	p, f := newTestPoster(t, PosterOptions{UpdatesPerMinute: 600, UpdateBurst: 1}) // one token per 100 ms
+	a := testCard("C1")
+	a.CardTS, a.Final = "1700000000.000001", true
+	if err := p.Update(t.Context(), a); err != nil { // takes the only token
+		t.Fatal(err)
+	}
+	b := testCard("C2")
+	b.CardTS = "1700000000.000002"
+	b.Notes = []string{"progress"}
+	if err := p.Update(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, c := range f.callsTo("chat.update") {
+		if strings.Contains(c.form.Get("blocks"), "progress") {
+			t.Fatal("a progress update was written with no budget to spare")
+		}
+	}
+	c := testCard("C3")
+	c.CardTS, c.Final = "1700000000.000003", true
+	c.Notes = []string{"final verdict"}
+	if err := p.Update(t.Context(), c); err != nil { // waits for the next token
+		t.Fatal(err)
+	}
+	found := false
+	for _, call := range f.callsTo("chat.update") {
+		found = found || strings.Contains(call.form.Get("blocks"), "final verdict")
+	}
+	if !found {
+		t.Fatal("the final update was not written")
+	}
+}

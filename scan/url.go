@@ -27,6 +27,7 @@ type Reputation interface {
 	Wait(ctx context.Context, taskID string, o reputation.WaitOptions) (reputation.Status, error)
 	Result(ctx context.Context, taskID string) (*reputation.Result, error)
 	Detail(ctx context.Context, taskID string) (json.RawMessage, error)
+	SearchTaskID(ctx context.Context, rawURL string) (string, error)
 }
 
 // URLVerdict is the outcome of checking one URL.
@@ -46,6 +47,9 @@ type URLVerdict struct {
 	// this request.
 	Cached    bool
 	CheckedAt time.Time
+	// Polls is how many status calls the analysis made (0 if it never got
+	// to polling; a cached verdict keeps its analysis's count).
+	Polls int
 }
 
 // Memory makes the pipeline durable across restarts (the store implements
@@ -54,10 +58,16 @@ type Memory interface {
 	// Recall returns a verdict for url recorded within ttl.
 	Recall(url string, ttl time.Duration) (URLVerdict, bool)
 	// InFlight returns the task of an earlier submission of url whose
-	// verdict is not known yet (it is resumed, not submitted again).
+	// verdict is not known yet (it is resumed, not submitted again). A
+	// record with an empty taskID is an intent: a submission was about to
+	// be sent when the process stopped, and may or may not have arrived.
 	InFlight(url string) (taskID string, ok bool)
+	// Submitting records the intent to submit url, before the request.
+	Submitting(url string)
 	// Submitted records a new submission.
 	Submitted(url, taskID string)
+	// LastTask returns the task of url's last recorded verdict ("" if none).
+	LastTask(url string) string
 	// Finished records the verdict of an analysis and forgets its
 	// submission; source is "scan" or "recheck".
 	Finished(v URLVerdict, source string)
@@ -69,7 +79,9 @@ type URLOptions struct {
 	TTL time.Duration
 	// Thresholds turn scores into a level.
 	Thresholds verdict.Thresholds
-	// Wait tunes polling (deadline, backoff).
+	// Wait tunes polling (deadline, schedule). Without a Backoff or
+	// Schedule, the pipeline polls on a schedule that learns from its own
+	// analyses how long the service takes (see LearnedSchedule).
 	Wait reputation.WaitOptions
 	// MaxConcurrent bounds analyses in flight at once (default 64); the
 	// others wait, shown as "queued".
@@ -99,6 +111,8 @@ type URLs struct {
 
 	mu       sync.Mutex
 	inflight map[string]*urlCall
+
+	learned *apiclient.LearnedSchedule // nil: opt.Wait has a fixed schedule
 }
 
 type urlCall struct {
@@ -138,9 +152,11 @@ func NewURLs(rep Reputation, opt URLOptions) *URLs {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
+	learned := learnedSchedule(&opt.Wait)
 	root, cancel := context.WithCancel(context.Background())
 	return &URLs{
-		rep: rep, opt: opt, log: opt.Logger,
+		learned: learned,
+		rep:     rep, opt: opt, log: opt.Logger,
 		cache:    gocache.New(opt.TTL, opt.TTL),
 		sem:      make(chan struct{}, opt.MaxConcurrent),
 		root:     root,
@@ -260,11 +276,20 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 	}
 	if taskID == "" && u.opt.Memory != nil {
 		if id, ok := u.opt.Memory.InFlight(url); ok {
-			taskID = id
-			u.log.Info("resuming an analysis submitted earlier", "task_id", id)
+			if id == "" {
+				id = u.findLostSubmission(ctx, url)
+			}
+			if id != "" {
+				taskID = id
+				u.log.Info("resuming an analysis submitted earlier", "task_id", id)
+			}
 		}
 	}
-	if taskID == "" {
+	resumed := taskID != ""
+	if !resumed {
+		if u.opt.Memory != nil {
+			u.opt.Memory.Submitting(url)
+		}
 		call.setStatus("submitting")
 		sub, err := u.rep.Scan(ctx, url)
 		if err != nil {
@@ -280,18 +305,17 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 		}
 	}
 	call.setStatus("submitted")
-	wo := u.opt.Wait
-	wo.OnStatus = func(s reputation.Status, changed bool) {
-		if changed {
-			call.setStatus(string(s))
-		}
-	}
-	if _, err := u.rep.Wait(ctx, taskID, wo); err != nil {
-		return unknown(url, taskID, err)
+	polls, err := u.wait(ctx, taskID, !resumed, call)
+	if err != nil {
+		v := unknown(url, taskID, err)
+		v.Polls = polls
+		return v
 	}
 	res, err := u.rep.Result(ctx, taskID)
 	if err != nil {
-		return unknown(url, taskID, err)
+		v := unknown(url, taskID, err)
+		v.Polls = polls
+		return v
 	}
 	n := res.Verdict.Normalized()
 	scores := verdict.Scores{
@@ -299,7 +323,7 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 		verdict.CatMalicious: n.Malicious, verdict.CatIllegal: n.Illegal,
 	}
 	level, cat := u.opt.Thresholds.Level(scores)
-	v := URLVerdict{URL: url, TaskID: taskID, Level: level, Category: cat, Scores: scores}
+	v := URLVerdict{URL: url, TaskID: taskID, Level: level, Category: cat, Scores: scores, Polls: polls}
 	if level.NeedsAttention() {
 		// The detail helps an analyst (page title, where it redirects); it
 		// is optional, so a failure here does not spoil the verdict.
@@ -310,6 +334,24 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 		cancel()
 	}
 	return v
+}
+
+// findLostSubmission resolves an intent left by a process that stopped
+// while submitting url: the service's "search task id" names the latest task
+// for the URL; if it is not the task we already knew, it is the submission
+// that arrived, and it is resumed instead of submitting the URL again.
+func (u *URLs) findLostSubmission(ctx context.Context, url string) string {
+	id, err := u.rep.SearchTaskID(ctx, url)
+	if err != nil {
+		if !errors.Is(err, reputation.ErrTaskNotFound) {
+			u.log.Warn("could not look for a submission lost in a restart; submitting again", "error", err)
+		}
+		return ""
+	}
+	if id == u.opt.Memory.LastTask(url) {
+		return "" // the latest task is an older analysis: ours never arrived
+	}
+	return id
 }
 
 // detailSummary picks the page title and final URL out of a detail object
