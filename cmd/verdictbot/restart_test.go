@@ -180,3 +180,30 @@ func TestKill9InTheMiddleOf100AnalysesThenRestart(t *testing.T) {
 		}
 	}
 }
+
+func TestCorruptStoreStopsStartUpWithAClearLine(t *testing.T) {
+	dir := t.TempDir()
+	garbage := bytes.Repeat([]byte("this is not a bbolt file "), 500)
+	if err := os.WriteFile(dir+"/verdictbot.db", garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := slackfake.Start(t)
+	_, base := sim.Start(t, sim.Config{})
+	for k, v := range map[string]string{"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
+		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": dir} {
+		t.Setenv(k, v)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"run"}, strings.NewReader(""), &stdout, &stderr)
+	out := strings.TrimSpace(stderr.String())
+	if code == 0 || strings.Contains(out, "\n") || !strings.Contains(out, "verdictbot.db is unreadable") || !strings.Contains(out, "left untouched") {
+		t.Fatalf("exit %d, stderr %q", code, out)
+	}
+	after, _ := os.ReadFile(dir + "/verdictbot.db")
+	if !bytes.Equal(after, garbage) {
+		t.Fatal("the store file was changed: it must never be reset silently")
+	}
+	if n := len(fake.Calls("auth.test")); n != 0 {
+		t.Fatalf("connected to Slack (%d auth.test) with an unusable store", n)
+	}
+}

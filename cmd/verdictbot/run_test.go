@@ -499,3 +499,16 @@ func TestOffChannelsAreNotScanned(t *testing.T) {
 		t.Fatalf("%d requests to the service from an off channel", n)
 	}
 }
+
+func TestDeletedMessageKeepsItsCardWithANote(t *testing.T) {
+	h := startBot(t, nil, sim.Config{})
+	d := h.post("<https://evil.test/to-be-deleted>")
+	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	if _, err := h.slack.DeleteMessage(secChannel, d.TS); err != nil {
+		t.Fatal(err)
+	}
+	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "was deleted") })
+	if !strings.Contains(blocksText(card.Blocks), "Malicious") {
+		t.Fatal("the verdict must stay on the card for the record")
+	}
+}
