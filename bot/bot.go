@@ -130,6 +130,11 @@ func (b *Bot) SetHandler(h func(ctx context.Context, ev *slackevents.MessageEven
 	b.h.Message = h
 }
 
+// SetFileHandler sets the file_shared handler.
+func (b *Bot) SetFileHandler(h func(ctx context.Context, ev *slackevents.FileSharedEvent, m Meta)) {
+	b.h.FileShared = h
+}
+
 // Identity returns who the bot is (valid once Run has started).
 func (b *Bot) Identity() Identity {
 	b.idMu.RLock()

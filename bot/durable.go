@@ -148,3 +148,87 @@ func (f *ThreadSearch) FindCard(ctx context.Context, channel, threadTS, sourceTS
 	}
 	return "", nil
 }
+
+// FileMemory keeps the file pipeline's uploads and verdicts in the store
+// (service "sandbox", target the sha256); it implements scan.FileMemory.
+type FileMemory struct {
+	DB  *store.DB
+	Now func() time.Time
+	Log interface{ Warn(string, ...any) }
+}
+
+const serviceSandbox = "sandbox"
+
+var _ scan.FileMemory = (*FileMemory)(nil)
+
+func (m *FileMemory) warn(msg string, err error) {
+	if m.Log != nil {
+		m.Log.Warn(msg, "error", err)
+	}
+}
+
+// Recall returns the last verdict recorded for the file within ttl.
+func (m *FileMemory) Recall(sha256 string, ttl time.Duration) (scan.FileVerdict, bool) {
+	now := time.Now
+	if m.Now != nil {
+		now = m.Now
+	}
+	tg, err := m.DB.Target(sha256)
+	if err != nil || tg.Kind != "file" || now().Sub(tg.Checked) > ttl || tg.Level < verdict.Clean || tg.Level == verdict.Unknown {
+		return scan.FileVerdict{}, false
+	}
+	hist, err := m.DB.History(sha256)
+	if err != nil || len(hist) == 0 {
+		return scan.FileVerdict{}, false
+	}
+	last := hist[len(hist)-1]
+	return scan.FileVerdict{SHA256: sha256, TaskID: last.TaskID, Level: last.Level, MalScore: last.MalScore,
+		Family: last.Family, CheckedAt: last.At}, true
+}
+
+// InFlight returns the task of an upload whose verdict is not known.
+func (m *FileMemory) InFlight(sha256 string) (string, bool) {
+	a, err := m.DB.Analysis(serviceSandbox, sha256)
+	if err != nil {
+		return "", false
+	}
+	return a.TaskID, true
+}
+
+// Submitting records the intent to upload.
+func (m *FileMemory) Submitting(sha256 string) {
+	if err := m.DB.PutAnalysis(store.Analysis{Service: serviceSandbox, Target: sha256}); err != nil {
+		m.warn("could not record an upload intent", err)
+	}
+}
+
+// Submitted records an upload's task.
+func (m *FileMemory) Submitted(sha256, taskID string) {
+	if err := m.DB.PutAnalysis(store.Analysis{Service: serviceSandbox, Target: sha256, TaskID: taskID}); err != nil {
+		m.warn("could not record an upload; a restart would upload it again", err)
+	}
+}
+
+// LastTask returns the task of the file's last recorded verdict.
+func (m *FileMemory) LastTask(sha256 string) string {
+	tg, err := m.DB.Target(sha256)
+	if err != nil {
+		return ""
+	}
+	return tg.TaskID
+}
+
+// Finished records a file verdict and forgets the upload.
+func (m *FileMemory) Finished(v scan.FileVerdict, source string) {
+	if err := m.DB.DeleteAnalysis(serviceSandbox, v.SHA256); err != nil {
+		m.warn("could not clear a finished upload", err)
+	}
+	if v.Err != nil || v.SHA256 == "" || v.Level == verdict.Skipped {
+		return
+	}
+	_, _, err := m.DB.RecordVerdict(store.Verdict{Target: v.SHA256, Kind: "file", TaskID: v.TaskID, Level: v.Level,
+		MalScore: v.MalScore, Family: v.Family, At: v.CheckedAt, Source: source}, nil, nil, false)
+	if err != nil {
+		m.warn("could not record a file verdict", err)
+	}
+}

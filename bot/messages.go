@@ -3,7 +3,9 @@ package bot
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -61,6 +63,8 @@ type Messages struct {
 	Cards         *Cards
 	Finder        CardFinder
 	Targets       TargetCards
+	// Files handles the files a message shares (nil: files are ignored).
+	Files *Files
 	Mode          func(channel string) string
 	CleanReaction string
 	Log           *slog.Logger
@@ -131,6 +135,22 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 	if mode == ModeOff {
 		meta.done()
 		return
+	}
+	if len(msg.Files) > 0 && m.Files != nil && ev.SubType != "message_changed" {
+		// The message's files get their own card; the job is done when
+		// both cards are.
+		var parts atomic.Int32
+		parts.Store(2)
+		whole := meta.Done
+		partDone := func() {
+			if parts.Add(-1) == 0 && whole != nil {
+				whole()
+			}
+		}
+		meta.Done = partDone
+		fmsg := *msg
+		fmsg.Channel = channel
+		m.Files.handle(ctx, channel, &fmsg, partDone)
 	}
 	res := m.Links.Extract(msg)
 	_, hadCard := m.Cards.Get(channel, msg.Timestamp)
@@ -318,7 +338,8 @@ func (m *Messages) finish(ctx context.Context, c *notify.Card, mode string) {
 	case mode == ModeVerbose, c.CardTS != "", level.NeedsAttention():
 		m.show(ctx, c)
 	case level == verdict.Clean:
-		if err := m.Poster.React(ctx, c.Channel, c.SourceTS, m.CleanReaction); err != nil {
+		// A file card's source key is "<ts>/files": react on the message.
+		if err := m.Poster.React(ctx, c.Channel, strings.TrimSuffix(c.SourceTS, "/files"), m.CleanReaction); err != nil {
 			m.Log.Warn("clean reaction failed", "channel", c.Channel, "error", err)
 		}
 	case level == verdict.Unknown:

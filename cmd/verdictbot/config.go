@@ -64,6 +64,14 @@ type Config struct {
 	ThresholdMalicious   string `envconfig:"VERDICTBOT_THRESHOLD_MALICIOUS" default:"0.5,0.8"`
 	ThresholdIllegal     string `envconfig:"VERDICTBOT_THRESHOLD_ILLEGAL" default:"0.5,0.8"`
 
+	MaxFileBytes      int64         `envconfig:"VERDICTBOT_MAX_FILE_BYTES" default:"30000000"`
+	SkipFiletypes     []string      `envconfig:"VERDICTBOT_SKIP_FILETYPES" default:"post,space,quip,canvas"`
+	SandboxDeadline   time.Duration `envconfig:"VERDICTBOT_SANDBOX_DEADLINE" default:"45m"`
+	MaxScreenshots    int           `envconfig:"VERDICTBOT_MAX_SCREENSHOTS" default:"3"`
+	FileVerdictTTL    time.Duration `envconfig:"VERDICTBOT_FILE_VERDICT_TTL" default:"24h"`
+	SandboxRunRate    float64       `envconfig:"VERDICTBOT_SANDBOX_RUN_RATE" default:"1"`
+	SandboxReportRate float64       `envconfig:"VERDICTBOT_SANDBOX_REPORT_RATE" default:"5"`
+
 	RecheckSchedule string          `envconfig:"VERDICTBOT_RECHECK_SCHEDULE" default:"*/15 * * * *"`
 	RecheckAfter    []time.Duration `envconfig:"VERDICTBOT_RECHECK_AFTER" default:"1h,6h,24h,72h"`
 	RecheckMax      int             `envconfig:"VERDICTBOT_RECHECK_MAX" default:"200"`
@@ -230,6 +238,21 @@ func (c *Config) Validate(needSlack bool) error {
 		if d <= 0 || (i > 0 && d <= c.RecheckAfter[i-1]) {
 			return fmt.Errorf("VERDICTBOT_RECHECK_AFTER: want increasing positive durations (e.g. 1h,6h,24h,72h)")
 		}
+	}
+	if c.MaxFileBytes < 1 {
+		return fmt.Errorf("VERDICTBOT_MAX_FILE_BYTES=%d: want a positive number of bytes", c.MaxFileBytes)
+	}
+	if c.SandboxDeadline < time.Minute {
+		return fmt.Errorf("VERDICTBOT_SANDBOX_DEADLINE=%s: want at least 1m (sandbox runs take minutes)", c.SandboxDeadline)
+	}
+	if c.MaxScreenshots < 0 || c.MaxScreenshots > 10 {
+		return fmt.Errorf("VERDICTBOT_MAX_SCREENSHOTS=%d: want 0 to 10", c.MaxScreenshots)
+	}
+	if c.FileVerdictTTL < 0 {
+		return fmt.Errorf("VERDICTBOT_FILE_VERDICT_TTL=%s: must not be negative", c.FileVerdictTTL)
+	}
+	if c.SandboxRunRate <= 0 || c.SandboxReportRate <= 0 {
+		return errors.New("VERDICTBOT_SANDBOX_RUN_RATE and VERDICTBOT_SANDBOX_REPORT_RATE must be above 0 (requests per second)")
 	}
 	if c.RecheckMax < 1 {
 		return fmt.Errorf("VERDICTBOT_RECHECK_MAX=%d: want at least 1", c.RecheckMax)

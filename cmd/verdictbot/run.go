@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 )
@@ -53,6 +56,7 @@ type app struct {
 	cards    *bot.Cards
 	poster   *notify.Poster
 	messages *bot.Messages
+	files    *scan.Files
 	recheck  *scan.Recheck
 	feedback *commands.Feedback
 	bot      *bot.Bot
@@ -152,11 +156,62 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Log:           log.With("component", "messages"),
 	}
 	a.bot.SetHandler(a.messages.Handle)
+	if err := a.wireFiles(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	announcer := &bot.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
 	a.recheck = &scan.Recheck{Store: db, URLs: a.urls, Schedule: store.Schedule(cfg.RecheckAfter), Max: cfg.RecheckMax,
 		OnChange: announcer.Announce, Log: log.With("component", "recheck")}
 	return a, nil
+}
+
+// wireFiles sets up the file pipeline when a sandbox is configured (files
+// are listed as not checked otherwise).
+func (a *app) wireFiles() error {
+	cfg, log := a.cfg, a.log
+	files := &bot.Files{Messages: a.messages, Info: a.api, Uploader: a.poster, MaxScreenshots: cfg.MaxScreenshots,
+		FirstTime: a.db.SeenEvent}
+	a.messages.Files = files
+	a.bot.SetFileHandler(files.Shared)
+	if cfg.SandboxURL == "" {
+		log.Info("no SANDBOX_URL: shared files are not checked")
+		return nil
+	}
+	sbOpts := []sandbox.Option{
+		sandbox.WithRateLimits(
+			apiclient.Limit{Rate: cfg.SandboxRunRate, Burst: max(1, int(cfg.SandboxRunRate))},
+			apiclient.Limit{Rate: cfg.SandboxReportRate, Burst: max(1, int(cfg.SandboxReportRate*2))}),
+		sandbox.WithLogger(log.With("service", "sandbox")),
+	}
+	if cfg.ServiceCAFile != "" {
+		sbOpts = append(sbOpts, sandbox.WithCAFile(cfg.ServiceCAFile))
+	}
+	if cfg.ServiceInsecureTLS {
+		sbOpts = append(sbOpts, sandbox.WithInsecureTLS())
+	}
+	sb, err := sandbox.New(cfg.SandboxURL, cfg.SandboxAPIKey.Reveal(), sbOpts...)
+	if err != nil {
+		return err
+	}
+	dl, err := scan.NewDownloader(cfg.SlackBotToken.Reveal(), apiURL(cfg.SlackAPIURL))
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(cfg.DataDir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return fmt.Errorf("VERDICTBOT_DATA_DIR: %w", err)
+	}
+	a.files = scan.NewFiles(sb, dl, scan.FileOptions{
+		MaxBytes: cfg.MaxFileBytes, MaxScreenshots: cfg.MaxScreenshots, TTL: cfg.FileVerdictTTL,
+		SkipTypes: cfg.SkipFiletypes, TempDir: tmp,
+		Wait:   sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
+		Memory: &bot.FileMemory{DB: a.db, Log: log.With("component", "store")},
+		Logger: log.With("component", "files"),
+	})
+	files.Check = a.files
+	return nil
 }
 
 // startRecheck runs the recheck job on its cron schedule until ctx ends;
@@ -240,6 +295,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	waitRecheck()
 	bgDone.Wait()
 	a.urls.Close()
+	if a.files != nil {
+		a.files.Close()
+	}
 	if errors.Is(err, context.Canceled) || (err == nil && ctx.Err() != nil) {
 		log.Info("stopped")
 		return nil

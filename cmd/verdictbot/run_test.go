@@ -46,9 +46,10 @@ func (s *syncBuffer) String() string {
 }
 
 type harness struct {
-	t     testing.TB
-	slack *slackfake.Server
-	sim   *sim.Server
+	t      testing.TB
+	slack  *slackfake.Server
+	sim    *sim.Server
+	simURL string
 	logs  *syncBuffer
 	stop  func() error
 }
@@ -58,6 +59,13 @@ type harness struct {
 var quickProfile = sim.Profile{Name: "e2e", URLPending: 100 * time.Millisecond, URLProcessing: 200 * time.Millisecond}
 
 func startBot(t testing.TB, env map[string]string, simCfg sim.Config, opts ...slackfake.Option) *harness {
+	t.Helper()
+	return startBotWith(t, env, simCfg, false, opts...)
+}
+
+// startBotWith is startBot, optionally with the sandbox service (on the
+// same simulator) configured.
+func startBotWith(t testing.TB, env map[string]string, simCfg sim.Config, withSandbox bool, opts ...slackfake.Option) *harness {
 	t.Helper()
 	fake := slackfake.Start(t, opts...)
 	if simCfg.Profile == (sim.Profile{}) {
@@ -74,6 +82,9 @@ func startBot(t testing.TB, env map[string]string, simCfg sim.Config, opts ...sl
 		"VERDICTBOT_ADMINS":       adminUser,
 		"VERDICTBOT_DATA_DIR":     t.TempDir(),
 		"VERDICTBOT_LOG_LEVEL":    "debug",
+	}
+	if withSandbox {
+		settings["SANDBOX_URL"] = base
 	}
 	for k, v := range env {
 		settings[k] = v
@@ -121,7 +132,7 @@ func startBot(t testing.TB, env map[string]string, simCfg sim.Config, opts ...sl
 	if err := fake.WaitConnected(wctx, 1); err != nil {
 		t.Fatalf("bot did not connect: %v\nlogs:\n%s", err, logs.String())
 	}
-	return &harness{t: t, slack: fake, sim: srv, logs: logs, stop: stop}
+	return &harness{t: t, slack: fake, sim: srv, simURL: base, logs: logs, stop: stop}
 }
 
 func (h *harness) ctx(d time.Duration) context.Context {

@@ -1,0 +1,327 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// FileChecker checks files in the sandbox (*scan.Files implements it).
+type FileChecker interface {
+	Precheck(ref scan.FileRef) string
+	Check(ctx context.Context, ref scan.FileRef, o scan.FileCheckOptions) scan.FileVerdict
+}
+
+// FileInfo reads a file's metadata (files.info; *slack.Client).
+type FileInfo interface {
+	GetFileInfoContext(ctx context.Context, fileID string, count, page int) (*slack.File, []slack.Comment, *slack.Paging, error)
+}
+
+// Uploader posts images in a thread (*notify.Poster).
+type Uploader interface {
+	Upload(ctx context.Context, channel, threadTS, name string, data []byte, title string) (string, error)
+}
+
+// Files turns shared files into file cards. A file announced twice (the
+// file_shared event and the message's file_share subtype) is handled once
+// per channel; the same file in several channels gets a card in each but
+// is analysed once (the pipeline joins by sha256).
+type Files struct {
+	Messages *Messages // cards, modes, posting
+	Check    FileChecker
+	Info     FileInfo
+	Uploader Uploader
+	// FirstTime records a key and reports whether it is new (the store's
+	// SeenEvent), so a file is handled once per channel across restarts.
+	FirstTime func(key string) (bool, error)
+	// MaxScreenshots bounds the images posted per file.
+	MaxScreenshots int
+}
+
+// fileCardTS is the source key of a message's file card: the message's
+// own card (if it has links) keeps the message ts.
+func fileCardTS(ts string) string { return ts + "/files" }
+
+// Shared handles a file_shared event.
+func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, meta Meta) {
+	m := f.Messages
+	m.init()
+	if ev.UserID != "" && ev.UserID == m.Self().UserID {
+		meta.done() // our own screenshots
+		return
+	}
+	file, _, _, err := f.Info.GetFileInfoContext(ctx, ev.FileID, 0, 0)
+	if err != nil {
+		m.Log.Warn("files.info failed; the file will be handled from its message event", "file", ev.FileID, "error", err)
+		meta.done()
+		return
+	}
+	ts, thread := shareOf(file, ev.ChannelID)
+	if ts == "" {
+		// Not visible as shared in this channel yet: the message event
+		// (subtype file_share) carries the ts and handles it.
+		meta.done()
+		return
+	}
+	msg := &slack.Msg{Channel: ev.ChannelID, Timestamp: ts, ThreadTimestamp: thread, User: ev.UserID, Files: []slack.File{*file}}
+	f.handle(ctx, ev.ChannelID, msg, meta.done)
+}
+
+// shareOf finds the message that shared file in channel.
+func shareOf(file *slack.File, channel string) (ts, thread string) {
+	for _, shares := range []map[string][]slack.ShareFileInfo{file.Shares.Public, file.Shares.Private} {
+		if s := shares[channel]; len(s) > 0 {
+			return s[0].Ts, s[0].ThreadTs
+		}
+	}
+	return "", ""
+}
+
+// handle checks the files of one message and shows its file card. done is
+// called once the card is final (or there was nothing to do).
+func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, done func()) {
+	m := f.Messages
+	self := m.Self()
+	mode := m.Mode(channel)
+	if mode == ModeOff {
+		done()
+		return
+	}
+	var refs []scan.FileRef
+	for i := range msg.Files {
+		sf := &msg.Files[i]
+		if sf.User != "" && sf.User == self.UserID {
+			continue
+		}
+		first := true
+		if f.FirstTime != nil {
+			var err error
+			if first, err = f.FirstTime("file:" + sf.ID + ":" + channel); err != nil {
+				m.Log.Warn("file dedupe failed; handling the file anyway", "file", sf.ID, "error", err)
+				first = true
+			}
+		}
+		if !first {
+			continue // already announced by the other event
+		}
+		refs = append(refs, f.ref(ctx, sf))
+	}
+	if len(refs) == 0 {
+		done()
+		return
+	}
+	thread := msg.ThreadTimestamp
+	if thread == "" {
+		thread = msg.Timestamp
+	}
+	src := fileCardTS(msg.Timestamp)
+	card := notify.Card{Channel: channel, ThreadTS: thread, SourceTS: src, Poster: msg.User}
+	var checks []int // line index per ref, -1 when skipped
+	if f.Check == nil {
+		for _, r := range refs {
+			card.Skipped = append(card.Skipped, notify.Skip{Kind: notify.KindFile, Target: r.Name, Reason: "no sandbox service is configured (SANDBOX_URL)"})
+			checks = append(checks, -1)
+		}
+	} else {
+		for _, r := range refs {
+			if reason := f.Check.Precheck(r); reason != "" {
+				card.Skipped = append(card.Skipped, notify.Skip{Kind: notify.KindFile, Target: r.Name, Reason: reason})
+				checks = append(checks, -1)
+				continue
+			}
+			checks = append(checks, len(card.Lines))
+			card.Lines = append(card.Lines, notify.Line{Kind: notify.KindFile, Target: r.Name, Level: verdict.Pending,
+				Service: "sandbox", Status: "queued", File: &notify.FileInfo{Name: r.Name, Type: r.Filetype, Size: r.Size}})
+		}
+	}
+	card.Final = len(card.Lines) == 0
+	if card.Final && mode != ModeVerbose {
+		m.Log.Info("files not checked", "channel", channel, "ts", msg.Timestamp, "skipped", len(card.Skipped))
+		done()
+		return
+	}
+	gen, snap, err := m.Cards.Begin(channel, src, card, mode)
+	if err != nil {
+		m.Log.Error("could not save the file card; the event is left for a retry", "error", err)
+		return
+	}
+	m.Log.Info("checking files", "channel", channel, "ts", msg.Timestamp, "files", len(card.Lines), "skipped", len(card.Skipped), "mode", mode)
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer func() { <-m.sem; m.wg.Done() }()
+		if mode == ModeVerbose || snap.CardTS != "" {
+			m.show(ctx, &snap)
+		}
+		if card.Final || f.track(ctx, channel, src, gen, mode, refs, checks) {
+			done()
+		}
+	}()
+}
+
+// ref fills a file reference, from files.info when the event's copy lacks
+// what the download needs.
+func (f *Files) ref(ctx context.Context, sf *slack.File) scan.FileRef {
+	if (sf.URLPrivateDownload == "" || sf.Size == 0) && !sf.IsExternal && f.Info != nil {
+		if full, _, _, err := f.Info.GetFileInfoContext(ctx, sf.ID, 0, 0); err == nil {
+			sf = full
+		} else {
+			f.Messages.Log.Warn("files.info failed", "file", sf.ID, "error", err)
+		}
+	}
+	name := sf.Name
+	if name == "" {
+		name = sf.Title
+	}
+	return scan.FileRef{ID: sf.ID, Name: name, Filetype: sf.Filetype, Mimetype: sf.Mimetype, Size: int64(sf.Size),
+		IsExternal: sf.IsExternal, URLPrivateDownload: sf.URLPrivateDownload}
+}
+
+// track checks the files of one card, shows progress on verbose cards,
+// posts screenshots in the thread, and shows the final card.
+func (f *Files) track(ctx context.Context, channel, src string, gen int, mode string, refs []scan.FileRef, lineOf []int) bool {
+	m := f.Messages
+	type result struct {
+		line int
+		v    scan.FileVerdict
+	}
+	var pending atomic.Int32
+	results := make(chan result, len(refs))
+	changed := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	for i, r := range refs {
+		line := lineOf[i]
+		if line < 0 {
+			continue
+		}
+		pending.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := f.Check.Check(ctx, r, scan.FileCheckOptions{OnStatus: func(s string) {
+				if mode != ModeVerbose {
+					return
+				}
+				if _, ok := m.Cards.Change(channel, src, gen, func(rec *store.CardRecord) {
+					if line < len(rec.Card.Lines) && rec.Card.Lines[line].Level == verdict.Pending {
+						rec.Card.Lines[line].Status = s
+					}
+				}); ok {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}
+			}})
+			results <- result{line, v}
+		}()
+	}
+	var snap notify.Card
+	for left := int(pending.Load()); left > 0; {
+		select {
+		case r := <-results:
+			left--
+			if r.v.Err != nil && ctx.Err() != nil {
+				go func() { wg.Wait(); close(results) }()
+				return false // shutting down: resumes after the restart
+			}
+			var ok bool
+			snap, ok = m.Cards.Change(channel, src, gen, func(rec *store.CardRecord) {
+				if r.line < len(rec.Card.Lines) {
+					rec.Card.Lines[r.line] = fileLine(rec.Card.Lines[r.line], r.v)
+				}
+				rec.Card.Final = left == 0
+			})
+			if !ok {
+				go func() { wg.Wait(); close(results) }()
+				return false
+			}
+			if left > 0 && (mode == ModeVerbose || snap.CardTS != "") {
+				m.show(ctx, &snap)
+			}
+			if (mode == ModeVerbose || r.v.Level.NeedsAttention()) && len(r.v.Screenshots) > 0 {
+				f.postScreenshots(ctx, channel, src, gen, r.line, r.v)
+			}
+		case <-changed:
+			if rec, ok := m.Cards.Get(channel, src); ok && !rec.Card.Final && rec.Gen == gen {
+				c := rec.Card.Clone()
+				m.show(ctx, &c)
+			}
+		}
+	}
+	if rec, ok := m.Cards.Get(channel, src); ok {
+		snap = rec.Card.Clone()
+	}
+	m.finish(ctx, &snap, mode)
+	return true
+}
+
+// postScreenshots uploads a file's screenshots into the card's thread once
+// (a resumed card that already shows them does not post them again).
+func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, line int, v scan.FileVerdict) {
+	m := f.Messages
+	rec, ok := m.Cards.Get(channel, src)
+	if !ok || line >= len(rec.Card.Lines) || rec.Card.Lines[line].File == nil || rec.Card.Lines[line].File.Screenshots > 0 || f.Uploader == nil {
+		return
+	}
+	max := f.MaxScreenshots
+	if max <= 0 {
+		max = 3
+	}
+	posted := 0
+	for i, img := range v.Screenshots {
+		if i >= max {
+			break
+		}
+		title := fmt.Sprintf("Sandbox screenshot %d of %s (task %s)", i+1, v.Name, v.TaskID)
+		if _, err := f.Uploader.Upload(ctx, channel, rec.Card.ThreadTS, img.Name, img.Data, title); err != nil {
+			m.Log.Warn("screenshot upload failed", "channel", channel, "task_id", v.TaskID, "error", err)
+			continue
+		}
+		posted++
+	}
+	m.Cards.Change(channel, src, gen, func(r *store.CardRecord) {
+		if line < len(r.Card.Lines) && r.Card.Lines[line].File != nil {
+			r.Card.Lines[line].File.Screenshots = posted
+		}
+	})
+}
+
+// fileLine fills a card line from a file verdict.
+func fileLine(l notify.Line, v scan.FileVerdict) notify.Line {
+	l.Level, l.TaskID, l.Problem, l.Cached, l.CheckedAt, l.Status = v.Level, v.TaskID, v.Problem, v.Cached || v.Reused, v.CheckedAt, ""
+	fi := notify.FileInfo{}
+	if l.File != nil {
+		fi = *l.File
+	}
+	fi.Name = v.Name
+	if v.Magic != "" {
+		fi.Type = v.Magic
+	} else if v.Type != "" {
+		fi.Type = v.Type
+	}
+	if v.Size > 0 {
+		fi.Size = v.Size
+	}
+	fi.MD5, fi.SHA1, fi.SHA256 = v.MD5, v.SHA1, v.SHA256
+	fi.MalScore, fi.Family = v.MalScore, v.Family
+	fi.AddedOn, fi.StartedOn, fi.DoneOn = v.AddedOn, v.StartedOn, v.CompletedOn
+	l.File = &fi
+	if v.Reused {
+		l.Detail = "The sandbox already knew this file: no upload was needed."
+	}
+	return l
+}

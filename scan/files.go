@@ -1,0 +1,1001 @@
+package scan
+
+import (
+	"cmp"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	gocache "github.com/patrickmn/go-cache"
+
+	"github.com/verdictbot/verdictbot/sandbox"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// SandboxAPI is what the file pipeline needs of the sandbox client
+// (*sandbox.Client implements it).
+type SandboxAPI interface {
+	CreateFile(ctx context.Context, name string, r io.Reader) (*sandbox.Submission, error)
+	FileView(ctx context.Context, hash string) (*sandbox.File, error)
+	SearchTasks(ctx context.Context, hash string) ([]sandbox.Task, error)
+	TaskInfo(ctx context.Context, taskID string) (*sandbox.Task, error)
+	Status(ctx context.Context, taskID string) (sandbox.Status, error)
+	Wait(ctx context.Context, taskID string, o sandbox.WaitOptions) (sandbox.Status, error)
+	SimpleReport(ctx context.Context, taskID string) (*sandbox.Report, error)
+	Screenshots(ctx context.Context, taskID string, max int) ([]sandbox.Image, error)
+	ScreenshotsByNumber(ctx context.Context, taskID string, max int) ([]sandbox.Image, error)
+}
+
+var _ SandboxAPI = (*sandbox.Client)(nil)
+
+// FileRef is what the pipeline needs of a Slack file (the fields of
+// files.info's file object, notes slack-platform.md §4.4), so that scan does
+// not depend on slack-go's types.
+type FileRef struct {
+	ID                 string // F…
+	Name               string
+	Filetype           string // Slack's short type: "pdf", "zip", "html", "quip"…
+	Mimetype           string
+	Size               int64 // bytes, as Slack reports it
+	IsExternal         bool  // stored outside Slack (Google Drive…)
+	URLPrivateDownload string
+}
+
+// Progress words a file check reports through FileCheckOptions.OnStatus,
+// before the sandbox's own statuses (pending, running, completed,
+// reporting, reported, or any other the service sends).
+const (
+	FileQueued      = "queued"      // waiting for a download slot
+	FileDownloading = "downloading" // fetching from Slack and hashing
+	FileLookingUp   = "looking up"  // asking the sandbox whether it knows the hash
+	FileUploading   = "uploading"   // sending the file to the sandbox
+	FileSubmitted   = "submitted"   // the sandbox has the file; polling starts
+)
+
+// FileVerdict is the outcome of checking one file.
+type FileVerdict struct {
+	// FileID, Name and Type (Slack's filetype) are the request's: a verdict
+	// shared by several Slack files carries each caller's own.
+	FileID, Name, Type string
+	// Size is the downloaded size (Slack's when the file was not downloaded).
+	Size              int64
+	SHA256, MD5, SHA1 string
+	// Magic is the sandbox's description of the file type ("PE32
+	// executable …"), when it gave one.
+	Magic string
+	// TaskID is the sandbox task the verdict comes from. TaskIDs lists
+	// every task of the submission when the sandbox made several (it
+	// unpacks some archives); the verdict is then the worst of them.
+	TaskID  string
+	TaskIDs []string
+	Level   verdict.Level
+	// MalScore (0–10) and Family come from the simple report.
+	MalScore float64
+	Family   string
+	// AddedOn, StartedOn, CompletedOn are the task's timestamps as the
+	// sandbox wrote them (zone undocumented: show them, never compute with
+	// them); empty when unknown.
+	AddedOn, StartedOn, CompletedOn string
+	// Screenshots are real JPEG or PNG images, lowest numbers first, at
+	// most FileOptions.MaxScreenshots.
+	Screenshots []sandbox.Image
+	// Reused is true when the sandbox already had a task for this file and
+	// nothing was uploaded.
+	Reused bool
+	// Cached is true when this verdict was reused from an earlier check.
+	Cached bool
+	// Problem is a user-safe sentence when Level is Skipped (why it was
+	// not checked) or Unknown (why it could not be); Err is the cause of
+	// an Unknown.
+	Problem string
+	Err     error
+	// Polls is how many successful status polls the analysis made.
+	Polls     int
+	CheckedAt time.Time
+}
+
+// FileMemory makes the file pipeline durable across restarts, like Memory
+// for URLs; the bot implements it with the store (service "sandbox",
+// target = sha256, verdict Kind "file"). All methods must be safe for
+// concurrent use.
+type FileMemory interface {
+	// Recall returns a verdict for the file with this sha256 recorded
+	// within ttl.
+	Recall(sha256 string, ttl time.Duration) (FileVerdict, bool)
+	// InFlight returns the task of an earlier upload whose verdict is not
+	// known yet (it is resumed, not uploaded again). An empty taskID is an
+	// intent: an upload was about to be sent when the process stopped. A
+	// submission that made several tasks is recorded as their ids joined
+	// with ",".
+	InFlight(sha256 string) (taskID string, ok bool)
+	// Submitting records the intent to upload, before the request.
+	Submitting(sha256 string)
+	// Submitted records an upload's task id(s).
+	Submitted(sha256, taskID string)
+	// LastTask returns the task of the file's last recorded verdict.
+	LastTask(sha256 string) string
+	// Finished records a verdict and forgets the submission; source is
+	// "scan". A verdict with Err set is a failure (record it or not).
+	Finished(v FileVerdict, source string)
+}
+
+// DefaultSkipTypes are Slack filetypes that are not downloadable files the
+// sandbox can run: posts and canvases (Slack documents). Everything else,
+// images included, is checked.
+var DefaultSkipTypes = []string{"post", "space", "quip", "canvas"}
+
+// FileOptions configures the file side of the pipeline.
+type FileOptions struct {
+	// MaxBytes is the largest file checked (VERDICTBOT_MAX_FILE_BYTES,
+	// default DefaultMaxFileBytes).
+	MaxBytes int64
+	// MaxScreenshots is how many screenshots a verdict carries
+	// (VERDICTBOT_MAX_SCREENSHOTS; 0 means the default 3, negative none).
+	MaxScreenshots int
+	// TTL is how long a verdict is reused for the same sha256 (default
+	// 24h: a file's content does not change).
+	TTL time.Duration
+	// Wait tunes polling; its Deadline is VERDICTBOT_SANDBOX_DEADLINE
+	// (zero: sandbox.DefaultWaitDeadline, 45 min; backoff: from 1s
+	// doubling to 60s). Its OnStatus is called too.
+	Wait sandbox.WaitOptions
+	// TempDir holds the downloaded files ("" means os.TempDir()).
+	TempDir string
+	// SkipTypes are Slack filetypes (or, with a "/", mimetypes; "image/*"
+	// matches a family) that are not checked. nil means DefaultSkipTypes;
+	// an empty non-nil slice skips nothing.
+	SkipTypes []string
+	// MaxDownloads bounds the files being downloaded or uploaded at once,
+	// and so the temporary files on disk (default 4); the others wait,
+	// shown as "queued". Waiting for the sandbox takes no slot.
+	MaxDownloads int
+	// DownloadRetries is how many times a download that failed for a
+	// transient reason (network, Slack 5xx or 429) is tried again (default
+	// 2; negative: never); RetryDelay is the first pause (default 1s,
+	// doubling; a longer Retry-After is honoured up to 30s).
+	DownloadRetries int
+	RetryDelay      time.Duration
+	// Memory, if set, keeps uploads and verdicts across restarts.
+	Memory FileMemory
+	// OnSubmitted is called once a task exists for a file.
+	OnSubmitted func(sha256, taskID string)
+	// OnDone is called with every fresh (non-cached) verdict of a hash.
+	OnDone func(FileVerdict)
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// FileCheckOptions tunes one Check.
+type FileCheckOptions struct {
+	// Fresh skips the caches but still joins an analysis in flight.
+	Fresh bool
+	// OnStatus receives progress words (FileQueued … FileSubmitted, then
+	// the sandbox's statuses) while the check runs.
+	OnStatus func(status string)
+}
+
+// Files checks Slack files with the sandbox: download with the bot token
+// into a temporary file while hashing, reuse what the sandbox already knows
+// of the hash, otherwise upload once, poll, and read the verdict. Analyses
+// run on their own context, detached from the requests that started them;
+// Close cancels them and waits.
+type Files struct {
+	sb  SandboxAPI
+	dl  *Downloader
+	opt FileOptions
+	log *slog.Logger
+
+	verdicts *gocache.Cache // sha256 → FileVerdict
+	byID     *gocache.Cache // Slack file id → sha256
+	slots    chan struct{}
+
+	root   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	files  map[string]*fileCall // by Slack file id
+	hashes map[string]*fileCall // by sha256
+}
+
+// fileCall is one check in flight that others may join. Its subscribers
+// see its statuses in order: delivery is serialised by deliver.
+type fileCall struct {
+	done    chan struct{}
+	v       FileVerdict
+	deliver sync.Mutex
+	mu      sync.Mutex
+	status  string
+	subs    []func(string)
+}
+
+func newFileCall(status string) *fileCall {
+	return &fileCall{done: make(chan struct{}), status: status}
+}
+
+func (c *fileCall) setStatus(s string) {
+	c.deliver.Lock()
+	defer c.deliver.Unlock()
+	c.mu.Lock()
+	if s == c.status {
+		c.mu.Unlock()
+		return
+	}
+	c.status = s
+	subs := slices.Clone(c.subs)
+	c.mu.Unlock()
+	for _, f := range subs {
+		f(s)
+	}
+}
+
+// subscribe adds f (if not nil) and gives it the current status at once.
+func (c *fileCall) subscribe(f func(string)) {
+	if f == nil {
+		return
+	}
+	c.deliver.Lock()
+	defer c.deliver.Unlock()
+	c.mu.Lock()
+	c.subs = append(c.subs, f)
+	st := c.status
+	c.mu.Unlock()
+	f(st)
+}
+
+// NewFiles returns the file pipeline.
+func NewFiles(sb SandboxAPI, dl *Downloader, opt FileOptions) *Files {
+	if opt.MaxBytes <= 0 {
+		opt.MaxBytes = DefaultMaxFileBytes
+	}
+	switch {
+	case opt.MaxScreenshots == 0:
+		opt.MaxScreenshots = 3
+	case opt.MaxScreenshots < 0:
+		opt.MaxScreenshots = 0
+	}
+	if opt.TTL <= 0 {
+		opt.TTL = 24 * time.Hour
+	}
+	if opt.SkipTypes == nil {
+		opt.SkipTypes = DefaultSkipTypes
+	}
+	if opt.MaxDownloads <= 0 {
+		opt.MaxDownloads = 4
+	}
+	switch {
+	case opt.DownloadRetries == 0:
+		opt.DownloadRetries = 2
+	case opt.DownloadRetries < 0:
+		opt.DownloadRetries = 0
+	}
+	if opt.RetryDelay <= 0 {
+		opt.RetryDelay = time.Second
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	root, cancel := context.WithCancel(context.Background())
+	return &Files{
+		sb: sb, dl: dl, opt: opt, log: opt.Logger,
+		verdicts: gocache.New(opt.TTL, opt.TTL),
+		byID:     gocache.New(opt.TTL, opt.TTL),
+		slots:    make(chan struct{}, opt.MaxDownloads),
+		root:     root, cancel: cancel,
+		files:  map[string]*fileCall{},
+		hashes: map[string]*fileCall{},
+	}
+}
+
+// Close stops every check in flight, removes their temporary files and
+// waits for them. An analysis cut short stays in flight in the Memory, to
+// be resumed by the next process.
+func (f *Files) Close() {
+	f.cancel()
+	f.wg.Wait()
+}
+
+// InFlight returns how many files are being checked (by Slack file) and how
+// many hashes are being analysed.
+func (f *Files) InFlight() (files, hashes int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.files), len(f.hashes)
+}
+
+// Forget drops the cached verdict of a hash (after a verdict report).
+func (f *Files) Forget(sha256 string) { f.verdicts.Delete(strings.ToLower(sha256)) }
+
+// MaxBytes returns the size limit in force.
+func (f *Files) MaxBytes() int64 { return f.opt.MaxBytes }
+
+// Precheck returns why ref is not checked, as a sentence to show the user
+// ("it is larger than the 30 MB limit (45.2 MB)"), or "" when it is. It
+// sends nothing: external files, files over the limit by Slack's size, and
+// file types in FileOptions.SkipTypes are skipped.
+func (f *Files) Precheck(ref FileRef) string {
+	switch {
+	case ref.IsExternal:
+		return "it is stored outside Slack (an external file), so the bot cannot fetch it"
+	case ref.Size > f.opt.MaxBytes:
+		return fmt.Sprintf("it is larger than the %s limit (%s)", FormatBytes(f.opt.MaxBytes), FormatBytes(ref.Size))
+	case f.skipType(ref):
+		t := cmp.Or(ref.Filetype, ref.Mimetype)
+		return fmt.Sprintf("files of type %q are not checked", t)
+	case strings.TrimSpace(ref.URLPrivateDownload) == "":
+		return "Slack gave no download link for it"
+	}
+	return ""
+}
+
+func (f *Files) skipType(ref FileRef) bool {
+	ft := strings.ToLower(strings.TrimSpace(ref.Filetype))
+	mt := strings.ToLower(strings.TrimSpace(ref.Mimetype))
+	for _, s := range f.opt.SkipTypes {
+		s = strings.ToLower(strings.TrimSpace(s))
+		switch {
+		case s == "":
+		case strings.Contains(s, "/"):
+			if fam, ok := strings.CutSuffix(s, "/*"); ok {
+				if mt != "" && strings.HasPrefix(mt, fam+"/") {
+					return true
+				}
+			} else if mt == s {
+				return true
+			}
+		case ft == s:
+			return true
+		}
+	}
+	return false
+}
+
+// Check returns the verdict for a Slack file. It never returns an error:
+// a file not checked on purpose is a verdict of level Skipped, a failure one
+// of level Unknown, each with a user-safe Problem. If ctx ends first, the
+// verdict says so and the shared analysis carries on for whoever else
+// waits for it (and for the cache).
+func (f *Files) Check(ctx context.Context, ref FileRef, o FileCheckOptions) FileVerdict {
+	if reason := f.Precheck(ref); reason != "" {
+		return f.skipped(FileVerdict{}, reason).forRef(ref)
+	}
+	key := ref.ID
+	if key == "" {
+		key = "url:" + ref.URLPrivateDownload
+	}
+	if !o.Fresh {
+		if sha, ok := f.byID.Get(key); ok {
+			if v, ok := f.cached(sha.(string)); ok {
+				return v.forRef(ref)
+			}
+		}
+	}
+	f.mu.Lock()
+	call, joined := f.files[key]
+	if !joined {
+		call = newFileCall(FileQueued)
+		f.files[key] = call
+		f.wg.Add(1)
+	}
+	f.mu.Unlock()
+	// Subscribe before the work starts, so the first status is seen.
+	call.subscribe(o.OnStatus)
+	if !joined {
+		go f.runFile(key, ref, o.Fresh, call)
+	}
+	select {
+	case <-call.done:
+		return call.v.forRef(ref)
+	case <-ctx.Done():
+		return f.interrupted(FileVerdict{}, ctx.Err()).forRef(ref)
+	}
+}
+
+// Resume finishes the analysis of a file known only by its sha256 (a
+// restart found it in flight in the Memory), without downloading or
+// uploading it: the task recorded is polled; an intent without a task is
+// resolved with the sandbox's task search. If there is nothing to resume
+// and the sandbox has no task for the hash, the verdict is Unknown (check
+// the file again to upload it).
+func (f *Files) Resume(ctx context.Context, sha256 string, o FileCheckOptions) FileVerdict {
+	sha := strings.ToLower(strings.TrimSpace(sha256))
+	if !isSHA256(sha) {
+		return FileVerdict{SHA256: sha256, Level: verdict.Unknown, Err: errors.New("scan: Resume: not a sha256"),
+			Problem: "the file's fingerprint is not valid", CheckedAt: f.opt.Now()}
+	}
+	call := f.startHash(sha, nil, nil, "", o.OnStatus)
+	select {
+	case <-call.done:
+		return call.v
+	case <-ctx.Done():
+		return f.interrupted(FileVerdict{SHA256: sha}, ctx.Err())
+	}
+}
+
+func (f *Files) runFile(key string, ref FileRef, fresh bool, call *fileCall) {
+	defer f.wg.Done()
+	v := f.fileVerdict(ref, fresh, call)
+	if v.CheckedAt.IsZero() {
+		v.CheckedAt = f.opt.Now()
+	}
+	if v.SHA256 != "" && v.Err == nil && v.Level != verdict.Skipped {
+		f.byID.SetDefault(key, v.SHA256)
+	}
+	f.mu.Lock()
+	delete(f.files, key)
+	call.v = v
+	close(call.done)
+	f.mu.Unlock()
+}
+
+// fileVerdict downloads and hashes the file, then reuses a verdict for its
+// hash or joins (or starts) the analysis of the hash.
+func (f *Files) fileVerdict(ref FileRef, fresh bool, call *fileCall) FileVerdict {
+	ctx := f.root
+	release, err := f.acquire(ctx)
+	if err != nil {
+		return f.interrupted(FileVerdict{}, err)
+	}
+	defer release()
+	call.setStatus(FileDownloading)
+	tf, err := f.fetch(ctx, ref)
+	if err != nil {
+		return f.downloadFailed(err)
+	}
+	defer tf.remove()
+	base := FileVerdict{SHA256: tf.sha256, MD5: tf.md5, SHA1: tf.sha1, Size: tf.size}
+	if tf.size == 0 {
+		return f.skipped(base, "it is empty")
+	}
+	if !fresh {
+		if v, ok := f.cached(tf.sha256); ok {
+			return v.withHashes(base)
+		}
+	}
+	hc := f.startHash(tf.sha256, tf, release, uploadName(ref), call.setStatus)
+	<-hc.done
+	return hc.v.withHashes(base)
+}
+
+// startHash joins the analysis of sha in flight, or starts one that owns tf
+// and release (the download slot), and subscribes forward to its progress.
+// A joining caller's tf and slot are given back at once.
+func (f *Files) startHash(sha string, tf *tempFile, release func(), name string, forward func(string)) *fileCall {
+	f.mu.Lock()
+	call, joined := f.hashes[sha]
+	if !joined {
+		call = newFileCall(FileLookingUp)
+		f.hashes[sha] = call
+		f.wg.Add(1)
+	}
+	f.mu.Unlock()
+	call.subscribe(forward)
+	if !joined {
+		go f.runHash(sha, tf, release, name, call)
+		return call
+	}
+	if tf != nil {
+		tf.remove()
+	}
+	if release != nil {
+		release()
+	}
+	return call
+}
+
+func (f *Files) runHash(sha string, tf *tempFile, release func(), name string, call *fileCall) {
+	defer f.wg.Done()
+	v := f.analyse(sha, tf, release, name, call)
+	if tf != nil {
+		tf.remove()
+	}
+	if release != nil {
+		release()
+	}
+	v.CheckedAt = f.opt.Now()
+	if v.Err == nil {
+		f.verdicts.SetDefault(sha, v)
+	}
+	// An analysis cut short by shutdown stays in flight in the memory, so
+	// the next process resumes it; any other end is recorded.
+	if f.opt.Memory != nil && !(v.Err != nil && f.root.Err() != nil) {
+		f.opt.Memory.Finished(v, "scan")
+	}
+	f.mu.Lock()
+	delete(f.hashes, sha)
+	call.v = v
+	close(call.done)
+	f.mu.Unlock()
+	if f.opt.OnDone != nil {
+		f.opt.OnDone(v)
+	}
+}
+
+// errNothingToResume: Resume found no task and has no file to upload.
+var errNothingToResume = errors.New("no sandbox task to resume and no file to upload")
+
+// analyse finds or makes the sandbox task(s) for sha and reads the verdict.
+func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, call *fileCall) FileVerdict {
+	ctx := f.root
+	v := FileVerdict{SHA256: sha}
+	if tf != nil {
+		v.MD5, v.SHA1, v.Size = tf.md5, tf.sha1, tf.size
+	}
+	done := func() { // the file is no longer needed
+		if tf != nil {
+			tf.remove()
+		}
+		if release != nil {
+			release()
+		}
+	}
+	var ids []string
+	reported := map[string]bool{}
+	if f.opt.Memory != nil {
+		if id, ok := f.opt.Memory.InFlight(sha); ok {
+			if id == "" {
+				id = f.findLostUpload(ctx, sha)
+			}
+			if id != "" {
+				ids = splitTaskIDs(id)
+				f.log.Info("resuming a file analysis submitted earlier", "sha256", sha, "task_id", id)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		call.setStatus(FileLookingUp)
+		if t, ok := f.known(ctx, sha); ok {
+			ids, v.Reused = []string{t.ID}, true
+			reported[t.ID] = t.Status.IsSuccess()
+			f.log.Info("the sandbox knows this file; nothing uploaded", "sha256", sha, "task_id", t.ID, "status", string(t.Status))
+		}
+	}
+	if len(ids) == 0 {
+		if tf == nil {
+			done()
+			return f.unknown(v, errNothingToResume, "the analysis was interrupted by a restart and could not be resumed; share the file again")
+		}
+		if err := ctx.Err(); err != nil {
+			done()
+			return f.unknown(v, err, "")
+		}
+		if f.opt.Memory != nil {
+			f.opt.Memory.Submitting(sha)
+		}
+		call.setStatus(FileUploading)
+		var sub *sandbox.Submission
+		err := tf.rewind()
+		if err == nil {
+			sub, err = f.sb.CreateFile(ctx, name, tf.f)
+		}
+		done()
+		if err != nil {
+			f.log.Warn("sandbox upload failed", "sha256", sha, "error", err)
+			return f.unknown(v, err, "")
+		}
+		ids = sub.TaskIDs
+		joined := strings.Join(ids, ",")
+		if f.opt.Memory != nil {
+			f.opt.Memory.Submitted(sha, joined)
+		}
+		if f.opt.OnSubmitted != nil {
+			f.opt.OnSubmitted(sha, joined)
+		}
+		call.setStatus(FileSubmitted)
+	} else {
+		done()
+	}
+
+	// Every task of the submission: the verdict is the worst.
+	var best *taskOutcome
+	for _, id := range ids {
+		o := f.task(ctx, id, reported[id], call)
+		v.Polls += o.polls
+		if best == nil || o.level > best.level {
+			best = &o
+		}
+	}
+	if len(ids) > 1 {
+		v.TaskIDs = ids
+	}
+	v.TaskID = best.id
+	if best.err != nil {
+		return f.unknown(v, best.err, best.problem)
+	}
+	v.Level, v.MalScore, v.Family = best.level, best.score, best.family
+	f.details(ctx, &v)
+	return v
+}
+
+// taskOutcome is the result of one task.
+type taskOutcome struct {
+	id      string
+	level   verdict.Level
+	score   float64
+	family  string
+	polls   int
+	err     error
+	problem string
+}
+
+// task waits for a task (unless it is known to be reported) and reads its
+// simple report.
+func (f *Files) task(ctx context.Context, id string, reported bool, call *fileCall) taskOutcome {
+	out := taskOutcome{id: id, level: verdict.Unknown}
+	if !reported {
+		wo := f.opt.Wait
+		user := f.opt.Wait.OnStatus
+		wo.OnStatus = func(s sandbox.Status, changed bool) {
+			out.polls++
+			if changed {
+				call.setStatus(string(s))
+			}
+			if user != nil {
+				user(s, changed)
+			}
+		}
+		if _, err := f.sb.Wait(ctx, id, wo); err != nil {
+			out.err = err
+			return out
+		}
+	}
+	rep, err := f.sb.SimpleReport(ctx, id)
+	if err != nil {
+		out.err = err
+		return out
+	}
+	if math.IsNaN(rep.MalScore) || math.IsInf(rep.MalScore, 0) {
+		out.err, out.problem = errors.New("sandbox report without a usable malscore"), "the sandbox gave no score"
+		return out
+	}
+	out.level, out.score, out.family = verdict.MalscoreLevel(rep.MalScore), rep.MalScore, rep.MalFamily
+	return out
+}
+
+// details adds what helps an analyst and is optional: the task's
+// timestamps, the sandbox's file type (and hashes a resumed analysis did not
+// compute), screenshots.
+func (f *Files) details(ctx context.Context, v *FileVerdict) {
+	if t, err := f.sb.TaskInfo(ctx, v.TaskID); err == nil {
+		v.AddedOn, v.StartedOn, v.CompletedOn = string(t.AddedOn), string(t.StartedOn), string(t.CompletedOn)
+	} else {
+		f.log.Debug("task info unavailable", "task_id", v.TaskID, "error", err)
+	}
+	if fv, err := f.sb.FileView(ctx, v.SHA256); err == nil {
+		v.Magic = fv.FileType
+		if v.MD5 == "" {
+			v.MD5, v.SHA1 = strings.ToLower(fv.MD5), strings.ToLower(fv.SHA1)
+		}
+		if v.Size == 0 {
+			v.Size = fv.FileSize
+		}
+	} else {
+		f.log.Debug("file view unavailable", "sha256", v.SHA256, "error", err)
+	}
+	v.Screenshots = f.screenshots(ctx, v.TaskID)
+}
+
+// screenshots reads up to MaxScreenshots images: the archive (listed by the
+// client, which itself falls back to numbered shots when the archive is
+// unusable), then numbered shots if the archive request failed. Only JPEG
+// and PNG bytes are kept. Failures leave the verdict without screenshots.
+func (f *Files) screenshots(ctx context.Context, taskID string) []sandbox.Image {
+	n := f.opt.MaxScreenshots
+	if n <= 0 {
+		return nil
+	}
+	imgs, err := f.sb.Screenshots(ctx, taskID, n)
+	if err != nil && ctx.Err() == nil {
+		f.log.Warn("screenshot archive failed, fetching shots one by one", "task_id", taskID, "error", err)
+		imgs, err = f.sb.ScreenshotsByNumber(ctx, taskID, n)
+	}
+	if err != nil {
+		f.log.Warn("no screenshots", "task_id", taskID, "error", err)
+		return nil
+	}
+	out := make([]sandbox.Image, 0, min(len(imgs), n))
+	for _, img := range imgs {
+		if len(out) == n {
+			break
+		}
+		if isImage(img.Data) {
+			out = append(out, img)
+		}
+	}
+	return out
+}
+
+// isImage checks JPEG and PNG magic bytes.
+func isImage(b []byte) bool {
+	return len(b) > 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff ||
+		len(b) > 8 && string(b[:8]) == "\x89PNG\r\n\x1a\n"
+}
+
+// known returns the task to use for a hash the sandbox already has: the
+// newest reported one, else the newest still in progress (joined rather
+// than uploading the file again). Tasks search answers newest first (notes
+// analysis-services.md §1.4); a task without a status there has it asked,
+// for the newest three at most. A failed search is logged and means
+// "unknown": the file is uploaded.
+func (f *Files) known(ctx context.Context, sha string) (sandbox.Task, bool) {
+	tasks, err := f.sb.SearchTasks(ctx, sha)
+	if err != nil {
+		if ctx.Err() == nil {
+			f.log.Warn("sandbox task search failed; uploading the file", "sha256", sha, "error", err)
+		}
+		return sandbox.Task{}, false
+	}
+	var running *sandbox.Task
+	for i := range tasks {
+		t := &tasks[i]
+		if t.ID == "" {
+			continue
+		}
+		if t.Status == "" && i < 3 {
+			if st, err := f.sb.Status(ctx, t.ID); err == nil {
+				t.Status = st
+			}
+		}
+		switch {
+		case t.Status == "":
+		case t.Status.IsSuccess():
+			return *t, true
+		case running == nil && t.Status.InProgress():
+			running = t
+		}
+	}
+	if running != nil {
+		return *running, true
+	}
+	return sandbox.Task{}, false
+}
+
+// findLostUpload resolves an intent left by a process that stopped while
+// uploading: the newest task for the hash, unless it is the task of the
+// last recorded verdict (then the upload never arrived and "" is returned).
+func (f *Files) findLostUpload(ctx context.Context, sha string) string {
+	tasks, err := f.sb.SearchTasks(ctx, sha)
+	if err != nil {
+		f.log.Warn("could not look for an upload lost in a restart", "sha256", sha, "error", err)
+		return ""
+	}
+	if len(tasks) == 0 || tasks[0].ID == "" {
+		return ""
+	}
+	if slices.Contains(splitTaskIDs(f.opt.Memory.LastTask(sha)), tasks[0].ID) {
+		return ""
+	}
+	return tasks[0].ID
+}
+
+// fetch downloads ref into a new temporary file, hashing on the way,
+// trying again after transient failures.
+func (f *Files) fetch(ctx context.Context, ref FileRef) (*tempFile, error) {
+	tf, err := newTempFile(f.opt.TempDir)
+	if err != nil {
+		return nil, err
+	}
+	opts := []DownloadOption{ExpectHTML(isHTMLRef(ref))}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if err := tf.reset(); err != nil {
+				tf.remove()
+				return nil, err
+			}
+		}
+		n, err := f.dl.Download(ctx, ref.URLPrivateDownload, f.opt.MaxBytes, tf, opts...)
+		if err == nil {
+			tf.finish(n)
+			return tf, nil
+		}
+		var de *DownloadError
+		if !errors.As(err, &de) || !de.Retryable() || attempt >= f.opt.DownloadRetries || ctx.Err() != nil {
+			tf.remove()
+			return nil, err
+		}
+		delay := f.opt.RetryDelay << attempt
+		if de.RetryAfter > delay {
+			delay = min(de.RetryAfter, 30*time.Second)
+		}
+		f.log.Warn("file download failed, trying again", "file", ref.ID, "error", err, "in", delay)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			tf.remove()
+			return nil, err
+		}
+	}
+}
+
+// acquire takes a download slot; the returned release may be called more
+// than once.
+func (f *Files) acquire(ctx context.Context) (func(), error) {
+	select {
+	case f.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-f.slots }) }, nil
+}
+
+// cached returns a verdict for sha from the cache or the memory.
+func (f *Files) cached(sha string) (FileVerdict, bool) {
+	if v, ok := f.verdicts.Get(sha); ok {
+		cv := v.(FileVerdict)
+		cv.Cached = true
+		return cv, true
+	}
+	if f.opt.Memory != nil {
+		if v, ok := f.opt.Memory.Recall(sha, f.opt.TTL); ok {
+			v.SHA256 = sha
+			f.verdicts.SetDefault(sha, v)
+			v.Cached = true
+			return v, true
+		}
+	}
+	return FileVerdict{}, false
+}
+
+func (f *Files) skipped(v FileVerdict, reason string) FileVerdict {
+	v.Level, v.Problem, v.CheckedAt = verdict.Skipped, reason, f.opt.Now()
+	return v
+}
+
+func (f *Files) interrupted(v FileVerdict, err error) FileVerdict {
+	v.Level, v.Err, v.CheckedAt = verdict.Unknown, err, f.opt.Now()
+	v.Problem = "the check was interrupted before it finished"
+	return v
+}
+
+// unknown makes v a could-not-check verdict; problem "" derives the
+// sentence from err.
+func (f *Files) unknown(v FileVerdict, err error, problem string) FileVerdict {
+	v.Level, v.Err = verdict.Unknown, err
+	v.Problem = cmp.Or(problem, FileProblem(err))
+	return v
+}
+
+// downloadFailed turns a download failure into a verdict: a file over the
+// limit is Skipped, anything else Unknown.
+func (f *Files) downloadFailed(err error) FileVerdict {
+	if errors.Is(err, ErrTooLarge) {
+		return f.skipped(FileVerdict{}, fmt.Sprintf("it is larger than the %s limit", FormatBytes(f.opt.MaxBytes)))
+	}
+	f.log.Warn("file download failed", "error", err)
+	v := f.unknown(FileVerdict{}, err, "")
+	v.CheckedAt = f.opt.Now()
+	return v
+}
+
+// FileProblem turns an error of the file pipeline into a sentence that is
+// safe to show in Slack.
+func FileProblem(err error) string {
+	var (
+		tf *sandbox.TaskFailedError
+		de *DownloadError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &tf):
+		return fmt.Sprintf("the sandbox could not analyse it (%s)", tf.Status)
+	case errors.Is(err, sandbox.ErrTaskFailed):
+		return "the sandbox could not analyse it"
+	case errors.Is(err, sandbox.ErrFileTooLarge):
+		return "the sandbox refused it as too large"
+	case errors.Is(err, sandbox.ErrEmptyFile):
+		return "it is empty"
+	case errors.Is(err, context.Canceled):
+		return "the check was stopped (the bot is shutting down)"
+	case errors.As(err, &de):
+		switch {
+		case errors.Is(err, ErrUntrustedHost):
+			return "its download link does not point to Slack, so the bot did not fetch it"
+		case errors.Is(err, ErrSignInPage):
+			return "Slack answered a sign-in page instead of the file (the bot needs the files:read scope and access to the file)"
+		case de.StatusCode == 404 || de.StatusCode == 410:
+			return "the file is no longer available in Slack"
+		case errors.Is(err, ErrWrite):
+			return "the bot could not store the file to check it"
+		}
+		return "the file could not be downloaded from Slack"
+	case errors.Is(err, errTempFile):
+		return "the bot could not store the file to check it"
+	}
+	return Problem("sandbox", err)
+}
+
+// forRef returns v as the answer to a request for ref.
+func (v FileVerdict) forRef(ref FileRef) FileVerdict {
+	v.FileID, v.Name, v.Type = ref.ID, ref.Name, ref.Filetype
+	if v.Size == 0 && v.Level == verdict.Skipped {
+		v.Size = ref.Size
+	}
+	return v
+}
+
+// withHashes fills the hashes and size v lacks (a recalled verdict) from
+// the download.
+func (v FileVerdict) withHashes(h FileVerdict) FileVerdict {
+	v.SHA256 = cmp.Or(v.SHA256, h.SHA256)
+	v.MD5 = cmp.Or(v.MD5, h.MD5)
+	v.SHA1 = cmp.Or(v.SHA1, h.SHA1)
+	if v.Size == 0 {
+		v.Size = h.Size
+	}
+	return v
+}
+
+// isHTMLRef reports whether Slack says the file is an HTML document.
+func isHTMLRef(ref FileRef) bool {
+	switch strings.ToLower(ref.Filetype) {
+	case "html", "htm", "xhtml", "shtml":
+		return true
+	}
+	if isHTMLType(ref.Mimetype) {
+		return true
+	}
+	switch strings.ToLower(path.Ext(ref.Name)) {
+	case ".html", ".htm", ".xhtml", ".shtml":
+		return true
+	}
+	return false
+}
+
+// uploadName is the name the sandbox is given: Slack's, or the file id.
+func uploadName(ref FileRef) string {
+	return cmp.Or(strings.TrimSpace(ref.Name), ref.ID, "sample")
+}
+
+// splitTaskIDs reads a task id list recorded with ",".
+func splitTaskIDs(s string) []string {
+	var out []string
+	for id := range strings.SplitSeq(s, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// FormatBytes writes a size in decimal units as people read file sizes:
+// "30 MB", "1.5 kB", "512 bytes".
+func FormatBytes(n int64) string {
+	trim := func(f float64) string {
+		s := strconv.FormatFloat(f, 'f', 1, 64)
+		return strings.TrimSuffix(s, ".0")
+	}
+	switch {
+	case n >= 1_000_000_000:
+		return trim(float64(n)/1e9) + " GB"
+	case n >= 1_000_000:
+		return trim(float64(n)/1e6) + " MB"
+	case n >= 1_000:
+		return trim(float64(n)/1e3) + " kB"
+	case n == 1:
+		return "1 byte"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}

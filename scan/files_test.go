@@ -1,0 +1,523 @@
+package scan
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"image/jpeg"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/sandbox"
+	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+const eicar = `X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*`
+
+// fastSandboxWait polls the simulator (FastProfile: one status per poll)
+// without sleeping for long.
+var fastSandboxWait = sandbox.WaitOptions{
+	Backoff:  apiclient.Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond},
+	Deadline: 10 * time.Second,
+}
+
+// syncBuffer is a log sink shared by goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fileEnv is a fake Slack, the simulator and a file pipeline between them,
+// all over real HTTP.
+type fileEnv struct {
+	t     *testing.T
+	fake  *slackfake.Server
+	api   *slack.Client
+	sim   *sim.Server
+	sb    *sandbox.Client
+	dl    *Downloader
+	files *Files
+	opt   FileOptions
+	tmp   string
+	logs  *syncBuffer
+}
+
+func newFileEnv(t *testing.T, cfg sim.Config, mod func(*FileOptions)) *fileEnv {
+	t.Helper()
+	e := &fileEnv{t: t, fake: slackfake.Start(t), tmp: t.TempDir(), logs: &syncBuffer{}}
+	e.api = slack.New(e.fake.BotToken(), slack.OptionAPIURL(e.fake.APIURL()))
+	var base string
+	e.sim, base = sim.Start(t, cfg)
+	var err error
+	e.sb, err = sandbox.New(base, simKey,
+		sandbox.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
+		sandbox.WithRetries(2, time.Millisecond, 5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.dl, err = NewDownloader(e.fake.BotToken(), e.fake.APIURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.opt = FileOptions{
+		Wait: fastSandboxWait, TempDir: e.tmp, RetryDelay: time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	if mod != nil {
+		mod(&e.opt)
+	}
+	e.files = NewFiles(e.sb, e.dl, e.opt)
+	t.Cleanup(func() {
+		e.files.Close()
+		if left, _ := filepathGlob(e.tmp); len(left) != 0 {
+			t.Errorf("temporary files left: %v", left)
+		}
+		if strings.Contains(e.logs.String(), e.fake.BotToken()) {
+			t.Error("the bot token appears in the logs")
+		}
+	})
+	return e
+}
+
+// restart replaces the pipeline with a new one (same Slack, sandbox and
+// options, mod applied), as a restarted process would have.
+func (e *fileEnv) restart(mod func(*FileOptions)) {
+	e.files.Close()
+	opt := e.opt
+	if mod != nil {
+		mod(&opt)
+	}
+	e.files = NewFiles(e.sb, e.dl, opt)
+}
+
+// share hosts a file in the fake and returns its files.info as a FileRef,
+// the way the bot gets it.
+func (e *fileEnv) share(name string, content []byte) FileRef {
+	e.t.Helper()
+	f := e.fake.AddFile(slackfake.File{Name: name, User: "U0ALICE", Content: content, Channels: []string{"C0SEC"}})
+	return e.info(f.ID)
+}
+
+func (e *fileEnv) info(id string) FileRef {
+	e.t.Helper()
+	info, _, _, err := e.api.GetFileInfoContext(e.t.Context(), id, 0, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return refFromSlack(info)
+}
+
+// refFromSlack is how the bot turns files.info into a FileRef.
+func refFromSlack(f *slack.File) FileRef {
+	return FileRef{ID: f.ID, Name: f.Name, Filetype: f.Filetype, Mimetype: f.Mimetype, Size: int64(f.Size),
+		IsExternal: f.IsExternal, URLPrivateDownload: f.URLPrivateDownload}
+}
+
+func (e *fileEnv) downloads() int { return len(e.fake.Calls(slackfake.MethodFileDownload)) }
+func (e *fileEnv) uploads() int   { return e.sim.Count(sim.ServiceSandbox, sim.OpCreateFile) }
+
+func filepathGlob(dir string) ([]string, error) { return filepath.Glob(filepath.Join(dir, "*")) }
+
+func sums(b []byte) (md, s1, s256 string) {
+	m, a, c := md5.Sum(b), sha1.Sum(b), sha256.Sum256(b)
+	return hex.EncodeToString(m[:]), hex.EncodeToString(a[:]), hex.EncodeToString(c[:])
+}
+
+// statusLog collects OnStatus words.
+type statusLog struct {
+	mu sync.Mutex
+	s  []string
+}
+
+func (l *statusLog) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.s) == 0 || l.s[len(l.s)-1] != s {
+		l.s = append(l.s, s)
+	}
+}
+
+func (l *statusLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.s)
+}
+
+func TestFileVerdictsFromTheSimulator(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, nil)
+	for _, tc := range []struct {
+		name    string
+		content string
+		level   verdict.Level
+		score   float64
+		family  string
+		shots   int
+		problem string
+	}{
+		{"eicar.com", eicar, verdict.Malicious, 10, "EICAR", 3, ""},
+		{"invoice.doc", "MZ dropper SIM:MALSCORE=4.2 SIM:FAMILY=Qakbot", verdict.Suspicious, 4.2, "Qakbot", 3, ""},
+		{"report.bin", "MZ SIM:MALSCORE=6.1", verdict.Malicious, 6.1, "", 3, ""},
+		{"edge.bin", "MZ SIM:MALSCORE=2.0", verdict.Clean, 2.0, "", 3, ""},
+		{"shots.exe", "MZ SIM:SHOTS=2 SIM:MALSCORE=7", verdict.Malicious, 7, "", 2, ""},
+		{"noshots.exe", "MZ SIM:SHOTS=0", verdict.Clean, -1, "", 0, ""},
+		{"broken.exe", "MZ SIM:FAIL_ANALYSIS", verdict.Unknown, 0, "", 0, "the sandbox could not analyse it (failed_analysis)"},
+		{"broken2.exe", "MZ SIM:FAIL_REPORTING", verdict.Unknown, 0, "", 0, "the sandbox could not analyse it (failed_reporting)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref := e.share(tc.name, []byte(tc.content))
+			var st statusLog
+			v := e.files.Check(t.Context(), ref, FileCheckOptions{OnStatus: st.add})
+			md, s1, s256 := sums([]byte(tc.content))
+			if v.Level != tc.level || v.Family != tc.family || v.Problem != tc.problem {
+				t.Fatalf("verdict %s family %q problem %q err %v", v.Level, v.Family, v.Problem, v.Err)
+			}
+			if tc.score >= 0 && v.MalScore != tc.score {
+				t.Errorf("malscore %v, want %v", v.MalScore, tc.score)
+			}
+			if v.SHA256 != s256 || v.MD5 != md || v.SHA1 != s1 || v.Size != int64(len(tc.content)) {
+				t.Errorf("hashes %s %s %s size %d", v.MD5, v.SHA1, v.SHA256, v.Size)
+			}
+			if v.FileID != ref.ID || v.Name != tc.name || v.TaskID == "" || v.Reused || v.Cached || v.Polls < 1 {
+				t.Errorf("verdict %+v", v)
+			}
+			if len(v.Screenshots) != tc.shots {
+				t.Errorf("%d screenshots, want %d", len(v.Screenshots), tc.shots)
+			}
+			for _, img := range v.Screenshots {
+				if img.ContentType != "image/jpeg" || !isImage(img.Data) {
+					t.Errorf("screenshot %s %s", img.Name, img.ContentType)
+				}
+				if _, err := jpeg.Decode(bytes.NewReader(img.Data)); err != nil {
+					t.Errorf("screenshot %s: %v", img.Name, err)
+				}
+			}
+			want := []string{FileQueued, FileDownloading, FileLookingUp, FileUploading, FileSubmitted, "pending"}
+			if tc.level != verdict.Unknown {
+				want = append(want, "running", "completed", "reporting", "reported")
+				if v.AddedOn == "" || v.StartedOn == "" || v.CompletedOn == "" || v.Magic == "" {
+					t.Errorf("times %q %q %q magic %q", v.AddedOn, v.StartedOn, v.CompletedOn, v.Magic)
+				}
+			}
+			if got := st.get(); !slices.Equal(got[:min(len(got), len(want))], want) {
+				t.Errorf("statuses %q, want %q…", got, want)
+			}
+		})
+	}
+	if n := e.uploads(); n != 8 {
+		t.Errorf("%d uploads, want 8", n)
+	}
+}
+
+// A file the sandbox already analysed is not uploaded again: its newest
+// reported task gives the verdict.
+func TestKnownHashIsNotUploaded(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, nil)
+	content := []byte("MZ known sample SIM:MALSCORE=8.8 SIM:FAMILY=AgentTesla SIM:SHOTS=1")
+	sub, err := e.sb.CreateFile(t.Context(), "earlier.exe", bytes.NewReader(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sb.Wait(t.Context(), sub.TaskIDs[0], fastSandboxWait); err != nil {
+		t.Fatal(err)
+	}
+	var st statusLog
+	v := e.files.Check(t.Context(), e.share("again.exe", content), FileCheckOptions{OnStatus: st.add})
+	if v.Level != verdict.Malicious || v.MalScore != 8.8 || v.Family != "AgentTesla" || !v.Reused || v.Cached ||
+		v.TaskID != sub.TaskIDs[0] || len(v.Screenshots) != 1 || v.Polls != 0 || v.CompletedOn == "" {
+		t.Fatalf("verdict %+v", v)
+	}
+	if slices.Contains(st.get(), FileUploading) {
+		t.Errorf("statuses %q", st.get())
+	}
+	if n := e.uploads(); n != 1 {
+		t.Fatalf("%d uploads, want 1 (the earlier one)", n)
+	}
+	// Another Slack file with the same bytes: the verdict cache (by sha256).
+	v2 := e.files.Check(t.Context(), e.share("third.exe", content), FileCheckOptions{})
+	if !v2.Cached || v2.TaskID != v.TaskID || v2.Name != "third.exe" || e.uploads() != 1 {
+		t.Fatalf("second check %+v (uploads %d)", v2, e.uploads())
+	}
+	// The same Slack file again: no download either.
+	before := e.downloads()
+	v3 := e.files.Check(t.Context(), e.info(v2.FileID), FileCheckOptions{})
+	if !v3.Cached || e.downloads() != before {
+		t.Fatalf("third check %+v (downloads %d → %d)", v3, before, e.downloads())
+	}
+}
+
+// A task still running for the same hash is joined, not uploaded again.
+func TestKnownHashInProgressIsJoined(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, nil)
+	content := []byte("MZ in progress SIM:MALSCORE=3.3")
+	sub, err := e.sb.CreateFile(t.Context(), "other-bot.exe", bytes.NewReader(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := e.files.Check(t.Context(), e.share("x.exe", content), FileCheckOptions{})
+	if v.Level != verdict.Suspicious || !v.Reused || v.TaskID != sub.TaskIDs[0] || v.Polls == 0 || e.uploads() != 1 {
+		t.Fatalf("verdict %+v, uploads %d", v, e.uploads())
+	}
+}
+
+// One upload per unique file, however many messages share it at once.
+func TestSameFileCheckedConcurrently(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, nil)
+	content := []byte("MZ shared everywhere SIM:MALSCORE=9.1")
+	ref := e.share("shared.exe", content)
+	check := func(refs []FileRef) []FileVerdict {
+		out := make([]FileVerdict, len(refs))
+		var wg sync.WaitGroup
+		for i, r := range refs {
+			wg.Go(func() { out[i] = e.files.Check(t.Context(), r, FileCheckOptions{}) })
+		}
+		wg.Wait()
+		return out
+	}
+	// The same Slack file in ten messages: one download, one upload.
+	refs := make([]FileRef, 10)
+	for i := range refs {
+		refs[i] = ref
+	}
+	for _, v := range check(refs) {
+		if v.Level != verdict.Malicious || v.TaskID == "" || v.Err != nil {
+			t.Fatalf("verdict %+v", v)
+		}
+	}
+	if d, u := e.downloads(), e.uploads(); d != 1 || u != 1 {
+		t.Fatalf("%d downloads, %d uploads; want 1 and 1", d, u)
+	}
+
+	// Ten Slack files with the same new bytes: ten downloads (the hash is
+	// only known after one), one upload.
+	content2 := []byte("MZ uploaded ten times by ten people SIM:MALSCORE=5")
+	for i := range refs {
+		refs[i] = e.share(fmt.Sprintf("copy%d.exe", i), content2)
+	}
+	vs := check(refs)
+	for i, v := range vs {
+		if v.Level != verdict.Suspicious || v.TaskID != vs[0].TaskID || v.Name != refs[i].Name || v.FileID != refs[i].ID {
+			t.Fatalf("verdict %d %+v", i, v)
+		}
+	}
+	if d, u := e.downloads(), e.uploads(); d != 11 || u != 2 {
+		t.Fatalf("%d downloads, %d uploads; want 11 and 2", d, u)
+	}
+}
+
+func TestSkippedWithoutDownload(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, func(o *FileOptions) { o.MaxBytes = 1000 })
+	big := e.share("big.iso", bytes.Repeat([]byte("A"), 1500))
+	ext := e.fake.AddFile(slackfake.File{Name: "budget.xlsx", User: "U0ALICE", IsExternal: true,
+		ExternalURL: "https://docs.google.com/spreadsheets/d/1", Channels: []string{"C0SEC"}})
+	canvas := e.fake.AddFile(slackfake.File{Name: "Team notes", Filetype: "quip", User: "U0ALICE", Content: []byte("notes"), Channels: []string{"C0SEC"}})
+	for _, tc := range []struct {
+		ref  FileRef
+		want string
+	}{
+		{big, "it is larger than the 1 kB limit (1.5 kB)"},
+		{e.info(ext.ID), "it is stored outside Slack (an external file), so the bot cannot fetch it"},
+		{e.info(canvas.ID), `files of type "quip" are not checked`},
+		{FileRef{ID: "F0NOLINK", Name: "x"}, "Slack gave no download link for it"},
+	} {
+		if got := e.files.Precheck(tc.ref); got != tc.want {
+			t.Errorf("Precheck(%s) = %q, want %q", tc.ref.Name, got, tc.want)
+		}
+		v := e.files.Check(t.Context(), tc.ref, FileCheckOptions{})
+		if v.Level != verdict.Skipped || v.Problem != tc.want || v.FileID != tc.ref.ID {
+			t.Errorf("Check(%s) = %+v", tc.ref.Name, v)
+		}
+	}
+	if d, u := e.downloads(), e.uploads(); d != 0 || u != 0 {
+		t.Fatalf("%d downloads, %d uploads; want none", d, u)
+	}
+
+	// Slack's size was wrong: the download stops at the limit.
+	liar := e.share("small.bin", bytes.Repeat([]byte("B"), 5000))
+	liar.Size = 10
+	v := e.files.Check(t.Context(), liar, FileCheckOptions{})
+	if v.Level != verdict.Skipped || v.Problem != "it is larger than the 1 kB limit" || e.uploads() != 0 {
+		t.Fatalf("lying size: %+v", v)
+	}
+	empty := e.share("empty.txt", nil)
+	if v := e.files.Check(t.Context(), empty, FileCheckOptions{}); v.Level != verdict.Skipped || v.Problem != "it is empty" {
+		t.Fatalf("empty: %+v", v)
+	}
+
+	// Skip lists: mimetype families, and nothing at all.
+	img := e.share("cat.png", []byte("\x89PNG\r\n\x1a\n...."))
+	e.restart(func(o *FileOptions) { o.SkipTypes = []string{"image/*"} })
+	if got := e.files.Precheck(img); got != `files of type "png" are not checked` {
+		t.Errorf("image/*: %q", got)
+	}
+	e.restart(func(o *FileOptions) { o.SkipTypes = []string{} })
+	if got := e.files.Precheck(e.info(canvas.ID)); got != "" {
+		t.Errorf("empty skip list: %q", got)
+	}
+}
+
+// The token never goes to another host: a file whose download link is not
+// on Slack is not fetched, and the host is never contacted.
+func TestForeignDownloadLinkIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, nil)
+	foreign := newHitCounter(t)
+	ref := FileRef{ID: "F0EVIL", Name: "evil.exe", Filetype: "binary", Size: 18, URLPrivateDownload: foreign.URL + "/files-pri/T1-F0EVIL/download/evil.exe"}
+	v := e.files.Check(t.Context(), ref, FileCheckOptions{})
+	if v.Level != verdict.Unknown || v.Problem != "its download link does not point to Slack, so the bot did not fetch it" {
+		t.Fatalf("verdict %+v", v)
+	}
+	if foreign.hits.Load() != 0 || e.uploads() != 0 {
+		t.Fatalf("foreign hits %d, uploads %d", foreign.hits.Load(), e.uploads())
+	}
+}
+
+// A download without the right token gets Slack's sign-in page: a clear
+// could-not-check, nothing sent to the sandbox.
+func TestSignInPageIsNotAnalysed(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, nil)
+	ref := e.share("invoice.pdf", []byte("%PDF-1.7 SIM:MALSCORE=9"))
+	wrong, err := NewDownloader("xoxb-not-the-bot", e.fake.APIURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFiles(e.sb, wrong, e.opt)
+	defer f.Close()
+	v := f.Check(t.Context(), ref, FileCheckOptions{})
+	if v.Level != verdict.Unknown || !strings.Contains(v.Problem, "sign-in page") || e.uploads() != 0 {
+		t.Fatalf("verdict %+v, uploads %d", v, e.uploads())
+	}
+	if n := e.downloads(); n != 1 {
+		t.Errorf("%d download attempts, want 1 (a sign-in page is not retried)", n)
+	}
+	// An HTML attachment (phishing pages often are) is analysed as a file.
+	page := e.share("login.html", []byte("<!DOCTYPE html><html><form>password SIM:MALSCORE=7.7</form></html>"))
+	v = e.files.Check(t.Context(), page, FileCheckOptions{})
+	if v.Level != verdict.Malicious || v.MalScore != 7.7 {
+		t.Fatalf("HTML file: %+v", v)
+	}
+}
+
+func TestDownloadRetriedAfterTransientFailure(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, nil)
+	ref := e.share("flaky.exe", []byte("MZ flaky SIM:MALSCORE=1"))
+	e.fake.InjectFault(slackfake.Fault{Method: slackfake.MethodFileDownload, Times: 1, Status: 503})
+	v := e.files.Check(t.Context(), ref, FileCheckOptions{})
+	if v.Level != verdict.Clean || e.downloads() != 2 {
+		t.Fatalf("verdict %+v after %d downloads", v, e.downloads())
+	}
+	// A file that is gone is not retried.
+	gone := FileRef{ID: "F0GONE", Name: "gone.exe", URLPrivateDownload: e.fake.URL() + "/files-pri/T0-F0GONE/download/gone.exe"}
+	v = e.files.Check(t.Context(), gone, FileCheckOptions{})
+	if v.Level != verdict.Unknown || v.Problem != "the file is no longer available in Slack" || e.downloads() != 3 {
+		t.Fatalf("gone: %+v after %d downloads", v, e.downloads())
+	}
+}
+
+func TestSandboxDeadline(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, func(o *FileOptions) {
+		o.Wait = sandbox.WaitOptions{Backoff: apiclient.Backoff{Initial: 5 * time.Millisecond, Factor: 1, Max: 5 * time.Millisecond},
+			Deadline: 100 * time.Millisecond}
+	})
+	v := e.files.Check(t.Context(), e.share("slow.exe", []byte("MZ SIM:DURATION=1h")), FileCheckOptions{})
+	if v.Level != verdict.Unknown || v.Problem != "the sandbox did not finish in time" || v.TaskID == "" {
+		t.Fatalf("verdict %+v", v)
+	}
+}
+
+// A submission that made several tasks (an unpacked archive) takes the
+// worst verdict of them.
+func TestSeveralTasksTakeTheWorst(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, nil)
+	multi := &twoTasks{SandboxAPI: e.sb, second: []byte(eicar)}
+	f := NewFiles(multi, e.dl, e.opt)
+	defer f.Close()
+	v := f.Check(t.Context(), e.share("archive.zip", []byte("PK clean member")), FileCheckOptions{})
+	if v.Level != verdict.Malicious || v.Family != "EICAR" || len(v.TaskIDs) != 2 || v.TaskID != v.TaskIDs[1] {
+		t.Fatalf("verdict %+v", v)
+	}
+}
+
+// twoTasks makes each upload answer two task ids, the second for another
+// sample, as CAPE does for an archive it unpacks.
+type twoTasks struct {
+	SandboxAPI
+	second []byte
+}
+
+func (m *twoTasks) CreateFile(ctx context.Context, name string, r io.Reader) (*sandbox.Submission, error) {
+	sub, err := m.SandboxAPI.CreateFile(ctx, name, r)
+	if err != nil {
+		return nil, err
+	}
+	sub2, err := m.SandboxAPI.CreateFile(ctx, "member", bytes.NewReader(m.second))
+	if err != nil {
+		return nil, err
+	}
+	sub.TaskIDs = append(sub.TaskIDs, sub2.TaskIDs...)
+	return sub, nil
+}
+
+func TestCheckInterruptedByCaller(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, func(o *FileOptions) {
+		o.Wait.Backoff = apiclient.Backoff{Initial: 20 * time.Millisecond, Factor: 1, Max: 20 * time.Millisecond}
+	})
+	ref := e.share("slowish.exe", []byte("MZ slowish SIM:MALSCORE=6.5"))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+	defer cancel()
+	v := e.files.Check(ctx, ref, FileCheckOptions{})
+	if v.Level != verdict.Unknown || v.Problem != "the check was interrupted before it finished" {
+		t.Fatalf("verdict %+v", v)
+	}
+	// The analysis carried on: the next check joins or reuses it.
+	v = e.files.Check(t.Context(), ref, FileCheckOptions{})
+	if v.Level != verdict.Malicious || e.uploads() != 1 {
+		t.Fatalf("verdict %+v, uploads %d", v, e.uploads())
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{0: "0 bytes", 1: "1 byte", 999: "999 bytes", 1500: "1.5 kB",
+		30_000_000: "30 MB", 45_200_000: "45.2 MB", 2_000_000_000: "2 GB"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
