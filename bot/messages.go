@@ -56,15 +56,15 @@ type TargetCards interface {
 
 // Messages turns message events into verdict cards.
 type Messages struct {
-	Self          func() Identity
-	Links         Extractor
-	URLs          URLChecker
-	Poster        Poster
-	Cards         *Cards
-	Finder        CardFinder
-	Targets       TargetCards
+	Self    func() Identity
+	Links   Extractor
+	URLs    URLChecker
+	Poster  Poster
+	Cards   *Cards
+	Finder  CardFinder
+	Targets TargetCards
 	// Files handles the files a message shares (nil: files are ignored).
-	Files *Files
+	Files         *Files
 	Mode          func(channel string) string
 	CleanReaction string
 	Log           *slog.Logger

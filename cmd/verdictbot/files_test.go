@@ -139,7 +139,9 @@ func TestTooLargeAndExternalFilesAreSkippedWithAReason(t *testing.T) {
 	_, ds := h.share(secChannel, slackfake.File{Name: "big.iso", Content: bytes.Repeat([]byte("A"), 5000)}, "")
 	h.waitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "big.iso") && strings.Contains(b, "larger") })
 	_, ds = h.share(secChannel, slackfake.File{Name: "drive-doc", IsExternal: true, ExternalURL: other.URL + "/doc"}, "")
-	h.waitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "drive-doc") && strings.Contains(strings.ToLower(b), "external") })
+	h.waitCardIn(secChannel, ds[0].TS, func(b string) bool {
+		return strings.Contains(b, "drive-doc") && strings.Contains(strings.ToLower(b), "external")
+	})
 	if foreign.Load() != 0 {
 		t.Fatal("a request went to the external file's host")
 	}

@@ -50,8 +50,8 @@ type harness struct {
 	slack  *slackfake.Server
 	sim    *sim.Server
 	simURL string
-	logs  *syncBuffer
-	stop  func() error
+	logs   *syncBuffer
+	stop   func() error
 }
 
 // quickProfile finishes a URL analysis in 300 ms, so the bot's first
