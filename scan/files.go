@@ -87,7 +87,8 @@ type FileVerdict struct {
 	// them); empty when unknown.
 	AddedOn, StartedOn, CompletedOn string
 	// Screenshots are real JPEG or PNG images, lowest numbers first, at
-	// most FileOptions.MaxScreenshots.
+	// most FileOptions.MaxScreenshots. The caches keep no images: a Cached
+	// verdict has them read again from the sandbox.
 	Screenshots []sandbox.Image
 	// Reused is true when the sandbox already had a task for this file and
 	// nothing was uploaded.
@@ -177,10 +178,15 @@ type FileOptions struct {
 
 // FileCheckOptions tunes one Check.
 type FileCheckOptions struct {
-	// Fresh skips the caches but still joins an analysis in flight.
+	// Fresh skips the bot's caches (by Slack file and by hash, in memory
+	// and in the Memory) but still joins an analysis in flight; a task the
+	// sandbox already reported for the hash is still reused.
 	Fresh bool
 	// OnStatus receives progress words (FileQueued … FileSubmitted, then
-	// the sandbox's statuses) while the check runs.
+	// the sandbox's statuses as they change) while the check runs: the
+	// current one at once, then each change, in order. It is called from
+	// the analysis's goroutine: keep it quick (hand slow work off) and do
+	// not call back into Files from it.
 	OnStatus func(status string)
 }
 
@@ -379,7 +385,7 @@ func (f *Files) Check(ctx context.Context, ref FileRef, o FileCheckOptions) File
 	if !o.Fresh {
 		if sha, ok := f.byID.Get(key); ok {
 			if v, ok := f.cached(sha.(string)); ok {
-				return v.forRef(ref)
+				return f.withShots(ctx, v).forRef(ref)
 			}
 		}
 	}
@@ -462,7 +468,7 @@ func (f *Files) fileVerdict(ref FileRef, fresh bool, call *fileCall) FileVerdict
 	}
 	if !fresh {
 		if v, ok := f.cached(tf.sha256); ok {
-			return v.withHashes(base)
+			return f.withShots(ctx, v).withHashes(base)
 		}
 	}
 	hc := f.startHash(tf.sha256, tf, release, uploadName(ref), call.setStatus)
@@ -507,7 +513,12 @@ func (f *Files) runHash(sha string, tf *tempFile, release func(), name string, c
 	}
 	v.CheckedAt = f.opt.Now()
 	if v.Err == nil {
-		f.verdicts.SetDefault(sha, v)
+		// The cache keeps no images: a day of verdicts with real
+		// screenshots would be a lot of memory. A cache hit reads them
+		// again (withShots).
+		cv := v
+		cv.Screenshots = nil
+		f.verdicts.SetDefault(sha, cv)
 	}
 	// An analysis cut short by shutdown stays in flight in the memory, so
 	// the next process resumes it; any other end is recorded.
@@ -685,14 +696,15 @@ func (f *Files) details(ctx context.Context, v *FileVerdict) {
 	} else {
 		f.log.Debug("file view unavailable", "sha256", v.SHA256, "error", err)
 	}
-	v.Screenshots = f.screenshots(ctx, v.TaskID)
+	v.Screenshots = f.Screenshots(ctx, v.TaskID)
 }
 
-// screenshots reads up to MaxScreenshots images: the archive (listed by the
-// client, which itself falls back to numbered shots when the archive is
-// unusable), then numbered shots if the archive request failed. Only JPEG
-// and PNG bytes are kept. Failures leave the verdict without screenshots.
-func (f *Files) screenshots(ctx context.Context, taskID string) []sandbox.Image {
+// Screenshots reads up to FileOptions.MaxScreenshots images of a reported
+// task: the archive (listed by the client, which itself falls back to
+// numbered shots when the archive is unusable), then numbered shots if the
+// archive request failed. Only JPEG and PNG bytes are kept. A failure is
+// logged and gives none.
+func (f *Files) Screenshots(ctx context.Context, taskID string) []sandbox.Image {
 	n := f.opt.MaxScreenshots
 	if n <= 0 {
 		return nil
@@ -716,6 +728,15 @@ func (f *Files) screenshots(ctx context.Context, taskID string) []sandbox.Image 
 		}
 	}
 	return out
+}
+
+// withShots reads again the screenshots of a cached verdict (the caches
+// keep none), for a verdict that came from a reported task.
+func (f *Files) withShots(ctx context.Context, v FileVerdict) FileVerdict {
+	if f.opt.MaxScreenshots > 0 && v.TaskID != "" && v.Screenshots == nil && v.Level >= verdict.Clean && v.Level != verdict.Unknown {
+		v.Screenshots = f.Screenshots(ctx, v.TaskID)
+	}
+	return v
 }
 
 // isImage checks JPEG and PNG magic bytes.

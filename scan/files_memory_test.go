@@ -150,7 +150,7 @@ func TestResumeAfterRestartWithoutUploadingAgain(t *testing.T) {
 	// nothing is uploaded.
 	e.restart(nil)
 	v = e.files.Check(t.Context(), ref, FileCheckOptions{})
-	if !v.Cached || v.Level != verdict.Malicious || v.TaskID != task || v.MD5 != md || e.uploads() != 1 {
+	if !v.Cached || v.Level != verdict.Malicious || v.TaskID != task || v.MD5 != md || e.uploads() != 1 || len(v.Screenshots) != 3 {
 		t.Fatalf("recalled verdict %+v, uploads %d", v, e.uploads())
 	}
 }

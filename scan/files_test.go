@@ -7,6 +7,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"image/jpeg"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,10 +268,17 @@ func TestKnownHashIsNotUploaded(t *testing.T) {
 	if !v2.Cached || v2.TaskID != v.TaskID || v2.Name != "third.exe" || e.uploads() != 1 {
 		t.Fatalf("second check %+v (uploads %d)", v2, e.uploads())
 	}
+	// The cache keeps no images; a cached verdict has them read again.
+	if c, ok := e.files.verdicts.Get(v.SHA256); !ok || c.(FileVerdict).Screenshots != nil {
+		t.Error("images kept in the cache")
+	}
+	if len(v2.Screenshots) != 1 || !isImage(v2.Screenshots[0].Data) {
+		t.Fatalf("screenshots of a cached verdict: %d", len(v2.Screenshots))
+	}
 	// The same Slack file again: no download either.
 	before := e.downloads()
 	v3 := e.files.Check(t.Context(), e.info(v2.FileID), FileCheckOptions{})
-	if !v3.Cached || e.downloads() != before {
+	if !v3.Cached || e.downloads() != before || len(v3.Screenshots) != 1 {
 		t.Fatalf("third check %+v (downloads %d → %d)", v3, before, e.downloads())
 	}
 }
@@ -422,6 +431,9 @@ func TestSignInPageIsNotAnalysed(t *testing.T) {
 	if n := e.downloads(); n != 1 {
 		t.Errorf("%d download attempts, want 1 (a sign-in page is not retried)", n)
 	}
+	if strings.Contains(e.logs.String(), "xoxb-not-the-bot") || strings.Contains(fmt.Sprint(v.Err), "xoxb-not-the-bot") {
+		t.Error("the token appears in the logs or the error")
+	}
 	// An HTML attachment (phishing pages often are) is analysed as a file.
 	page := e.share("login.html", []byte("<!DOCTYPE html><html><form>password SIM:MALSCORE=7.7</form></html>"))
 	v = e.files.Check(t.Context(), page, FileCheckOptions{})
@@ -520,4 +532,40 @@ func TestFormatBytes(t *testing.T) {
 			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
+}
+
+// Screenshots fall back to numbered shots when the archive request fails,
+// and keep only real images.
+func TestScreenshotsFallBackAndKeepOnlyImages(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, nil)
+	odd := &oddShots{SandboxAPI: e.sb}
+	f := NewFiles(odd, e.dl, e.opt)
+	defer f.Close()
+	v := f.Check(t.Context(), e.share("shots.exe", []byte("MZ SIM:SHOTS=4 SIM:MALSCORE=7")), FileCheckOptions{})
+	if v.Level != verdict.Malicious || len(v.Screenshots) != 3 || odd.byNumber.Load() != 1 {
+		t.Fatalf("verdict %+v, %d screenshots, %d numbered calls", v.Level, len(v.Screenshots), odd.byNumber.Load())
+	}
+	for i, img := range v.Screenshots {
+		if !isImage(img.Data) || img.Name != fmt.Sprintf("%04d.jpg", i+1) {
+			t.Errorf("screenshot %d: %s", i, img.Name)
+		}
+	}
+}
+
+// oddShots fails the archive and slips a non-image among the numbered shots.
+type oddShots struct {
+	SandboxAPI
+	byNumber atomic.Int32
+}
+
+func (o *oddShots) Screenshots(ctx context.Context, taskID string, max int) ([]sandbox.Image, error) {
+	return nil, errors.New("archive broke")
+}
+
+func (o *oddShots) ScreenshotsByNumber(ctx context.Context, taskID string, max int) ([]sandbox.Image, error) {
+	o.byNumber.Add(1)
+	imgs, err := o.SandboxAPI.ScreenshotsByNumber(ctx, taskID, max)
+	bad := sandbox.Image{Name: "0000.jpg", ContentType: "image/jpeg", Data: []byte("<html>")}
+	return append([]sandbox.Image{bad}, imgs...), err
 }
