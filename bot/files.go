@@ -73,7 +73,7 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 		return
 	}
 	msg := &slack.Msg{Channel: ev.ChannelID, Timestamp: ts, ThreadTimestamp: thread, User: ev.UserID, Files: []slack.File{*file}}
-	f.handle(ctx, ev.ChannelID, msg, meta.done)
+	f.handle(ctx, ev.ChannelID, msg, m.Mode(ev.ChannelID), false, meta.done)
 }
 
 // shareOf finds the message that shared file in channel.
@@ -87,11 +87,11 @@ func shareOf(file *slack.File, channel string) (ts, thread string) {
 }
 
 // handle checks the files of one message and shows its file card. done is
-// called once the card is final (or there was nothing to do).
-func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, done func()) {
+// called once the card is final (or there was nothing to do). onRequest
+// (the shortcut) checks files already handled for this channel again.
+func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode string, onRequest bool, done func()) {
 	m := f.Messages
 	self := m.Self()
-	mode := m.Mode(channel)
 	if mode == ModeOff {
 		done()
 		return
@@ -103,7 +103,7 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, done
 			continue
 		}
 		first := true
-		if f.FirstTime != nil {
+		if f.FirstTime != nil && !onRequest {
 			var err error
 			if first, err = f.FirstTime("file:" + sf.ID + ":" + channel); err != nil {
 				m.Log.Warn("file dedupe failed; handling the file anyway", "file", sf.ID, "error", err)

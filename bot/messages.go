@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -136,7 +137,31 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 		meta.done()
 		return
 	}
-	if len(msg.Files) > 0 && m.Files != nil && ev.SubType != "message_changed" {
+	if ev.SubType == "message_changed" {
+		msg = withoutFiles(msg) // an edit never re-announces its files
+	}
+	m.scanMessage(ctx, channel, msg, mode, "", meta)
+}
+
+// withoutFiles returns a copy of msg without its files.
+func withoutFiles(msg *slack.Msg) *slack.Msg {
+	cp := *msg
+	cp.Files = nil
+	return &cp
+}
+
+// ScanMessage is the "Scan this message" shortcut: it scans the links and
+// files of any message on request, even in off channels, and always shows
+// the card in the message's thread.
+func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.Msg, user string) {
+	m.init()
+	m.scanMessage(ctx, channel, msg, ModeVerbose, user, Meta{})
+}
+
+// scanMessage makes the cards of one message: one for its links, one for
+// its files. meta.Done is called once both are final.
+func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.Msg, mode, requestedBy string, meta Meta) {
+	if len(msg.Files) > 0 && m.Files != nil {
 		// The message's files get their own card; the job is done when
 		// both cards are.
 		var parts atomic.Int32
@@ -150,7 +175,7 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 		meta.Done = partDone
 		fmsg := *msg
 		fmsg.Channel = channel
-		m.Files.handle(ctx, channel, &fmsg, partDone)
+		m.Files.handle(ctx, channel, &fmsg, mode, requestedBy != "", partDone)
 	}
 	res := m.Links.Extract(msg)
 	_, hadCard := m.Cards.Get(channel, msg.Timestamp)
@@ -163,7 +188,8 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 		thread = msg.Timestamp
 	}
 	poster := msg.User
-	card := notify.Card{Channel: channel, ThreadTS: thread, SourceTS: msg.Timestamp, Poster: poster, LeftOut: res.LeftOut, MaxLinks: m.MaxLinks}
+	card := notify.Card{Channel: channel, ThreadTS: thread, SourceTS: msg.Timestamp, Poster: poster, LeftOut: res.LeftOut,
+		MaxLinks: m.MaxLinks, RequestedBy: requestedBy}
 	for _, s := range res.Skipped {
 		card.Skipped = append(card.Skipped, notify.Skip{Target: s.URL, Reason: s.Reason.Text()})
 	}
@@ -203,6 +229,40 @@ func (mt Meta) done() {
 	if mt.Done != nil {
 		mt.Done()
 	}
+}
+
+// ScanRequest posts a card for URLs requested with /scan: a new message in
+// the channel (not in a thread), shown at once and updated in place,
+// whatever the channel's mode. It returns once the card is under way.
+func (m *Messages) ScanRequest(ctx context.Context, channel, user string, targets []links.Target, skipped []links.Skipped) error {
+	m.init()
+	src := fmt.Sprintf("scan-%d", time.Now().UnixNano())
+	card := notify.Card{Channel: channel, SourceTS: src, RequestedBy: user, MaxLinks: m.MaxLinks}
+	for _, s := range skipped {
+		card.Skipped = append(card.Skipped, notify.Skip{Target: s.URL, Reason: s.Reason.Text()})
+	}
+	for _, t := range targets {
+		card.Lines = append(card.Lines, notify.Line{Kind: notify.KindURL, Target: t.URL, Level: verdict.Pending, Service: "reputation", Status: "queued"})
+	}
+	gen, snap, err := m.Cards.Begin(channel, src, card, ModeVerbose)
+	if err != nil {
+		return err
+	}
+	m.Log.Info("scan requested", "channel", channel, "user", user, "links", len(targets))
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	m.wg.Add(1)
+	go func() {
+		defer func() { <-m.sem; m.wg.Done() }()
+		// The card outlives the command's job: it has its own context.
+		cctx := context.WithoutCancel(ctx)
+		m.show(cctx, &snap)
+		m.track(cctx, channel, src, gen, ModeVerbose, targets)
+	}()
+	return nil
 }
 
 // own reports whether msg was posted by this bot (its app, bot or user).

@@ -119,8 +119,8 @@ func unescape(w string) string {
 // looksLikeURL reports whether a word is meant as a link.
 func looksLikeURL(w string) bool {
 	lw := strings.ToLower(w)
-	if strings.HasPrefix(lw, "http://") || strings.HasPrefix(lw, "https://") || strings.HasPrefix(lw, "hxxp") {
-		return true
+	if strings.Contains(lw, "://") || strings.HasPrefix(lw, "hxxp") {
+		return true // any scheme: the handler says which are not scanned
 	}
 	// example.com/path or sub.example.org: a dot, no spaces, a letter TLD.
 	host := lw

@@ -39,7 +39,7 @@ type Command struct {
 	// Admin says who may run it: AdminNever (anyone), AdminAlways, or
 	// AdminToChange (anyone may look, admins may change: the handler
 	// checks, e.g. "/scan channel" shows, "/scan channel off" changes).
-	Admin AdminRule
+	Admin   AdminRule
 	Handler Handler
 }
 

@@ -59,11 +59,11 @@ type boltBackend struct {
 	path string
 }
 
-func openBolt(path string) (*boltBackend, error) {
+func openBolt(path string, noSync bool) (*boltBackend, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: cannot create %s: %w", filepath.Dir(path), err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: noSync})
 	if err != nil {
 		switch {
 		case errors.Is(err, bolt.ErrTimeout):

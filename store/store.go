@@ -47,13 +47,17 @@ type DB struct {
 type Options struct {
 	// Now is the clock (default time.Now); tests inject one.
 	Now func() time.Time
+	// NoSync is for bulk loading in tests and benchmarks only: skips fsync
+	// after each commit (bbolt's DB.NoSync), so a crash can lose or corrupt
+	// the store. Never set it in the bot.
+	NoSync bool
 }
 
 // Open opens (or creates) the store in dir. A file that cannot be read is
 // reported, never reset.
 func Open(dir string, opt Options) (*DB, error) {
 	path := filepath.Join(dir, FileName)
-	be, err := openBolt(path)
+	be, err := openBolt(path, opt.NoSync)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,4 +284,27 @@ func TestCorruptLockedOrNewerStoreIsAClearErrorNotAReset(t *testing.T) {
 			t.Fatal("unwritable directory accepted")
 		}
 	}
+}
+
+func TestTaskIndexAndRecentCards(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *DB, c *clock) {
+		db.PutAnalysis(Analysis{Service: "reputation", Target: "https://a.test/", TaskID: "t-a"})
+		db.RecordVerdict(Verdict{Target: "https://b.test/", Kind: "url", TaskID: "t-b", Level: verdict.Clean}, nil, nil, false)
+		for _, tc := range []struct{ task, want string }{{"t-a", "https://a.test/"}, {"t-b", "https://b.test/"}} {
+			if got, err := db.TargetOfTask(tc.task); err != nil || got != tc.want {
+				t.Errorf("%s → %q %v", tc.task, got, err)
+			}
+		}
+		if _, err := db.TargetOfTask("nope"); !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+		for i, ts := range []string{"1700000001.000100", "1700000003.000100", "1700000002.000100"} {
+			db.PutCard(&CardRecord{Card: notify.Card{Channel: "C1", SourceTS: ts, Lines: []notify.Line{{Target: fmt.Sprint(i)}}}})
+		}
+		db.PutCard(&CardRecord{Card: notify.Card{Channel: "C2", SourceTS: "1700000009.000100", Lines: []notify.Line{{Target: "x"}}}})
+		recent, _ := db.RecentCards("C1", 2)
+		if len(recent) != 2 || recent[0].Card.SourceTS != "1700000003.000100" || recent[1].Card.SourceTS != "1700000002.000100" {
+			t.Fatalf("recent %+v", recent)
+		}
+	})
 }

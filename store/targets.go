@@ -24,7 +24,12 @@ func (db *DB) PutAnalysis(a Analysis) error {
 	if a.SubmittedAt.IsZero() {
 		a.SubmittedAt = db.now()
 	}
-	return db.be.update(func(t txn) error { return t.put(bAnalyses, analysisKey(a.Service, a.Target), enc(a)) })
+	return db.be.update(func(t txn) error {
+		if err := indexTask(t, a.TaskID, a.Target); err != nil {
+			return err
+		}
+		return t.put(bAnalyses, analysisKey(a.Service, a.Target), enc(a))
+	})
 }
 
 // Analysis returns the submission in flight for a target, or ErrNotFound.
@@ -160,6 +165,9 @@ func (db *DB) RecordVerdict(v Verdict, card *CardRef, schedule Schedule, recheck
 			return err
 		}
 		saved = tg
+		if err := indexTask(t, v.TaskID, v.Target); err != nil {
+			return err
+		}
 		return t.put(bHistory, v.Target+"\x00"+timeKey(v.At)+seqKey(seq), enc(v))
 	})
 	return saved, prev, err

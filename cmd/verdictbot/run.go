@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -57,6 +58,9 @@ type app struct {
 	poster   *notify.Poster
 	messages *bot.Messages
 	files    *scan.Files
+	scan     *commands.Scan
+	slash    *commands.Slash
+	allow    atomic.Pointer[[]string]
 	recheck  *scan.Recheck
 	feedback *commands.Feedback
 	bot      *bot.Bot
@@ -106,7 +110,9 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline},
 		Logger:     log.With("component", "scan"),
 	})
-	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains, MaxLinks: cfg.MaxLinks})
+	a.loadAllowlist()
+	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains,
+		MaxLinks: cfg.MaxLinks, AllowFunc: a.runtimeAllowed})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
@@ -124,13 +130,11 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 				log.Warn("could not record a report in the audit trail", "error", err)
 			}
 		}}
+	a.slash = &commands.Slash{Access: access, Respond: a.respond, Log: log.With("component", "commands")}
 	a.bot = bot.New(a.sm, a.api, bot.Handlers{
-		Interaction: func(ctx context.Context, cb *slack.InteractionCallback) { a.feedback.HandleInteraction(ctx, cb) },
-		Slash: func(ctx context.Context, cmd *slack.SlashCommand) {
-			if err := a.poster.Ephemeral(ctx, cmd.ChannelID, cmd.UserID, "The `/scan` command is not available in this version yet."); err != nil {
-				log.Warn("slash command reply failed", "error", err)
-			}
-		},
+		Interaction: a.interaction,
+		Slash:       func(ctx context.Context, cmd *slack.SlashCommand) { a.slash.Handle(ctx, cmd) },
+		SlashAck:    func(cmd *slack.SlashCommand) any { return a.slash.Ack(cmd) },
 		Busy: func(ctx context.Context, kind string, payload any) {
 			const msg = "verdictbot is overloaded right now and could not take this; please try again in a minute."
 			switch p := payload.(type) {
@@ -156,6 +160,9 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Log:           log.With("component", "messages"),
 	}
 	a.bot.SetHandler(a.messages.Handle)
+	a.scan = &commands.Scan{Links: policy, Scanner: a.messages, URLs: rep, State: db, Access: access,
+		Respond: a.respond, DefaultMode: cfg.ChannelMode, AllowChanged: a.loadAllowlist}
+	a.slash.Registry = commands.NewScanRegistry(a.scan)
 	if err := a.wireFiles(); err != nil {
 		db.Close()
 		return nil, err
@@ -203,15 +210,78 @@ func (a *app) wireFiles() error {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return fmt.Errorf("VERDICTBOT_DATA_DIR: %w", err)
 	}
+	shots := cfg.MaxScreenshots
+	if shots == 0 {
+		shots = -1 // scan.FileOptions reads 0 as "the default"; the setting's 0 means none
+	}
 	a.files = scan.NewFiles(sb, dl, scan.FileOptions{
-		MaxBytes: cfg.MaxFileBytes, MaxScreenshots: cfg.MaxScreenshots, TTL: cfg.FileVerdictTTL,
+		MaxBytes: cfg.MaxFileBytes, MaxScreenshots: shots, TTL: cfg.FileVerdictTTL,
 		SkipTypes: cfg.SkipFiletypes, TempDir: tmp,
 		Wait:   sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
 		Memory: &bot.FileMemory{DB: a.db, Log: log.With("component", "store")},
 		Logger: log.With("component", "files"),
 	})
 	files.Check = a.files
+	a.scan.Sandbox = sb
 	return nil
+}
+
+// interaction routes block actions (feedback buttons) and the "Scan this
+// message" shortcut.
+func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback) {
+	if cb.Type == slack.InteractionTypeMessageAction && cb.CallbackID == "scan_message" {
+		channel := cb.Channel.ID
+		msg := cb.Message.Msg
+		if msg.Timestamp == "" {
+			return
+		}
+		msg.Channel = channel
+		a.messages.ScanMessage(ctx, channel, &msg, cb.User.ID)
+		if err := a.poster.Ephemeral(ctx, channel, cb.User.ID, "Scanning that message; the card will appear in its thread."); err != nil {
+			a.log.Warn("shortcut reply failed", "error", err)
+		}
+		return
+	}
+	a.feedback.HandleInteraction(ctx, cb)
+}
+
+// respond answers a command privately, through its response_url when it
+// has one.
+func (a *app) respond(ctx context.Context, req *commands.Request, text string) error {
+	if req.ResponseURL == "" {
+		return a.poster.Ephemeral(ctx, req.Channel, req.User, text)
+	}
+	_, _, err := a.api.PostMessageContext(ctx, "", slack.MsgOptionResponseURL(req.ResponseURL, slack.ResponseTypeEphemeral),
+		slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+	return err
+}
+
+// loadAllowlist reads the runtime allowlist (/scan allow) from the store.
+func (a *app) loadAllowlist() {
+	list, err := a.db.AllowList()
+	if err != nil {
+		a.log.Warn("could not read the runtime allowlist", "error", err)
+		return
+	}
+	domains := make([]string, 0, len(list))
+	for _, e := range list {
+		domains = append(domains, e.Domain)
+	}
+	a.allow.Store(&domains)
+}
+
+// runtimeAllowed reports whether host is on the runtime allowlist.
+func (a *app) runtimeAllowed(host string) bool {
+	p := a.allow.Load()
+	if p == nil {
+		return false
+	}
+	for _, d := range *p {
+		if links.MatchDomain(host, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // startRecheck runs the recheck job on its cron schedule until ctx ends;

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
+	"github.com/verdictbot/verdictbot/sim"
+)
+
+// slash runs /scan text as user and returns what the user was told: the
+// ack's payload text and every response_url post for it, joined.
+func (h *harness) slash(user, text string) string {
+	h.t.Helper()
+	d, err := h.slack.DeliverSlashCommand(slackfake.SlashCommand{Command: "/scan", Text: text, UserID: user, ChannelID: secChannel})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.slack.WaitAcked(h.ctx(5*time.Second), d.EnvelopeID); err != nil {
+		h.t.Fatal(err)
+	}
+	var ackText string
+	for _, a := range h.slack.Acks() {
+		if a.EnvelopeID == d.EnvelopeID && a.Payload != nil {
+			var p struct{ Text string }
+			json.Unmarshal(a.Payload, &p)
+			ackText = p.Text
+			if len(a.Payload) > 20_000 {
+				h.t.Fatalf("ack payload of %d bytes", len(a.Payload))
+			}
+		}
+	}
+	// The rest of the answer, if any, comes through the response_url.
+	deadline := time.Now().Add(8 * time.Second)
+	var posts []string
+	for time.Now().Before(deadline) {
+		posts = nil
+		for _, p := range h.slack.ResponsePosts() {
+			if p.EnvelopeID == d.EnvelopeID {
+				posts = append(posts, p.Text)
+			}
+		}
+		if len(posts) > 0 || (ackText != "" && !strings.HasPrefix(ackText, "Checking")) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return strings.TrimSpace(ackText + "\n" + strings.Join(posts, "\n"))
+}
+
+func mustContain(t *testing.T, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("answer lacks %q:\n%s", w, got)
+		}
+	}
+}
+
+func TestSlashScanPostsACardInTheChannel(t *testing.T) {
+	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
+	got := h.slash(alice, "https://example.com/clean-page <https://login.phish.test/verify|login.phish.test/verify>")
+	mustContain(t, got, "Checking 2 link(s)")
+	// Quiet mode is bypassed: the card is posted even though one link is clean.
+	card := h.waitCard("", func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "example[.]com") })
+	mustContain(t, blocksText(card.Blocks), "<@"+alice+">")
+	if card.ThreadTS != "" {
+		t.Fatalf("a /scan card belongs in the channel, got thread %q", card.ThreadTS)
+	}
+}
+
+func TestSlashBadInputGetsASpecificAnswerAndNoServiceCall(t *testing.T) {
+	h := startBot(t, nil, sim.Config{})
+	for _, tc := range []struct{ text, want string }{
+		{"http://10.0.0.7/admin", "private"},
+		{"https://exa mple", "never sent to the service"},
+		{"ftp://example.com/file", "not a link I can check"},
+		{"status not-a-task", "is not a task id"},
+		{"hash 1234", "is not a hash"},
+		{"hash zz" + strings.Repeat("0", 30), "is not a hash"},
+		{"report " + strings.Repeat("a", 32) + " spam fp", "is not a category"},
+		{"report " + strings.Repeat("a", 32) + " phishing maybe", "is not a report"},
+		{"recent 500", "give a number from 1 to 20"},
+		{"chanel off", "Did you mean `/scan channel`?"},
+		{"", "/scan status <task_id>"},
+		{"help", "/scan history <url|task_id>"},
+	} {
+		got := h.slash(alice, tc.text)
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("/scan %s → %q, want %q", tc.text, got, tc.want)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := h.sim.Count(sim.ServiceReputation, ""); n != 0 {
+		t.Fatalf("%d service calls for input that cannot be valid: %v", n, h.sim.Requests())
+	}
+}
+
+func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
+	h := startFileBot(t, nil)
+	d := h.post("<https://login.phish.test/account>")
+	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	tasks := h.sim.URLTasks("https://login.phish.test/account")
+	task := tasks[0]
+	mustContain(t, h.slash(alice, "status "+task), "URL task `"+task+"`: *completed*")
+	mustContain(t, h.slash(alice, "status "+strings.Repeat("ab", 16)), "has no task")
+	mustContain(t, h.slash(alice, "status 99999"), "has no task")
+
+	// A file the sandbox knows.
+	sb, _ := sandbox.New(h.simURL, e2eKey, sandbox.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}))
+	sub, err := sb.CreateFile(t.Context(), "eicar.com", bytes.NewReader([]byte(eicar)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Wait(t.Context(), sub.TaskIDs[0], sandbox.WaitOptions{Backoff: apiclient.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}})
+	mustContain(t, h.slash(alice, "hash 44d88612fea8a8f36de82e1278abb02f"), "275a021bbfb6489e54d471899f7db9d1663fc695ec2fe2a2c4538aabf651fd0f", "malscore *10.0*/10", "EICAR")
+	mustContain(t, h.slash(alice, "hash "+strings.Repeat("0", 64)), "never seen")
+	mustContain(t, h.slash(alice, "status "+sub.TaskIDs[0]), "*reported*", "Added")
+
+	mustContain(t, h.slash(alice, "report "+task+" phishing fp"), "Reported a false positive (phishing)")
+	mustContain(t, h.slash(alice, "report "+task+" phishing restore"), "Only admins can restore")
+	mustContain(t, h.slash(adminUser, "report "+task+" phishing restore"), "Reported a restore")
+	mustContain(t, h.slash(alice, "report "+strings.Repeat("cd", 16)+" phishing fp"), "has no task")
+	if tk, _ := h.sim.URLTask(task); len(tk.Dispositions) != 2 {
+		t.Fatalf("dispositions %+v", tk.Dispositions)
+	}
+	hist := h.slash(alice, "history https://login.phish.test/account")
+	mustContain(t, hist, "*malicious* (scan, task `"+task+"`)", "<@"+alice+"> reported a false positive (phishing)", "<@"+adminUser+"> reported a restore")
+	mustContain(t, h.slash(alice, "history "+task), "History of")
+	mustContain(t, h.slash(alice, "recent"), "The last 1 verdict(s)", "login[.]phish[.]test")
+	_ = card
+}
+
+func TestSlashChannelAndAllowAreForAdmins(t *testing.T) {
+	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
+	mustContain(t, h.slash(alice, "channel"), "default mode: *quiet*")
+	mustContain(t, h.slash(alice, "channel verbose"), "Only admins can change")
+	mustContain(t, h.slash(alice, "channel"), "default mode: *quiet*")
+	mustContain(t, h.slash(adminUser, "channel off"), "now *off*")
+	d := h.post("<https://evil.test/while-off>")
+	h.slack.WaitAcked(h.ctx(5*time.Second), d.EnvelopeID)
+	time.Sleep(1500 * time.Millisecond)
+	if n := h.sim.Count(sim.ServiceReputation, sim.OpScan); n != 0 {
+		t.Fatal("an off channel was scanned")
+	}
+	mustContain(t, h.slash(adminUser, "channel on"), "now *quiet*")
+
+	mustContain(t, h.slash(alice, "allow add corp.example.net"), "Only admins can change the allowlist")
+	mustContain(t, h.slash(adminUser, "allow add com"), "is not a domain I can allow")
+	mustContain(t, h.slash(adminUser, "allow add Corp.Example.NET"), "`corp.example.net` and its subdomains are no longer sent")
+	mustContain(t, h.slash(alice, "allow list"), "`corp.example.net` — added by <@"+adminUser+">")
+	d = h.post("<https://wiki.corp.example.net/page> <https://evil.test/x>")
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "wiki[.]corp[.]example[.]net") && strings.Contains(b, "Malicious")
+	})
+	if n := len(h.sim.URLTasks("https://wiki.corp.example.net/page")); n != 0 {
+		t.Fatal("an allowlisted link was sent to the service")
+	}
+	mustContain(t, h.slash(adminUser, "allow remove corp.example.net"), "removed")
+	mustContain(t, h.slash(adminUser, "allow remove corp.example.net"), "is not on the runtime allowlist")
+}
+
+func TestScanThisMessageShortcutWorksInOffChannels(t *testing.T) {
+	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Config{})
+	d := h.post("can someone check <https://example.org/form>?")
+	if _, err := h.slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: "scan_message", UserID: alice, Channel: secChannel, MessageTS: d.TS}); err != nil {
+		t.Fatal(err)
+	}
+	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Clean") })
+	mustContain(t, blocksText(card.Blocks), "<@"+alice+">")
+	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, 1); err != nil {
+		t.Fatal("no private confirmation")
+	}
+	_ = reputation.StatusCompleted
+}

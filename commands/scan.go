@@ -1,0 +1,530 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/publicsuffix"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// UserError is an answer for the user: its text is shown as is (privately).
+type UserError struct{ Text string }
+
+func (e *UserError) Error() string { return e.Text }
+
+func userErr(format string, args ...any) error { return &UserError{Text: fmt.Sprintf(format, args...)} }
+
+// URLScanner posts a card for URLs requested with /scan (bot.Messages).
+type URLScanner interface {
+	ScanRequest(ctx context.Context, channel, user string, targets []links.Target, skipped []links.Skipped) error
+}
+
+// URLService is what /scan needs of the URL service (*reputation.Client).
+type URLService interface {
+	Status(ctx context.Context, taskID string) (reputation.Status, error)
+	Report(ctx context.Context, taskID string, verdictType reputation.Category, option reputation.ReportOption) error
+}
+
+// SandboxService is what /scan needs of the sandbox (*sandbox.Client).
+type SandboxService interface {
+	Status(ctx context.Context, id string) (sandbox.Status, error)
+	TaskInfo(ctx context.Context, id string) (*sandbox.Task, error)
+	FileView(ctx context.Context, hash string) (*sandbox.File, error)
+	SearchTasks(ctx context.Context, hash string) ([]sandbox.Task, error)
+	SimpleReport(ctx context.Context, id string) (*sandbox.Report, error)
+}
+
+// State is what /scan reads and changes in the store (*store.DB).
+type State interface {
+	RecentCards(channel string, n int) ([]*store.CardRecord, error)
+	History(target string) ([]store.Verdict, error)
+	Reports(target string) ([]store.Report, error)
+	RecordReport(r store.Report) error
+	TargetOfTask(taskID string) (string, error)
+	ChannelMode(channel string) (string, error)
+	SetChannelMode(channel, mode string) error
+	Allow(domain, by string) error
+	Disallow(domain string) (bool, error)
+	AllowList() ([]store.AllowEntry, error)
+}
+
+// Responder answers the user privately (through the command's response_url).
+type Responder func(ctx context.Context, req *Request, text string) error
+
+// Scan holds what the /scan subcommands use.
+type Scan struct {
+	Links       *links.Policy
+	Scanner     URLScanner
+	URLs        URLService
+	Sandbox     SandboxService // nil when no sandbox is configured
+	State       State
+	Access      *Access
+	Respond     Responder
+	DefaultMode string
+	// AllowChanged is called after the runtime allowlist changed.
+	AllowChanged func()
+	Now          func() time.Time
+}
+
+// NewScanRegistry builds the /scan registry with its handlers. With a nil
+// Scan it still builds (for the manifest check), with handlers that fail.
+func NewScanRegistry(s *Scan) *Registry {
+	if s == nil {
+		s = &Scan{}
+	}
+	r := NewRegistry("/scan")
+	r.Register(&Command{Name: "", Usage: "<url> [<url>…]", Description: "scan links now and post the card here",
+		MinArgs: 1, MaxArgs: 10, Handler: s.scanURLs, Examples: []string{"/scan https://login.example.com/verify"}})
+	r.Register(&Command{Name: "status", Usage: "<task_id>", Description: "state of a URL or sandbox task",
+		MinArgs: 1, MaxArgs: 1, Handler: s.status})
+	r.Register(&Command{Name: "hash", Usage: "<md5|sha1|sha256>", Description: "what the sandbox knows of a file",
+		MinArgs: 1, MaxArgs: 1, Handler: s.hash})
+	r.Register(&Command{Name: "report", Usage: "<task_id> <category> fp|fn|restore", Description: "report a verdict (restore: admins)",
+		MinArgs: 3, MaxArgs: 3, Handler: s.report, Examples: []string{"/scan report 5a57…d5 phishing fp"}})
+	r.Register(&Command{Name: "recent", Usage: "[n]", Description: "the last verdicts seen in this channel",
+		MaxArgs: 1, Handler: s.recent})
+	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "every verdict and report for a link or task",
+		MinArgs: 1, MaxArgs: 1, Handler: s.history})
+	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose]", Description: "show or set this channel's mode (admins set)",
+		MaxArgs: 1, Admin: AdminToChange, Handler: s.channel})
+	r.Register(&Command{Name: "allow", Usage: "add|remove|list [domain]", Description: "the runtime allowlist (admins change)",
+		MinArgs: 1, MaxArgs: 2, Admin: AdminToChange, Handler: s.allow})
+	r.Register(&Command{Name: "help", Description: "this help", MaxArgs: -1, Handler: func(ctx context.Context, req *Request) error {
+		return s.Respond(ctx, req, r.Help())
+	}})
+	return r
+}
+
+func (s *Scan) now() time.Time {
+	if s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
+}
+
+// scanURLs is /scan <url>…: every word must be a URL that may be sent;
+// nothing is sent when one is not valid.
+func (s *Scan) scanURLs(ctx context.Context, req *Request) error {
+	var targets []links.Target
+	var skipped []links.Skipped
+	var bad []string
+	for _, raw := range req.Args {
+		u := raw
+		if !strings.Contains(u, "://") {
+			u = "https://" + u
+		}
+		norm, err := links.Normalize(u)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("`%s` is not a link I can check (%v)", links.DefangTruncate(raw, 80), cleanErr(err)))
+			continue
+		}
+		if reason, ok := s.Links.Check(norm); !ok {
+			skipped = append(skipped, links.Skipped{URL: norm, Reason: reason})
+			continue
+		}
+		targets = append(targets, links.Target{URL: norm, Raw: raw})
+	}
+	if len(bad) > 0 {
+		return userErr("Nothing was scanned: %s.", strings.Join(bad, "; "))
+	}
+	if len(targets) == 0 {
+		var why []string
+		for _, sk := range skipped {
+			why = append(why, fmt.Sprintf("`%s`: %s", links.DefangTruncate(sk.URL, 80), sk.Reason.Text()))
+		}
+		return userErr("Nothing to scan: %s. Such links are never sent to the service.", strings.Join(why, "; "))
+	}
+	if err := s.Scanner.ScanRequest(ctx, req.Channel, req.User, targets, skipped); err != nil {
+		return err
+	}
+	return s.Respond(ctx, req, fmt.Sprintf("Scanning %d link(s); the card will appear in this channel.", len(targets)))
+}
+
+func cleanErr(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "links: ")
+	return msg
+}
+
+var (
+	urlTaskRe     = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
+	sandboxTaskRe = regexp.MustCompile(`^[0-9]{1,12}$`)
+	hexRe         = regexp.MustCompile(`^[0-9a-fA-F]+$`)
+)
+
+// taskKind says which service a task id belongs to: URL tasks are 32 hex
+// characters, sandbox tasks decimal numbers.
+func taskKind(id string) string {
+	switch {
+	case urlTaskRe.MatchString(id):
+		return "url"
+	case sandboxTaskRe.MatchString(id):
+		return "sandbox"
+	}
+	return ""
+}
+
+func (s *Scan) status(ctx context.Context, req *Request) error {
+	id := req.Args[0]
+	switch taskKind(id) {
+	case "url":
+		st, err := s.URLs.Status(ctx, id)
+		if err != nil {
+			return serviceErr("URL service", err, id)
+		}
+		return s.Respond(ctx, req, fmt.Sprintf("URL task `%s`: *%s*.", id, st))
+	case "sandbox":
+		if s.Sandbox == nil {
+			return userErr("No sandbox service is configured, so there is no sandbox task `%s` to look up.", id)
+		}
+		st, err := s.Sandbox.Status(ctx, id)
+		if err != nil {
+			return serviceErr("sandbox", err, id)
+		}
+		text := fmt.Sprintf("Sandbox task `%s`: *%s*.", id, st)
+		if info, err := s.Sandbox.TaskInfo(ctx, id); err == nil {
+			text += fmt.Sprintf(" Added %s", orDash(string(info.AddedOn)))
+			if info.StartedOn.Set() {
+				text += ", started " + string(info.StartedOn)
+			}
+			if info.CompletedOn.Set() {
+				text += ", completed " + string(info.CompletedOn)
+			}
+			text += " (the sandbox's clock)."
+		}
+		return s.Respond(ctx, req, text)
+	}
+	return userErr("`%s` is not a task id: URL tasks are 32 hexadecimal characters, sandbox tasks are numbers.", truncate(id, 80))
+}
+
+func (s *Scan) hash(ctx context.Context, req *Request) error {
+	h := strings.ToLower(req.Args[0])
+	if !hexRe.MatchString(h) || (len(h) != 32 && len(h) != 40 && len(h) != 64) {
+		return userErr("`%s` is not a hash: give an MD5 (32), SHA-1 (40) or SHA-256 (64) hexadecimal digest.", truncate(req.Args[0], 80))
+	}
+	if s.Sandbox == nil {
+		return userErr("No sandbox service is configured.")
+	}
+	f, err := s.Sandbox.FileView(ctx, h)
+	if errors.Is(err, sandbox.ErrSampleNotFound) {
+		return s.Respond(ctx, req, fmt.Sprintf("The sandbox has never seen a file with hash `%s`.", h))
+	}
+	if err != nil {
+		return serviceErr("sandbox", err, "")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*File* `%s` — %s, %d bytes\nmd5 `%s` · sha1 `%s`\nsha256 `%s`\n", h, orDash(f.FileType), f.FileSize, f.MD5, f.SHA1, f.SHA256)
+	tasks, err := s.Sandbox.SearchTasks(ctx, h)
+	if err != nil {
+		return serviceErr("sandbox", err, "")
+	}
+	fmt.Fprintf(&b, "%d task(s)", len(tasks))
+	for i, t := range tasks {
+		if i == 5 {
+			fmt.Fprintf(&b, ", …")
+			break
+		}
+		fmt.Fprintf(&b, "%s `%s` %s (added %s)", sep(i), t.ID, orDash(string(t.Status)), orDash(string(t.AddedOn)))
+	}
+	b.WriteString("\n")
+	for _, t := range tasks { // newest first: the newest with a report
+		r, err := s.Sandbox.SimpleReport(ctx, t.ID)
+		if err != nil {
+			continue
+		}
+		level := verdict.MalscoreLevel(r.MalScore)
+		fmt.Fprintf(&b, "Newest report: task `%s`, malscore *%.1f*/10 (%s)", t.ID, r.MalScore, level)
+		if r.MalFamily != "" {
+			fmt.Fprintf(&b, ", family *%s*", r.MalFamily)
+		}
+		b.WriteString(".")
+		break
+	}
+	return s.Respond(ctx, req, b.String())
+}
+
+func sep(i int) string {
+	if i == 0 {
+		return ":"
+	}
+	return ","
+}
+
+func (s *Scan) report(ctx context.Context, req *Request) error {
+	id, catWord, option := req.Args[0], req.Args[1], strings.ToLower(req.Args[2])
+	if taskKind(id) != "url" {
+		return userErr("`%s` is not a URL task id (32 hexadecimal characters); reports are for URL verdicts.", truncate(id, 80))
+	}
+	cat, err := verdict.ParseCategory(catWord)
+	if err != nil {
+		return userErr("`%s` is not a category: use phishing, advertising, malicious or illegal.", truncate(catWord, 40))
+	}
+	if option != "fp" && option != "fn" && option != "restore" {
+		return userErr("`%s` is not a report: use fp (false positive), fn (false negative) or restore.", truncate(option, 20))
+	}
+	if !s.Access.CanReport(req.User, option) {
+		if option == "restore" {
+			return userErr("Only admins can restore a verdict.")
+		}
+		return userErr("Only admins can report verdicts in this workspace.")
+	}
+	rerr := s.URLs.Report(ctx, id, reputation.Category(cat), reputation.ReportOption(option))
+	rec := store.Report{TaskID: id, User: req.User, Option: option, Category: cat, At: s.now(), Card: store.CardRef{Channel: req.Channel}}
+	if target, err := s.State.TargetOfTask(id); err == nil {
+		rec.Target = target
+	}
+	if rerr != nil {
+		var ae *apiclient.APIError
+		if !errors.As(rerr, &ae) || errors.Is(rerr, reputation.ErrTaskNotFound) {
+			return serviceErr("URL service", rerr, id)
+		}
+		rec.Outcome = ae.Message
+	}
+	if rec.Target != "" {
+		_ = s.State.RecordReport(rec)
+	}
+	if rerr != nil {
+		return userErr("The URL service did not accept the report: %s.", rec.Outcome)
+	}
+	return s.Respond(ctx, req, fmt.Sprintf("Reported %s (%s) for task `%s`.", optionWords[option], cat, id))
+}
+
+func (s *Scan) recent(ctx context.Context, req *Request) error {
+	n := 5
+	if len(req.Args) == 1 {
+		v, err := strconv.Atoi(req.Args[0])
+		if err != nil || v < 1 || v > 20 {
+			return userErr("`%s`: give a number from 1 to 20.", truncate(req.Args[0], 20))
+		}
+		n = v
+	}
+	cards, err := s.State.RecentCards(req.Channel, n)
+	if err != nil {
+		return err
+	}
+	if len(cards) == 0 {
+		return s.Respond(ctx, req, "No verdicts in this channel yet.")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*The last %d verdict(s) in this channel:*\n", len(cards))
+	for _, rec := range cards {
+		c := rec.Card
+		when := rec.Updated.UTC().Format("2006-01-02 15:04 UTC")
+		var targets []string
+		for i, l := range c.Lines {
+			if i == 3 {
+				targets = append(targets, fmt.Sprintf("+%d more", len(c.Lines)-3))
+				break
+			}
+			targets = append(targets, "`"+links.DefangTruncate(l.Target, 60)+"`")
+		}
+		level := c.Level().String()
+		if !c.Final {
+			level = "scanning"
+		}
+		fmt.Fprintf(&b, "• *%s* · %s · %s\n", level, strings.Join(targets, ", "), when)
+	}
+	return s.Respond(ctx, req, b.String())
+}
+
+func (s *Scan) history(ctx context.Context, req *Request) error {
+	arg := req.Args[0]
+	target := ""
+	if k := taskKind(arg); k != "" {
+		t, err := s.State.TargetOfTask(arg)
+		if err != nil {
+			return userErr("I have no record of task `%s`.", arg)
+		}
+		target = t
+	} else {
+		u := arg
+		if !strings.Contains(u, "://") {
+			u = "https://" + u
+		}
+		norm, err := links.Normalize(u)
+		if err != nil {
+			return userErr("`%s` is neither a task id nor a link I can read (%v).", links.DefangTruncate(arg, 80), cleanErr(err))
+		}
+		target = norm
+	}
+	hist, err := s.State.History(target)
+	if err != nil {
+		return err
+	}
+	reports, err := s.State.Reports(target)
+	if err != nil {
+		return err
+	}
+	if len(hist) == 0 && len(reports) == 0 {
+		return s.Respond(ctx, req, fmt.Sprintf("No verdicts recorded for `%s`.", links.DefangTruncate(target, 120)))
+	}
+	type entry struct {
+		at   time.Time
+		text string
+	}
+	var entries []entry
+	for _, v := range hist {
+		text := fmt.Sprintf("*%s* (%s, task `%s`)", v.Level, v.Source, v.TaskID)
+		if v.Kind == "file" {
+			text += fmt.Sprintf(", malscore %.1f", v.MalScore)
+		} else if v.Category != "" {
+			text += fmt.Sprintf(", %s %.0f%%", v.Category, v.Scores[v.Category]*100)
+		}
+		entries = append(entries, entry{v.At, text})
+	}
+	for _, r := range reports {
+		text := fmt.Sprintf("<@%s> reported %s (%s)", r.User, optionWords[r.Option], r.Category)
+		if r.Outcome != "" {
+			text += ", refused: " + r.Outcome
+		}
+		entries = append(entries, entry{r.At, text})
+	}
+	// Oldest first.
+	for i := 1; i < len(entries); i++ {
+		for j := i; j > 0 && entries[j].at.Before(entries[j-1].at); j-- {
+			entries[j], entries[j-1] = entries[j-1], entries[j]
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*History of* `%s`\n", links.DefangTruncate(target, 120))
+	for i, e := range entries {
+		if i == 40 {
+			fmt.Fprintf(&b, "… and %d more\n", len(entries)-40)
+			break
+		}
+		fmt.Fprintf(&b, "• %s — %s\n", e.at.UTC().Format("2006-01-02 15:04 UTC"), e.text)
+	}
+	return s.Respond(ctx, req, b.String())
+}
+
+func (s *Scan) channel(ctx context.Context, req *Request) error {
+	current, err := s.State.ChannelMode(req.Channel)
+	if err != nil {
+		return err
+	}
+	if len(req.Args) == 0 {
+		if current == "" {
+			return s.Respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*.", s.DefaultMode))
+		}
+		return s.Respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*.", current))
+	}
+	mode := strings.ToLower(req.Args[0])
+	switch mode {
+	case "on":
+		mode = s.DefaultMode
+		if mode == "off" {
+			mode = "quiet"
+		}
+	case "off", "quiet", "verbose":
+	default:
+		return userErr("`%s` is not a mode: use on, off, quiet or verbose.", truncate(req.Args[0], 20))
+	}
+	if !s.Access.IsAdmin(req.User) {
+		return userErr("Only admins can change this channel's mode.")
+	}
+	if err := s.State.SetChannelMode(req.Channel, mode); err != nil {
+		return err
+	}
+	return s.Respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
+}
+
+func (s *Scan) allow(ctx context.Context, req *Request) error {
+	verb := strings.ToLower(req.Args[0])
+	switch verb {
+	case "list":
+		list, err := s.State.AllowList()
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			return s.Respond(ctx, req, "The runtime allowlist is empty (Slack's own domains and VERDICTBOT_ALLOW_DOMAINS always apply).")
+		}
+		var b strings.Builder
+		b.WriteString("*Runtime allowlist* (subdomains included):\n")
+		for _, e := range list {
+			fmt.Fprintf(&b, "• `%s` — added by <@%s> %s\n", e.Domain, e.By, e.At.UTC().Format("2006-01-02"))
+		}
+		return s.Respond(ctx, req, b.String())
+	case "add", "remove":
+	default:
+		return userErr("`%s`: use `/scan allow add <domain>`, `/scan allow remove <domain>` or `/scan allow list`.", truncate(req.Args[0], 20))
+	}
+	if len(req.Args) != 2 {
+		return userErr("Which domain? `/scan allow %s <domain>`.", verb)
+	}
+	if !s.Access.IsAdmin(req.User) {
+		return userErr("Only admins can change the allowlist.")
+	}
+	domain, err := links.NormalizeDomain(req.Args[1])
+	if err != nil {
+		return userErr("`%s` is not a domain I can allow (%v).", truncate(req.Args[1], 80), cleanErr(err))
+	}
+	if ps, _ := publicsuffix.PublicSuffix(domain); ps == domain {
+		return userErr("`%s` is not a domain I can allow: it is a public suffix, which would allow every site under it.", domain)
+	}
+	if verb == "add" {
+		if err := s.State.Allow(domain, req.User); err != nil {
+			return err
+		}
+	} else {
+		found, err := s.State.Disallow(domain)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return userErr("`%s` is not on the runtime allowlist.", domain)
+		}
+	}
+	if s.AllowChanged != nil {
+		s.AllowChanged()
+	}
+	if verb == "add" {
+		return s.Respond(ctx, req, fmt.Sprintf("Links to `%s` and its subdomains are no longer sent for scanning.", domain))
+	}
+	return s.Respond(ctx, req, fmt.Sprintf("`%s` was removed from the allowlist; its links are scanned again.", domain))
+}
+
+// serviceErr turns a service failure into an answer.
+func serviceErr(service string, err error, id string) error {
+	var ae *apiclient.APIError
+	switch {
+	case errors.Is(err, reputation.ErrTaskNotFound), errors.Is(err, sandbox.ErrTaskDoesNotExist), errors.Is(err, sandbox.ErrTaskNotFound):
+		return userErr("The %s has no task `%s`.", service, id)
+	case errors.As(err, &ae):
+		return userErr("The %s said: %s.", service, ae.Message)
+	}
+	switch apiclient.ReasonOf(err) {
+	case apiclient.ReasonRateLimited, apiclient.ReasonQuota:
+		return userErr("The %s is rate limiting us; try again in a minute.", service)
+	case apiclient.ReasonAuth:
+		return userErr("The %s refused our API key; tell the bot's operators.", service)
+	}
+	return userErr("The %s could not be reached; try again later.", service)
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "—"
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

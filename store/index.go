@@ -1,0 +1,61 @@
+package store
+
+import "strings"
+
+// bTasks maps a task id to its target, for lookups by task id
+// (/scan history <task_id>, /scan report). Task ids of the two services do
+// not collide (32 hex characters vs decimal numbers).
+const bTasks = "tasks"
+
+func init() { buckets = append(buckets, bTasks) }
+
+func indexTask(t txn, taskID, target string) error {
+	if taskID == "" || target == "" {
+		return nil
+	}
+	return t.put(bTasks, taskID, []byte(target))
+}
+
+// TargetOfTask returns the target a task analysed, or ErrNotFound.
+func (db *DB) TargetOfTask(taskID string) (string, error) {
+	var target string
+	err := db.be.view(func(t txn) error {
+		v := t.get(bTasks, strings.TrimSpace(taskID))
+		if v == nil {
+			return ErrNotFound
+		}
+		target = string(v)
+		return nil
+	})
+	return target, err
+}
+
+// RecentCards returns up to n cards of a channel, newest message first.
+// Only their keys are read until the last n are known, so the cost is
+// small even for channels with many cards.
+func (db *DB) RecentCards(channel string, n int) ([]*CardRecord, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	var out []*CardRecord
+	err := db.be.view(func(t txn) error {
+		p := channel + "/"
+		var keys []string
+		t.scan(bCards, p, prefixEnd(p), func(k string, _ []byte) bool {
+			keys = append(keys, k)
+			return true
+		})
+		for i := len(keys) - 1; i >= 0 && len(out) < n; i-- {
+			rec, err := getCard(t, keys[i])
+			if err != nil {
+				return err
+			}
+			if len(rec.Card.Lines) == 0 && len(rec.Card.Skipped) == 0 {
+				continue
+			}
+			out = append(out, rec)
+		}
+		return nil
+	})
+	return out, err
+}
