@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -85,6 +86,7 @@ type Config struct {
 	ServiceCAFile        string  `envconfig:"VERDICTBOT_SERVICE_CA_FILE"`
 	ServiceInsecureTLS   bool    `envconfig:"VERDICTBOT_SERVICE_INSECURE_TLS" default:"false"`
 
+	HTTPAddr  string `envconfig:"VERDICTBOT_HTTP_ADDR" default:"127.0.0.1:8080"`
 	LogLevel  string `envconfig:"VERDICTBOT_LOG_LEVEL" default:"info"`
 	LogFormat string `envconfig:"VERDICTBOT_LOG_FORMAT" default:"text"`
 
@@ -272,6 +274,11 @@ func (c *Config) Validate(needSlack bool) error {
 	if c.ServiceCAFile != "" {
 		if _, err := os.Stat(c.ServiceCAFile); err != nil {
 			return fmt.Errorf("VERDICTBOT_SERVICE_CA_FILE: %v", err)
+		}
+	}
+	if c.HTTPAddr != "off" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			return fmt.Errorf("VERDICTBOT_HTTP_ADDR=%q: want host:port (e.g. 127.0.0.1:8080), or off", c.HTTPAddr)
 		}
 	}
 	switch strings.ToLower(c.LogLevel) {

@@ -33,6 +33,7 @@ const usage = `verdictbot scans links and files shared in Slack channels.
 Usage:
   verdictbot run                                  connect to Slack (settings from the environment)
   verdictbot sim [--addr 127.0.0.1:8099] [flags]   serve a simulator of both analysis services
+  verdictbot healthcheck [addr]                   exit 0 if /healthz answers (for container health checks)
   verdictbot version                              print version and commit
 
 Run "verdictbot <command> -h" for the flags of a command.
@@ -45,13 +46,37 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The first SIGINT/SIGTERM cancels ctx: intake stops, work in flight
+	// reaches the store, and the process exits within 10 s. A second one
+	// exits at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-finished:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "verdictbot: second signal: exiting now")
+			os.Exit(130)
+		case <-finished:
+		}
+	}()
 
 	var err error
 	switch args[0] {
 	case "run":
 		err = runBot(ctx, args[1:], stderr)
+	case "healthcheck":
+		err = runHealthcheck(ctx, args[1:], stdout)
 	case "sim":
 		err = runSim(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":

@@ -62,7 +62,7 @@ func TestKill9InTheMiddleOf100AnalysesThenRestart(t *testing.T) {
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey,
 		"VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_CHANNEL_MODE": "quiet",
 		"VERDICTBOT_REPUTATION_RUN_RATE": "500", "VERDICTBOT_REPUTATION_REPORT_RATE": "500",
-		"VERDICTBOT_LOG_FORMAT": "json",
+		"VERDICTBOT_LOG_FORMAT": "json", "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0",
 	}
 	first := startProcess(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -190,7 +190,7 @@ func TestCorruptStoreStopsStartUpWithAClearLine(t *testing.T) {
 	fake := slackfake.Start(t)
 	_, base := sim.Start(t, sim.Config{})
 	for k, v := range map[string]string{"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
-		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": dir} {
+		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": dir, "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0"} {
 		t.Setenv(k, v)
 	}
 	var stdout, stderr bytes.Buffer

@@ -21,6 +21,7 @@ import (
 	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/metrics"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
@@ -61,6 +62,7 @@ type app struct {
 	scan     *commands.Scan
 	slash    *commands.Slash
 	allow    atomic.Pointer[[]string]
+	metrics  *metrics.Metrics
 	recheck  *scan.Recheck
 	feedback *commands.Feedback
 	bot      *bot.Bot
@@ -79,6 +81,25 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	a := &app{cfg: cfg, log: log, db: db}
+	a.metrics = metrics.New(
+		func() int {
+			if a.bot == nil {
+				return 0
+			}
+			return a.bot.QueueDepth()
+		},
+		func() int {
+			n := 0
+			if a.urls != nil {
+				n += a.urls.InFlight()
+			}
+			if a.files != nil {
+				f, _ := a.files.InFlight()
+				n += f
+			}
+			return n
+		},
+		func() bool { ok, _ := a.ready(); return ok })
 	a.api = slack.New(cfg.SlackBotToken.Reveal(),
 		slack.OptionAppLevelToken(cfg.SlackAppToken.Reveal()),
 		slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
@@ -89,6 +110,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			apiclient.Limit{Rate: cfg.ReputationRunRate, Burst: max(1, int(cfg.ReputationRunRate))},
 			apiclient.Limit{Rate: cfg.ReputationReportRate, Burst: max(1, int(cfg.ReputationReportRate*2))}),
 		reputation.WithLogger(log.With("service", "reputation")),
+		reputation.WithObserver(a.metrics.ServiceEvent),
 	}
 	if cfg.ServiceCAFile != "" {
 		repOpts = append(repOpts, reputation.WithCAFile(cfg.ServiceCAFile))
@@ -109,6 +131,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Thresholds: cfg.thresholds,
 		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline},
 		Logger:     log.With("component", "scan"),
+		OnDone:     a.metrics.URLDone,
 	})
 	a.loadAllowlist()
 	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains,
@@ -118,7 +141,8 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		return nil, fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
 	}
 	a.cards = bot.NewCards(db)
-	a.poster = notify.NewPoster(a.api, notify.PosterOptions{Logger: log.With("component", "notify")})
+	a.poster = notify.NewPoster(a.api, notify.PosterOptions{Logger: log.With("component", "notify"),
+		OnCall: func(method string, err error, _ time.Duration) { a.metrics.SlackCall(method, notify.ErrorCode(err)) }})
 	access := &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins"}
 	a.feedback = &commands.Feedback{Cards: a.cards, Rep: rep, Poster: a.poster, Access: access,
 		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
@@ -144,7 +168,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 				_ = a.poster.Ephemeral(ctx, p.Channel.ID, p.User.ID, msg)
 			}
 		},
-	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot")})
+	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot"), Observer: a.metrics})
 	a.bot.SetJournal(db)
 	a.messages = &bot.Messages{
 		Self:          a.bot.Identity,
@@ -170,7 +194,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	announcer := &bot.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
 	a.recheck = &scan.Recheck{Store: db, URLs: a.urls, Schedule: store.Schedule(cfg.RecheckAfter), Max: cfg.RecheckMax,
-		OnChange: announcer.Announce, Log: log.With("component", "recheck")}
+		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck")}
 	return a, nil
 }
 
@@ -191,6 +215,7 @@ func (a *app) wireFiles() error {
 			apiclient.Limit{Rate: cfg.SandboxRunRate, Burst: max(1, int(cfg.SandboxRunRate))},
 			apiclient.Limit{Rate: cfg.SandboxReportRate, Burst: max(1, int(cfg.SandboxReportRate*2))}),
 		sandbox.WithLogger(log.With("service", "sandbox")),
+		sandbox.WithObserver(a.metrics.ServiceEvent),
 	}
 	if cfg.ServiceCAFile != "" {
 		sbOpts = append(sbOpts, sandbox.WithCAFile(cfg.ServiceCAFile))
@@ -220,10 +245,20 @@ func (a *app) wireFiles() error {
 		Wait:   sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
 		Memory: &bot.FileMemory{DB: a.db, Log: log.With("component", "store")},
 		Logger: log.With("component", "files"),
+		OnDone: a.metrics.FileDone,
 	})
 	files.Check = a.files
 	a.scan.Sandbox = sb
 	return nil
+}
+
+// ready reports whether the bot can do its job: Socket Mode connected and
+// the store open (it is, while the app exists).
+func (a *app) ready() (bool, string) {
+	if a.bot == nil || !a.bot.Connected() {
+		return false, "Socket Mode is not connected"
+	}
+	return true, ""
 }
 
 // interaction routes block actions (feedback buttons) and the "Scan this
@@ -347,6 +382,16 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.pruneEvents(bg) }()
 	waitRecheck := a.startRecheck(bg)
+	if cfg.HTTPAddr != "off" {
+		ops, err := startOps(cfg.HTTPAddr, a.metrics, a.ready, log)
+		if err != nil {
+			stopBG()
+			waitRecheck()
+			bgDone.Wait()
+			return err
+		}
+		defer ops.shutdown()
+	}
 
 	log.Info("starting verdictbot", "version", version, "mode", cfg.ChannelMode, "slack_api", cfg.SlackAPIURL)
 	// Run returns when ctx ends (SIGTERM) or on a fatal error. It stops

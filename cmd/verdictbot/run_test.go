@@ -82,6 +82,7 @@ func startBotWith(t testing.TB, env map[string]string, simCfg sim.Config, withSa
 		"VERDICTBOT_ADMINS":       adminUser,
 		"VERDICTBOT_DATA_DIR":     t.TempDir(),
 		"VERDICTBOT_LOG_LEVEL":    "debug",
+		"VERDICTBOT_HTTP_ADDR":    "127.0.0.1:0",
 	}
 	if withSandbox {
 		settings["SANDBOX_URL"] = base
@@ -467,7 +468,7 @@ func TestFatalAuthExitsNonZeroWithAClearLine(t *testing.T) {
 	fake.Fail("auth.test", 0, "invalid_auth")
 	_, base := sim.Start(t, sim.Config{})
 	for k, v := range map[string]string{"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
-		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": t.TempDir()} {
+		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0"} {
 		t.Setenv(k, v)
 	}
 	var stdout, stderr bytes.Buffer

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/verdictbot/verdictbot/metrics"
+)
+
+// opsServer serves /healthz, /readyz and /metrics on VERDICTBOT_HTTP_ADDR.
+type opsServer struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// startOps listens on addr and serves until Shutdown. ready reports whether
+// Socket Mode is connected and the store is open.
+func startOps(addr string, m *metrics.Metrics, ready func() (bool, string), log *slog.Logger) (*opsServer, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ok, why := ready()
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ready: %s\n", why)
+			return
+		}
+		io.WriteString(w, "ready\n")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("VERDICTBOT_HTTP_ADDR=%s: %w", addr, err)
+	}
+	s := &opsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("health and metrics server stopped", "error", err)
+		}
+	}()
+	log.Info("serving health and metrics", "addr", ln.Addr().String())
+	return s, nil
+}
+
+// Addr is the address actually listened on.
+func (s *opsServer) Addr() string { return s.ln.Addr().String() }
+
+func (s *opsServer) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+}
+
+// runHealthcheck is `verdictbot healthcheck`: for container health checks
+// (distroless images have no shell or curl). It exits 0 when /healthz
+// answers 200 on VERDICTBOT_HTTP_ADDR.
+func runHealthcheck(ctx context.Context, args []string, stdout io.Writer) error {
+	addr := os.Getenv("VERDICTBOT_HTTP_ADDR")
+	if addr == "" {
+		addr = defaultHTTPAddr
+	}
+	if len(args) > 0 {
+		addr = args[0]
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("VERDICTBOT_HTTP_ADDR=%q: %w", addr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("unhealthy: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("unhealthy: HTTP %d", resp.StatusCode)
+	}
+	fmt.Fprintln(stdout, "healthy")
+	return nil
+}
+
+const defaultHTTPAddr = "127.0.0.1:8080"
+
+var _ = strings.TrimSpace

@@ -1,0 +1,171 @@
+// Package metrics defines verdictbot's Prometheus metrics and the hooks that
+// feed them. Keep the names in sync with the README's metrics table.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// Metrics holds the collectors. Create it with New.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	envelopes    *prometheus.CounterVec
+	dropped      *prometheus.CounterVec
+	ackLatency   prometheus.Histogram
+	scans        *prometheus.CounterVec
+	statusPolls  *prometheus.HistogramVec
+	levels       *prometheus.CounterVec
+	serviceErrs  *prometheus.CounterVec
+	requests     *prometheus.CounterVec
+	budgetWaits  *prometheus.CounterVec
+	budgetWaited *prometheus.CounterVec
+	slackCalls   *prometheus.CounterVec
+	slackErrors  *prometheus.CounterVec
+	rechecks     *prometheus.CounterVec
+	flips        prometheus.Counter
+	recheckTime  prometheus.Histogram
+}
+
+const ns = "verdictbot"
+
+// New registers every metric (and the Go and process collectors) in a new
+// registry. queueDepth, inFlight and ready are read at scrape time.
+func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics {
+	r := prometheus.NewRegistry()
+	m := &Metrics{Registry: r}
+	f := func(c prometheus.Collector) { r.MustRegister(c) }
+	m.envelopes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "envelopes_total",
+		Help: "Socket Mode envelopes acked, by type (events_api, slash_commands, interactive, bad_message) and result."}, []string{"type", "result"})
+	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "envelopes_dropped_total",
+		Help: "Envelopes acked but not handled, by kind and reason (duplicate, undecodable, queue_full)."}, []string{"kind", "reason"})
+	m.ackLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "ack_latency_seconds",
+		Help:    "Time from receiving an envelope to acking it (journal write included).",
+		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 3}})
+	m.scans = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "scans_total",
+		Help: "Finished analyses, by service (reputation, sandbox) and outcome (ok, cached, reused, failed)."}, []string{"service", "outcome"})
+	m.statusPolls = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "status_polls_per_task",
+		Help: "Status calls made for one analysis.", Buckets: []float64{1, 2, 3, 5, 8, 12, 16, 24, 32, 64}}, []string{"service"})
+	m.levels = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "verdicts_total",
+		Help: "Verdicts, by kind (url, file) and level."}, []string{"kind", "level"})
+	m.serviceErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "service_errors_total",
+		Help: "Failed requests to the analysis services, by service, operation and reason (api, auth, rate_limited, quota, client, server, bad_body, transport, timeout)."}, []string{"service", "op", "reason"})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "service_requests_total",
+		Help: "Requests to the analysis services, by service, operation and budget."}, []string{"service", "op", "budget"})
+	m.budgetWaits = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rate_limit_waits_total",
+		Help: "Requests that waited for the client-side budget, by service and budget (run, report)."}, []string{"service", "budget"})
+	m.budgetWaited = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rate_limit_wait_seconds_total",
+		Help: "Time spent waiting for the client-side budget."}, []string{"service", "budget"})
+	m.slackCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slack_api_calls_total",
+		Help: "Slack Web API calls made to post and update cards, by method."}, []string{"method"})
+	m.slackErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slack_api_errors_total",
+		Help: "Slack Web API errors, by method and Slack error code (ratelimited for 429)."}, []string{"method", "error"})
+	m.rechecks = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "recheck_runs_total",
+		Help: "Recheck runs, by result (ran, skipped: the previous run was still going)."}, []string{"result"})
+	m.flips = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "recheck_flips_total",
+		Help: "Verdicts a recheck changed."})
+	m.recheckTime = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "recheck_run_seconds",
+		Help: "Duration of recheck runs.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 12)})
+	for _, c := range []prometheus.Collector{m.envelopes, m.dropped, m.ackLatency, m.scans, m.statusPolls, m.levels,
+		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.recheckTime} {
+		f(c)
+	}
+	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
+		Help: "Slack payloads waiting for a worker."}, func() float64 { return float64(queueDepth()) }))
+	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "analyses_in_flight",
+		Help: "URL and file analyses running or queued."}, func() float64 { return float64(inFlight()) }))
+	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "ready",
+		Help: "1 when Socket Mode is connected and the store is open."}, func() float64 {
+		if ready() {
+			return 1
+		}
+		return 0
+	}))
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Envelope implements bot.Observer.
+func (m *Metrics) Envelope(kind string, ack time.Duration, err error) {
+	result := "acked"
+	if err != nil {
+		result = "ack_failed"
+	}
+	m.envelopes.WithLabelValues(kind, result).Inc()
+	m.ackLatency.Observe(ack.Seconds())
+}
+
+// Dropped implements bot.Observer.
+func (m *Metrics) Dropped(kind, reason string) { m.dropped.WithLabelValues(kind, reason).Inc() }
+
+// ServiceEvent is the analysis clients' Observe hook.
+func (m *Metrics) ServiceEvent(e apiclient.Event) {
+	if e.IsWait {
+		m.budgetWaits.WithLabelValues(e.Service, string(e.Budget)).Inc()
+		m.budgetWaited.WithLabelValues(e.Service, string(e.Budget)).Add(e.Wait.Seconds())
+		return
+	}
+	m.requests.WithLabelValues(e.Service, e.Op, string(e.Budget)).Inc()
+	if e.Reason != apiclient.ReasonNone {
+		m.serviceErrs.WithLabelValues(e.Service, e.Op, string(e.Reason)).Inc()
+	}
+}
+
+// URLDone records a finished URL analysis (scan.URLOptions.OnDone).
+func (m *Metrics) URLDone(v scan.URLVerdict) {
+	outcome := "ok"
+	if v.Err != nil {
+		outcome = "failed"
+	}
+	m.scans.WithLabelValues("reputation", outcome).Inc()
+	if v.Polls > 0 {
+		m.statusPolls.WithLabelValues("reputation").Observe(float64(v.Polls))
+	}
+	m.levels.WithLabelValues("url", v.Level.Key()).Inc()
+}
+
+// FileDone records a finished file analysis (scan.FileOptions.OnDone).
+func (m *Metrics) FileDone(v scan.FileVerdict) {
+	outcome := "ok"
+	switch {
+	case v.Err != nil:
+		outcome = "failed"
+	case v.Level == verdict.Skipped:
+		outcome = "skipped"
+	case v.Reused:
+		outcome = "reused"
+	}
+	m.scans.WithLabelValues("sandbox", outcome).Inc()
+	if v.Polls > 0 {
+		m.statusPolls.WithLabelValues("sandbox").Observe(float64(v.Polls))
+	}
+	m.levels.WithLabelValues("file", v.Level.Key()).Inc()
+}
+
+// SlackCall is notify.PosterOptions.OnCall. code is the Slack error code
+// ("" on success).
+func (m *Metrics) SlackCall(method, code string) {
+	m.slackCalls.WithLabelValues(method).Inc()
+	if code != "" {
+		m.slackErrors.WithLabelValues(method, code).Inc()
+	}
+}
+
+// RecheckRun is scan.Recheck.OnRun.
+func (m *Metrics) RecheckRun(st scan.RunStats) {
+	if st.Skipped {
+		m.rechecks.WithLabelValues("skipped").Inc()
+		return
+	}
+	m.rechecks.WithLabelValues("ran").Inc()
+	m.flips.Add(float64(st.Changed))
+	m.recheckTime.Observe(st.Took.Seconds())
+}
