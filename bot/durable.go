@@ -91,14 +91,16 @@ func (m *URLMemory) Submitted(url, taskID string) {
 // Finished records a verdict in the target's history (a failed analysis
 // leaves the history alone) and forgets the submission.
 func (m *URLMemory) Finished(v scan.URLVerdict, source string) {
-	if err := m.DB.DeleteAnalysis(serviceReputation, v.URL); err != nil {
-		m.warn("could not clear a finished submission", err)
-	}
 	if v.Err != nil {
+		if err := m.DB.DeleteAnalysis(serviceReputation, v.URL); err != nil {
+			m.warn("could not clear a finished submission", err)
+		}
 		return
 	}
-	_, _, err := m.DB.RecordVerdict(store.Verdict{Target: v.URL, Kind: "url", TaskID: v.TaskID, Level: v.Level,
-		Category: v.Category, Scores: v.Scores, At: v.CheckedAt, Source: source}, nil, m.Schedule, source == "recheck")
+	// One transaction: the verdict is recorded and the submission forgotten
+	// together, or neither (a restart then resumes the task).
+	_, _, err := m.DB.FinishAnalysis(serviceReputation, store.Verdict{Target: v.URL, Kind: "url", TaskID: v.TaskID, Level: v.Level,
+		Category: v.Category, Scores: v.Scores, At: v.CheckedAt, Source: source}, m.Schedule, source == "recheck")
 	if err != nil {
 		m.warn("could not record a verdict", err)
 	}
@@ -220,14 +222,14 @@ func (m *FileMemory) LastTask(sha256 string) string {
 
 // Finished records a file verdict and forgets the upload.
 func (m *FileMemory) Finished(v scan.FileVerdict, source string) {
-	if err := m.DB.DeleteAnalysis(serviceSandbox, v.SHA256); err != nil {
-		m.warn("could not clear a finished upload", err)
-	}
 	if v.Err != nil || v.SHA256 == "" || v.Level == verdict.Skipped {
+		if err := m.DB.DeleteAnalysis(serviceSandbox, v.SHA256); err != nil {
+			m.warn("could not clear a finished upload", err)
+		}
 		return
 	}
-	_, _, err := m.DB.RecordVerdict(store.Verdict{Target: v.SHA256, Kind: "file", TaskID: v.TaskID, Level: v.Level,
-		MalScore: v.MalScore, Family: v.Family, At: v.CheckedAt, Source: source}, nil, nil, false)
+	_, _, err := m.DB.FinishAnalysis(serviceSandbox, store.Verdict{Target: v.SHA256, Kind: "file", TaskID: v.TaskID, Level: v.Level,
+		MalScore: v.MalScore, Family: v.Family, At: v.CheckedAt, Source: source}, nil, false)
 	if err != nil {
 		m.warn("could not record a file verdict", err)
 	}

@@ -308,3 +308,19 @@ func TestTaskIndexAndRecentCards(t *testing.T) {
 		}
 	})
 }
+
+func TestFinishAnalysisRecordsAndForgetsTogether(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *DB, c *clock) {
+		db.PutAnalysis(Analysis{Service: "reputation", Target: "https://a.test/", TaskID: "t1"})
+		tg, prev, err := db.FinishAnalysis("reputation", Verdict{Target: "https://a.test/", Kind: "url", TaskID: "t1", Level: verdict.Malicious}, Schedule{time.Hour}, false)
+		if err != nil || prev != verdict.Pending || tg.Level != verdict.Malicious {
+			t.Fatalf("%+v %v %v", tg, prev, err)
+		}
+		if _, err := db.Analysis("reputation", "https://a.test/"); !errors.Is(err, ErrNotFound) {
+			t.Fatal("the submission is still in flight")
+		}
+		if h, _ := db.History("https://a.test/"); len(h) != 1 {
+			t.Fatalf("history %+v", h)
+		}
+	})
+}

@@ -115,6 +115,17 @@ func (s Schedule) next(t *Target) time.Time {
 // by schedule. recheck marks v as the result of a recheck, which advances
 // the schedule. It returns the target as saved and its previous level.
 func (db *DB) RecordVerdict(v Verdict, card *CardRef, schedule Schedule, recheck bool) (Target, verdict.Level, error) {
+	return db.recordVerdict("", v, card, schedule, recheck)
+}
+
+// FinishAnalysis records the verdict of a submission and forgets the
+// submission in one transaction, so a crash never leaves neither (which
+// would make a restart submit the target again).
+func (db *DB) FinishAnalysis(service string, v Verdict, schedule Schedule, recheck bool) (Target, verdict.Level, error) {
+	return db.recordVerdict(service, v, nil, schedule, recheck)
+}
+
+func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule Schedule, recheck bool) (Target, verdict.Level, error) {
 	if v.At.IsZero() {
 		v.At = db.now()
 	}
@@ -122,6 +133,11 @@ func (db *DB) RecordVerdict(v Verdict, card *CardRef, schedule Schedule, recheck
 	var saved Target
 	var prev verdict.Level
 	err := db.be.update(func(t txn) error {
+		if finished != "" {
+			if err := t.del(bAnalyses, analysisKey(finished, v.Target)); err != nil {
+				return err
+			}
+		}
 		var tg Target
 		if raw := t.get(bTargets, v.Target); raw != nil {
 			if err := dec(raw, &tg); err != nil {
