@@ -5,6 +5,11 @@ package commands
 
 import "slices"
 
+// ShortcutScanMessage is the callback id of the "Scan this message" message
+// shortcut. It is the contract with manifest.yaml: keep them in sync (the
+// manifest test checks it).
+const ShortcutScanMessage = "scan_message"
+
 // Access decides who may do what. Admins are VERDICTBOT_ADMINS (user ids);
 // when ReportersAdminsOnly is set, only admins may report fp/fn.
 type Access struct {

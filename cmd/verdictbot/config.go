@@ -51,6 +51,7 @@ type Config struct {
 
 	DataDir         string        `envconfig:"VERDICTBOT_DATA_DIR" default:"./data"`
 	Admins          []string      `envconfig:"VERDICTBOT_ADMINS"`
+	AdminGroup      string        `envconfig:"VERDICTBOT_ADMIN_GROUP"`
 	Reporters       string        `envconfig:"VERDICTBOT_REPORTERS" default:"anyone"`
 	ChannelMode     string        `envconfig:"VERDICTBOT_CHANNEL_MODE" default:"quiet"`
 	AllowDomains    []string      `envconfig:"VERDICTBOT_ALLOW_DOMAINS"`
@@ -223,6 +224,9 @@ func (c *Config) Validate(needSlack bool) error {
 		if !isUserID(id) {
 			return fmt.Errorf("VERDICTBOT_ADMINS: %q is not a Slack user id (U… or W…)", id)
 		}
+	}
+	if c.AdminGroup != "" && (len(c.AdminGroup) < 3 || c.AdminGroup[0] != 'S' || strings.ToUpper(c.AdminGroup) != c.AdminGroup) {
+		return fmt.Errorf("VERDICTBOT_ADMIN_GROUP=%q: want a user group id (S…), not a handle", c.AdminGroup)
 	}
 	if c.MaxLinks < 1 || c.MaxLinks > 40 {
 		return fmt.Errorf("VERDICTBOT_MAX_LINKS=%d: want 1 to 40 (a card holds at most 50 blocks)", c.MaxLinks)

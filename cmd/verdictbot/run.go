@@ -63,9 +63,11 @@ type app struct {
 	slash    *commands.Slash
 	allow    atomic.Pointer[[]string]
 	metrics  *metrics.Metrics
-	recheck  *scan.Recheck
-	feedback *commands.Feedback
-	bot      *bot.Bot
+	// adminGroup resolves VERDICTBOT_ADMIN_GROUP (nil when not set).
+	adminGroup *commands.AdminGroup
+	recheck    *scan.Recheck
+	feedback   *commands.Feedback
+	bot        *bot.Bot
 }
 
 func apiURL(u string) string {
@@ -144,6 +146,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.poster = notify.NewPoster(a.api, notify.PosterOptions{Logger: log.With("component", "notify"),
 		OnCall: func(method string, err error, _ time.Duration) { a.metrics.SlackCall(method, notify.ErrorCode(err)) }})
 	access := &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins"}
+	if cfg.AdminGroup != "" {
+		a.adminGroup = &commands.AdminGroup{Group: cfg.AdminGroup, API: a.api, Log: log.With("component", "admins")}
+		access.IsGroupAdmin = a.adminGroup.IsMember
+	}
 	a.feedback = &commands.Feedback{Cards: a.cards, Rep: rep, Poster: a.poster, Access: access,
 		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
 		Recorded: func(c *notify.Card, line int, r notify.Report) {
@@ -264,7 +270,7 @@ func (a *app) ready() (bool, string) {
 // interaction routes block actions (feedback buttons) and the "Scan this
 // message" shortcut.
 func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback) {
-	if cb.Type == slack.InteractionTypeMessageAction && cb.CallbackID == "scan_message" {
+	if cb.Type == slack.InteractionTypeMessageAction && cb.CallbackID == commands.ShortcutScanMessage {
 		channel := cb.Channel.ID
 		msg := cb.Message.Msg
 		if msg.Timestamp == "" {
@@ -393,6 +399,15 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		defer ops.shutdown()
 	}
 
+	if a.adminGroup != nil {
+		if err := a.adminGroup.Start(bg); err != nil {
+			stopBG()
+			waitRecheck()
+			bgDone.Wait()
+			return fmt.Errorf("VERDICTBOT_ADMIN_GROUP=%s: %w", cfg.AdminGroup, err)
+		}
+		defer a.adminGroup.Stop()
+	}
 	log.Info("starting verdictbot", "version", version, "mode", cfg.ChannelMode, "slack_api", cfg.SlackAPIURL)
 	// Run returns when ctx ends (SIGTERM) or on a fatal error. It stops
 	// intake and gives queued jobs a few seconds; everything acked is in

@@ -63,11 +63,22 @@ func startBot(t testing.TB, env map[string]string, simCfg sim.Config, opts ...sl
 	return startBotWith(t, env, simCfg, false, opts...)
 }
 
+// seedSlack, when set, prepares the fake Slack before the bot starts.
+type seedSlack func(*slackfake.Server)
+
 // startBotWith is startBot, optionally with the sandbox service (on the
 // same simulator) configured.
 func startBotWith(t testing.TB, env map[string]string, simCfg sim.Config, withSandbox bool, opts ...slackfake.Option) *harness {
 	t.Helper()
+	return startBotSeeded(t, env, simCfg, withSandbox, nil, opts...)
+}
+
+func startBotSeeded(t testing.TB, env map[string]string, simCfg sim.Config, withSandbox bool, seed seedSlack, opts ...slackfake.Option) *harness {
+	t.Helper()
 	fake := slackfake.Start(t, opts...)
+	if seed != nil {
+		seed(fake)
+	}
 	if simCfg.Profile == (sim.Profile{}) {
 		simCfg.Profile = quickProfile
 	}

@@ -179,3 +179,11 @@ func TestScanThisMessageShortcutWorksInOffChannels(t *testing.T) {
 	}
 	_ = reputation.StatusCompleted
 }
+
+func TestAdminGroupMembersAreAdmins(t *testing.T) {
+	const bob = "U0BOB"
+	h := startBotSeeded(t, map[string]string{"VERDICTBOT_ADMIN_GROUP": "S0SECOPS"}, sim.Config{}, false,
+		func(f *slackfake.Server) { f.AddUserGroup("S0SECOPS", "secops", bob) })
+	mustContain(t, h.slash(bob, "channel verbose"), "now *verbose*")
+	mustContain(t, h.slash(alice, "channel quiet"), "Only admins can change")
+}
