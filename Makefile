@@ -6,14 +6,24 @@ COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 FUZZTIME ?= 30s
 SIM_ADDR ?= 127.0.0.1:8099
+# make bench BENCH=Extract   runs only the benchmarks matching the regexp.
+BENCH    ?= .
+# make docker tags the image $(IMAGE):$(VERSION).
+IMAGE    ?= verdictbot
 
-.PHONY: help build test test-short lint bench fuzz sim clean
+.PHONY: help build run demo test test-short lint bench cover fuzz sim docker clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build bin/verdictbot (static)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/verdictbot ./cmd/verdictbot
+
+run: ## run the bot against Slack (settings from the environment, see README)
+	$(GO) run ./cmd/verdictbot run
+
+demo: ## try it without Slack or API keys (verdictbot shell)
+	$(GO) run ./cmd/verdictbot shell
 
 test: ## vet, then every test with the race detector (fuzz seeds included)
 	$(GO) vet $(PKGS)
@@ -26,8 +36,12 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-bench: ## run the benchmarks (figures go in docs/PERFORMANCE.md)
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+bench: ## run the benchmarks matching BENCH (default all; figures in docs/PERFORMANCE.md)
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)
+
+cover: ## tests with coverage into coverage.out; prints the total
+	$(GO) test -count=1 -coverprofile=coverage.out $(PKGS)
+	@$(GO) tool cover -func=coverage.out | tail -n 1
 
 fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
@@ -38,5 +52,9 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 sim: ## serve the simulator of both services on SIM_ADDR
 	$(GO) run ./cmd/verdictbot sim --addr $(SIM_ADDR)
 
+docker: ## build the container image IMAGE:VERSION (needs a Docker engine)
+	@docker info >/dev/null 2>&1 || { echo "make docker needs a running Docker engine (docker info failed)"; exit 1; }
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE):$(VERSION) .
+
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin coverage.out

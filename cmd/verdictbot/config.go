@@ -133,7 +133,7 @@ func checkUnknown(cfg *Config) error {
 	known := knownSettings()
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "VERDICTBOT_") || slices.Contains(known, name) {
+		if !strings.HasPrefix(name, "VERDICTBOT_") || slices.Contains(known, name) || kubernetesServiceVar(name) {
 			continue
 		}
 		msg := fmt.Sprintf("unknown setting %s", name)
@@ -143,6 +143,15 @@ func checkUnknown(cfg *Config) error {
 		return errors.New(msg)
 	}
 	return nil
+}
+
+// kubernetesServiceVar reports whether name looks like one of the variables
+// Kubernetes adds for every Service in the namespace (for a Service named
+// verdictbot-metrics: VERDICTBOT_METRICS_SERVICE_HOST, _SERVICE_PORT,
+// _PORT, _PORT_8080_TCP…), which are not settings.
+func kubernetesServiceVar(name string) bool {
+	return strings.HasSuffix(name, "_SERVICE_HOST") || strings.HasSuffix(name, "_SERVICE_PORT") ||
+		strings.Contains(name, "_SERVICE_PORT_") || strings.HasSuffix(name, "_PORT") || strings.Contains(name, "_PORT_")
 }
 
 // knownSettings lists every VERDICTBOT_* name Config reads.

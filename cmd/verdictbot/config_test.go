@@ -120,3 +120,14 @@ func TestREADMEListsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+func TestKubernetesServiceVariablesAreNotUnknownSettings(t *testing.T) {
+	setEnv(t, validEnv)
+	setEnv(t, map[string]string{
+		"VERDICTBOT_METRICS_SERVICE_HOST": "10.0.0.1", "VERDICTBOT_METRICS_SERVICE_PORT": "8080",
+		"VERDICTBOT_METRICS_PORT": "tcp://10.0.0.1:8080", "VERDICTBOT_METRICS_PORT_8080_TCP_ADDR": "10.0.0.1",
+	})
+	if _, err := loadConfig(); err != nil {
+		t.Fatal(err)
+	}
+}
