@@ -107,17 +107,20 @@ func (m *Messages) Wait() {
 func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, meta Meta) {
 	m.init()
 	if ev.ChannelType == "im" || ev.ChannelType == "mpim" || ev.ChannelType == "app_home" {
+		meta.done()
 		return // direct messages are never scanned
 	}
 	msg := ev.Message
 	if msg == nil {
+		meta.done()
 		return
 	}
 	switch ev.SubType {
 	case "", "thread_broadcast", "bot_message", "file_share", "me_message":
 	case "message_changed":
 		if ev.PreviousMessage != nil && links.SameLinks(ev.PreviousMessage, msg) {
-			return // an unfurl, a reaction, or an edit that kept the links
+			meta.done()
+			return // an unfurl, a reaction, an edit that kept the links, our own card update
 		}
 	case "message_deleted":
 		m.deleted(ctx, ev)
