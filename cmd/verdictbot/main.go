@@ -32,6 +32,10 @@ const usage = `verdictbot scans links and files shared in Slack channels.
 
 Usage:
   verdictbot run                                  connect to Slack (settings from the environment)
+  verdictbot shell                                chat with the bot in the terminal, no Slack needed (built-in
+                                                  simulator unless REPUTATION_URL / SANDBOX_URL are set)
+  verdictbot check [--json] [--sim] <url|file>…   scan links and files once, for scripts and CI; exit status
+                                                  0 clean, 1 suspicious, 2 malicious, 3 could not check, 4 usage
   verdictbot sim [--addr 127.0.0.1:8099] [flags]   serve a simulator of both analysis services
   verdictbot healthcheck [addr]                   exit 0 if /healthz answers (for container health checks)
   verdictbot version                              print version and commit
@@ -77,6 +81,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runBot(ctx, args[1:], stderr)
 	case "healthcheck":
 		err = runHealthcheck(ctx, args[1:], stdout)
+	case "shell":
+		err = runShell(ctx, args[1:], stdin, stdout, stderr)
+	case "check":
+		return runCheck(ctx, args[1:], stdout, stderr) // its own exit statuses (check.go)
 	case "sim":
 		err = runSim(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":

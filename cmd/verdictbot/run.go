@@ -382,6 +382,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	defer a.db.Close()
+	if hook := appHook(ctx); hook != nil {
+		hook(a) // verdictbot shell reads the cards from a.db (shell.go)
+	}
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	var bgDone sync.WaitGroup

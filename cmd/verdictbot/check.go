@@ -1,0 +1,518 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	stdlog "log"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/publicsuffix"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
+	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// Exit statuses of `verdictbot check`.
+const (
+	checkExitClean      = 0 // every target clean or skipped
+	checkExitSuspicious = 1
+	checkExitMalicious  = 2
+	checkExitUnknown    = 3 // at least one could not be checked (and none is worse)
+	checkExitUsage      = 4 // bad flags or settings: nothing was checked
+)
+
+const checkUsage = `Usage: verdictbot check [--json] [--sim] [--timeout d] <url|file>…
+
+Checks each argument once and prints its verdict, one line per target (or a
+JSON array with --json):
+  - an existing local file goes to the sandbox: looked up by its sha256
+    first, uploaded only when the sandbox does not know it;
+  - anything else is a link for the URL reputation service: http(s)://…,
+    or host/path for https://host/path (a bare name must end in a real
+    top-level domain; write https://… for others, e.g. .test hosts).
+Private and internal hosts (RFC 1918, loopback, .local, .internal, single
+labels, VERDICTBOT_INTERNAL_DOMAINS) and allowlisted domains are never sent,
+nor are empty files and files over VERDICTBOT_MAX_FILE_BYTES: they are
+printed as skipped and do not raise the exit status.
+
+The services are REPUTATION_URL / REPUTATION_API_KEY and SANDBOX_URL /
+SANDBOX_API_KEY, with the VERDICTBOT_* settings the bot uses (thresholds,
+internal and allowed domains, deadlines, size limit, rates); --sim uses a
+built-in simulator of both instead.
+
+Exit status: that of the worst verdict, in the order the bot's cards use
+(malicious > suspicious > could not check > clean > skipped):
+  0  every target is clean, or skipped
+  1  suspicious
+  2  malicious
+  3  could not check (service error, timeout, failed analysis, not a link)
+  4  usage or configuration error: nothing was checked
+
+Flags:
+`
+
+// checkResult is one target's verdict, as --json prints it.
+type checkResult struct {
+	Target string `json:"target"` // the argument as given
+	Kind   string `json:"kind"`   // "url" or "file"
+	// URL is the normalised link sent to (or withheld from) the service.
+	URL string `json:"url,omitempty"`
+	// Level is clean, suspicious, malicious, unknown (could not check) or
+	// skipped (not sent on purpose).
+	Level    string             `json:"level"`
+	Category string             `json:"category,omitempty"`
+	Scores   map[string]float64 `json:"scores,omitempty"`   // 0–1, URLs
+	MalScore *float64           `json:"malscore,omitempty"` // 0–10, files
+	Family   string             `json:"family,omitempty"`
+	SHA256   string             `json:"sha256,omitempty"`
+	TaskID   string             `json:"task_id,omitempty"`
+	// Reused is true when the service already had an analysis (a file it
+	// knew by hash).
+	Reused  bool   `json:"reused,omitempty"`
+	Problem string `json:"problem,omitempty"` // why it was not or could not be checked
+
+	level verdict.Level
+}
+
+// runCheck is `verdictbot check`; it returns the exit status.
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verdictbot check", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are printed below, in one line
+	asJSON := fs.Bool("json", false, "print a JSON array of results instead of one line per target")
+	useSim := fs.Bool("sim", false, "use a built-in simulator of both services, whose analyses take about a second (REPUTATION_URL and SANDBOX_URL are ignored)")
+	timeout := fs.Duration("timeout", 0, "how long one analysis may take (default: VERDICTBOT_URL_DEADLINE for links, VERDICTBOT_SANDBOX_DEADLINE for files)")
+	fs.Usage = func() {}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "verdictbot check: "+format+"\n", a...)
+		return checkExitUsage
+	}
+	targets, err := parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stderr, checkUsage)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		return checkExitClean
+	case err != nil:
+		return fail("%v (verdictbot check -h for help)", err)
+	case len(targets) == 0:
+		return fail("give at least one URL or file (verdictbot check -h for help)")
+	case *timeout < 0:
+		return fail("--timeout must not be negative")
+	}
+
+	cfg, err := loadConfig()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if *useSim {
+		base, stop, err := startLocalSim(sim.Config{Profile: simQuickProfile})
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer stop()
+		cfg.ReputationURL, cfg.ReputationAPIKey = base, shellSimKey
+		cfg.SandboxURL, cfg.SandboxAPIKey = base, shellSimKey
+	}
+	if err := cfg.Validate(false); err != nil {
+		return fail("%v", err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	if os.Getenv("VERDICTBOT_LOG_LEVEL") != "" {
+		logger = newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.ReputationAPIKey, cfg.SandboxAPIKey)
+	}
+	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains, MaxLinks: cfg.MaxLinks})
+	if err != nil {
+		return fail("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %v", err)
+	}
+
+	results := make([]checkResult, len(targets))
+	var urlIdx, fileIdx []int
+	for i, arg := range targets {
+		results[i] = classify(arg, policy)
+		switch {
+		case results[i].level != verdict.Pending:
+		case results[i].Kind == "url":
+			urlIdx = append(urlIdx, i)
+		default:
+			fileIdx = append(fileIdx, i)
+		}
+	}
+	if len(urlIdx) > 0 && (cfg.ReputationURL == "" || cfg.ReputationAPIKey == "") {
+		return fail("REPUTATION_URL and REPUTATION_API_KEY must be set to check links (or use --sim)")
+	}
+	if len(fileIdx) > 0 && (cfg.SandboxURL == "" || cfg.SandboxAPIKey == "") {
+		return fail("SANDBOX_URL and SANDBOX_API_KEY must be set to check files (or use --sim)")
+	}
+
+	var wg sync.WaitGroup
+	if len(urlIdx) > 0 {
+		urls, err := checkURLPipeline(cfg, *timeout, logger)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer urls.Close()
+		for _, i := range urlIdx {
+			wg.Go(func() { results[i] = urlResult(results[i], urls.Check(ctx, results[i].URL, scan.CheckOptions{})) })
+		}
+	}
+	if len(fileIdx) > 0 {
+		paths := make([]string, len(fileIdx))
+		for n, i := range fileIdx {
+			paths[n] = targets[i]
+		}
+		lf, err := serveLocalFiles(paths)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer lf.close()
+		files, err := checkFilePipeline(cfg, lf, *timeout, logger)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer files.Close()
+		for n, i := range fileIdx {
+			ref, err := lf.ref(n)
+			if err != nil {
+				results[i].level, results[i].Problem = verdict.Unknown, err.Error()
+				continue
+			}
+			wg.Go(func() { results[i] = fileResult(results[i], files.Check(ctx, ref, scan.FileCheckOptions{})) })
+		}
+	}
+	wg.Wait()
+
+	levels := make([]verdict.Level, len(results))
+	for i := range results {
+		if results[i].level == verdict.Pending {
+			results[i].level = verdict.Unknown // not expected: never report it as clean
+		}
+		results[i].Level = results[i].level.Key()
+		levels[i] = results[i].level
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(results)
+	} else {
+		for _, r := range results {
+			fmt.Fprintln(stdout, r.text())
+		}
+	}
+	switch verdict.Worst(levels...) {
+	case verdict.Malicious:
+		return checkExitMalicious
+	case verdict.Suspicious:
+		return checkExitSuspicious
+	case verdict.Unknown:
+		return checkExitUnknown
+	}
+	return checkExitClean
+}
+
+// parseInterleaved parses flags placed before, between or after the
+// arguments; after "--" everything is an argument.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var out []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(out, rest...), nil
+		}
+		if len(rest) == 0 {
+			return out, nil
+		}
+		out = append(out, rest[0])
+		args = rest[1:]
+	}
+}
+
+// classify decides what an argument is: a file, a link to send, or a
+// link that is not sent (Skipped) or cannot be (Unknown). Targets to
+// check are left Pending.
+func classify(arg string, policy *links.Policy) checkResult {
+	r := checkResult{Target: arg, Kind: "url"}
+	hasScheme := strings.Contains(arg, "://")
+	if !hasScheme {
+		if st, err := os.Stat(arg); err == nil {
+			r.Kind = "file"
+			if !st.Mode().IsRegular() {
+				r.level, r.Problem = verdict.Unknown, "not a regular file"
+			}
+			return r
+		}
+		if looksLikePath(arg) {
+			r.Kind, r.level, r.Problem = "file", verdict.Unknown, "no such file"
+			return r
+		}
+	}
+	u := arg
+	if !hasScheme {
+		u = "https://" + arg
+	}
+	norm, err := links.Normalize(u)
+	switch {
+	case !hasScheme && (err != nil || !icannHost(norm)):
+		// A missing "dist/app.exe" must not become a lookup of
+		// https://dist/app.exe: a bare name needs a real top-level domain.
+		r.Kind, r.level, r.Problem = "file", verdict.Unknown, "no such file (write https://… to check it as a link)"
+	case err != nil:
+		r.level, r.Problem = verdict.Unknown, "not a link I can check ("+strings.TrimPrefix(err.Error(), "links: ")+")"
+	default:
+		r.URL = norm
+		if reason, ok := policy.Check(norm); !ok {
+			r.level, r.Problem = verdict.Skipped, reason.Text()
+		}
+	}
+	return r
+}
+
+// looksLikePath: an argument written as a path, never a link.
+func looksLikePath(s string) bool {
+	return strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") ||
+		strings.HasPrefix(s, "~") || strings.ContainsRune(s, '\\') || s == "." || s == ".."
+}
+
+// icannHost reports whether a normalised URL's host is a name under an
+// ICANN top-level domain (an IP address counts).
+func icannHost(norm string) bool {
+	host := norm
+	if _, rest, ok := strings.Cut(host, "://"); ok {
+		host = rest
+	}
+	if i := strings.IndexAny(host, "/?#"); i >= 0 {
+		host = host[:i]
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	_, icann := publicsuffix.PublicSuffix(host)
+	_, err := publicsuffix.EffectiveTLDPlusOne(host) // a name under it, not "build" alone
+	return icann && err == nil
+}
+
+// checkURLPipeline is the bot's URL pipeline (without a store: nothing is
+// remembered between runs).
+func checkURLPipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*scan.URLs, error) {
+	opts := []reputation.Option{
+		reputation.WithRateLimits(
+			apiclient.Limit{Rate: cfg.ReputationRunRate, Burst: max(1, int(cfg.ReputationRunRate))},
+			apiclient.Limit{Rate: cfg.ReputationReportRate, Burst: max(1, int(cfg.ReputationReportRate*2))}),
+		reputation.WithLogger(log.With("service", "reputation")),
+	}
+	if cfg.ServiceCAFile != "" {
+		opts = append(opts, reputation.WithCAFile(cfg.ServiceCAFile))
+	}
+	if cfg.ServiceInsecureTLS {
+		opts = append(opts, reputation.WithInsecureTLS())
+	}
+	rep, err := reputation.New(cfg.ReputationURL, cfg.ReputationAPIKey.Reveal(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	deadline := cfg.URLDeadline
+	if timeout > 0 {
+		deadline = timeout
+	}
+	return scan.NewURLs(rep, scan.URLOptions{TTL: cfg.VerdictTTL, Thresholds: cfg.thresholds,
+		Wait: reputation.WaitOptions{Deadline: deadline}, Logger: log.With("component", "scan")}), nil
+}
+
+// checkFilePipeline is the bot's file pipeline, fed from lf instead of
+// Slack: the same download-and-hash, lookup by sha256, upload, wait and
+// report as for a file shared in a channel.
+func checkFilePipeline(cfg *Config, lf *localFiles, timeout time.Duration, log *slog.Logger) (*scan.Files, error) {
+	opts := []sandbox.Option{
+		sandbox.WithRateLimits(
+			apiclient.Limit{Rate: cfg.SandboxRunRate, Burst: max(1, int(cfg.SandboxRunRate))},
+			apiclient.Limit{Rate: cfg.SandboxReportRate, Burst: max(1, int(cfg.SandboxReportRate*2))}),
+		sandbox.WithLogger(log.With("service", "sandbox")),
+	}
+	if cfg.ServiceCAFile != "" {
+		opts = append(opts, sandbox.WithCAFile(cfg.ServiceCAFile))
+	}
+	if cfg.ServiceInsecureTLS {
+		opts = append(opts, sandbox.WithInsecureTLS())
+	}
+	sb, err := sandbox.New(cfg.SandboxURL, cfg.SandboxAPIKey.Reveal(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	dl, err := scan.NewDownloader(lf.token, lf.base+"/")
+	if err != nil {
+		return nil, err
+	}
+	deadline := cfg.SandboxDeadline
+	if timeout > 0 {
+		deadline = timeout
+	}
+	return scan.NewFiles(sb, dl, scan.FileOptions{
+		MaxBytes: cfg.MaxFileBytes, MaxScreenshots: -1, // no images needed
+		SkipTypes: []string{}, // Slack's document types do not apply to local files
+		Wait:      sandbox.WaitOptions{Deadline: deadline},
+		Logger:    log.With("component", "files"),
+	}), nil
+}
+
+// localFiles serves the files given on the command line to the file
+// pipeline, on a loopback port, to requests bearing a random token (the
+// pipeline's Downloader sends it to no other host).
+type localFiles struct {
+	base, token string
+	paths       []string
+	srv         *http.Server
+	done        chan struct{}
+}
+
+func serveLocalFiles(paths []string) (*localFiles, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("local file server: %w", err)
+	}
+	tok := make([]byte, 16)
+	_, _ = rand.Read(tok)
+	lf := &localFiles{base: "http://" + ln.Addr().String(), token: hex.EncodeToString(tok), paths: paths, done: make(chan struct{})}
+	lf.srv = &http.Server{Handler: http.HandlerFunc(lf.serve), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: stdlog.New(io.Discard, "", 0)}
+	go func() { defer close(lf.done); _ = lf.srv.Serve(ln) }()
+	return lf, nil
+}
+
+func (lf *localFiles) serve(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/f/"))
+	auth := []byte(r.Header.Get("Authorization"))
+	if r.Method != http.MethodGet || err != nil || n < 0 || n >= len(lf.paths) ||
+		subtle.ConstantTimeCompare(auth, []byte("Bearer "+lf.token)) != 1 {
+		http.NotFound(w, r)
+		return
+	}
+	f, err := os.Open(lf.paths[n])
+	if err != nil {
+		http.Error(w, "cannot read the file", http.StatusInternalServerError)
+		return
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil {
+		w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = io.Copy(w, f)
+}
+
+// ref is the pipeline's reference to file n.
+func (lf *localFiles) ref(n int) (scan.FileRef, error) {
+	path := lf.paths[n]
+	f, err := os.Open(path)
+	if err != nil {
+		return scan.FileRef{}, fmt.Errorf("cannot read the file: %v", errors.Unwrap(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return scan.FileRef{}, err
+	}
+	head := make([]byte, 512)
+	k, _ := io.ReadFull(f, head)
+	mimetype := "application/octet-stream"
+	if scan.LooksLikeHTML(head[:k]) {
+		mimetype = "text/html" // the file is HTML: not a sign-in page
+	}
+	return scan.FileRef{ID: "local-" + strconv.Itoa(n), Name: filepath.Base(path),
+		Filetype: strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")), Mimetype: mimetype,
+		Size: st.Size(), URLPrivateDownload: lf.base + "/f/" + strconv.Itoa(n)}, nil
+}
+
+func (lf *localFiles) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if lf.srv.Shutdown(ctx) != nil {
+		lf.srv.Close()
+	}
+	<-lf.done
+}
+
+func urlResult(r checkResult, v scan.URLVerdict) checkResult {
+	r.level, r.TaskID, r.Problem = v.Level, v.TaskID, v.Problem
+	if v.Level != verdict.Unknown && len(v.Scores) > 0 {
+		r.Category = string(v.Category)
+		r.Scores = map[string]float64{}
+		for c, s := range v.Scores {
+			r.Scores[string(c)] = s
+		}
+	}
+	return r
+}
+
+func fileResult(r checkResult, v scan.FileVerdict) checkResult {
+	r.level, r.TaskID, r.Problem, r.SHA256 = v.Level, v.TaskID, v.Problem, v.SHA256
+	r.Reused = v.Reused
+	if v.Level == verdict.Clean || v.Level == verdict.Suspicious || v.Level == verdict.Malicious {
+		score := v.MalScore
+		r.MalScore, r.Family = &score, v.Family
+	}
+	return r
+}
+
+// text is the one-line form: level, target, then scores or the problem.
+func (r checkResult) text() string {
+	target := termSafe(r.Target)
+	if r.Kind == "url" {
+		target = links.DefangTruncate(r.Target, 200)
+		if r.URL != "" {
+			target = links.DefangTruncate(r.URL, 200)
+		}
+	}
+	var details []string
+	switch {
+	case r.level == verdict.Skipped:
+		details = append(details, "not checked: "+r.Problem)
+	case r.level == verdict.Unknown:
+		details = append(details, r.Problem)
+	case r.Scores != nil:
+		for _, c := range verdict.Categories {
+			details = append(details, fmt.Sprintf("%s %d%%", c, int(math.Round(100*r.Scores[string(c)]))))
+		}
+	case r.MalScore != nil:
+		details = append(details, fmt.Sprintf("malscore %.1f/10", *r.MalScore))
+		if r.Family != "" {
+			details = append(details, "family "+termSafe(r.Family))
+		}
+	}
+	if r.TaskID != "" {
+		t := "task " + r.TaskID
+		if r.Reused {
+			t += " (already analysed)"
+		}
+		details = append(details, t)
+	}
+	return fmt.Sprintf("%-15s  %s  %s", strings.ToUpper(r.level.String()), target, strings.Join(details, " · "))
+}

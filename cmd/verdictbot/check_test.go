@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/verdictbot/verdictbot/sim"
+)
+
+// checkEnv clears the service settings (tests set what they need).
+func checkEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	settings := map[string]string{"REPUTATION_URL": "", "REPUTATION_API_KEY": "", "SANDBOX_URL": "", "SANDBOX_API_KEY": ""}
+	for k, v := range env {
+		settings[k] = v
+	}
+	for k, v := range settings {
+		t.Setenv(k, v)
+	}
+}
+
+func runCheckArgs(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = Main(append([]string{"check"}, args...), strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckExitStatusIsTheWorstVerdict(t *testing.T) {
+	checkEnv(t, nil)
+	eicarFile := writeFile(t, "eicar.com", eicar)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"clean", []string{"https://example.com/guide"}, 0, []string{"CLEAN            hxxps://example[.]com/guide  phishing 0% · advertising 0% · malicious 0% · illegal 0% · task "}},
+		{"suspicious", []string{"https://ads.tracker.test/banner"}, 1, []string{"SUSPICIOUS", "advertising 90%"}},
+		{"malicious", []string{"https://login.phish.test/verify"}, 2, []string{"MALICIOUS        hxxps://login[.]phish[.]test/verify  phishing 97%"}},
+		{"bare host/path", []string{"www.example.org/form"}, 0, []string{"CLEAN            hxxps://www[.]example[.]org/form"}},
+		{"timeout", []string{"--timeout", "2s", "https://pending.test/x"}, 3, []string{"COULD NOT CHECK  hxxps://pending[.]test/x  the URL service did not finish in time · task "}},
+		{"failed", []string{"https://fail.test/x"}, 3, []string{"COULD NOT CHECK", "fail[.]test"}},
+		{"private host", []string{"http://10.0.0.7/admin"}, 0, []string{"SKIPPED          hxxp://10[.]0[.]0[.]7/admin  not checked: private or reserved IP address"}},
+		{"malicious beats could not check", []string{"https://login.phish.test/a", "https://fail.test/b"}, 2, []string{"MALICIOUS", "COULD NOT CHECK"}},
+		{"suspicious beats could not check", []string{"https://ads.tracker.test/c", "https://fail.test/d"}, 1, []string{"SUSPICIOUS", "COULD NOT CHECK"}},
+		{"could not check beats clean", []string{"https://example.com/e", "https://fail.test/f"}, 3, []string{"CLEAN", "COULD NOT CHECK"}},
+		{"file", []string{eicarFile}, 2, []string{"MALICIOUS        " + eicarFile + "  malscore 10.0/10 · family EICAR · task "}},
+		{"missing file", []string{"./dist/app.exe", "dist/app.exe"}, 3, []string{"COULD NOT CHECK  ./dist/app.exe  no such file", "COULD NOT CHECK  dist/app.exe  no such file (write https://… to check it as a link)"}},
+		{"directory", []string{t.TempDir()}, 3, []string{"not a regular file"}},
+		{"not a link", []string{"https://exa mple/"}, 3, []string{"not a link I can check"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := runCheckArgs(append([]string{"--sim"}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errOut)
+			}
+			targets := len(tc.args)
+			if tc.args[0] == "--timeout" {
+				targets -= 2
+			}
+			if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != targets {
+				t.Errorf("want one line per target, got:\n%s", out)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("want %q (line %d) in:\n%s", w, i+1, out)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckUsageErrorsExit4(t *testing.T) {
+	checkEnv(t, nil)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "verdictbot check: give at least one URL or file"},
+		{[]string{"--bogus", "https://example.com/"}, "verdictbot check: flag provided but not defined: -bogus"},
+		{[]string{"--timeout", "-1s", "https://example.com/"}, "--timeout must not be negative"},
+		{[]string{"https://example.com/"}, "REPUTATION_URL and REPUTATION_API_KEY must be set to check links (or use --sim)"},
+		{[]string{"main_test.go"}, "SANDBOX_URL and SANDBOX_API_KEY must be set to check files (or use --sim)"},
+	} {
+		code, out, errOut := runCheckArgs(tc.args...)
+		if code != 4 || !strings.Contains(errOut, tc.want) || out != "" {
+			t.Errorf("check %q: exit %d, stdout %q, stderr %q; want 4 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	t.Setenv("VERDICTBOT_THRESHOLD_PHISING", "0.4,0.7")
+	if code, _, errOut := runCheckArgs("--sim", "https://example.com/"); code != 4 || !strings.Contains(errOut, "did you mean VERDICTBOT_THRESHOLD_PHISHING?") {
+		t.Errorf("a misspelt setting: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut := runCheckArgs("-h")
+	if code != 0 || !strings.Contains(errOut, "4  usage or configuration error") {
+		t.Errorf("-h: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestCheckJSON(t *testing.T) {
+	checkEnv(t, nil)
+	file := writeFile(t, "dropper.bin", "SIM:MALSCORE=4.5 SIM:FAMILY=Dropper")
+	code, out, errOut := runCheckArgs("--json", "--sim", "https://login.phish.test/verify", file, "http://localhost:8080/x",
+		"--timeout", "2s", "https://pending.test/j")
+	if code != 2 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d results:\n%s", len(got), out)
+	}
+	u, f, skip, pend := got[0], got[1], got[2], got[3]
+	if u["target"] != "https://login.phish.test/verify" || u["kind"] != "url" || u["level"] != "malicious" || u["category"] != "phishing" ||
+		u["scores"].(map[string]any)["phishing"] != 0.97 || len(u["task_id"].(string)) != 32 {
+		t.Errorf("url: %v", u)
+	}
+	if f["target"] != file || f["kind"] != "file" || f["level"] != "suspicious" || f["malscore"] != 4.5 || f["family"] != "Dropper" ||
+		f["task_id"] == nil || len(f["sha256"].(string)) != 64 {
+		t.Errorf("file: %v", f)
+	}
+	if skip["level"] != "skipped" || skip["problem"] != "internal or reserved host name" || skip["task_id"] != nil {
+		t.Errorf("skipped: %v", skip)
+	}
+	if pend["level"] != "unknown" || !strings.Contains(pend["problem"].(string), "did not finish in time") || pend["scores"] != nil {
+		t.Errorf("could not check: %v", pend)
+	}
+}
+
+// Against a simulator the test can see: files are looked up by hash before
+// any upload, HTML files are files (not a sign-in page), and skipped links
+// never reach the service.
+func TestCheckAgainstConfiguredServices(t *testing.T) {
+	srv, base := sim.Start(t, sim.Config{Profile: quickSandbox})
+	checkEnv(t, map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey})
+	sample := writeFile(t, "eicar.txt", eicar)
+	page := writeFile(t, "page.txt", "<!DOCTYPE html><html><body>hello</body></html>")
+	code, out, errOut := runCheckArgs(sample, page, "http://10.0.0.7/admin", "https://example.com/")
+	if code != 2 || !strings.Contains(out, "family EICAR") || strings.Contains(out, "already analysed") {
+		t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "CLEAN            "+page+"  malscore ") {
+		t.Errorf("the HTML file was not checked as a file:\n%s", out)
+	}
+	code, out, errOut = runCheckArgs(sample)
+	if code != 2 || !strings.Contains(out, "(already analysed)") {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if n := srv.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 2 {
+		t.Errorf("%d uploads for two distinct files checked three times, want 2", n)
+	}
+	if n := srv.Count(sim.ServiceReputation, sim.OpScan); n != 1 {
+		t.Errorf("%d URL submissions, want 1 (the private host is never sent)", n)
+	}
+	if tasks := srv.URLTasks("http://10.0.0.7/admin"); len(tasks) != 0 {
+		t.Errorf("the private host reached the service: %v", tasks)
+	}
+	if strings.Contains(out+errOut, e2eKey) {
+		t.Error("the key was printed")
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/verdictbot/verdictbot/sim"
+)
+
+// runShellScript runs `verdictbot shell` through Main, as `printf … |
+// verdictbot shell` would (stdin is not a terminal, so each line's cards
+// and answers are printed before the next line is read).
+func runShellScript(t *testing.T, env map[string]string, script string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	dir := t.TempDir()
+	settings := map[string]string{"VERDICTBOT_DATA_DIR": dir, "REPUTATION_URL": "", "REPUTATION_API_KEY": "",
+		"SANDBOX_URL": "", "SANDBOX_API_KEY": "", "NO_COLOR": ""}
+	for k, v := range env {
+		settings[k] = v
+	}
+	for k, v := range settings {
+		t.Setenv(k, v)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := os.ReadFile(filepath.Join(dir, "shell.log"))
+			t.Logf("shell.log:\n%s", logs)
+		}
+	})
+	var out, errOut bytes.Buffer
+	code = Main(append([]string{"shell"}, args...), strings.NewReader(script), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// inOrder fails unless the wants appear in s in this order.
+func inOrder(t *testing.T, s string, wants ...string) {
+	t.Helper()
+	at := 0
+	for _, w := range wants {
+		i := strings.Index(s[at:], w)
+		if i < 0 {
+			t.Fatalf("output lacks %q after byte %d:\n%s", w, at, s)
+		}
+		at += i + len(w)
+	}
+}
+
+func TestShellScriptedSession(t *testing.T) {
+	sample := filepath.Join(t.TempDir(), "invoice.exe")
+	if err := os.WriteFile(sample, []byte(eicar+" SIM:SHOTS=2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.Join([]string{
+		"fp 1", // no card yet
+		"/foo",
+		"look https://login.phish.test/verify",
+		"fp 1",
+		"fp 4",
+		"/scan help",
+		"file " + sample,
+		"file " + filepath.Join(t.TempDir(), "missing.bin"),
+		"docs at https://example.com/guide, thanks",
+		"/scan history https://login.phish.test/verify",
+	}, "\n") + "\n"
+	code, out, errOut := runShellScript(t, nil, script, "--sim-profile", "quick", "--wait", "20s")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
+	}
+	inOrder(t, out,
+		"you: fp 1", "! there is no card yet",
+		"you: /foo", "! only /scan is a command here",
+		// The phishing link: a card, scanning then the verdict, defanged.
+		"you: look https://login.phish.test/verify", "── card #1 ──",
+		"MALICIOUS — do not open", "1. MALICIOUS · hxxps://login[.]phish[.]test/verify", "[fp 1] [fn 1] [restore 1] (category: phishing)",
+		// fp 1: the audit line on the card, and the private confirmation
+		// (sent only once the service accepted the report).
+		"you: fp 1", "── card #1, updated ──", "@U0YOU reported a false positive (phishing)",
+		"» Thanks: A false positive (phishing) was reported to the URL service for task `",
+		"you: fp 4", "! card #1 has no fp button on line 4",
+		"you: /scan help", "» /scan — scan links", "/scan history",
+		// The file: its own card, then the screenshots in the thread.
+		"you: file "+sample, "── card #2 ──", "MALICIOUS — do not open", "file invoice.exe", "family EICAR",
+		"[screenshot 0001.jpg, 64×48 JPEG]", "[screenshot 0002.jpg, 64×48 JPEG]",
+		"you: file", "! stat ", "missing.bin: no such file or directory",
+		"you: docs at https://example.com/guide, thanks", "── card #3 ──", "CLEAN\n1 link: 1 clean\n1. CLEAN · hxxps://example[.]com/guide",
+		"you: /scan history https://login.phish.test/verify", "» History of `hxxps://login[.]phish[.]test/verify`",
+		"— malicious (scan, task", "@U0YOU reported a false positive (phishing)",
+	)
+	if strings.Contains(out, "\x1b") {
+		t.Error("escape sequences in plain output")
+	}
+	if strings.Count(out, "[screenshot ") != 2 {
+		t.Errorf("want 2 screenshots:\n%s", out)
+	}
+	if !strings.Contains(errOut, "URL service: built-in simulator; sandbox: built-in simulator; logs in ") {
+		t.Errorf("stderr: %q", errOut)
+	}
+	// Nothing but cards and answers on stdout: the logs went to the file.
+	if strings.Contains(out, "level=") {
+		t.Errorf("log lines on stdout:\n%s", out)
+	}
+}
+
+// With REPUTATION_URL and SANDBOX_URL set, the shell uses those services:
+// here a simulator the test can inspect, which must receive the report.
+func TestShellUsesTheConfiguredServices(t *testing.T) {
+	srv, base := sim.Start(t, sim.Config{Profile: quickSandbox})
+	env := map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey}
+	code, out, errOut := runShellScript(t, env, "see https://login.phish.test/account\nfp 1\nquit\nnever read\n")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
+	}
+	inOrder(t, out, "MALICIOUS", "@U0YOU reported a false positive (phishing)", "» Thanks:")
+	if strings.Contains(out, "never read") {
+		t.Error("lines after quit were read")
+	}
+	tasks := srv.URLTasks("https://login.phish.test/account")
+	if len(tasks) != 1 {
+		t.Fatalf("tasks %v", tasks)
+	}
+	task, _ := srv.URLTask(tasks[0])
+	if len(task.Dispositions) != 1 || task.Dispositions[0].Option != "fp" || task.Dispositions[0].VerdictType != "phishing" {
+		t.Fatalf("the report did not reach the service: %+v", task.Dispositions)
+	}
+	if !strings.Contains(errOut, "URL service: "+base) || strings.Contains(errOut, e2eKey) {
+		t.Errorf("stderr: %q", errOut)
+	}
+}
+
+func TestShellGivesUpWaitingAfterTheBound(t *testing.T) {
+	// pending.test never completes: at EOF the shell waits --wait, then
+	// says what is unfinished and exits 1.
+	code, out, errOut := runShellScript(t, nil, "https://pending.test/forever\n", "--sim-profile", "quick", "--wait", "2s")
+	if code != 1 || !strings.Contains(errOut, "verdictbot shell: gave up waiting after 2s: 1 card(s) still being analysed") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	inOrder(t, out, "── card #1 ──", "SCANNING…", "hxxps://pending[.]test/forever")
+}
+
+func TestShellRefusesAURLWithoutItsKey(t *testing.T) {
+	code, _, errOut := runShellScript(t, map[string]string{"REPUTATION_URL": "http://127.0.0.1:1/"}, "")
+	if code != 1 || !strings.Contains(errOut, "REPUTATION_API_KEY is not set (REPUTATION_URL is)") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runShellScript(t, nil, "", "--sim-profile", "slow")
+	if code != 2 || !strings.Contains(errOut, "Usage:") {
+		t.Fatalf("bad flag: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestDefaultConfigIsLoadConfigInAnEmptyEnvironment(t *testing.T) {
+	for _, name := range settingTags() {
+		t.Setenv(name, "") // restored after the test
+		os.Unsetenv(name)
+	}
+	loaded, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := defaultConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(loaded, def) {
+		t.Fatalf("defaultConfig differs from loadConfig's defaults:\n got %+v\nwant %+v", def, loaded)
+	}
+}
+
+func TestSlackTextIsWhatAClientSends(t *testing.T) {
+	for in, want := range map[string]string{
+		"look https://a.test/x?a=1&b=2, ok <b>": "look <https://a.test/x?a=1&amp;b=2>, ok &lt;b&gt;",
+		"(see http://b.test/p).":                "(see <http://b.test/p>).",
+		"no link & no <tag>":                    "no link &amp; no &lt;tag&gt;",
+	} {
+		if got := slackText(in); got != want {
+			t.Errorf("slackText(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"<@U0YOU> reported `x` &amp; <https://a.test|a link>\x1b[31m": "@U0YOU reported `x` & a link[31m",
+		"<#C0SEC|security> and <!here>":                               "#security and @here",
+	} {
+		if got := plainText(in); got != want {
+			t.Errorf("plainText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
