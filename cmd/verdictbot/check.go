@@ -24,7 +24,6 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
@@ -323,19 +322,7 @@ func icannHost(norm string) bool {
 // checkURLPipeline is the bot's URL pipeline (without a store: nothing is
 // remembered between runs).
 func checkURLPipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*scan.URLs, error) {
-	opts := []reputation.Option{
-		reputation.WithRateLimits(
-			apiclient.Limit{Rate: cfg.ReputationRunRate, Burst: max(1, int(cfg.ReputationRunRate))},
-			apiclient.Limit{Rate: cfg.ReputationReportRate, Burst: max(1, int(cfg.ReputationReportRate*2))}),
-		reputation.WithLogger(log.With("service", "reputation")),
-	}
-	if cfg.ServiceCAFile != "" {
-		opts = append(opts, reputation.WithCAFile(cfg.ServiceCAFile))
-	}
-	if cfg.ServiceInsecureTLS {
-		opts = append(opts, reputation.WithInsecureTLS())
-	}
-	rep, err := reputation.New(cfg.ReputationURL, cfg.ReputationAPIKey.Reveal(), opts...)
+	rep, err := newReputation(cfg, log, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -351,19 +338,7 @@ func checkURLPipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*sc
 // Slack: the same download-and-hash, lookup by sha256, upload, wait and
 // report as for a file shared in a channel.
 func checkFilePipeline(cfg *Config, lf *localFiles, timeout time.Duration, log *slog.Logger) (*scan.Files, error) {
-	opts := []sandbox.Option{
-		sandbox.WithRateLimits(
-			apiclient.Limit{Rate: cfg.SandboxRunRate, Burst: max(1, int(cfg.SandboxRunRate))},
-			apiclient.Limit{Rate: cfg.SandboxReportRate, Burst: max(1, int(cfg.SandboxReportRate*2))}),
-		sandbox.WithLogger(log.With("service", "sandbox")),
-	}
-	if cfg.ServiceCAFile != "" {
-		opts = append(opts, sandbox.WithCAFile(cfg.ServiceCAFile))
-	}
-	if cfg.ServiceInsecureTLS {
-		opts = append(opts, sandbox.WithInsecureTLS())
-	}
-	sb, err := sandbox.New(cfg.SandboxURL, cfg.SandboxAPIKey.Reveal(), opts...)
+	sb, err := newSandbox(cfg, log, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/commands"
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/metrics"
 	"github.com/verdictbot/verdictbot/notify"
@@ -107,20 +106,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	a.sm = socketmode.New(a.api)
 
-	repOpts := []reputation.Option{
-		reputation.WithRateLimits(
-			apiclient.Limit{Rate: cfg.ReputationRunRate, Burst: max(1, int(cfg.ReputationRunRate))},
-			apiclient.Limit{Rate: cfg.ReputationReportRate, Burst: max(1, int(cfg.ReputationReportRate*2))}),
-		reputation.WithLogger(log.With("service", "reputation")),
-		reputation.WithObserver(a.metrics.ServiceEvent),
-	}
-	if cfg.ServiceCAFile != "" {
-		repOpts = append(repOpts, reputation.WithCAFile(cfg.ServiceCAFile))
-	}
-	if cfg.ServiceInsecureTLS {
-		repOpts = append(repOpts, reputation.WithInsecureTLS())
-	}
-	rep, err := reputation.New(cfg.ReputationURL, cfg.ReputationAPIKey.Reveal(), repOpts...)
+	rep, err := newReputation(cfg, log, a.metrics.ServiceEvent)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -216,20 +202,7 @@ func (a *app) wireFiles() error {
 		log.Info("no SANDBOX_URL: shared files are not checked")
 		return nil
 	}
-	sbOpts := []sandbox.Option{
-		sandbox.WithRateLimits(
-			apiclient.Limit{Rate: cfg.SandboxRunRate, Burst: max(1, int(cfg.SandboxRunRate))},
-			apiclient.Limit{Rate: cfg.SandboxReportRate, Burst: max(1, int(cfg.SandboxReportRate*2))}),
-		sandbox.WithLogger(log.With("service", "sandbox")),
-		sandbox.WithObserver(a.metrics.ServiceEvent),
-	}
-	if cfg.ServiceCAFile != "" {
-		sbOpts = append(sbOpts, sandbox.WithCAFile(cfg.ServiceCAFile))
-	}
-	if cfg.ServiceInsecureTLS {
-		sbOpts = append(sbOpts, sandbox.WithInsecureTLS())
-	}
-	sb, err := sandbox.New(cfg.SandboxURL, cfg.SandboxAPIKey.Reveal(), sbOpts...)
+	sb, err := newSandbox(cfg, log, a.metrics.ServiceEvent)
 	if err != nil {
 		return err
 	}

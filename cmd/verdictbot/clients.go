@@ -1,0 +1,50 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
+)
+
+// newReputation builds the URL service client from the settings (budgets,
+// TLS options, logger); observe, if set, receives every request for metrics.
+func newReputation(cfg *Config, log *slog.Logger, observe func(apiclient.Event)) (*reputation.Client, error) {
+	opts := []reputation.Option{
+		reputation.WithRateLimits(
+			apiclient.Limit{Rate: cfg.ReputationRunRate, Burst: max(1, int(cfg.ReputationRunRate))},
+			apiclient.Limit{Rate: cfg.ReputationReportRate, Burst: max(1, int(cfg.ReputationReportRate*2))}),
+		reputation.WithLogger(log.With("service", "reputation")),
+	}
+	if observe != nil {
+		opts = append(opts, reputation.WithObserver(observe))
+	}
+	if cfg.ServiceCAFile != "" {
+		opts = append(opts, reputation.WithCAFile(cfg.ServiceCAFile))
+	}
+	if cfg.ServiceInsecureTLS {
+		opts = append(opts, reputation.WithInsecureTLS())
+	}
+	return reputation.New(cfg.ReputationURL, cfg.ReputationAPIKey.Reveal(), opts...)
+}
+
+// newSandbox builds the sandbox client from the settings, like newReputation.
+func newSandbox(cfg *Config, log *slog.Logger, observe func(apiclient.Event)) (*sandbox.Client, error) {
+	opts := []sandbox.Option{
+		sandbox.WithRateLimits(
+			apiclient.Limit{Rate: cfg.SandboxRunRate, Burst: max(1, int(cfg.SandboxRunRate))},
+			apiclient.Limit{Rate: cfg.SandboxReportRate, Burst: max(1, int(cfg.SandboxReportRate*2))}),
+		sandbox.WithLogger(log.With("service", "sandbox")),
+	}
+	if observe != nil {
+		opts = append(opts, sandbox.WithObserver(observe))
+	}
+	if cfg.ServiceCAFile != "" {
+		opts = append(opts, sandbox.WithCAFile(cfg.ServiceCAFile))
+	}
+	if cfg.ServiceInsecureTLS {
+		opts = append(opts, sandbox.WithInsecureTLS())
+	}
+	return sandbox.New(cfg.SandboxURL, cfg.SandboxAPIKey.Reveal(), opts...)
+}
