@@ -71,7 +71,7 @@ type Messages struct {
 	Log           *slog.Logger
 	// MaxLinks is shown on cards that left links out.
 	MaxLinks int
-	// MaxTracked bounds the cards being analysed at once (default 1,000);
+	// MaxTracked bounds the cards being analysed at once (default 20,000);
 	// beyond it the worker waits, and so the queue absorbs the burst.
 	MaxTracked int
 
@@ -83,7 +83,10 @@ type Messages struct {
 func (m *Messages) init() {
 	m.once.Do(func() {
 		if m.MaxTracked <= 0 {
-			m.MaxTracked = 1000
+			// Trackers are goroutines waiting on the pipeline: cheap. The
+			// bound is high so a backlog resumed after a restart does not
+			// make new messages wait for one.
+			m.MaxTracked = 20_000
 		}
 		m.sem = make(chan struct{}, m.MaxTracked)
 		if m.Log == nil {

@@ -103,7 +103,10 @@ type URLs struct {
 	opt   URLOptions
 	cache *gocache.Cache
 	sem   chan struct{}
-	log   *slog.Logger
+	// resumeSem bounds analyses resumed after a restart (a quarter of
+	// MaxConcurrent, at least 4), apart from new submissions.
+	resumeSem chan struct{}
+	log       *slog.Logger
 
 	root   context.Context
 	cancel context.CancelFunc
@@ -157,11 +160,12 @@ func NewURLs(rep Reputation, opt URLOptions) *URLs {
 	return &URLs{
 		learned: learned,
 		rep:     rep, opt: opt, log: opt.Logger,
-		cache:    gocache.New(opt.TTL, opt.TTL),
-		sem:      make(chan struct{}, opt.MaxConcurrent),
-		root:     root,
-		cancel:   cancel,
-		inflight: map[string]*urlCall{},
+		cache:     gocache.New(opt.TTL, opt.TTL),
+		sem:       make(chan struct{}, opt.MaxConcurrent),
+		resumeSem: make(chan struct{}, max(4, opt.MaxConcurrent/4)),
+		root:      root,
+		cancel:    cancel,
+		inflight:  map[string]*urlCall{},
 	}
 }
 
@@ -268,9 +272,20 @@ func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 
 func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 	ctx := u.root
+	// An analysis known to be in flight (after a restart) only needs
+	// polling: it waits for one of the resume slots, so that a backlog of
+	// resumed analyses never holds the slots new links are submitted in.
+	inFlight := taskID != ""
+	if !inFlight && u.opt.Memory != nil {
+		_, inFlight = u.opt.Memory.InFlight(url)
+	}
+	sem := u.sem
+	if inFlight {
+		sem = u.resumeSem
+	}
 	select {
-	case u.sem <- struct{}{}:
-		defer func() { <-u.sem }()
+	case sem <- struct{}{}:
+		defer func() { <-sem }()
 	case <-ctx.Done():
 		return unknown(url, "", ctx.Err())
 	}
