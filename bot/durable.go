@@ -52,6 +52,13 @@ func (m *URLMemory) Recall(url string, ttl time.Duration) (scan.URLVerdict, bool
 		return scan.URLVerdict{}, false
 	}
 	last := hist[len(hist)-1]
+	// A verdict an analyst reported on since (fp, fn, restore) may have
+	// changed at the service: it is checked again, not reused.
+	if reports, err := m.DB.Reports(url); err != nil {
+		return scan.URLVerdict{}, false
+	} else if n := len(reports); n > 0 && reports[n-1].Outcome == "" && !reports[n-1].At.Before(last.At) {
+		return scan.URLVerdict{}, false
+	}
 	return scan.URLVerdict{URL: url, TaskID: last.TaskID, Level: last.Level, Category: last.Category,
 		Scores: last.Scores, CheckedAt: last.At}, true
 }
