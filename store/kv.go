@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -289,5 +288,3 @@ func prefixEnd(p string) string {
 	}
 	return ""
 }
-
-var _ = strings.HasPrefix

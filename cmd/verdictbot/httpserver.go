@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -97,5 +96,3 @@ func runHealthcheck(ctx context.Context, args []string, stdout io.Writer) error 
 }
 
 const defaultHTTPAddr = "127.0.0.1:8080"
-
-var _ = strings.TrimSpace

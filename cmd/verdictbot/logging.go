@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,5 +44,3 @@ func newLogger(w io.Writer, format, level string, secrets ...Secret) *slog.Logge
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
-
-var _ = errors.New
