@@ -168,31 +168,56 @@ func SharedBlocks(rawMsg []byte) [][]slack.Blocks {
 	return out
 }
 
-// urlsBlock returns a rich_text block with a link element for every string
-// found under a "url" or "title_url" key at any depth of the JSON in raw.
+// urlsBlock returns a rich_text block with a link element for every
+// string appendURLKeys finds in raw.
 func urlsBlock(raw []byte) *slack.RichTextBlock {
-	var v any
-	_ = json.Unmarshal(raw, &v)
 	var elems []slack.RichTextSectionElement
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, x := range v {
-				if s, ok := x.(string); ok && (k == "url" || k == "title_url") {
-					elems = append(elems, &slack.RichTextSectionLinkElement{Type: slack.RTSELink, URL: s})
-					continue
+	for _, u := range appendURLKeys(nil, raw) {
+		elems = append(elems, &slack.RichTextSectionLinkElement{Type: slack.RTSELink, URL: u})
+	}
+	return slack.NewRichTextBlock("", slack.NewRichTextSection(elems...))
+}
+
+// appendURLKeys appends, in document order, every string value under a
+// "url" or "title_url" key at any depth of the JSON in raw: the links of a
+// block type this package does not know (slack.UnknownBlock) or that does
+// not decode. Image fields (image_url, icon_url, …) are not read.
+func appendURLKeys(dst []string, raw []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	type frame struct{ obj, wantKey bool }
+	var stack []frame
+	key := ""
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return dst
+		}
+		top := len(stack) - 1
+		inObj := top >= 0 && stack[top].obj
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if inObj {
+					stack[top].wantKey = true
 				}
-				walk(x)
+				stack = append(stack, frame{obj: d == '{', wantKey: true})
+			default:
+				stack = stack[:top]
 			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
+			continue
+		}
+		if inObj && stack[top].wantKey {
+			key, _ = tok.(string)
+			stack[top].wantKey = false
+			continue
+		}
+		if v, ok := tok.(string); ok && inObj && (key == "url" || key == "title_url") {
+			dst = appendTarget(dst, v, false)
+		}
+		if inObj {
+			stack[top].wantKey = true
 		}
 	}
-	walk(v)
-	return slack.NewRichTextBlock("", slack.NewRichTextSection(elems...))
 }
 
 func appendText(dst []string, s string) []string {
@@ -588,6 +613,12 @@ func appendBlocks(dst []string, blocks []slack.Block) []string {
 		case *slack.TableBlock:
 			if b != nil {
 				dst = appendTable(dst, b.Rows)
+			}
+		case *slack.UnknownBlock:
+			if b != nil {
+				if raw, err := b.MarshalJSON(); err == nil {
+					dst = appendURLKeys(dst, raw)
+				}
 			}
 		}
 	}
