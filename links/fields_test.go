@@ -66,8 +66,8 @@ func TestExtractFields(t *testing.T) {
 			targets: []string{"https://evil.example/x"},
 		},
 		{
-			name: "backtick left open at a line end; a real span later on",
-			event: botEvent("", `[{"id":1,"text":"it's `+"`"+`broken\nhttps://evil.example/y and `+"`"+`https://code.example/`+"`"+`"}]`, ""),
+			name:    "backtick left open at a line end; a real span later on",
+			event:   botEvent("", `[{"id":1,"text":"it's `+"`"+`broken\nhttps://evil.example/y and `+"`"+`https://code.example/`+"`"+`"}]`, ""),
 			targets: []string{"https://evil.example/y"},
 		},
 		{
