@@ -166,7 +166,8 @@ func FuzzExtractText(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, msg := range []*slack.Msg{
 			{Text: text},
-			{Text: text, BotID: "B1", Attachments: []slack.Attachment{{Text: text, TitleLink: text}}},
+			{Text: text, BotID: "B1", Attachments: []slack.Attachment{{Text: text, TitleLink: text, Footer: text}}},
+			{BotID: "B1", Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewMarkdownBlock("m", text)}}},
 		} {
 			checkResult(t, text, p, p.Extract(msg))
 		}
