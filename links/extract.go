@@ -32,7 +32,8 @@ func FromText(text string) []string {
 
 // FromMrkdwn returns what FromText returns plus conservative bare URLs:
 // "http://" or "https://" (any case) at a word start, outside code spans
-// (`…`, ```…```), up to whitespace or one of < > " ` |, with trailing
+// (`…`, ```…```, paired as codeEnd describes: a backtick Slack leaves
+// literal does not start code), up to whitespace or one of < > " ` |, with trailing
 // punctuation (. , : ; ! ? ' * _ ~ and unbalanced closing brackets) removed.
 // It is for text written by apps, where Slack renders unwrapped addresses as
 // links: bot message text, attachment text, pretext and field values, and
@@ -45,27 +46,35 @@ func FromMrkdwn(text string) []string {
 //
 //   - rich_text (and rich_text_input) blocks, including sections, lists,
 //     quotes and preformatted elements, at any depth: the url of every link
-//     element (never its text) and of date elements that carry one;
-//   - section blocks: mrkdwn text and fields (FromMrkdwn) and a button
-//     accessory's url;
+//     element (never its text), of date elements that carry one, and of
+//     citation, attachment_mention and work_object_mention elements;
+//   - section blocks: mrkdwn text and fields (FromMrkdwn), a button
+//     accessory's url and an overflow accessory's options' url;
 //   - context blocks: mrkdwn text elements;
-//   - actions blocks: link buttons' url.
+//   - actions blocks: link buttons' url and overflow options' url;
+//   - video blocks: title_url and video_url;
+//   - markdown blocks: standard markdown links, autolinks and bare URLs;
+//   - call blocks: join_url; table blocks: rich_text cells;
+//   - block types slack-go does not know: strings under "url" and
+//     "title_url" keys.
 //
-// Unknown block and element types are ignored, as are image URLs (previews
-// fetched by Slack, not links a reader follows), plain_text objects (never
-// rendered as links), markdown blocks, and Slack-internal references (file,
-// canvas, message and list mentions). URLs in blocks are not HTML-escaped.
+// Image URLs (previews fetched by Slack, not links a reader follows),
+// plain_text objects (never rendered as links), input blocks and
+// Slack-internal references (file, canvas, message and list mentions) are
+// not read; doc.go lists every field. URLs in blocks are not HTML-escaped.
 func FromBlocks(blocks slack.Blocks) []string {
 	return appendBlocks(nil, blocks.BlockSet)
 }
 
 // FromAttachments returns the link targets in legacy attachments, in order,
 // per attachment: original_url, from_url (set by Slack on link unfurls),
-// title_link, author_link, links in pretext, text and field values
-// (FromMrkdwn), link buttons' url, and the attachment's blocks
-// (FromBlocks). image_url, thumb_url and the icon fields are previews
-// fetched by Slack, not links a reader follows, and are not returned;
-// neither is fallback, a plain-text copy of the attachment.
+// title_link, author_link, links in author_name, title, pretext, text,
+// field titles and values and footer (FromMrkdwn), link buttons' url, and
+// the attachment's blocks (FromBlocks). image_url, thumb_url and the icon
+// fields are previews fetched by Slack, not links a reader follows, and are
+// not returned; neither is fallback, a plain-text copy of the attachment.
+// Shared-message blocks (message_blocks) are not in slack.Attachment: see
+// SharedBlocks and Policy.ExtractRaw.
 // Field reference: slack-go v0.35.0 attachments.go; Slack's "Legacy
 // secondary message attachments" reference.
 func FromAttachments(atts []slack.Attachment) []string {
