@@ -44,6 +44,9 @@ type Meta struct {
 	Done func()
 	// Replayed is true for a job resumed after a restart.
 	Replayed bool
+	// Raw is the inner event's JSON as Slack sent it (nil when unknown),
+	// for the fields slack-go does not decode (shared-message blocks).
+	Raw json.RawMessage
 }
 
 // Handlers receive the jobs. Each runs on a pool worker with the pool's
@@ -394,6 +397,9 @@ func (b *Bot) route(evt socketmode.Event, job *store.Job) {
 		if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {
 			m.EventID = cb.EventID
 			m.EventTime = time.Unix(int64(cb.EventTime), 0)
+			if cb.InnerEvent != nil {
+				m.Raw = *cb.InnerEvent
+			}
 		}
 		if evt.Request != nil {
 			m.RetryAttempt, m.RetryReason = evt.Request.RetryAttempt, evt.Request.RetryReason

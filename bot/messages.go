@@ -1,7 +1,9 @@
 package bot
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -39,8 +41,10 @@ type Poster interface {
 }
 
 // Extractor finds the links of a message (*links.Policy implements it).
+// rawMsg is the message's JSON as Slack sent it, or nil (see
+// links.Policy.ExtractRaw).
 type Extractor interface {
-	Extract(msg *slack.Msg) links.Result
+	ExtractRaw(msg *slack.Msg, rawMsg []byte) links.Result
 }
 
 // CardFinder finds a card of ours already in a thread (after a crash
@@ -146,7 +150,25 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 	if ev.SubType == "message_changed" {
 		msg = withoutFiles(msg) // an edit never re-announces its files
 	}
-	m.scanMessage(ctx, channel, msg, mode, "", meta)
+	m.scanMessage(ctx, channel, msg, messageJSON(meta.Raw, ev.SubType), mode, "", meta)
+}
+
+// messageJSON returns the JSON of the message an event carries: the event
+// itself, or its "message" member for message_changed. nil when unknown.
+func messageJSON(raw json.RawMessage, subtype string) json.RawMessage {
+	if len(raw) == 0 || subtype != "message_changed" {
+		return raw
+	}
+	if !bytes.Contains(raw, []byte(`"message_blocks"`)) {
+		return nil // nothing ExtractRaw reads from it
+	}
+	var ev struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(raw, &ev) != nil {
+		return nil
+	}
+	return ev.Message
 }
 
 // withoutFiles returns a copy of msg without its files.
@@ -161,12 +183,12 @@ func withoutFiles(msg *slack.Msg) *slack.Msg {
 // the card in the message's thread.
 func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.Msg, user string) {
 	m.init()
-	m.scanMessage(ctx, channel, msg, ModeVerbose, user, Meta{})
+	m.scanMessage(ctx, channel, msg, nil, ModeVerbose, user, Meta{})
 }
 
 // scanMessage makes the cards of one message: one for its links, one for
 // its files. meta.Done is called once both are final.
-func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.Msg, mode, requestedBy string, meta Meta) {
+func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, meta Meta) {
 	if len(msg.Files) > 0 && m.Files != nil {
 		// The message's files get their own card; the job is done when
 		// both cards are.
@@ -183,7 +205,7 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 		fmsg.Channel = channel
 		m.Files.handle(ctx, channel, &fmsg, mode, requestedBy != "", partDone)
 	}
-	res := m.Links.Extract(msg)
+	res := m.Links.ExtractRaw(msg, rawMsg)
 	_, hadCard := m.Cards.Get(channel, msg.Timestamp)
 	if len(res.Targets) == 0 && len(res.Skipped) == 0 && res.LeftOut == 0 && !hadCard {
 		meta.done()

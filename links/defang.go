@@ -19,17 +19,34 @@ func Defang(u string) string {
 	var b strings.Builder
 	b.Grow(len(u) + 8)
 	rest := u
-	if i := strings.Index(u, "://"); i > 0 && schemeLen(u[:i+1]) == i {
-		switch scheme := u[:i]; {
+	if n := schemeLen(u); n > 0 {
+		// An http or https scheme is defanged whatever follows its colon
+		// ("http:://x", "https:evil.example": Normalize reads the latter
+		// as https://evil.example/); another scheme only before "://", so
+		// that "evil.example:8080/x" keeps its host.
+		scheme, after := u[:n], u[n+1:]
+		switch {
 		case strings.EqualFold(scheme, "http"):
-			b.WriteString("hxxp")
+			b.WriteString("hxxp:")
+			rest = after
 		case strings.EqualFold(scheme, "https"):
-			b.WriteString("hxxps")
-		default:
+			b.WriteString("hxxps:")
+			rest = after
+		case strings.HasPrefix(after, "//"):
 			b.WriteString(scheme)
+			b.WriteByte(':')
+			rest = after
 		}
-		b.WriteString("://")
-		rest = u[i+3:]
+		if rest != u {
+			// The slashes (or backslashes, which browsers read as slashes
+			// in http URLs) before the authority.
+			k := 0
+			for k < len(rest) && (rest[k] == '/' || rest[k] == '\\') {
+				k++
+			}
+			b.WriteString(rest[:k])
+			rest = rest[k:]
+		}
 	}
 	end := strings.IndexAny(rest, `/\?#`)
 	if end < 0 {

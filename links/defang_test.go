@@ -19,6 +19,11 @@ func TestDefang(t *testing.T) {
 		{"evil.example/path.html", "evil[.]example/path.html"},
 		{"hxxps://evil[.]example/", "hxxps://evil[.]example/"},
 		{"", ""},
+		// Fuzz finds: an http(s) scheme is defanged whatever follows it.
+		{"http:://0", "hxxp:://0"},
+		{"https:evil.example/a.b", "hxxps:evil[.]example/a.b"},
+		{"HTTP:\\\\evil.example\\x", "hxxp:\\\\evil[.]example\\x"},
+		{"evil.example:8080/x", "evil[.]example:8080/x"},
 	}
 	for _, tc := range tests {
 		got := Defang(tc.in)

@@ -1,8 +1,9 @@
 // Package links finds the links in Slack messages, normalises them, and
 // decides which may be sent to the analysis services.
 //
-// The entry point is Policy.Extract, which takes a decoded *slack.Msg (for a
-// message_changed event, the new message) and returns the targets to scan,
+// The entry point is Policy.Extract (or ExtractRaw, which also takes the
+// message's JSON for the fields slack-go drops), which takes a decoded
+// *slack.Msg (for a message_changed event, the new message) and returns the targets to scan,
 // the links skipped with a reason, and how many were left out over the
 // per-message cap. Set and SameLinks compare the links of two versions of a
 // message, so that an edit that only adds unfurls does not trigger a scan.
@@ -10,22 +11,78 @@
 //
 // # Where links are found
 //
-//   - Message text: the "<url>" and "<url|label>" sequences Slack writes for
-//     every link it renders, HTML-unescaped; the label is never scanned
-//     (labels can lie). Mentions, mailto: and tel: are skipped silently.
-//   - Blocks: link elements of rich_text blocks at any depth, plus mrkdwn
-//     text and link buttons of section, context and actions blocks (app
-//     messages).
-//   - Legacy attachments: original_url, from_url, title_link, author_link,
-//     link buttons, and links in pretext, text and field values; not
-//     image_url, thumb_url or icons, which are previews Slack fetches.
+// Field references: Block Kit (docs.slack.dev/reference/block-kit/blocks,
+// …/block-elements, …/composition-objects), "Legacy secondary message
+// attachments" (docs.slack.dev/messaging/formatting-message-text#attachments,
+// api.slack.com/reference/messaging/attachments), slack-go v0.35.0 types.
+// "mrkdwn" below means the FromMrkdwn reading: "<url>" sequences plus bare
+// http(s) URLs outside code.
 //
-// Bare URLs (not wrapped by Slack) are read only in text written by apps:
-// attachment text, mrkdwn text objects, and message text when bot_id is set
-// or the subtype is bot_message. In text typed by a person Slack wraps every
-// link it makes clickable, so a bare URL there sits in a code span and is
-// left alone, as are bare URLs inside backticks in app text. Defanged
-// addresses (hxxp://, evil[.]com) are never links.
+// Read:
+//   - Message text: the "<url>" and "<url|label>" sequences Slack writes
+//     for every link it renders, HTML-unescaped; the label is never scanned
+//     (labels can lie). Mentions, mailto: and tel: are skipped silently.
+//     Text from apps (bot_id set or subtype bot_message) is read as mrkdwn.
+//   - rich_text blocks (and rich_text_input, and rich_text cells of table
+//     blocks), in sections, lists, quotes and preformatted elements at any
+//     depth: url of link, date, citation, attachment_mention and
+//     work_object_mention elements.
+//   - section: mrkdwn text and fields; accessory button url and overflow
+//     options' url.
+//   - context: mrkdwn text elements.
+//   - actions: button url and overflow options' url.
+//   - video: title_url and video_url (the player the reader's client loads).
+//   - markdown: standard markdown, with inline links "[t](u)" and
+//     "[t](<u>)", autolinks "<u>" and bare http(s) URLs outside code spans
+//     and fences (labels are read as text).
+//   - call: call.v1.join_url.
+//   - Block types slack-go does not know (slack.UnknownBlock): every string
+//     under a "url" or "title_url" key, at any depth.
+//   - Legacy attachments: original_url, from_url, title_link, author_link,
+//     url of link buttons (actions), blocks; as mrkdwn: author_name, title,
+//     pretext, text, fields' title and value, footer.
+//   - Shared messages (forwards and message-link unfurls):
+//     attachments[].message_blocks[].message.blocks, which slack-go does not
+//     decode, read from the message JSON by ExtractRaw (SharedBlocks); a
+//     block that fails to decode is read for its "url" keys.
+//
+// Skipped on purpose:
+//   - image_url, thumb_url, author_icon, footer_icon, service_icon, image
+//     blocks' image_url and slack_file, image elements, video
+//     thumbnail_url and provider_icon_url, rich_text emoji url: images that
+//     Slack fetches and proxies itself; the reader never opens them.
+//   - plain_text objects (header text, image and video titles, button and
+//     option text, labels, hints, placeholders, confirm dialogs, alt_text):
+//     Slack renders them as text, never as links.
+//   - Attachment fallback: a plain-text copy for notifications, not rendered
+//     with links; attachment app_unfurl_url and preview: Slack sets them
+//     for app unfurls of a link the message already carries.
+//   - call desktop_app_join_url: a custom scheme (app launcher), not a web
+//     link; input blocks and their elements (url_text_input initial_value,
+//     select menus' options, which only carry a url in overflow menus):
+//     form fields, not links; file blocks: a Slack-hosted remote file, no
+//     URL in the block (files are scanned as files).
+//   - rich_text canvas, file, list_record, message_mention and
+//     workflow_mention urls: Slack-internal references.
+//
+// Code: bare URLs are not read inside code, but only what Slack surely
+// renders as code counts as code, so a stray backtick cannot hide a link.
+// In mrkdwn, "```" opens a block closed by the next "```" (across lines),
+// and a single "`" at a word start opens an inline span closed by the next
+// "`" on the same line that is not followed by a letter or digit; anything
+// else (an unclosed fence, "Don`t", a span left open at a line end) is
+// literal. In markdown blocks a run of n backticks is closed by the next run
+// of exactly n, not across a blank line. "<url>" sequences are read
+// everywhere.
+//
+// In text typed by a person Slack wraps every link it makes clickable, so a
+// bare URL there is not a link and is left alone. Defanged addresses
+// (hxxp://, evil[.]com) are never links.
+//
+// Set, which edit detection compares, reads the same fields, but leaves out
+// link and message unfurls (attachments with original_url, from_url or
+// is_msg_unfurl), and with them shared-message blocks, which only come in
+// such attachments.
 //
 // # What is never sent to a service
 //

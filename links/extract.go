@@ -1,6 +1,8 @@
 package links
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
 	"strings"
 	"unicode"
@@ -30,7 +32,8 @@ func FromText(text string) []string {
 
 // FromMrkdwn returns what FromText returns plus conservative bare URLs:
 // "http://" or "https://" (any case) at a word start, outside code spans
-// (`…`, ```…```), up to whitespace or one of < > " ` |, with trailing
+// (`…`, ```…```, paired as codeEnd describes: a backtick Slack leaves
+// literal does not start code), up to whitespace or one of < > " ` |, with trailing
 // punctuation (. , : ; ! ? ' * _ ~ and unbalanced closing brackets) removed.
 // It is for text written by apps, where Slack renders unwrapped addresses as
 // links: bot message text, attachment text, pretext and field values, and
@@ -43,31 +46,39 @@ func FromMrkdwn(text string) []string {
 //
 //   - rich_text (and rich_text_input) blocks, including sections, lists,
 //     quotes and preformatted elements, at any depth: the url of every link
-//     element (never its text) and of date elements that carry one;
-//   - section blocks: mrkdwn text and fields (FromMrkdwn) and a button
-//     accessory's url;
+//     element (never its text), of date elements that carry one, and of
+//     citation, attachment_mention and work_object_mention elements;
+//   - section blocks: mrkdwn text and fields (FromMrkdwn), a button
+//     accessory's url and an overflow accessory's options' url;
 //   - context blocks: mrkdwn text elements;
-//   - actions blocks: link buttons' url.
+//   - actions blocks: link buttons' url and overflow options' url;
+//   - video blocks: title_url and video_url;
+//   - markdown blocks: standard markdown links, autolinks and bare URLs;
+//   - call blocks: join_url; table blocks: rich_text cells;
+//   - block types slack-go does not know: strings under "url" and
+//     "title_url" keys.
 //
-// Unknown block and element types are ignored, as are image URLs (previews
-// fetched by Slack, not links a reader follows), plain_text objects (never
-// rendered as links), markdown blocks, and Slack-internal references (file,
-// canvas, message and list mentions). URLs in blocks are not HTML-escaped.
+// Image URLs (previews fetched by Slack, not links a reader follows),
+// plain_text objects (never rendered as links), input blocks and
+// Slack-internal references (file, canvas, message and list mentions) are
+// not read; doc.go lists every field. URLs in blocks are not HTML-escaped.
 func FromBlocks(blocks slack.Blocks) []string {
 	return appendBlocks(nil, blocks.BlockSet)
 }
 
 // FromAttachments returns the link targets in legacy attachments, in order,
 // per attachment: original_url, from_url (set by Slack on link unfurls),
-// title_link, author_link, links in pretext, text and field values
-// (FromMrkdwn), link buttons' url, and the attachment's blocks
-// (FromBlocks). image_url, thumb_url and the icon fields are previews
-// fetched by Slack, not links a reader follows, and are not returned;
-// neither is fallback, a plain-text copy of the attachment.
+// title_link, author_link, links in author_name, title, pretext, text,
+// field titles and values and footer (FromMrkdwn), link buttons' url, and
+// the attachment's blocks (FromBlocks). image_url, thumb_url and the icon
+// fields are previews fetched by Slack, not links a reader follows, and are
+// not returned; neither is fallback, a plain-text copy of the attachment.
+// Shared-message blocks (message_blocks) are not in slack.Attachment: see
+// SharedBlocks and Policy.ExtractRaw.
 // Field reference: slack-go v0.35.0 attachments.go; Slack's "Legacy
 // secondary message attachments" reference.
 func FromAttachments(atts []slack.Attachment) []string {
-	return appendAttachments(nil, atts, true)
+	return appendAttachments(nil, atts, nil, true)
 }
 
 // Set returns the sorted, distinct links of a message as Normalize writes
@@ -81,7 +92,7 @@ func Set(msg *slack.Msg) []string {
 	if msg == nil {
 		return nil
 	}
-	raws := appendMessage(nil, msg, false)
+	raws := appendMessage(nil, msg, nil, false)
 	out := make([]string, 0, len(raws))
 	for _, raw := range raws {
 		if u, err := parse(raw); err == nil {
@@ -103,14 +114,119 @@ func SameLinks(a, b *slack.Msg) bool {
 // appendMessage appends the link targets of msg: text, then blocks, then
 // attachments. Text from apps (bot_id set or subtype bot_message) is read as
 // mrkdwn with bare URLs; text typed by people only for wrapped links.
-func appendMessage(dst []string, msg *slack.Msg, unfurls bool) []string {
+// shared holds, per attachment, the blocks of the messages it shares (see
+// SharedBlocks); it may be nil.
+func appendMessage(dst []string, msg *slack.Msg, shared [][]slack.Blocks, unfurls bool) []string {
 	if msg.BotID != "" || msg.SubType == "bot_message" {
 		dst = appendMrkdwn(dst, msg.Text)
 	} else {
 		dst = appendText(dst, msg.Text)
 	}
 	dst = appendBlocks(dst, msg.Blocks.BlockSet)
-	return appendAttachments(dst, msg.Attachments, unfurls)
+	return appendAttachments(dst, msg.Attachments, shared, unfurls)
+}
+
+// SharedBlocks returns the blocks of the messages that the attachments of a
+// message share, indexed like the message's attachments: for a shared or
+// forwarded message and for a message link unfurl, Slack sends them as
+// attachments[i].message_blocks[j].message.blocks, which slack-go's
+// Attachment type does not decode. rawMsg is the message's JSON as Slack
+// sent it (the event itself for a new message, its "message" member for
+// message_changed). It returns nil when rawMsg has no message_blocks, so
+// the usual message costs one byte search. A block that does not decode
+// is replaced by a rich_text block holding the links found in its JSON
+// under "url" keys, so that a block type slack-go does not know cannot
+// hide a link.
+func SharedBlocks(rawMsg []byte) [][]slack.Blocks {
+	if !bytes.Contains(rawMsg, []byte(`"message_blocks"`)) {
+		return nil
+	}
+	var shape struct {
+		Attachments []struct {
+			MessageBlocks []struct {
+				Message struct {
+					Blocks []json.RawMessage `json:"blocks"`
+				} `json:"message"`
+			} `json:"message_blocks"`
+		} `json:"attachments"`
+	}
+	if json.Unmarshal(rawMsg, &shape) != nil {
+		return nil
+	}
+	var out [][]slack.Blocks
+	for i, a := range shape.Attachments {
+		for _, mb := range a.MessageBlocks {
+			var bs slack.Blocks
+			for _, rb := range mb.Message.Blocks {
+				var one slack.Blocks
+				if err := json.Unmarshal(append(append([]byte{'['}, rb...), ']'), &one); err == nil {
+					bs.BlockSet = append(bs.BlockSet, one.BlockSet...)
+					continue
+				}
+				bs.BlockSet = append(bs.BlockSet, urlsBlock(rb))
+			}
+			if len(bs.BlockSet) == 0 {
+				continue
+			}
+			for len(out) <= i {
+				out = append(out, nil)
+			}
+			out[i] = append(out[i], bs)
+		}
+	}
+	return out
+}
+
+// urlsBlock returns a rich_text block with a link element for every
+// string appendURLKeys finds in raw.
+func urlsBlock(raw []byte) *slack.RichTextBlock {
+	var elems []slack.RichTextSectionElement
+	for _, u := range appendURLKeys(nil, raw) {
+		elems = append(elems, &slack.RichTextSectionLinkElement{Type: slack.RTSELink, URL: u})
+	}
+	return slack.NewRichTextBlock("", slack.NewRichTextSection(elems...))
+}
+
+// appendURLKeys appends, in document order, every string value under a
+// "url" or "title_url" key at any depth of the JSON in raw: the links of a
+// block type this package does not know (slack.UnknownBlock) or that does
+// not decode. Image fields (image_url, icon_url, …) are not read.
+func appendURLKeys(dst []string, raw []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	type frame struct{ obj, wantKey bool }
+	var stack []frame
+	key := ""
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return dst
+		}
+		top := len(stack) - 1
+		inObj := top >= 0 && stack[top].obj
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if inObj {
+					stack[top].wantKey = true
+				}
+				stack = append(stack, frame{obj: d == '{', wantKey: true})
+			default:
+				stack = stack[:top]
+			}
+			continue
+		}
+		if inObj && stack[top].wantKey {
+			key, _ = tok.(string)
+			stack[top].wantKey = false
+			continue
+		}
+		if v, ok := tok.(string); ok && inObj && (key == "url" || key == "title_url") {
+			dst = appendTarget(dst, v, false)
+		}
+		if inObj {
+			stack[top].wantKey = true
+		}
+	}
 }
 
 func appendText(dst []string, s string) []string {
@@ -234,7 +350,24 @@ func unescapeEntities(s string) string {
 }
 
 func appendMrkdwn(dst []string, s string) []string {
-	inCode := false
+	return scanText(dst, s, false)
+}
+
+// appendMarkdown reads a markdown block's text (standard markdown, as
+// Slack's markdown block renders it): inline links "[t](u)" and
+// "[t](<u>)" give u, autolinks "<u>" give u, bare http(s) URLs are read as
+// in mrkdwn; code spans (a run of n backticks closed by the next run of
+// exactly n) and fenced blocks are skipped. Labels of inline links are
+// text: a URL written in a label is read as a bare URL too.
+func appendMarkdown(dst []string, s string) []string {
+	return scanText(dst, s, true)
+}
+
+// scanText is the mrkdwn (markdown false) and markdown scanner behind
+// appendMrkdwn and appendMarkdown: "<…>" sequences anywhere, bare URLs
+// outside code. What is code follows codeEnd; anything it does not
+// recognise as code is read, so that a stray backtick cannot hide a link.
+func scanText(dst []string, s string, markdown bool) []string {
 	for i := 0; i < len(s); {
 		switch c := s[i]; {
 		case c == '<':
@@ -246,10 +379,24 @@ func appendMrkdwn(dst []string, s string) []string {
 			dst = appendControl(dst, s[i+1:i+1+j])
 			i += j + 2
 		case c == '`':
-			inCode = !inCode
-			i++
-		case (c == 'h' || c == 'H') && !inCode && (i == 0 || !isWordByte(s[i-1])):
-			if n := bareURLLen(s[i:]); n > 0 {
+			if end := codeEnd(s, i, markdown); end > i {
+				i = end
+				continue
+			}
+			// Not code: skip the whole run of backticks.
+			for i < len(s) && s[i] == '`' {
+				i++
+			}
+		case markdown && c == ']' && i+1 < len(s) && s[i+1] == '(':
+			n, dest, angle := linkDestination(s[i+2:])
+			if !angle {
+				dst = appendTarget(dst, dest, false)
+			} else {
+				dst = appendControl(dst, dest)
+			}
+			i += 2 + n
+		case (c == 'h' || c == 'H') && (i == 0 || !isWordByte(s[i-1])):
+			if n := bareURLLen(s[i:], markdown); n > 0 {
 				dst = appendTarget(dst, s[i:i+n], true)
 				i += n
 				continue
@@ -262,13 +409,114 @@ func appendMrkdwn(dst []string, s string) []string {
 	return dst
 }
 
+// codeEnd returns the index just past the code span or block that the
+// backtick at s[i] opens, or i when it opens none. The rules are a
+// conservative reading of how Slack renders code (only what it surely
+// shows as code is skipped; when in doubt the text is read):
+//
+// mrkdwn (message text, attachments, mrkdwn text objects):
+//   - "```" opens a preformatted block closed by the next "```", across
+//     lines; without a closing "```" the backticks are literal;
+//   - otherwise a single "`" opens an inline span only at a word start
+//     (not after a letter or digit, so "Don`t" is literal) and only if a
+//     later "`" on the same line, not followed by a letter or digit,
+//     closes it with something in between; inline spans never cross a
+//     line break.
+//
+// markdown blocks (CommonMark): a run of n backticks is closed by the next
+// run of exactly n backticks, not across a blank line (a paragraph
+// break); without one the run is literal.
+func codeEnd(s string, i int, markdown bool) int {
+	run := 0
+	for i+run < len(s) && s[i+run] == '`' {
+		run++
+	}
+	if markdown {
+		rest := s[i+run:]
+		for off := 0; off < len(rest); {
+			k := strings.IndexByte(rest[off:], '`')
+			if k < 0 {
+				return i
+			}
+			if strings.Contains(rest[off:off+k], "\n\n") {
+				return i
+			}
+			start := off + k
+			n := 0
+			for start+n < len(rest) && rest[start+n] == '`' {
+				n++
+			}
+			if n == run {
+				return i + run + start + n
+			}
+			off = start + n
+		}
+		return i
+	}
+	if run >= 3 {
+		if k := strings.Index(s[i+3:], "```"); k >= 0 {
+			end := i + 3 + k + 3
+			for end < len(s) && s[end] == '`' { // "````" closes too
+				end++
+			}
+			return end
+		}
+		return i
+	}
+	if run != 1 || (i > 0 && isWordByte(s[i-1])) {
+		return i
+	}
+	line := s[i+1:]
+	if nl := strings.IndexByte(line, '\n'); nl >= 0 {
+		line = line[:nl]
+	}
+	k := strings.IndexByte(line, '`')
+	if k <= 0 {
+		return i
+	}
+	if after := i + 1 + k + 1; after < len(s) && isWordByte(s[after]) {
+		return i
+	}
+	return i + 1 + k + 1
+}
+
+// linkDestination reads the destination of a markdown inline link, s
+// being what follows "](": "<u>" (angle true, dest without the brackets) or
+// u up to whitespace or an unbalanced ")". n is how much of s it used.
+func linkDestination(s string) (n int, dest string, angle bool) {
+	if strings.HasPrefix(s, "<") {
+		if j := strings.IndexAny(s[1:], ">\n"); j >= 0 && s[1+j] == '>' {
+			return j + 2, s[1 : 1+j], true
+		}
+		return 0, "", false
+	}
+	depth := 0
+	for n = 0; n < len(s); n++ {
+		c := s[n]
+		if c <= ' ' || c == 0x7f {
+			break
+		}
+		if c == '(' {
+			depth++
+		} else if c == ')' {
+			if depth == 0 {
+				break
+			}
+			depth--
+		}
+	}
+	return n, s[:n], false
+}
+
 // isWordByte reports whether c continues a word, so that "xhttps://" is
 // not read as a URL; '_' and '*' are not, so mrkdwn _italic_ and *bold*
 // URLs are.
 func isWordByte(c byte) bool { return isAlpha(c) || isDigit(c) }
 
 // bareURLLen returns the length of the bare http(s) URL s starts with, or 0.
-func bareURLLen(s string) int {
+// In markdown, "](" also ends it: "[https://a.example](https://b.example)"
+// is a label and a destination, not one URL.
+func bareURLLen(s string, markdown bool) int {
 	var n int
 	switch {
 	case len(s) >= 8 && strings.EqualFold(s[:8], "https://"):
@@ -286,6 +534,8 @@ scan:
 		case c <= ' ' || c == 0x7f || c == '<' || c == '>' || c == '"' || c == '`' || c == '|':
 			break scan
 		case c == '&' && (strings.HasPrefix(s[end:], "&gt;") || strings.HasPrefix(s[end:], "&lt;")):
+			break scan
+		case markdown && c == ']' && end+1 < len(s) && s[end+1] == '(':
 			break scan
 		case c >= utf8.RuneSelf:
 			r, size := utf8.DecodeRuneInString(s[end:])
@@ -356,6 +606,45 @@ func appendBlocks(dst []string, blocks []slack.Block) []string {
 			if b.Elements != nil {
 				dst = appendElements(dst, b.Elements.ElementSet)
 			}
+		case *slack.VideoBlock:
+			if b != nil {
+				dst = appendTarget(dst, b.TitleURL, false)
+				dst = appendTarget(dst, b.VideoURL, false)
+			}
+		case *slack.MarkdownBlock:
+			if b != nil {
+				dst = appendMarkdown(dst, b.Text)
+			}
+		case *slack.CallBlock:
+			if b != nil && b.Call != nil && b.Call.V1 != nil {
+				dst = appendTarget(dst, b.Call.V1.JoinURL, false)
+			}
+		case *slack.TableBlock:
+			if b != nil {
+				dst = appendTable(dst, b.Rows)
+			}
+		case *slack.UnknownBlock:
+			if b != nil {
+				if raw, err := b.MarshalJSON(); err == nil {
+					dst = appendURLKeys(dst, raw)
+				}
+			}
+		}
+	}
+	return dst
+}
+
+func appendTable(dst []string, rows [][]slack.TableCell) []string {
+	for _, row := range rows {
+		for _, c := range row {
+			switch c := c.(type) {
+			case *slack.TableRichTextCell:
+				if c != nil {
+					dst = appendRichText(dst, c.Elements)
+				}
+			case slack.TableRichTextCell:
+				dst = appendRichText(dst, c.Elements)
+			}
 		}
 	}
 	return dst
@@ -402,6 +691,18 @@ func appendRichSection(dst []string, elems []slack.RichTextSectionElement) []str
 			if e != nil && e.URL != nil {
 				dst = appendTarget(dst, *e.URL, false)
 			}
+		case *slack.RichTextSectionCitationElement:
+			if e != nil {
+				dst = appendTarget(dst, e.URL, false)
+			}
+		case *slack.RichTextSectionAttachmentMentionElement:
+			if e != nil {
+				dst = appendTarget(dst, e.URL, false)
+			}
+		case *slack.RichTextSectionWorkObjectMentionElement:
+			if e != nil {
+				dst = appendTarget(dst, e.URL, false)
+			}
 		}
 	}
 	return dst
@@ -412,8 +713,25 @@ func appendSection(dst []string, s *slack.SectionBlock) []string {
 	for _, f := range s.Fields {
 		dst = appendTextObject(dst, f)
 	}
-	if s.Accessory != nil && s.Accessory.ButtonElement != nil {
-		dst = appendTarget(dst, s.Accessory.ButtonElement.URL, false)
+	if a := s.Accessory; a != nil {
+		if a.ButtonElement != nil {
+			dst = appendTarget(dst, a.ButtonElement.URL, false)
+		}
+		dst = appendOverflow(dst, a.OverflowElement)
+	}
+	return dst
+}
+
+// appendOverflow appends the url of an overflow menu's options: Slack opens
+// it in the reader's browser when the option is chosen.
+func appendOverflow(dst []string, o *slack.OverflowBlockElement) []string {
+	if o == nil {
+		return dst
+	}
+	for _, opt := range o.Options {
+		if opt != nil {
+			dst = appendTarget(dst, opt.URL, false)
+		}
 	}
 	return dst
 }
@@ -436,8 +754,13 @@ func appendMixed(dst []string, elems []slack.MixedElement) []string {
 
 func appendElements(dst []string, elems []slack.BlockElement) []string {
 	for _, e := range elems {
-		if b, ok := e.(*slack.ButtonBlockElement); ok && b != nil {
-			dst = appendTarget(dst, b.URL, false)
+		switch e := e.(type) {
+		case *slack.ButtonBlockElement:
+			if e != nil {
+				dst = appendTarget(dst, e.URL, false)
+			}
+		case *slack.OverflowBlockElement:
+			dst = appendOverflow(dst, e)
 		}
 	}
 	return dst
@@ -449,7 +772,7 @@ func isUnfurl(a *slack.Attachment) bool {
 	return a.OriginalURL != "" || a.FromURL != "" || a.IsMsgUnfurl
 }
 
-func appendAttachments(dst []string, atts []slack.Attachment, unfurls bool) []string {
+func appendAttachments(dst []string, atts []slack.Attachment, shared [][]slack.Blocks, unfurls bool) []string {
 	for i := range atts {
 		a := &atts[i]
 		if !unfurls && isUnfurl(a) {
@@ -459,15 +782,24 @@ func appendAttachments(dst []string, atts []slack.Attachment, unfurls bool) []st
 		dst = appendTarget(dst, a.FromURL, false)
 		dst = appendTarget(dst, a.TitleLink, false)
 		dst = appendTarget(dst, a.AuthorLink, false)
+		dst = appendMrkdwn(dst, a.AuthorName)
+		dst = appendMrkdwn(dst, a.Title)
 		dst = appendMrkdwn(dst, a.Pretext)
 		dst = appendMrkdwn(dst, a.Text)
 		for _, f := range a.Fields {
+			dst = appendMrkdwn(dst, f.Title)
 			dst = appendMrkdwn(dst, f.Value)
 		}
+		dst = appendMrkdwn(dst, a.Footer)
 		for _, act := range a.Actions {
 			dst = appendTarget(dst, act.URL, false)
 		}
 		dst = appendBlocks(dst, a.Blocks.BlockSet)
+		if i < len(shared) {
+			for _, bs := range shared[i] {
+				dst = appendBlocks(dst, bs.BlockSet)
+			}
+		}
 	}
 	return dst
 }

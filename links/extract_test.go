@@ -96,6 +96,9 @@ func TestExtract(t *testing.T) {
 			targets: []string{
 				"https://list.example/1", "https://list.example/nested", "https://quote.example/",
 				"https://pre.example/x", "https://date.example/",
+				// A block type slack-go does not know is read for its "url"
+				// keys (issue 10: a new block type must not hide a link).
+				"https://unknown-block.example/",
 			},
 		},
 		{

@@ -74,8 +74,10 @@ func checkNormalized(t *testing.T, raw, out string) {
 		t.Fatalf("Normalize(%q) = %q: host not lower case", raw, out)
 	}
 	// A browser must read the host the same way: a host that ends in a
-	// number is a canonical dotted quad.
-	if last := host[strings.LastIndexByte(host, '.')+1:]; !strings.Contains(host, ":") && last != "" && (allDigits(last) || strings.HasPrefix(last, "0x")) {
+	// number (WHATWG "ends in a number checker": the last label is all
+	// digits or "0x" followed only by hex digits; "0x0x00" is a domain
+	// label) is a canonical dotted quad.
+	if last := host[strings.LastIndexByte(host, '.')+1:]; !strings.Contains(host, ":") && last != "" && (allDigits(last) || isHexNumber(last)) {
 		if a, err := netip.ParseAddr(host); err != nil || !a.Is4() {
 			t.Fatalf("Normalize(%q) = %q: numeric host is not a dotted quad", raw, out)
 		}
@@ -83,6 +85,20 @@ func checkNormalized(t *testing.T, raw, out string) {
 	if reason, ok := (*Policy)(nil).Check(out); ok && oracleNonPublic(host) {
 		t.Fatalf("Check(%q) allows non-public host %q (reason %q)", out, host, reason)
 	}
+}
+
+// isHexNumber reports whether s is an IPv4 number in hex as the WHATWG
+// IPv4 number parser reads it: "0x" or "0X" then only hex digits.
+func isHexNumber(s string) bool {
+	if len(s) < 2 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
+		return false
+	}
+	for i := 2; i < len(s); i++ {
+		if !isDigit(s[i]) && (s[i]|0x20 < 'a' || s[i]|0x20 > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkResult asserts the invariants of an Extract result.
@@ -150,7 +166,8 @@ func FuzzExtractText(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, msg := range []*slack.Msg{
 			{Text: text},
-			{Text: text, BotID: "B1", Attachments: []slack.Attachment{{Text: text, TitleLink: text}}},
+			{Text: text, BotID: "B1", Attachments: []slack.Attachment{{Text: text, TitleLink: text, Footer: text}}},
+			{BotID: "B1", Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewMarkdownBlock("m", text)}}},
 		} {
 			checkResult(t, text, p, p.Extract(msg))
 		}

@@ -351,13 +351,22 @@ func errReason(err error) (Reason, string) {
 // message_changed events pass the new message (event.Message). A nil msg
 // gives an empty Result.
 func (p *Policy) Extract(msg *slack.Msg) Result {
+	return p.ExtractRaw(msg, nil)
+}
+
+// ExtractRaw is Extract with the message's JSON as Slack sent it (the
+// event for a new message, the event's "message" member for
+// message_changed), from which it also reads what slack-go does not
+// decode: the blocks of shared messages (see SharedBlocks), after each
+// attachment's own links. rawMsg may be nil.
+func (p *Policy) ExtractRaw(msg *slack.Msg, rawMsg []byte) Result {
 	p = p.orDefault()
 	var res Result
 	if msg == nil {
 		return res
 	}
 	var rawBuf [16]string
-	raws := appendMessage(rawBuf[:0], msg, true)
+	raws := appendMessage(rawBuf[:0], msg, SharedBlocks(rawMsg), true)
 	var depth []int // unwrap depth of raws[i], allocated on first unwrap
 	var seen dedupe
 	for i := 0; i < len(raws); i++ {
