@@ -355,7 +355,9 @@ func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int,
 				drain(results, left)
 				return false // shutting down: the job resumes after the restart
 			}
-			if m.Targets != nil && r.v.Err == nil {
+			// A URL withheld (its host resolves inside the network) has no
+			// verdict to recheck.
+			if m.Targets != nil && r.v.Err == nil && r.v.Level != verdict.Skipped {
 				if err := m.Targets.AddCard(r.v.URL, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {
 					m.Log.Warn("could not link a target to its card", "error", err)
 				}
