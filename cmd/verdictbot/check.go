@@ -51,14 +51,15 @@ JSON array with --json):
     or host/path for https://host/path (a bare name must end in a real
     top-level domain; write https://… for others, e.g. .test hosts).
 Private and internal hosts (RFC 1918, loopback, .local, .internal, single
-labels, VERDICTBOT_INTERNAL_DOMAINS) and allowlisted domains are never sent,
+labels, VERDICTBOT_INTERNAL_DOMAINS, names whose every address is private
+unless VERDICTBOT_RESOLVE_HOSTS=false) and allowlisted domains are never sent,
 nor are empty files and files over VERDICTBOT_MAX_FILE_BYTES: they are
 printed as skipped and do not raise the exit status.
 
 The services are REPUTATION_URL / REPUTATION_API_KEY and SANDBOX_URL /
 SANDBOX_API_KEY, with the VERDICTBOT_* settings the bot uses (thresholds,
-internal and allowed domains, deadlines, size limit, rates); --sim uses a
-built-in simulator of both instead.
+internal and allowed domains, VERDICTBOT_URL_QUERY, deadlines, size limit,
+rates); --sim uses a built-in simulator of both instead.
 
 Exit status: that of the worst verdict, in the order the bot's cards use
 (malicious > suspicious > could not check > clean > skipped):
