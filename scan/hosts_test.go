@@ -30,8 +30,10 @@ type recordingMemory struct {
 	submitting, finished []string
 }
 
-func (m *recordingMemory) Recall(string, time.Duration) (URLVerdict, bool) { return URLVerdict{}, false }
-func (m *recordingMemory) InFlight(string) (string, bool)                  { return "", false }
+func (m *recordingMemory) Recall(string, time.Duration) (URLVerdict, bool) {
+	return URLVerdict{}, false
+}
+func (m *recordingMemory) InFlight(string) (string, bool) { return "", false }
 func (m *recordingMemory) Submitting(url string) {
 	m.mu.Lock()
 	m.submitting = append(m.submitting, url)

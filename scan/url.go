@@ -99,7 +99,7 @@ type URLOptions struct {
 	// address it resolves to is private or special). Such a URL is never
 	// submitted: its verdict is verdict.Skipped with the reason as
 	// Problem, and it is neither cached nor recorded as a verdict.
-	Hosts HostGate
+	Hosts  HostGate
 	Logger *slog.Logger
 	Now    func() time.Time
 }

@@ -80,7 +80,9 @@ func TestURLQueryStripKeepsTheQueryInside(t *testing.T) {
 	}
 	// /scan strips too.
 	h.slash(alice, "https://example.org/reset?key=hunter2")
-	h.waitCard("", func(b string) bool { return strings.Contains(b, "example[.]org/reset") && strings.Contains(b, "query not sent") && strings.Contains(b, "Clean") })
+	h.waitCard("", func(b string) bool {
+		return strings.Contains(b, "example[.]org/reset") && strings.Contains(b, "query not sent") && strings.Contains(b, "Clean")
+	})
 	if n := len(h.sim.URLTasks("https://example.org/reset")); n != 1 {
 		t.Fatalf("/scan: %d submissions of the stripped URL", n)
 	}
