@@ -45,7 +45,15 @@ type Files struct {
 	FirstTime func(key string) (bool, error)
 	// MaxScreenshots bounds the images posted per file.
 	MaxScreenshots int
+	// Enabled, if set, says whether files shared in a channel are scanned
+	// (VERDICTBOT_SCAN_FILES, "/scan channel files on|off"). When it says
+	// no, the files are listed as not checked and are neither downloaded
+	// nor sent, even on request (the shortcut).
+	Enabled func(channel string) bool
 }
+
+// ReasonFilesOff is the card's reason for files not scanned in a channel.
+const ReasonFilesOff = "file scanning is off in this channel"
 
 // fileCardTS is the source key of a message's file card: the message's
 // own card (if it has links) keeps the message ts.
@@ -126,12 +134,18 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 	src := fileCardTS(msg.Timestamp)
 	card := notify.Card{Channel: channel, ThreadTS: thread, SourceTS: src, Poster: msg.User}
 	var checks []int // line index per ref, -1 when skipped
-	if f.Check == nil {
+	switch {
+	case f.Enabled != nil && !f.Enabled(channel):
+		for _, r := range refs {
+			card.Skipped = append(card.Skipped, notify.Skip{Kind: notify.KindFile, Target: r.Name, Reason: ReasonFilesOff})
+			checks = append(checks, -1)
+		}
+	case f.Check == nil:
 		for _, r := range refs {
 			card.Skipped = append(card.Skipped, notify.Skip{Kind: notify.KindFile, Target: r.Name, Reason: "no sandbox service is configured (SANDBOX_URL)"})
 			checks = append(checks, -1)
 		}
-	} else {
+	default:
 		for _, r := range refs {
 			if reason := f.Check.Precheck(r); reason != "" {
 				card.Skipped = append(card.Skipped, notify.Skip{Kind: notify.KindFile, Target: r.Name, Reason: reason})

@@ -75,6 +75,10 @@ type Messages struct {
 	Log           *slog.Logger
 	// MaxLinks is shown on cards that left links out.
 	MaxLinks int
+	// StripQuery removes the query of every URL before it is sent
+	// (VERDICTBOT_URL_QUERY=strip): the card shows the URL as sent, says
+	// "query not sent", and URLs equal once stripped are checked once.
+	StripQuery bool
 	// MaxTracked bounds the cards being analysed at once (default 20,000);
 	// beyond it the worker waits, and so the queue absorbs the burst.
 	MaxTracked int
@@ -221,9 +225,7 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 	for _, s := range res.Skipped {
 		card.Skipped = append(card.Skipped, notify.Skip{Target: s.URL, Reason: s.Reason.Text()})
 	}
-	for _, t := range res.Targets {
-		card.Lines = append(card.Lines, notify.Line{Kind: notify.KindURL, Target: t.URL, Level: verdict.Pending, Service: "reputation", Status: "queued"})
-	}
+	res.Targets, card.Lines = m.lines(res.Targets)
 	card.Final = len(card.Lines) == 0
 	gen, snap, err := m.Cards.Begin(channel, msg.Timestamp, card, mode)
 	if err != nil {
@@ -253,6 +255,31 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 	}()
 }
 
+// lines turns targets into the URLs to send and their pending card lines.
+// With StripQuery the query is removed first and targets that became equal
+// are merged (the first one's line says the query was not sent if any of
+// them had one).
+func (m *Messages) lines(targets []links.Target) ([]links.Target, []notify.Line) {
+	out := make([]links.Target, 0, len(targets))
+	lines := make([]notify.Line, 0, len(targets))
+	at := map[string]int{}
+	for _, t := range targets {
+		dropped := false
+		if m.StripQuery {
+			t.URL, dropped = links.StripQuery(t.URL)
+		}
+		if i, dup := at[t.URL]; dup {
+			lines[i].QueryNotSent = lines[i].QueryNotSent || dropped
+			continue
+		}
+		at[t.URL] = len(out)
+		out = append(out, t)
+		lines = append(lines, notify.Line{Kind: notify.KindURL, Target: t.URL, Level: verdict.Pending, Service: "reputation",
+			Status: "queued", QueryNotSent: dropped})
+	}
+	return out, lines
+}
+
 func (mt Meta) done() {
 	if mt.Done != nil {
 		mt.Done()
@@ -269,9 +296,7 @@ func (m *Messages) ScanRequest(ctx context.Context, channel, user string, target
 	for _, s := range skipped {
 		card.Skipped = append(card.Skipped, notify.Skip{Target: s.URL, Reason: s.Reason.Text()})
 	}
-	for _, t := range targets {
-		card.Lines = append(card.Lines, notify.Line{Kind: notify.KindURL, Target: t.URL, Level: verdict.Pending, Service: "reputation", Status: "queued"})
-	}
+	targets, card.Lines = m.lines(targets)
 	gen, snap, err := m.Cards.Begin(channel, src, card, ModeVerbose)
 	if err != nil {
 		return err
@@ -377,7 +402,9 @@ func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int,
 				drain(results, left)
 				return false // shutting down: the job resumes after the restart
 			}
-			if m.Targets != nil && r.v.Err == nil {
+			// A URL withheld (its host resolves inside the network) has no
+			// verdict to recheck.
+			if m.Targets != nil && r.v.Err == nil && r.v.Level != verdict.Skipped {
 				if err := m.Targets.AddCard(r.v.URL, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {
 					m.Log.Warn("could not link a target to its card", "error", err)
 				}

@@ -14,7 +14,7 @@ func testRegistry() *Registry {
 	r.Register(&Command{Name: "hash", Usage: "<md5|sha1|sha256>", Description: "what the sandbox knows of a file", MinArgs: 1, MaxArgs: 1, Handler: nop})
 	r.Register(&Command{Name: "report", Usage: "<task_id> <category> fp|fn|restore", Description: "report a verdict", MinArgs: 3, MaxArgs: 3, Handler: nop})
 	r.Register(&Command{Name: "recent", Usage: "[n]", Description: "last verdicts here", MaxArgs: 1, Handler: nop})
-	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose]", Description: "this channel's mode", MaxArgs: 1, Admin: AdminToChange, Handler: nop})
+	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off]", Description: "this channel's mode and files", MaxArgs: 2, Admin: AdminToChange, Handler: nop})
 	r.Register(&Command{Name: "allow", Usage: "add|remove|list [domain]", Description: "runtime allowlist", MinArgs: 1, MaxArgs: 2, Admin: AdminToChange, Handler: nop})
 	r.Register(&Command{Name: "help", Description: "this help", MaxArgs: -1, Handler: nop})
 	return r
@@ -39,6 +39,9 @@ func TestParse(t *testing.T) {
 		{"recent", "recent", nil, ""},
 		{"recent 5", "recent", []string{"5"}, ""},
 		{"channel verbose", "channel", []string{"verbose"}, ""},
+		{"channel files off", "channel", []string{"files", "off"}, ""},
+		{"Channel FILES on", "channel", []string{"FILES", "on"}, ""},
+		{"channel files off now", "-", nil, "Too many arguments"},
 		{`allow add "corp.example.com"`, "allow", []string{"add", "corp.example.com"}, ""},
 		{"help", "help", nil, ""},
 		{"", "-", nil, "/scan status <task_id>"},

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/publicsuffix"
@@ -55,6 +56,8 @@ type State interface {
 	TargetOfTask(taskID string) (string, error)
 	ChannelMode(channel string) (string, error)
 	SetChannelMode(channel, mode string) error
+	ChannelFiles(channel string) (string, error)
+	SetChannelFiles(channel, v string) error
 	Allow(domain, by string) error
 	Disallow(domain string) (bool, error)
 	AllowList() ([]store.AllowEntry, error)
@@ -63,9 +66,19 @@ type State interface {
 // Responder answers the user privately (through the command's response_url).
 type Responder func(ctx context.Context, req *Request, text string) error
 
+// HostChecker says whether a URL's host resolves only inside the network
+// (*links.HostResolver; nil-safe).
+type HostChecker interface {
+	CheckURL(ctx context.Context, url string) (detail string, internal bool)
+}
+
 // Scan holds what the /scan subcommands use.
 type Scan struct {
-	Links       *links.Policy
+	Links *links.Policy
+	// Hosts, if set, resolves the hosts of /scan's links before the card
+	// is made, so a name that resolves inside the network is answered at
+	// once ("resolves to a private address") and never sent.
+	Hosts       HostChecker
 	Scanner     URLScanner
 	URLs        URLService
 	Sandbox     SandboxService // nil when no sandbox is configured
@@ -73,6 +86,9 @@ type Scan struct {
 	Access      *Access
 	Respond     Responder
 	DefaultMode string
+	// DefaultFiles is VERDICTBOT_SCAN_FILES: whether channels without
+	// their own switch (/scan channel files on|off) scan shared files.
+	DefaultFiles bool
 	// AllowChanged is called after the runtime allowlist changed.
 	AllowChanged func()
 	Now          func() time.Time
@@ -97,8 +113,8 @@ func NewScanRegistry(s *Scan) *Registry {
 		MaxArgs: 1, Handler: s.recent})
 	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "every verdict and report for a link or task",
 		MinArgs: 1, MaxArgs: 1, Handler: s.history})
-	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose]", Description: "show or set this channel's mode (admins set)",
-		MaxArgs: 1, Admin: AdminToChange, Handler: s.channel})
+	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off]", Description: "show or set this channel's mode and whether its files are scanned (admins set)",
+		MaxArgs: 2, Admin: AdminToChange, Handler: s.channel, Examples: []string{"/scan channel files off"}})
 	r.Register(&Command{Name: "allow", Usage: "add|remove|list [domain]", Description: "the runtime allowlist (admins change)",
 		MinArgs: 1, MaxArgs: 2, Admin: AdminToChange, Handler: s.allow})
 	r.Register(&Command{Name: "help", Description: "this help", MaxArgs: -1, Handler: func(ctx context.Context, req *Request) error {
@@ -139,6 +155,7 @@ func (s *Scan) scanURLs(ctx context.Context, req *Request) error {
 	if len(bad) > 0 {
 		return userErr("Nothing was scanned: %s.", strings.Join(bad, "; "))
 	}
+	targets, skipped = s.resolve(ctx, targets, skipped)
 	if len(targets) == 0 {
 		var why []string
 		for _, sk := range skipped {
@@ -150,6 +167,34 @@ func (s *Scan) scanURLs(ctx context.Context, req *Request) error {
 		return err
 	}
 	return s.Respond(ctx, req, fmt.Sprintf("Scanning %d link(s); the card will appear in this channel.", len(targets)))
+}
+
+// resolve moves the targets whose host resolves only to private or special
+// addresses to skipped. Lookups run at once, each bounded by the
+// resolver's timeout; a failed lookup keeps the target.
+func (s *Scan) resolve(ctx context.Context, targets []links.Target, skipped []links.Skipped) ([]links.Target, []links.Skipped) {
+	if s.Hosts == nil || len(targets) == 0 {
+		return targets, skipped
+	}
+	internal := make([]string, len(targets)) // detail, "" when not internal
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() {
+			if detail, ok := s.Hosts.CheckURL(ctx, t.URL); ok {
+				internal[i] = detail + " " // never empty when internal
+			}
+		})
+	}
+	wg.Wait()
+	kept := targets[:0:0]
+	for i, t := range targets {
+		if internal[i] == "" {
+			kept = append(kept, t)
+			continue
+		}
+		skipped = append(skipped, links.Skipped{URL: t.URL, Reason: links.ReasonResolvesPrivate, Detail: strings.TrimSpace(internal[i])})
+	}
+	return kept, skipped
 }
 
 func cleanErr(err error) string {
@@ -414,11 +459,21 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 	if err != nil {
 		return err
 	}
+	if len(req.Args) > 0 && strings.EqualFold(req.Args[0], "files") {
+		return s.channelFiles(ctx, req)
+	}
+	if len(req.Args) > 1 {
+		return userErr("`/scan channel` takes one mode (on, off, quiet or verbose), or `files on|off`.")
+	}
 	if len(req.Args) == 0 {
-		if current == "" {
-			return s.Respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*.", s.DefaultMode))
+		files, err := s.filesLine(req.Channel)
+		if err != nil {
+			return err
 		}
-		return s.Respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*.", current))
+		if current == "" {
+			return s.Respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s", s.DefaultMode, files))
+		}
+		return s.Respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*. %s", current, files))
 	}
 	mode := strings.ToLower(req.Args[0])
 	switch mode {
@@ -438,6 +493,50 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 		return err
 	}
 	return s.Respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
+}
+
+// filesLine says whether the channel's shared files are scanned, and why.
+func (s *Scan) filesLine(channel string) (string, error) {
+	v, err := s.State.ChannelFiles(channel)
+	if err != nil {
+		return "", err
+	}
+	switch v {
+	case "on":
+		return "Shared files: *on* (sent to the sandbox).", nil
+	case "off":
+		return "Shared files: *off* (not downloaded, not sent).", nil
+	}
+	if s.DefaultFiles {
+		return "Shared files: *on* by default (VERDICTBOT_SCAN_FILES).", nil
+	}
+	return "Shared files: *off* by default (VERDICTBOT_SCAN_FILES).", nil
+}
+
+// channelFiles is /scan channel files [on|off]: anyone may look, admins
+// switch.
+func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
+	if len(req.Args) == 1 {
+		line, err := s.filesLine(req.Channel)
+		if err != nil {
+			return err
+		}
+		return s.Respond(ctx, req, line)
+	}
+	v := strings.ToLower(req.Args[1])
+	if v != "on" && v != "off" {
+		return userErr("`%s`: use `/scan channel files on` or `/scan channel files off`.", truncate(req.Args[1], 20))
+	}
+	if !s.Access.IsAdmin(req.User) {
+		return userErr("Only admins can change whether this channel's files are scanned.")
+	}
+	if err := s.State.SetChannelFiles(req.Channel, v); err != nil {
+		return err
+	}
+	if v == "off" {
+		return s.Respond(ctx, req, "Files shared in this channel are now *not scanned*: they are not downloaded and not sent to the sandbox.")
+	}
+	return s.Respond(ctx, req, "Files shared in this channel are now *scanned*: they are sent to the sandbox.")
 }
 
 func (s *Scan) allow(ctx context.Context, req *Request) error {

@@ -76,6 +76,8 @@ func (r Reason) Text() string {
 		return "internal domain"
 	case ReasonAllowlisted:
 		return "allowlisted domain"
+	case ReasonResolvesPrivate:
+		return resolvesPrivateText
 	}
 	return string(r)
 }

@@ -80,6 +80,9 @@ type Line struct {
 	// Detail is one extra line worth showing (page title, final URL —
 	// renderers defang URLs in it).
 	Detail string
+	// QueryNotSent is true when the URL's query was removed before it was
+	// sent (VERDICTBOT_URL_QUERY=strip); Target is then the URL as sent.
+	QueryNotSent bool
 	// Cached is true when the verdict was reused from an earlier analysis.
 	Cached    bool
 	CheckedAt time.Time

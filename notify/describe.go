@@ -271,6 +271,16 @@ func fallbackText(c *Card) string {
 				sl++
 			}
 		}
+		for i := range c.Lines { // withheld after extraction (host resolves inside the network)
+			if c.Lines[i].Level != verdict.Skipped {
+				continue
+			}
+			if c.Lines[i].Kind == KindFile {
+				sf++
+			} else {
+				sl++
+			}
+		}
 		if sl+sf > 0 {
 			s = kindsPhrase(sl, sf, "") + " not checked"
 		} else {
@@ -334,6 +344,9 @@ func lineRows(m markup, l *Line, cp caps) []string {
 		rows = append(rows, m.code(showText(l.Detail, cp.detail)))
 	}
 	var meta []string
+	if l.QueryNotSent {
+		meta = append(meta, "query not sent")
+	}
 	if l.TaskID != "" {
 		t := "task " + m.code(showLiteral(l.TaskID, cp.word, true))
 		if l.Service != "" {

@@ -110,7 +110,9 @@ func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
 			switch {
 			case v.Err != nil && ctx.Err() != nil:
 				return // shutdown: stays due
-			case v.Err != nil:
+			case v.Err != nil, v.Level == verdict.Skipped:
+				// A failure, or a host that now resolves only inside the
+				// network (not sent): no verdict; the next age stays due.
 				st.Failed++
 				if err := r.Store.RecheckFailed(tg.Target, r.Schedule); err != nil {
 					log.Warn("recheck: could not reschedule a URL", "error", err)

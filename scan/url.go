@@ -16,6 +16,7 @@ import (
 	gocache "github.com/patrickmn/go-cache"
 
 	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -93,8 +94,21 @@ type URLOptions struct {
 	OnDone func(URLVerdict)
 	// Memory, if set, keeps submissions and verdicts across restarts.
 	Memory Memory
+	// Hosts, if set, is asked right before a URL is submitted whether its
+	// host leads only inside the network (*links.HostResolver: every
+	// address it resolves to is private or special). Such a URL is never
+	// submitted: its verdict is verdict.Skipped with the reason as
+	// Problem, and it is neither cached nor recorded as a verdict.
+	Hosts  HostGate
 	Logger *slog.Logger
 	Now    func() time.Time
+}
+
+// HostGate decides whether a URL's host is internal by resolving it
+// (*links.HostResolver implements it). It must fail open: a lookup that
+// fails says "not internal".
+type HostGate interface {
+	CheckURL(ctx context.Context, url string) (detail string, internal bool)
 }
 
 // URLs checks URLs against the reputation service.
@@ -252,12 +266,15 @@ func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 	defer u.wg.Done()
 	v := u.run(url, taskID, call)
 	v.CheckedAt = u.opt.Now()
-	if v.Err == nil {
+	// A URL withheld because its host is internal was never analysed: no
+	// verdict to reuse, record or count.
+	withheld := v.Level == verdict.Skipped
+	if v.Err == nil && !withheld {
 		u.cache.SetDefault(url, v)
 	}
 	// An analysis cut short by shutdown stays "in flight" in the memory,
 	// so the next process resumes it; any other end is recorded.
-	if u.opt.Memory != nil && !(v.Err != nil && u.root.Err() != nil) {
+	if u.opt.Memory != nil && !withheld && !(v.Err != nil && u.root.Err() != nil) {
 		u.opt.Memory.Finished(v, source)
 	}
 	u.mu.Lock()
@@ -265,7 +282,7 @@ func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 	call.v = v
 	close(call.done)
 	u.mu.Unlock()
-	if u.opt.OnDone != nil {
+	if u.opt.OnDone != nil && !withheld {
 		u.opt.OnDone(v)
 	}
 }
@@ -278,6 +295,14 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 	inFlight := taskID != ""
 	if !inFlight && u.opt.Memory != nil {
 		_, inFlight = u.opt.Memory.InFlight(url)
+	}
+	if !inFlight && u.opt.Hosts != nil {
+		// Before any slot is taken or anything recorded: a lookup is
+		// bounded by its own short timeout and cached per host.
+		if detail, internal := u.opt.Hosts.CheckURL(ctx, url); internal {
+			u.log.Info("not submitted: the host resolves only to private or special addresses", "detail", detail)
+			return URLVerdict{URL: url, Level: verdict.Skipped, Problem: links.ReasonResolvesPrivate.Text()}
+		}
 	}
 	sem := u.sem
 	if inFlight {

@@ -51,14 +51,15 @@ JSON array with --json):
     or host/path for https://host/path (a bare name must end in a real
     top-level domain; write https://… for others, e.g. .test hosts).
 Private and internal hosts (RFC 1918, loopback, .local, .internal, single
-labels, VERDICTBOT_INTERNAL_DOMAINS) and allowlisted domains are never sent,
+labels, VERDICTBOT_INTERNAL_DOMAINS, names whose every address is private
+unless VERDICTBOT_RESOLVE_HOSTS=false) and allowlisted domains are never sent,
 nor are empty files and files over VERDICTBOT_MAX_FILE_BYTES: they are
 printed as skipped and do not raise the exit status.
 
 The services are REPUTATION_URL / REPUTATION_API_KEY and SANDBOX_URL /
 SANDBOX_API_KEY, with the VERDICTBOT_* settings the bot uses (thresholds,
-internal and allowed domains, deadlines, size limit, rates); --sim uses a
-built-in simulator of both instead.
+internal and allowed domains, VERDICTBOT_URL_QUERY, deadlines, size limit,
+rates); --sim uses a built-in simulator of both instead.
 
 Exit status: that of the worst verdict, in the order the bot's cards use
 (malicious > suspicious > could not check > clean > skipped):
@@ -88,8 +89,11 @@ type checkResult struct {
 	TaskID   string             `json:"task_id,omitempty"`
 	// Reused is true when the service already had an analysis (a file it
 	// knew by hash).
-	Reused  bool   `json:"reused,omitempty"`
-	Problem string `json:"problem,omitempty"` // why it was not or could not be checked
+	Reused bool `json:"reused,omitempty"`
+	// QueryNotSent is true when the query was removed before the URL was
+	// sent (VERDICTBOT_URL_QUERY=strip); URL is then the URL as sent.
+	QueryNotSent bool   `json:"query_not_sent,omitempty"`
+	Problem      string `json:"problem,omitempty"` // why it was not or could not be checked
 
 	level verdict.Level
 }
@@ -150,6 +154,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var urlIdx, fileIdx []int
 	for i, arg := range targets {
 		results[i] = classify(arg, policy)
+		if cfg.URLQuery == "strip" && results[i].URL != "" {
+			results[i].URL, results[i].QueryNotSent = links.StripQuery(results[i].URL)
+		}
 		switch {
 		case results[i].level != verdict.Pending:
 		case results[i].Kind == "url":
@@ -330,7 +337,7 @@ func checkURLPipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*sc
 	if timeout > 0 {
 		deadline = timeout
 	}
-	return scan.NewURLs(rep, scan.URLOptions{TTL: cfg.VerdictTTL, Thresholds: cfg.thresholds,
+	return scan.NewURLs(rep, scan.URLOptions{TTL: cfg.VerdictTTL, Thresholds: cfg.thresholds, Hosts: hostGate(newHostResolver(cfg, log)),
 		Wait: reputation.WaitOptions{Deadline: deadline}, Logger: log.With("component", "scan")}), nil
 }
 
@@ -481,6 +488,9 @@ func (r checkResult) text() string {
 		if r.Family != "" {
 			details = append(details, "family "+termSafe(r.Family))
 		}
+	}
+	if r.QueryNotSent {
+		details = append(details, "query not sent")
 	}
 	if r.TaskID != "" {
 		t := "task " + r.TaskID

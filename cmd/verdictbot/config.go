@@ -60,6 +60,9 @@ type Config struct {
 	VerdictTTL      time.Duration `envconfig:"VERDICTBOT_VERDICT_TTL" default:"1h"`
 	URLDeadline     time.Duration `envconfig:"VERDICTBOT_URL_DEADLINE" default:"10m"`
 	CleanReaction   string        `envconfig:"VERDICTBOT_CLEAN_REACTION" default:"white_check_mark"`
+	ResolveHosts    bool          `envconfig:"VERDICTBOT_RESOLVE_HOSTS" default:"true"`
+	URLQuery        string        `envconfig:"VERDICTBOT_URL_QUERY" default:"keep"`
+	ScanFiles       bool          `envconfig:"VERDICTBOT_SCAN_FILES" default:"true"`
 
 	ThresholdPhishing    string `envconfig:"VERDICTBOT_THRESHOLD_PHISHING" default:"0.5,0.8"`
 	ThresholdAdvertising string `envconfig:"VERDICTBOT_THRESHOLD_ADVERTISING" default:"0.8,off"`
@@ -172,6 +175,7 @@ func (c *Config) trim() {
 	c.SandboxURL = strings.TrimSpace(c.SandboxURL)
 	c.ChannelMode = strings.ToLower(strings.TrimSpace(c.ChannelMode))
 	c.Reporters = strings.ToLower(strings.TrimSpace(c.Reporters))
+	c.URLQuery = strings.ToLower(strings.TrimSpace(c.URLQuery))
 	for _, l := range []*[]string{&c.Admins, &c.AllowDomains, &c.InternalDomains} {
 		var out []string
 		for _, s := range *l {
@@ -223,6 +227,11 @@ func (c *Config) Validate(needSlack bool) error {
 	case "quiet", "verbose", "off":
 	default:
 		return fmt.Errorf("VERDICTBOT_CHANNEL_MODE=%q: want quiet, verbose or off", c.ChannelMode)
+	}
+	switch c.URLQuery {
+	case "keep", "strip":
+	default:
+		return fmt.Errorf("VERDICTBOT_URL_QUERY=%q: want keep or strip", c.URLQuery)
 	}
 	switch c.Reporters {
 	case "anyone", "admins":

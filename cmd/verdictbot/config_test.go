@@ -32,7 +32,8 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.SlackAPIURL != "https://slack.com/api/" || cfg.ChannelMode != "quiet" || cfg.MaxLinks != 10 ||
-		cfg.VerdictTTL != time.Hour || cfg.DataDir != "./data" || cfg.Reporters != "anyone" {
+		cfg.VerdictTTL != time.Hour || cfg.DataDir != "./data" || cfg.Reporters != "anyone" ||
+		!cfg.ResolveHosts || cfg.URLQuery != "keep" || !cfg.ScanFiles {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	if b := cfg.thresholds["advertising"]; b.Suspicious != 0.8 || b.Malicious <= 1 {
@@ -60,6 +61,9 @@ func TestConfigErrorsAreOneClearLine(t *testing.T) {
 		{map[string]string{"VERDICTBOT_CHANEL_MODE": "quiet"}, "unknown setting VERDICTBOT_CHANEL_MODE (did you mean VERDICTBOT_CHANNEL_MODE?)"},
 		{map[string]string{"VERDICTBOT_FROBNICATE": "1"}, "unknown setting VERDICTBOT_FROBNICATE"},
 		{map[string]string{"VERDICTBOT_REPORTERS": "everyone"}, `VERDICTBOT_REPORTERS="everyone": want anyone or admins`},
+		{map[string]string{"VERDICTBOT_URL_QUERY": "drop"}, `VERDICTBOT_URL_QUERY="drop": want keep or strip`},
+		{map[string]string{"VERDICTBOT_RESOLVE_HOSTS": "maybe"}, `VERDICTBOT_RESOLVE_HOSTS="maybe": not a valid boolean (true or false)`},
+		{map[string]string{"VERDICTBOT_SCAN_FILES": "yes please"}, `VERDICTBOT_SCAN_FILES="yes please": not a valid boolean (true or false)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {

@@ -113,8 +113,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	a.rep = rep
 	memory := &bot.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store")}
+	hosts := newHostResolver(cfg, log)
 	a.urls = scan.NewURLs(rep, scan.URLOptions{
 		Memory:     memory,
+		Hosts:      hostGate(hosts),
 		TTL:        cfg.VerdictTTL,
 		Thresholds: cfg.thresholds,
 		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline},
@@ -173,11 +175,12 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Mode:          a.channelMode,
 		CleanReaction: cfg.CleanReaction,
 		MaxLinks:      cfg.MaxLinks,
+		StripQuery:    cfg.URLQuery == "strip",
 		Log:           log.With("component", "messages"),
 	}
 	a.bot.SetHandler(a.messages.Handle)
-	a.scan = &commands.Scan{Links: policy, Scanner: a.messages, URLs: rep, State: db, Access: access,
-		Respond: a.respond, DefaultMode: cfg.ChannelMode, AllowChanged: a.loadAllowlist}
+	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: rep, State: db, Access: access,
+		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
 	if err := a.wireFiles(); err != nil {
 		db.Close()
@@ -195,7 +198,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 func (a *app) wireFiles() error {
 	cfg, log := a.cfg, a.log
 	files := &bot.Files{Messages: a.messages, Info: a.api, Uploader: a.poster, MaxScreenshots: cfg.MaxScreenshots,
-		FirstTime: a.db.SeenEvent}
+		FirstTime: a.db.SeenEvent, Enabled: a.channelFiles}
 	a.messages.Files = files
 	a.bot.SetFileHandler(files.Shared)
 	if cfg.SandboxURL == "" {
@@ -328,6 +331,24 @@ func (a *app) channelMode(channel string) string {
 		return m
 	}
 	return a.cfg.ChannelMode
+}
+
+// channelFiles reports whether files shared in a channel are scanned: its
+// own switch (/scan channel files), else VERDICTBOT_SCAN_FILES. When the
+// store cannot be read, files are not scanned (nothing leaves by mistake).
+func (a *app) channelFiles(channel string) bool {
+	v, err := a.db.ChannelFiles(channel)
+	if err != nil {
+		a.log.Warn("could not read the channel's file switch; its files are not scanned", "channel", channel, "error", err)
+		return false
+	}
+	switch v {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return a.cfg.ScanFiles
 }
 
 // pruneEvents forgets processed event ids older than 48 h, hourly (Slack's
