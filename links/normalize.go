@@ -326,7 +326,8 @@ func parseHost(h string) (string, netip.Addr, error) {
 			return "", netip.Addr{}, errBadEscape
 		}
 	}
-	if !isASCII(h) {
+	ascii := isASCII(h)
+	if !ascii {
 		if !utf8.ValidString(h) {
 			return "", netip.Addr{}, errBadUTF8
 		}
@@ -339,7 +340,7 @@ func parseHost(h string) (string, netip.Addr, error) {
 	// An ASCII name goes through UTS #46 only when a label claims to be
 	// punycode ("xn--"), which must then decode to a valid label, as the
 	// standard's domain-to-ASCII does.
-	if hasACELabel(h) {
+	if ascii && hasACELabel(h) {
 		var err error
 		if h, err = idnaToASCII(h); err != nil {
 			return "", netip.Addr{}, err
