@@ -88,10 +88,13 @@
 //
 // Links are skipped, each with a Reason and a Detail naming the rule and its
 // source, when they are malformed, not http(s), point at a non-public IP
-// address (loopback, RFC 1918, CGNAT, link-local, unique-local, multicast,
-// reserved — including IPv4-mapped and numeric forms such as
-// http://2130706433/ and http://0x7f.0.0.1/, which are read as browsers read
-// them), use a special-use or private name (localhost, .local, .internal,
+// address (every block of IANA's IPv4 and IPv6 special-purpose registries
+// that is not globally reachable: loopback, RFC 1918, CGNAT, link-local,
+// unique-local, documentation, benchmarking, reserved; and multicast —
+// including numeric forms such as http://2130706433/ and
+// http://0x7f.0.0.1/, which are read as browsers read them, and IPv6
+// addresses that carry an IPv4 address: IPv4-mapped, NAT64, 6to4, Teredo),
+// use a special-use or private name (localhost, .local, .internal,
 // .home.arpa, .lan, .corp, …), have a single label, fall under a configured
 // internal domain, or are allowlisted (Slack's own domains by default). The
 // package resolves no DNS: a public name that resolves to a private address

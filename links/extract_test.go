@@ -201,7 +201,7 @@ func TestExtract(t *testing.T) {
 				"private_address http://[::]/",
 				"private_address http://[fe80::1]/",
 				"private_address http://[fd00::1]/",
-				"private_address http://[::ffff:127.0.0.1]/",
+				"private_address http://[::ffff:7f00:1]/",
 				"private_address http://[::7f00:1]/",
 				"private_address http://[64:ff9b::a00:1]/",
 				"private_address http://[2002:c0a8:101::1]/",
@@ -253,7 +253,7 @@ func TestExtract(t *testing.T) {
 			msg: `{"type":"message","user":"U01","ts":"1.2",
 				"text":"<https://slack-redir.net/link?x=%zz&amp;url=http%3A%2F%2F10.0.0.1%2F>"}`,
 			skipped: []string{
-				"allowlisted https://slack-redir.net/link?x=%25zz&url=http%3A%2F%2F10.0.0.1%2F",
+				"allowlisted https://slack-redir.net/link?x=%zz&url=http%3A%2F%2F10.0.0.1%2F",
 				"private_address http://10.0.0.1/",
 			},
 		},

@@ -77,12 +77,13 @@ type parsedURL struct {
 // analysis services, which match URLs as exact strings
 // (notes/analysis-services.md, "Search task id").
 //
-// The URL is read the way a browser reads it (WHATWG URL Standard,
+// The URL is read and written the way a browser reads and requests it (the
+// WHATWG URL Standard's basic URL parser and serialiser,
 // https://url.spec.whatwg.org/), so the host that is checked is the host a
-// click would reach:
+// click would reach and the URL sent is the URL a click would request:
 //
-//   - leading and trailing spaces and control characters are trimmed; tabs
-//     and newlines inside are removed;
+//   - leading and trailing spaces and C0 controls are trimmed; tabs and
+//     newlines inside are removed;
 //   - the scheme is lower-cased; anything but http and https returns an
 //     error wrapping ErrUnsupportedScheme;
 //   - any number of '/' or '\' after "http:" is accepted, and '\' ends the
@@ -90,22 +91,29 @@ type parsedURL struct {
 //   - userinfo is dropped: the host of http://good.com@evil.com is
 //     evil.com, and credentials are never sent to a service;
 //   - the host is percent-decoded and lower-cased, internationalised names
-//     become punycode (UTS #46 as the WHATWG URL standard applies it), and
-//     one trailing dot is removed;
+//     become punycode (UTS #46 as the standard applies it, "xn--" labels
+//     included), and one trailing dot is removed;
 //   - hosts that a browser reads as IPv4 become dotted quads: 2130706433,
 //     0x7f.0.0.1, 0177.0.0.1 and 127.1 all become 127.0.0.1;
-//   - IPv6 literals are written in canonical form, "[::1]";
-//   - the default port (80 for http, 443 for https) is dropped;
-//   - an empty path becomes "/", '\' in the path becomes '/';
-//   - the fragment is dropped; the query is kept as is;
-//   - bytes that cannot appear in a URL (controls, space, '"', '<', '>',
-//     '`', non-ASCII) and a '%' that starts no valid escape are
-//     percent-encoded, so the output always parses with net/url.
+//   - IPv6 literals are written as the standard writes them: lower-case
+//     hex, the first longest run of two or more zero groups compressed,
+//     never a dotted IPv4 tail ("[::ffff:7f00:1]");
+//   - the default port (80 for http, 443 for https) is dropped and leading
+//     zeros of a port are removed;
+//   - '\' in the path is '/'; "." and ".." segments (also written %2e) are
+//     resolved; an empty path becomes "/";
+//   - the path and the query are percent-encoded with the standard's path
+//     and special-query percent-encode sets (controls, space, non-ASCII,
+//     and " # < > ? ` { } in the path, " # < > ' in the query); existing
+//     escapes, and a '%' that starts no valid escape, are kept as they are;
+//   - the fragment is dropped.
 //
-// The path is otherwise kept as is ("/a/../b" stays). Invalid hosts (bad
-// characters, empty or over-long labels, internationalised names outside
-// the supported subset, out-of-range numeric forms such as 256.1.1.1)
-// return an error wrapping ErrMalformed.
+// Deliberate departures from the standard, checked against the WPT URL test
+// data in wpt_test.go: the trailing dot of a domain is removed; a domain
+// must be a DNS name ([a-z0-9_-] labels of 1–63 characters, at most 253
+// characters, no empty label), where a browser accepts any name without
+// forbidden code points. Invalid hosts and out-of-range numeric forms
+// (256.1.1.1) return an error wrapping ErrMalformed.
 // Error texts never contain the URL (at most its scheme).
 // Normalize(Normalize(u)) == Normalize(u).
 func Normalize(raw string) (string, error) {
@@ -152,21 +160,21 @@ func parse(raw string) (parsedURL, error) {
 		authority = authority[at+1:]
 	}
 
+	// Host state: a ':' outside brackets starts the port.
 	hostPart, port := authority, ""
-	if strings.HasPrefix(hostPart, "[") {
-		rb := strings.IndexByte(hostPart, ']')
-		if rb < 0 {
-			return parsedURL{}, errBadIPv6
-		}
-		if after := hostPart[rb+1:]; after != "" {
-			if after[0] != ':' {
-				return parsedURL{}, errBadIPv6
+	inBrackets := false
+	for i := 0; i < len(authority); i++ {
+		switch authority[i] {
+		case '[':
+			inBrackets = true
+		case ']':
+			inBrackets = false
+		case ':':
+			if !inBrackets {
+				hostPart, port = authority[:i], authority[i+1:]
+				i = len(authority)
 			}
-			port = after[1:]
 		}
-		hostPart = hostPart[:rb+1]
-	} else if c := strings.IndexByte(hostPart, ':'); c >= 0 {
-		hostPart, port = hostPart[:c], hostPart[c+1:]
 	}
 	if hostPart == "" {
 		return parsedURL{}, errNoHost
@@ -215,14 +223,10 @@ func parse(raw string) (parsedURL, error) {
 		b = append(b, ':')
 		b = append(b, port...)
 	}
-	if path == "" {
-		b = append(b, '/')
-	} else {
-		b = appendEscaped(b, path, true)
-	}
+	b = appendPath(b, path)
 	if hasQuery {
 		b = append(b, '?')
-		b = appendEscaped(b, query, false)
+		b = appendQuery(b, query)
 	}
 	out := raw
 	if string(b) != raw {
@@ -302,6 +306,9 @@ func normalizePort(p string, https bool) (string, error) {
 // form. For IP literals it also returns the address.
 func parseHost(h string) (string, netip.Addr, error) {
 	if h[0] == '[' {
+		if len(h) < 2 || h[len(h)-1] != ']' {
+			return "", netip.Addr{}, errBadIPv6
+		}
 		inner := h[1 : len(h)-1]
 		// Zones ("%eth0") and escapes are not allowed in URL IPv6 literals.
 		if strings.IndexByte(inner, '%') >= 0 {
@@ -311,7 +318,7 @@ func parseHost(h string) (string, netip.Addr, error) {
 		if err != nil || !a.Is6() {
 			return "", netip.Addr{}, errBadIPv6
 		}
-		return a.String(), a, nil
+		return ipv6String(a), a, nil
 	}
 	if strings.IndexByte(h, '%') >= 0 {
 		var ok bool
@@ -319,7 +326,8 @@ func parseHost(h string) (string, netip.Addr, error) {
 			return "", netip.Addr{}, errBadEscape
 		}
 	}
-	if !isASCII(h) {
+	ascii := isASCII(h)
+	if !ascii {
 		if !utf8.ValidString(h) {
 			return "", netip.Addr{}, errBadUTF8
 		}
@@ -329,6 +337,15 @@ func parseHost(h string) (string, netip.Addr, error) {
 		}
 	}
 	h = lowerASCII(h)
+	// An ASCII name goes through UTS #46 only when a label claims to be
+	// punycode ("xn--"), which must then decode to a valid label, as the
+	// standard's domain-to-ASCII does.
+	if ascii && hasACELabel(h) {
+		var err error
+		if h, err = idnaToASCII(h); err != nil {
+			return "", netip.Addr{}, err
+		}
+	}
 	h = strings.TrimSuffix(h, ".")
 	if h == "" {
 		return "", netip.Addr{}, errNoHost
@@ -526,26 +543,165 @@ func percentDecode(s string) (string, bool) {
 	return string(b), true
 }
 
-// appendEscaped appends a path or query, percent-encoding the bytes that
-// cannot appear in a URL and a '%' that does not start a valid escape; in a
-// path, '\' becomes '/' (WHATWG, special schemes). Output is stable under
-// repetition.
-func appendEscaped(b []byte, s string, isPath bool) []byte {
-	const hexDigits = "0123456789ABCDEF"
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+// hasACELabel reports whether a lower-case host has a label that starts
+// with the punycode prefix "xn--".
+func hasACELabel(h string) bool {
+	for i := 0; i+4 <= len(h); i++ {
+		if (i == 0 || h[i-1] == '.') && h[i:i+4] == "xn--" {
+			return true
+		}
+	}
+	return false
+}
+
+// ipv6String writes an IPv6 address as the WHATWG IPv6 serialiser does:
+// eight groups of lower-case hex without leading zeros, the first longest
+// run of two or more zero groups written "::", and never a dotted IPv4
+// tail (net/netip writes ::ffff:127.0.0.1 for IPv4-mapped addresses).
+func ipv6String(a netip.Addr) string {
+	b16 := a.As16()
+	var g [8]uint16
+	for i := range g {
+		g[i] = uint16(b16[2*i])<<8 | uint16(b16[2*i+1])
+	}
+	start, n := -1, 1 // only runs longer than one group are compressed
+	for i := 0; i < 8; {
+		if g[i] != 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < 8 && g[j] == 0 {
+			j++
+		}
+		if j-i > n {
+			start, n = i, j-i
+		}
+		i = j
+	}
+	const hexDigits = "0123456789abcdef"
+	var buf [39]byte
+	out := buf[:0]
+	for i := 0; i < 8; i++ {
+		if i == start {
+			out = append(out, ':', ':')
+			i += n - 1
+			continue
+		}
+		if i > 0 && i != start+n {
+			out = append(out, ':')
+		}
+		v, started := g[i], false
+		for shift := 12; shift >= 0; shift -= 4 {
+			d := v >> uint(shift) & 15
+			if d != 0 || started || shift == 0 {
+				out = append(out, hexDigits[d])
+				started = true
+			}
+		}
+	}
+	return string(out)
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// inPathSet reports whether c is in the WHATWG path percent-encode set (C0
+// controls, space, bytes above '~', and " # < > ? ` { }), read byte by byte
+// on the UTF-8 form.
+func inPathSet(c byte) bool {
+	return c <= ' ' || c >= 0x7f || c == '"' || c == '#' || c == '<' || c == '>' || c == '?' || c == '`' || c == '{' || c == '}'
+}
+
+// inSpecialQuerySet reports whether c is in the WHATWG special-query
+// percent-encode set (C0 controls, space, bytes above '~', and " # < > ').
+func inSpecialQuerySet(c byte) bool {
+	return c <= ' ' || c >= 0x7f || c == '"' || c == '#' || c == '<' || c == '>' || c == '\''
+}
+
+// appendPath appends the path of a special URL as the WHATWG path state
+// builds it: '/' and '\' separate segments, "." and ".." segments (also
+// %2e, case-insensitive) are resolved, each segment is percent-encoded
+// with the path set, and an empty path is "/". Existing escapes and a '%'
+// that starts no valid escape are kept.
+func appendPath(b []byte, p string) []byte {
+	if p == "" {
+		return append(b, '/')
+	}
+	p = p[1:] // the path starts with '/' or '\'
+	base := len(b)
+	// starts holds the offset of the '/' that opens each segment written.
+	var startsArr [16]int
+	starts := startsArr[:0]
+	for {
+		seg, last := p, true
+		if i := strings.IndexAny(p, `/\`); i >= 0 {
+			seg, p, last = p[:i], p[i+1:], false
+		}
 		switch {
-		case c == '\\' && isPath:
-			b = append(b, '/')
-		case c == '%' && (i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2])):
-			b = append(b, "%25"...)
-		case c <= ' ' || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '`':
-			b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
+		case isDoubleDot(seg):
+			if n := len(starts); n > 0 {
+				b = b[:starts[n-1]]
+				starts = starts[:n-1]
+			}
+			if last {
+				starts = append(starts, len(b))
+				b = append(b, '/')
+			}
+		case isSingleDot(seg):
+			if last {
+				starts = append(starts, len(b))
+				b = append(b, '/')
+			}
 		default:
+			starts = append(starts, len(b))
+			b = append(b, '/')
+			for i := 0; i < len(seg); i++ {
+				if c := seg[i]; inPathSet(c) {
+					b = append(b, '%', upperHex[c>>4], upperHex[c&15])
+				} else {
+					b = append(b, c)
+				}
+			}
+		}
+		if last {
+			break
+		}
+	}
+	if len(b) == base { // cannot happen: the last segment always writes
+		b = append(b, '/')
+	}
+	return b
+}
+
+// appendQuery appends a query percent-encoded with the special-query set.
+func appendQuery(b []byte, q string) []byte {
+	for i := 0; i < len(q); i++ {
+		if c := q[i]; inSpecialQuerySet(c) {
+			b = append(b, '%', upperHex[c>>4], upperHex[c&15])
+		} else {
 			b = append(b, c)
 		}
 	}
 	return b
+}
+
+// isSingleDot is the WHATWG single-dot URL path segment: "." or "%2e".
+func isSingleDot(s string) bool {
+	return s == "." || (len(s) == 3 && s[0] == '%' && s[1] == '2' && s[2]|0x20 == 'e')
+}
+
+// isDoubleDot is the WHATWG double-dot URL path segment: "..", ".%2e",
+// "%2e." or "%2e%2e", case-insensitive.
+func isDoubleDot(s string) bool {
+	switch len(s) {
+	case 2:
+		return s == ".."
+	case 4:
+		return (s[0] == '.' && isSingleDot(s[1:])) || (isSingleDot(s[:3]) && s[3] == '.')
+	case 6:
+		return isSingleDot(s[:3]) && isSingleDot(s[3:])
+	}
+	return false
 }
 
 // lowerASCII lower-cases ASCII letters, allocating only when needed.

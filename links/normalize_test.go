@@ -21,7 +21,7 @@ func TestNormalize(t *testing.T) {
 		{"https://example.com:08443/", "https://example.com:8443/"},
 		{"https://example.com:/x", "https://example.com/x"},
 		{"https://example.com./x", "https://example.com/x"},
-		{"https://example.com/Path/../A?Q=Keep&b=%41#x", "https://example.com/Path/../A?Q=Keep&b=%41"},
+		{"https://example.com/Path/../A?Q=Keep&b=%41#x", "https://example.com/A?Q=Keep&b=%41"},
 		{"https://example.com?", "https://example.com/?"},
 		{"https://example.com?q#f", "https://example.com/?q"},
 		{"https://example.com#f?x", "https://example.com/"},
@@ -42,9 +42,25 @@ func TestNormalize(t *testing.T) {
 		{"http://%65vil.example/", "http://evil.example/"},
 		{"http://EXA%4dPLE.com/", "http://example.com/"},
 		{"https://example.com/a b\"<>`", "https://example.com/a%20b%22%3C%3E%60"},
-		{"https://example.com/100%/x?p=50%&q=%zz", "https://example.com/100%25/x?p=50%25&q=%25zz"},
+		{"https://example.com/100%/x?p=50%&q=%zz", "https://example.com/100%/x?p=50%&q=%zz"},
 		{"https://example.com/ü?q=ü", "https://example.com/%C3%BC?q=%C3%BC"},
-		{"https://example.com/?a=1&b='x'|{y}", "https://example.com/?a=1&b='x'|{y}"},
+		{"https://example.com/?a=1&b='x'|{y}", "https://example.com/?a=1&b=%27x%27|{y}"},
+		// WHATWG percent-encode sets: path (" # < > ? ` { } and controls),
+		// special query (" # < > ' and controls); ^ | [ ] stay.
+		{"https://example.com/a`{b}|^[c]?q=`{}|^\"<>", "https://example.com/a%60%7Bb%7D|^[c]?q=`{}|^%22%3C%3E"},
+		{"https://example.com/%2F%zz%4?%", "https://example.com/%2F%zz%4?%"},
+		{"https://example.com/a\x7f?b\x7f", "https://example.com/a%7F?b%7F"},
+		// Dot segments, plain and percent-encoded, as the path state resolves them.
+		{"https://example.com/a/b/../c", "https://example.com/a/c"},
+		{"https://example.com/a/./b/.", "https://example.com/a/b/"},
+		{"https://example.com/a/b/..", "https://example.com/a/"},
+		{"https://example.com/../../x", "https://example.com/x"},
+		{"https://example.com/a/%2e%2E/b/.%2e/%2E./c/%2e", "https://example.com/c/"},
+		{"https://example.com/a/%2e.x/..b/...", "https://example.com/a/%2e.x/..b/..."},
+		{`https://example.com/a\b\..\c`, "https://example.com/a/c"},
+		{"https://example.com//a//../b", "https://example.com//a/b"},
+		{"https://example.com/a/..?x=/../", "https://example.com/?x=/../"},
+		{"https://example.com/a/%2e%2", "https://example.com/a/%2e%2"},
 		// IPv4 in every form a browser accepts.
 		{"http://2130706433/", "http://127.0.0.1/"},
 		{"http://0x7f.0.0.1/", "http://127.0.0.1/"},
@@ -61,8 +77,19 @@ func TestNormalize(t *testing.T) {
 		{"http://[::1]/", "http://[::1]/"},
 		{"http://[0:0:0:0:0:0:0:1]:8080/", "http://[::1]:8080/"},
 		{"http://[2001:DB8::0001]/", "http://[2001:db8::1]/"},
-		{"http://[::ffff:127.0.0.1]/", "http://[::ffff:127.0.0.1]/"},
-		{"http://[::FFFF:7F00:1]/", "http://[::ffff:127.0.0.1]/"},
+		{"http://[::ffff:127.0.0.1]/", "http://[::ffff:7f00:1]/"},
+		{"http://[::FFFF:7F00:1]/", "http://[::ffff:7f00:1]/"},
+		{"http://[::127.0.0.1]/", "http://[::7f00:1]/"},
+		{"http://[0:0:0:0:0:0:13.1.68.3]/", "http://[::d01:4403]/"},
+		{"http://[1:0:0:2:0:0:0:3]/", "http://[1:0:0:2::3]/"},
+		{"http://[1:0:0:2:0:0:3:4]/", "http://[1::2:0:0:3:4]/"},
+		{"http://[0:1:0:1:0:1:0:1]/", "http://[0:1:0:1:0:1:0:1]/"},
+		{"http://[1:0::]/", "http://[1::]/"},
+		{"http://[0:0:0:0:0:0:0:0]/", "http://[::]/"},
+		{"http://[2001:0DB8:0000:0000:0000:0000:0000:0001]:0443/", "http://[2001:db8::1]:443/"},
+		// Hosts that end in something that is not a number are domains.
+		{"http:0.0.0XX", "http://0.0.0xx/"},
+		{"http://0x7f.0.0.0x7g/", "http://0x7f.0.0.0x7g/"},
 		// Internationalised names.
 		{"https://BÜCHER.example/", "https://xn--bcher-kva.example/"},
 		{"https://пример.рф/", "https://xn--e1afmkfd.xn--p1ai/"},
@@ -87,7 +114,7 @@ func TestNormalize(t *testing.T) {
 		if again, err := Normalize(got); err != nil || again != got {
 			t.Errorf("Normalize(%q) = %q, %v; not stable", got, again, err)
 		}
-		if _, err := url.Parse(got); err != nil {
+		if _, err := url.Parse(escapeStrayPercent(got)); err != nil {
 			t.Errorf("net/url cannot parse %q: %v", got, err)
 		}
 	}
@@ -131,6 +158,9 @@ func TestNormalizeErrors(t *testing.T) {
 		{"http://[fe80::1%25eth0]/", ErrMalformed, "invalid IPv6 address"},
 		{"http://[127.0.0.1]/", ErrMalformed, "invalid IPv6 address"},
 		{"http://[zz]/", ErrMalformed, "invalid IPv6 address"},
+		{"http://[::1:80/", ErrMalformed, "invalid IPv6 address"},
+		{"http://[::1]:3:4/", ErrMalformed, "invalid port"},
+		{"http://[::1.2.3.4x]/", ErrMalformed, "invalid IPv6 address"},
 		{"http://256.1.1.1/", ErrMalformed, "host looks like an IPv4 address but is not a valid one"},
 		{"http://1.2.3.4.5/", ErrMalformed, "host looks like an IPv4 address but is not a valid one"},
 		{"http://4294967296/", ErrMalformed, "host looks like an IPv4 address but is not a valid one"},
@@ -147,8 +177,11 @@ func TestNormalizeErrors(t *testing.T) {
 		{"http://a.b../", ErrMalformed, "empty label in host"},
 		{"http://" + strings.Repeat("a", 64) + ".example/", ErrMalformed, "host label longer than 63 characters"},
 		{"http://" + strings.Repeat("a.", 127) + "ab/", ErrMalformed, "host longer than 253 characters"},
-		{"https://a\u200db.example/", ErrMalformed, "invalid internationalised domain name"}, // ZWJ outside a joining context
-		{"https://\u05d0a.example/", ErrMalformed, "invalid internationalised domain name"},  // mixed-direction label (Bidi rule)
+		{"https://a\u200db.example/", ErrMalformed, "invalid internationalised domain name"},    // ZWJ outside a joining context
+		{"https://\u05d0a.example/", ErrMalformed, "invalid internationalised domain name"},     // mixed-direction label (Bidi rule)
+		{"https://a.b.c.xn--pokxncvks/", ErrMalformed, "invalid internationalised domain name"}, // bad punycode
+		{"https://a.XN--pokxncvks/", ErrMalformed, "invalid internationalised domain name"},
+		{"http://10.0.0.xn--pokxncvks/", ErrMalformed, "invalid internationalised domain name"},
 		{"ftp://example.com/", ErrUnsupportedScheme, "ftp: links are not scanned"},
 		{"FILE:///etc/passwd", ErrUnsupportedScheme, "file: links are not scanned"},
 		{"javascript:alert(1)", ErrUnsupportedScheme, "javascript: links are not scanned"},

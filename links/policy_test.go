@@ -70,7 +70,7 @@ func TestPrivateRangeDetails(t *testing.T) {
 		{"http://100.127.255.255/", "100.64.0.0/10 is shared carrier-grade NAT space (RFC 6598)"},
 		{"http://169.254.169.254/", "169.254.0.0/16 is link-local (RFC 3927)"},
 		{"http://0.1.2.3/", `0.0.0.0/8 is "this network" (RFC 791, RFC 6890)`},
-		{"http://255.255.255.255/", "240.0.0.0/4 is reserved, including broadcast (RFC 1112 §4, RFC 919)"},
+		{"http://255.255.255.255/", "255.255.255.255/32 is the limited broadcast address (RFC 919 §7)"},
 		{"http://[fe80::1]/", "fe80::/10 is link-local (RFC 4291 §2.5.6)"},
 		{"http://[fd12:3456::1]/", "fc00::/7 is a unique local network (RFC 4193)"},
 		{"http://[::]/", "::/128 is the unspecified address (RFC 4291 §2.5.2)"},
