@@ -138,6 +138,14 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	a.feedback = &commands.Feedback{Cards: a.cards, Rep: rep, Poster: a.poster, Access: access,
 		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
+		TaskCards: func(taskID string) ([]notify.Card, error) {
+			recs, err := db.CardsOfTask(taskID)
+			cards := make([]notify.Card, len(recs))
+			for i, r := range recs {
+				cards[i] = r.Card
+			}
+			return cards, err
+		},
 		Recorded: func(c *notify.Card, line int, r notify.Report) {
 			l := c.Lines[line]
 			err := db.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
@@ -176,7 +184,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Log:           log.With("component", "messages"),
 	}
 	a.bot.SetHandler(a.messages.Handle)
-	a.scan = &commands.Scan{Links: policy, Scanner: a.messages, URLs: rep, State: db, Access: access,
+	a.scan = &commands.Scan{Links: policy, Scanner: a.messages, URLs: rep, State: db, Access: access, Feedback: a.feedback,
 		Respond: a.respond, DefaultMode: cfg.ChannelMode, AllowChanged: a.loadAllowlist}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
 	if err := a.wireFiles(); err != nil {
