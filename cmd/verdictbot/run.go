@@ -76,8 +76,12 @@ func apiURL(u string) string {
 	return u
 }
 
+// storeWriteFault, set by tests, makes the store's writes fail
+// (store.Options.WriteFault).
+var storeWriteFault func() error
+
 func newApp(cfg *Config, log *slog.Logger) (*app, error) {
-	db, err := store.Open(cfg.DataDir, store.Options{})
+	db, err := store.Open(cfg.DataDir, store.Options{WriteFault: storeWriteFault})
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +174,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		},
 	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot"), Observer: a.metrics})
 	a.bot.SetJournal(db)
+	a.metrics.WatchJournal(a.bot.Spooled)
 	a.messages = &bot.Messages{
 		Self:          a.bot.Identity,
 		Links:         policy,
@@ -240,10 +245,14 @@ func (a *app) wireFiles() error {
 }
 
 // ready reports whether the bot can do its job: Socket Mode connected and
-// the store open (it is, while the app exists).
+// the store open (it is, while the app exists) and writable (no envelope
+// waits in memory for the journal).
 func (a *app) ready() (bool, string) {
 	if a.bot == nil || !a.bot.Connected() {
 		return false, "Socket Mode is not connected"
+	}
+	if n := a.bot.Spooled(); n > 0 {
+		return false, fmt.Sprintf("the store cannot be written: %d acked envelope(s) held in memory until it can", n)
 	}
 	return true, ""
 }
