@@ -96,6 +96,7 @@ type Bot struct {
 	dedupeFn func(eventID string) bool
 	journal  Journal
 	pending  chan pendingAck
+	spooled  atomic.Int64 // envelopes acked, waiting for the journal
 	// ackPayloads holds slash-command ack payloads computed at intake
 	// until the journal acks their envelope.
 	ackPayloads sync.Map

@@ -96,3 +96,12 @@ func (cs *Cards) Edit(channel, cardTS string, fn func(c *notify.Card) error) err
 }
 
 var _ commands.CardBook = (*Cards)(nil)
+
+// EditBySource implements commands.CardBook.
+func (cs *Cards) EditBySource(channel, sourceTS string, fn func(c *notify.Card) error) error {
+	_, err := cs.st.UpdateCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(r *store.CardRecord) error { return fn(&r.Card) })
+	if errors.Is(err, store.ErrNotFound) {
+		return commands.ErrCardNotFound
+	}
+	return err
+}

@@ -34,22 +34,68 @@ type pendingAck struct {
 // maxBatch bounds one group commit.
 const maxBatch = 256
 
+// The spool holds envelopes acked while the journal could not be written.
+// It is bounded: past these, envelopes are not acked (see runJournal).
+const (
+	maxSpoolJobs  = 10_000
+	maxSpoolBytes = 64 << 20
+)
+
+// Backoff between attempts to write the spool to the journal.
+const (
+	spoolRetryMin = 50 * time.Millisecond
+	spoolRetryMax = 5 * time.Second
+)
+
 // runJournal records envelopes' jobs in batches (one transaction, one
 // fsync, per batch), then acks each envelope and queues its job. A
-// redelivered event (its id already recorded) is acked and dropped. If the
-// store fails, the envelope is acked anyway and handled in memory: Slack's
-// retries would otherwise pile up behind a broken disk, and the user's
-// message would still get its card.
+// redelivered event (its id already recorded) is acked and dropped.
+//
+// When the journal cannot be written (disk full, I/O error), nothing acked
+// is lost: the envelopes are acked and held, in order, in a bounded
+// in-memory spool that is written to the journal as soon as the disk
+// takes it again (retried with backoff); only then do their jobs run (they
+// need the store anyway, and the journal is what resumes them after a
+// restart). While the spool holds anything, /readyz says so and
+// verdictbot_journal_spooled counts it. Not acking instead would let
+// Slack's retries (three, over about five minutes, for events only; never
+// for slash commands or clicks) carry the envelopes, and lose every one of
+// them in a longer outage. When the spool is full, new envelopes are not
+// acked: events are redelivered by Slack, commands and clicks fail
+// visibly for the user, and nothing the bot acked is dropped. The spool
+// dies with the process: an envelope acked during an outage and not yet
+// written is lost only if the process stops before the disk recovers,
+// which the shutdown logs as an error with the count.
 func (b *Bot) runJournal(ctx context.Context, in <-chan pendingAck, done chan<- struct{}) {
 	defer close(done)
 	batch := make([]pendingAck, 0, maxBatch)
+	sp := &spool{ids: map[string]bool{}}
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	backoff := spoolRetryMin
 	for {
 		batch = batch[:0]
-		first, ok := <-in
-		if !ok {
-			return
+		if len(sp.jobs) == 0 {
+			first, ok := <-in
+			if !ok {
+				return
+			}
+			batch = append(batch, first)
+		} else {
+			select {
+			case p, ok := <-in:
+				if !ok {
+					b.flushSpool(sp)
+					if n := len(sp.jobs); n > 0 {
+						b.log.Error("shutting down with acked envelopes the journal could not take: they are lost", "envelopes", n)
+					}
+					return
+				}
+				batch = append(batch, p)
+			case <-retry.C:
+			}
 		}
-		batch = append(batch, first)
 	fill:
 		for len(batch) < maxBatch {
 			select {
@@ -62,33 +108,123 @@ func (b *Bot) runJournal(ctx context.Context, in <-chan pendingAck, done chan<- 
 				break fill
 			}
 		}
+		if len(sp.jobs) > 0 {
+			// Behind the spool, in order.
+			b.spoolAdd(sp, batch)
+			if b.flushSpool(sp) {
+				backoff = spoolRetryMin
+			} else {
+				retry.Reset(backoff)
+				backoff = min(2*backoff, spoolRetryMax)
+			}
+			continue
+		}
+		if len(batch) == 0 {
+			continue
+		}
 		jobs := make([]*store.Job, len(batch))
 		for i := range batch {
 			jobs[i] = batch[i].job
 		}
 		fresh, err := b.journal.RecordJobs(jobs)
 		if err != nil {
-			b.log.Error("could not record jobs durably; handling them in memory", "error", err, "jobs", len(jobs))
-			fresh = make([]bool, len(jobs))
-			for i, j := range jobs {
-				fresh[i] = j.EventID == "" || b.dedupeFn(j.EventID)
-				j.ID = 0
-			}
+			b.log.Error("the journal cannot be written: acked envelopes are held in memory until it can", "error", err, "jobs", len(jobs))
+			b.spoolAdd(sp, batch)
+			retry.Reset(backoff)
+			continue
 		}
 		for i, p := range batch {
 			aerr := b.ack(p.evt)
 			b.observe(p.kind, p.start, aerr)
 			if !fresh[i] {
-				b.log.Debug("duplicate delivery ignored", "event_id", p.job.EventID, "retry_attempt", p.evt.Request.RetryAttempt)
-				if b.opt.Observer != nil {
-					b.opt.Observer.Dropped(p.kind, "duplicate")
-				}
+				b.duplicate(p)
 				continue
 			}
 			p.run(p.job)
 		}
 	}
 }
+
+// spool is the envelopes acked but not yet in the journal, oldest first.
+type spool struct {
+	jobs  []pendingAck
+	bytes int
+	ids   map[string]bool // their event ids
+}
+
+// spoolAdd acks the envelopes that fit in the spool and keeps them; the
+// others are not acked (Slack redelivers events).
+func (b *Bot) spoolAdd(sp *spool, batch []pendingAck) {
+	for _, p := range batch {
+		if id := p.job.EventID; id != "" && sp.ids[id] {
+			aerr := b.ack(p.evt)
+			b.observe(p.kind, p.start, aerr)
+			b.duplicate(p)
+			continue
+		}
+		if len(sp.jobs) >= maxSpoolJobs || sp.bytes+len(p.job.Payload) > maxSpoolBytes {
+			if p.evt.Request != nil {
+				b.ackPayloads.Delete(p.evt.Request.EnvelopeID)
+			}
+			b.log.Error("the journal cannot be written and the spool is full: envelope not acked (Slack redelivers events; commands and clicks fail for the user)",
+				"kind", p.kind, "event_id", p.job.EventID, "spooled", len(sp.jobs))
+			if b.opt.Observer != nil {
+				b.opt.Observer.Dropped(p.kind, "spool_full")
+			}
+			continue
+		}
+		aerr := b.ack(p.evt)
+		b.observe(p.kind, p.start, aerr)
+		p.job.ID = 0
+		sp.jobs = append(sp.jobs, p)
+		sp.bytes += len(p.job.Payload)
+		if p.job.EventID != "" {
+			sp.ids[p.job.EventID] = true
+		}
+	}
+	b.spooled.Store(int64(len(sp.jobs)))
+}
+
+// flushSpool writes the spool to the journal and runs its jobs; it
+// reports whether the spool is now empty.
+func (b *Bot) flushSpool(sp *spool) bool {
+	if len(sp.jobs) == 0 {
+		return true
+	}
+	jobs := make([]*store.Job, len(sp.jobs))
+	for i := range sp.jobs {
+		sp.jobs[i].job.ID = 0
+		jobs[i] = sp.jobs[i].job
+	}
+	fresh, err := b.journal.RecordJobs(jobs)
+	if err != nil {
+		b.log.Warn("the journal still cannot be written", "error", err, "spooled", len(jobs))
+		return false
+	}
+	b.log.Info("the journal can be written again: held envelopes recorded", "envelopes", len(jobs))
+	held := sp.jobs
+	sp.jobs, sp.bytes, sp.ids = nil, 0, map[string]bool{}
+	b.spooled.Store(0)
+	for i, p := range held {
+		if !fresh[i] {
+			b.duplicate(p)
+			continue
+		}
+		p.run(p.job)
+	}
+	return true
+}
+
+func (b *Bot) duplicate(p pendingAck) {
+	b.log.Debug("duplicate delivery ignored", "event_id", p.job.EventID, "retry_attempt", p.evt.Request.RetryAttempt)
+	if b.opt.Observer != nil {
+		b.opt.Observer.Dropped(p.kind, "duplicate")
+	}
+}
+
+// Spooled returns how many acked envelopes wait in memory for the journal
+// to be writable again (0 when the disk is fine).
+func (b *Bot) Spooled() int { return int(b.spooled.Load()) }
 
 // finish deletes a job from the journal once its work is done.
 func (b *Bot) finish(id uint64) {

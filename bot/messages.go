@@ -227,10 +227,21 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 	}
 	res.Targets, card.Lines = m.lines(res.Targets)
 	card.Final = len(card.Lines) == 0
+	// A store that cannot be written (disk full, I/O error) is waited for:
+	// the message was acked, so it must get its card once the disk is back
+	// (docs/OPERATIONS.md, "When the disk fails"). The job stays in the
+	// journal meanwhile, so a restart resumes it too.
 	gen, snap, err := m.Cards.Begin(channel, msg.Timestamp, card, mode)
-	if err != nil {
-		m.Log.Error("could not save the card; the message is left for a retry", "channel", channel, "ts", msg.Timestamp, "error", err)
-		return
+	for wait := 100 * time.Millisecond; err != nil; wait = min(2*wait, 5*time.Second) {
+		if wait == 100*time.Millisecond {
+			m.Log.Error("could not save the card; retrying until the store can be written", "channel", channel, "ts", msg.Timestamp, "error", err)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return // the job stays in the journal and resumes after the restart
+		}
+		gen, snap, err = m.Cards.Begin(channel, msg.Timestamp, card, mode)
 	}
 	m.Log.Info("scanning message", "channel", channel, "ts", msg.Timestamp, "links", len(res.Targets),
 		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID, "resumed", meta.Replayed)

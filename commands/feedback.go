@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 	"unicode"
@@ -23,6 +24,9 @@ import (
 // It returns ErrCardNotFound when there is no such card.
 type CardBook interface {
 	Edit(channel, cardTS string, fn func(c *notify.Card) error) error
+	// EditBySource is Edit for the card answering the message at
+	// (channel, sourceTS), posted or not.
+	EditBySource(channel, sourceTS string, fn func(c *notify.Card) error) error
 }
 
 // ErrCardNotFound is returned by CardBook.Edit for an unknown card.
@@ -47,10 +51,14 @@ type Feedback struct {
 	Access *Access
 	// Forget drops the cached verdict of a URL once a report changed it.
 	Forget func(url string)
-	// Recorded, if set, is told about every accepted report (audit store).
+	// Recorded, if set, is told about every report added to a card (audit
+	// store).
 	Recorded func(c *notify.Card, line int, r notify.Report)
-	Log      *slog.Logger
-	Now      func() time.Time
+	// TaskCards, if set, returns every card showing a task, so a report
+	// already accepted through another card is not sent again.
+	TaskCards func(taskID string) ([]notify.Card, error)
+	Log       *slog.Logger
+	Now       func() time.Time
 
 	mu      sync.Mutex
 	pending map[string]bool
@@ -133,24 +141,79 @@ func (f *Feedback) click(ctx context.Context, cb *slack.InteractionCallback, a *
 			}
 		}
 	}
-	if !f.Access.CanReport(user, option) {
+	tell(f.Report(ctx, ReportRequest{User: user, Channel: channel, CardTS: cardTS, Line: lineIdx,
+		TaskID: taskID, Category: cat, Option: option}))
+}
+
+// ReportRequest is one verdict report, from a card's button or from
+// `/scan report`: both go through Feedback.Report, so they are scoped,
+// deduplicated and audited alike.
+type ReportRequest struct {
+	User string
+	// Channel, and CardTS (the posted card, for buttons) or SourceTS (the
+	// message the card answers, for /scan report), name the card.
+	Channel  string
+	CardTS   string
+	SourceTS string
+	// Line is the card line the report is about; it must show TaskID.
+	Line     int
+	TaskID   string
+	Category verdict.Category
+	Option   string // fp, fn, restore
+}
+
+// edit applies fn to the card r names.
+func (f *Feedback) edit(r ReportRequest, fn func(c *notify.Card) error) error {
+	if r.CardTS == "" {
+		return f.Cards.EditBySource(r.Channel, r.SourceTS, fn)
+	}
+	return f.Cards.Edit(r.Channel, r.CardTS, fn)
+}
+
+// Report sends a verdict report for a card line and returns the answer for
+// the user. It checks the user may send it, refuses a report already
+// accepted for the task (on any card) or being sent, sends it to the URL
+// service, adds the audit line to the card, records it, and forgets the
+// cached verdict of the line's URL once the service accepted it.
+func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
+	option, cat, taskID := r.Option, r.Category, r.TaskID
+	if !f.Access.CanReport(r.User, option) {
 		if option == "restore" {
-			tell("Only admins can restore a verdict.")
-		} else {
-			tell("Only admins can report verdicts in this workspace.")
+			return "Only admins can restore a verdict."
 		}
-		return
+		return "Only admins can report verdicts in this workspace."
+	}
+	// A report the service accepted for this task on another card (the same
+	// link posted twice) counts too: the service keeps one verdict per task.
+	var earlier []notify.Report
+	if f.TaskCards != nil {
+		cards, err := f.TaskCards(taskID)
+		if err != nil {
+			f.logger().Error("feedback: task lookup failed", "error", err)
+			return "Something went wrong on our side; the report was not sent."
+		}
+		for _, c := range cards {
+			for _, l := range c.Lines {
+				if l.TaskID == taskID {
+					earlier = append(earlier, l.Reports...)
+				}
+			}
+		}
+		slices.SortStableFunc(earlier, func(a, b notify.Report) int { return a.At.Compare(b.At) })
 	}
 
-	key := fmt.Sprintf("%s|%s|%d|%s|%s", channel, cardTS, lineIdx, option, cat)
+	key := fmt.Sprintf("%s|%s|%s", taskID, option, cat)
 	var target string
-	err = f.Cards.Edit(channel, cardTS, func(c *notify.Card) error {
+	lineIdx := r.Line
+	err := f.edit(r, func(c *notify.Card) error {
 		if lineIdx < 0 || lineIdx >= len(c.Lines) || c.Lines[lineIdx].TaskID != taskID {
 			return errStale
 		}
 		l := &c.Lines[lineIdx]
 		target = l.Target
-		if last := lastAccepted(l.Reports, cat); last != nil && last.Option == option {
+		all := append(append([]notify.Report(nil), earlier...), l.Reports...)
+		slices.SortStableFunc(all, func(a, b notify.Report) int { return a.At.Compare(b.At) })
+		if last := lastAccepted(all, cat); last != nil && last.Option == option {
 			return &duplicateError{*last}
 		}
 		f.mu.Lock()
@@ -168,18 +231,14 @@ func (f *Feedback) click(ctx context.Context, cb *slack.InteractionCallback, a *
 	switch {
 	case errors.As(err, &dup):
 		if dup.r.User != "" {
-			tell(fmt.Sprintf("<@%s> already reported %s (%s) for this link %s.", dup.r.User, optionWords[option], cat, slackDate(dup.r.At)))
-		} else {
-			tell("That report is already being sent.")
+			return fmt.Sprintf("<@%s> already reported %s (%s) for task `%s` %s; it was not sent again.", dup.r.User, optionWords[option], cat, taskID, slackDate(dup.r.At))
 		}
-		return
+		return "That report is already being sent."
 	case errors.Is(err, errStale), errors.Is(err, ErrCardNotFound):
-		tell("This card has changed since it was shown; reload it and try again.")
-		return
+		return "This card has changed since it was shown; reload it and try again."
 	case err != nil:
 		f.logger().Error("feedback: card lookup failed", "error", err)
-		tell("Something went wrong on our side; the report was not sent.")
-		return
+		return "Something went wrong on our side; the report was not sent."
 	}
 	defer func() {
 		f.mu.Lock()
@@ -190,18 +249,21 @@ func (f *Feedback) click(ctx context.Context, cb *slack.InteractionCallback, a *
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	rerr := f.Rep.Report(rctx, taskID, reputation.Category(cat), reputation.ReportOption(option))
 	cancel()
-	rep := notify.Report{User: user, Option: option, Category: cat, At: f.now()}
+	rep := notify.Report{User: r.User, Option: option, Category: cat, At: f.now()}
 	if rerr != nil {
 		var ae *apiclient.APIError
-		if errors.As(rerr, &ae) {
+		switch {
+		case errors.Is(rerr, reputation.ErrTaskNotFound):
+			rep.Outcome = "the service no longer has this task"
+		case errors.As(rerr, &ae):
 			rep.Outcome = ae.Message
-		} else {
+		default:
 			rep.Outcome = "the service could not be reached"
 		}
 		f.logger().Warn("verdict report refused", "task_id", taskID, "option", option, "category", string(cat), "error", rerr)
 	}
 	var saved *notify.Card
-	err = f.Cards.Edit(channel, cardTS, func(c *notify.Card) error {
+	err = f.edit(r, func(c *notify.Card) error {
 		if lineIdx < len(c.Lines) {
 			c.Lines[lineIdx].Reports = append(c.Lines[lineIdx].Reports, rep)
 		}
@@ -209,22 +271,26 @@ func (f *Feedback) click(ctx context.Context, cb *slack.InteractionCallback, a *
 		saved = &cp
 		return nil
 	})
+	if err != nil {
+		f.logger().Warn("could not add a report to its card", "task_id", taskID, "error", err)
+	}
 	if err == nil && saved != nil {
-		if uerr := f.Poster.Update(ctx, saved); uerr != nil {
-			f.logger().Warn("card update after a report failed", "error", uerr)
+		if saved.CardTS != "" { // a card never posted (quiet channel, clean link) has nothing to update
+			if uerr := f.Poster.Update(ctx, saved); uerr != nil {
+				f.logger().Warn("card update after a report failed", "error", uerr)
+			}
 		}
 		if f.Recorded != nil {
 			f.Recorded(saved, lineIdx, rep)
 		}
 	}
 	if rerr != nil {
-		tell(fmt.Sprintf("The URL service did not accept the report: %s.", rep.Outcome))
-		return
+		return fmt.Sprintf("The URL service did not accept the report: %s.", rep.Outcome)
 	}
 	if f.Forget != nil && target != "" {
 		f.Forget(target)
 	}
-	tell(fmt.Sprintf("Thanks: %s (%s) was reported to the URL service for task `%s`.", capitalise(optionWords[option]), cat, taskID))
+	return fmt.Sprintf("Thanks: %s (%s) was reported to the URL service for task `%s`.", capitalise(optionWords[option]), cat, taskID)
 }
 
 var errStale = errors.New("card line changed")

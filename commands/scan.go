@@ -35,7 +35,6 @@ type URLScanner interface {
 // URLService is what /scan needs of the URL service (*reputation.Client).
 type URLService interface {
 	Status(ctx context.Context, taskID string) (reputation.Status, error)
-	Report(ctx context.Context, taskID string, verdictType reputation.Category, option reputation.ReportOption) error
 }
 
 // SandboxService is what /scan needs of the sandbox (*sandbox.Client).
@@ -54,6 +53,7 @@ type State interface {
 	Reports(target string) ([]store.Report, error)
 	RecordReport(r store.Report) error
 	TargetOfTask(taskID string) (string, error)
+	CardsOfTask(taskID string) ([]*store.CardRecord, error)
 	ChannelMode(channel string) (string, error)
 	SetChannelMode(channel, mode string) error
 	ChannelFiles(channel string) (string, error)
@@ -78,12 +78,14 @@ type Scan struct {
 	// Hosts, if set, resolves the hosts of /scan's links before the card
 	// is made, so a name that resolves inside the network is answered at
 	// once ("resolves to a private address") and never sent.
-	Hosts       HostChecker
-	Scanner     URLScanner
-	URLs        URLService
-	Sandbox     SandboxService // nil when no sandbox is configured
-	State       State
-	Access      *Access
+	Hosts   HostChecker
+	Scanner URLScanner
+	URLs    URLService
+	Sandbox SandboxService // nil when no sandbox is configured
+	State   State
+	Access  *Access
+	// Feedback sends /scan report's reports, exactly as the card buttons do.
+	Feedback    *Feedback
 	Respond     Responder
 	DefaultMode string
 	// DefaultFiles is VERDICTBOT_SCAN_FILES: whether channels without
@@ -307,10 +309,14 @@ func sep(i int) string {
 	return ","
 }
 
+// report is /scan report: the same report as a card's button, through the
+// same code (Feedback.Report). The task must be shown on a card in this
+// channel (admins: on a card in any channel), so nobody reports tasks of
+// channels they cannot see, and every report lands on a card's audit line.
 func (s *Scan) report(ctx context.Context, req *Request) error {
-	id, catWord, option := req.Args[0], req.Args[1], strings.ToLower(req.Args[2])
+	id, catWord, option := strings.ToLower(req.Args[0]), req.Args[1], strings.ToLower(req.Args[2])
 	if taskKind(id) != "url" {
-		return userErr("`%s` is not a URL task id (32 hexadecimal characters); reports are for URL verdicts.", truncate(id, 80))
+		return userErr("`%s` is not a URL task id (32 hexadecimal characters); reports are for URL verdicts.", truncate(req.Args[0], 80))
 	}
 	cat, err := verdict.ParseCategory(catWord)
 	if err != nil {
@@ -325,25 +331,41 @@ func (s *Scan) report(ctx context.Context, req *Request) error {
 		}
 		return userErr("Only admins can report verdicts in this workspace.")
 	}
-	rerr := s.URLs.Report(ctx, id, reputation.Category(cat), reputation.ReportOption(option))
-	rec := store.Report{TaskID: id, User: req.User, Option: option, Category: cat, At: s.now(), Card: store.CardRef{Channel: req.Channel}}
-	if target, err := s.State.TargetOfTask(id); err == nil {
-		rec.Target = target
+	if s.Feedback == nil {
+		return errors.New("/scan report: no feedback handler wired")
 	}
-	if rerr != nil {
-		var ae *apiclient.APIError
-		if !errors.As(rerr, &ae) || errors.Is(rerr, reputation.ErrTaskNotFound) {
-			return serviceErr("URL service", rerr, id)
+	cards, err := s.State.CardsOfTask(id)
+	if err != nil {
+		return err
+	}
+	var pick *store.CardRecord
+	for _, rec := range cards {
+		if rec.Card.Channel == req.Channel {
+			pick = rec
+			break
 		}
-		rec.Outcome = ae.Message
 	}
-	if rec.Target != "" {
-		_ = s.State.RecordReport(rec)
+	if pick == nil && len(cards) > 0 && s.Access.IsAdmin(req.User) {
+		pick = cards[0]
 	}
-	if rerr != nil {
-		return userErr("The URL service did not accept the report: %s.", rec.Outcome)
+	if pick == nil {
+		if len(cards) == 0 {
+			return userErr("Task `%s` is not on any verdict card of mine, so there is nothing to report; reports are for tasks shown on a card.", id)
+		}
+		return userErr("Task `%s` has no card in this channel; run the command in the channel where its card is.", id)
 	}
-	return s.Respond(ctx, req, fmt.Sprintf("Reported %s (%s) for task `%s`.", optionWords[option], cat, id))
+	line := -1
+	for i, l := range pick.Card.Lines {
+		if l.TaskID == id {
+			line = i
+			break
+		}
+	}
+	if line < 0 { // the card changed since the lookup
+		return userErr("Task `%s` has no card in this channel; run the command in the channel where its card is.", id)
+	}
+	return s.Respond(ctx, req, s.Feedback.Report(ctx, ReportRequest{User: req.User, Channel: pick.Card.Channel,
+		SourceTS: pick.Card.SourceTS, Line: line, TaskID: id, Category: cat, Option: option}))
 }
 
 func (s *Scan) recent(ctx context.Context, req *Request) error {

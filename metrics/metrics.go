@@ -45,7 +45,7 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 	m.envelopes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "envelopes_total",
 		Help: "Socket Mode envelopes acked, by type (events_api, slash_commands, interactive, bad_message) and result."}, []string{"type", "result"})
 	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "envelopes_dropped_total",
-		Help: "Envelopes acked but not handled, by kind and reason (duplicate, undecodable, queue_full)."}, []string{"kind", "reason"})
+		Help: "Envelopes not handled, by kind and reason (acked: duplicate, undecodable, queue_full; not acked, left to Slack's redelivery: spool_full)."}, []string{"kind", "reason"})
 	m.ackLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "ack_latency_seconds",
 		Help:    "Time from receiving an envelope to acking it (journal write included).",
 		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 3}})
@@ -91,6 +91,14 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// WatchJournal exports spooled (bot.Bot.Spooled): envelopes acked while
+// the journal could not be written, held in memory until it can.
+func (m *Metrics) WatchJournal(spooled func() int) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "journal_spooled",
+		Help: "Envelopes acked while the journal could not be written, held in memory until it can (0 when the disk is fine)."},
+		func() float64 { return float64(spooled()) }))
 }
 
 // Envelope implements bot.Observer.

@@ -1,6 +1,9 @@
 package store
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // bTasks maps a task id to its target, for lookups by task id
 // (/scan history <task_id>, /scan report). Task ids of the two services do
@@ -54,6 +57,46 @@ func (db *DB) RecentCards(channel string, n int) ([]*CardRecord, error) {
 				continue
 			}
 			out = append(out, rec)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CardsOfTask returns the cards that show a line of taskID (through the
+// task index and the cards its target is shown on), in the order the
+// target first appeared on them. It returns none, not an error, for an
+// unknown task.
+func (db *DB) CardsOfTask(taskID string) ([]*CardRecord, error) {
+	taskID = strings.TrimSpace(taskID)
+	var out []*CardRecord
+	err := db.be.view(func(t txn) error {
+		target := t.get(bTasks, taskID)
+		if target == nil {
+			return nil
+		}
+		raw := t.get(bTargets, string(target))
+		if raw == nil {
+			return nil
+		}
+		var tg Target
+		if err := dec(raw, &tg); err != nil {
+			return err
+		}
+		for _, ref := range tg.Cards {
+			rec, err := getCard(t, ref.Key())
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			for _, l := range rec.Card.Lines {
+				if l.TaskID == taskID {
+					out = append(out, rec)
+					break
+				}
+			}
 		}
 		return nil
 	})

@@ -52,6 +52,10 @@ type Options struct {
 	// after each commit (bbolt's DB.NoSync), so a crash can lose or corrupt
 	// the store. Never set it in the bot.
 	NoSync bool
+	// WriteFault is for tests: when it returns an error, an update
+	// transaction fails with it at its end and bbolt rolls it back, as when
+	// the commit's write fails (a broken or full disk).
+	WriteFault func() error
 }
 
 // Open opens (or creates) the store in dir. A file that cannot be read is
@@ -62,7 +66,11 @@ func Open(dir string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{be: be, now: opt.Now}
+	var wrapped backend = be
+	if opt.WriteFault != nil {
+		wrapped = faultBackend{be, opt.WriteFault}
+	}
+	db := &DB{be: wrapped, now: opt.Now}
 	if err := db.init(path); err != nil {
 		be.close()
 		return nil, err
@@ -210,4 +218,19 @@ func (db *DB) nextSeq() uint64 {
 	}
 	db.seq = n
 	return n
+}
+
+// faultBackend fails update transactions when fault says so (Options.WriteFault).
+type faultBackend struct {
+	backend
+	fault func() error
+}
+
+func (f faultBackend) update(fn func(t txn) error) error {
+	return f.backend.update(func(t txn) error {
+		if err := fn(t); err != nil {
+			return err
+		}
+		return f.fault()
+	})
 }

@@ -324,3 +324,32 @@ func TestFinishAnalysisRecordsAndForgetsTogether(t *testing.T) {
 		}
 	})
 }
+
+func TestCardsOfTaskFollowsTheIndexToTheCardsShowingTheTask(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *DB, c *clock) {
+		const task, url = "5a5703931d6e0789be8209606f5688d5", "https://evil.test/x"
+		for _, ref := range []CardRef{{"C1", "1.1"}, {"C2", "2.2"}} {
+			if err := db.PutCard(&CardRecord{Card: notify.Card{Channel: ref.Channel, SourceTS: ref.SourceTS,
+				Lines: []notify.Line{{Target: "https://other.test/"}, {Target: url, TaskID: task}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A card showing the target with another task (a later recheck).
+		db.PutCard(&CardRecord{Card: notify.Card{Channel: "C3", SourceTS: "3.3", Lines: []notify.Line{{Target: url, TaskID: "other"}}}})
+		if got, err := db.CardsOfTask(task); err != nil || len(got) != 0 {
+			t.Fatalf("unknown task: %v %v", got, err)
+		}
+		if _, _, err := db.RecordVerdict(Verdict{Target: url, Kind: "url", TaskID: task, Level: verdict.Malicious}, &CardRef{"C1", "1.1"}, nil, false); err != nil {
+			t.Fatal(err)
+		}
+		for _, ref := range []CardRef{{"C2", "2.2"}, {"C3", "3.3"}} {
+			if err := db.AddCard(url, ref); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := db.CardsOfTask(" " + task + " ")
+		if err != nil || len(got) != 2 || got[0].Card.Channel != "C1" || got[1].Card.Channel != "C2" {
+			t.Fatalf("CardsOfTask = %+v, %v", got, err)
+		}
+	})
+}

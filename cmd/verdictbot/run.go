@@ -76,8 +76,12 @@ func apiURL(u string) string {
 	return u
 }
 
+// storeWriteFault, set by tests, makes the store's writes fail
+// (store.Options.WriteFault).
+var storeWriteFault func() error
+
 func newApp(cfg *Config, log *slog.Logger) (*app, error) {
-	db, err := store.Open(cfg.DataDir, store.Options{})
+	db, err := store.Open(cfg.DataDir, store.Options{WriteFault: storeWriteFault})
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +144,14 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	a.feedback = &commands.Feedback{Cards: a.cards, Rep: rep, Poster: a.poster, Access: access,
 		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
+		TaskCards: func(taskID string) ([]notify.Card, error) {
+			recs, err := db.CardsOfTask(taskID)
+			cards := make([]notify.Card, len(recs))
+			for i, r := range recs {
+				cards[i] = r.Card
+			}
+			return cards, err
+		},
 		Recorded: func(c *notify.Card, line int, r notify.Report) {
 			l := c.Lines[line]
 			err := db.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
@@ -164,6 +176,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		},
 	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot"), Observer: a.metrics})
 	a.bot.SetJournal(db)
+	a.metrics.WatchJournal(a.bot.Spooled)
 	a.messages = &bot.Messages{
 		Self:          a.bot.Identity,
 		Links:         policy,
@@ -179,7 +192,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Log:           log.With("component", "messages"),
 	}
 	a.bot.SetHandler(a.messages.Handle)
-	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: rep, State: db, Access: access,
+	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: rep, State: db, Access: access, Feedback: a.feedback,
 		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
 	if err := a.wireFiles(); err != nil {
@@ -235,10 +248,14 @@ func (a *app) wireFiles() error {
 }
 
 // ready reports whether the bot can do its job: Socket Mode connected and
-// the store open (it is, while the app exists).
+// the store open (it is, while the app exists) and writable (no envelope
+// waits in memory for the journal).
 func (a *app) ready() (bool, string) {
 	if a.bot == nil || !a.bot.Connected() {
 		return false, "Socket Mode is not connected"
+	}
+	if n := a.bot.Spooled(); n > 0 {
+		return false, fmt.Sprintf("the store cannot be written: %d acked envelope(s) held in memory until it can", n)
 	}
 	return true, ""
 }

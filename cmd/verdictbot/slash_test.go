@@ -9,6 +9,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/sim"
@@ -18,7 +19,13 @@ import (
 // ack's payload text and every response_url post for it, joined.
 func (h *harness) slash(user, text string) string {
 	h.t.Helper()
-	d, err := h.slack.DeliverSlashCommand(slackfake.SlashCommand{Command: "/scan", Text: text, UserID: user, ChannelID: secChannel})
+	return h.slashIn(secChannel, user, text)
+}
+
+// slashIn is slash, run in channel.
+func (h *harness) slashIn(channel, user, text string) string {
+	h.t.Helper()
+	d, err := h.slack.DeliverSlashCommand(slackfake.SlashCommand{Command: "/scan", Text: text, UserID: user, ChannelID: channel})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -123,10 +130,10 @@ func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
 	mustContain(t, h.slash(alice, "hash "+strings.Repeat("0", 64)), "never seen")
 	mustContain(t, h.slash(alice, "status "+sub.TaskIDs[0]), "*reported*", "Added")
 
-	mustContain(t, h.slash(alice, "report "+task+" phishing fp"), "Reported a false positive (phishing)")
+	mustContain(t, h.slash(alice, "report "+task+" phishing fp"), "A false positive (phishing) was reported")
 	mustContain(t, h.slash(alice, "report "+task+" phishing restore"), "Only admins can restore")
-	mustContain(t, h.slash(adminUser, "report "+task+" phishing restore"), "Reported a restore")
-	mustContain(t, h.slash(alice, "report "+strings.Repeat("cd", 16)+" phishing fp"), "has no task")
+	mustContain(t, h.slash(adminUser, "report "+task+" phishing restore"), "A restore of the original verdict (phishing) was reported")
+	mustContain(t, h.slash(alice, "report "+strings.Repeat("cd", 16)+" phishing fp"), "is not on any verdict card")
 	if tk, _ := h.sim.URLTask(task); len(tk.Dispositions) != 2 {
 		t.Fatalf("dispositions %+v", tk.Dispositions)
 	}
@@ -186,4 +193,81 @@ func TestAdminGroupMembersAreAdmins(t *testing.T) {
 		func(f *slackfake.Server) { f.AddUserGroup("S0SECOPS", "secops", bob) })
 	mustContain(t, h.slash(bob, "channel verbose"), "now *verbose*")
 	mustContain(t, h.slash(alice, "channel quiet"), "Only admins can change")
+}
+
+// TestSlashReportIsScopedAndSingleLikeTheButtons: /scan report goes through
+// the buttons' code path: a task whose card is in another channel is
+// refused (admins excepted), a repeated report is refused, the card shows
+// the audit line and the URL's cached verdict is forgotten.
+func TestSlashReportIsScopedAndSingleLikeTheButtons(t *testing.T) {
+	const otherChannel = "C0OTHER"
+	h := startBot(t, nil, sim.Config{})
+	const url = "https://login.phish.test/account"
+	d := h.post("<" + url + ">")
+	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
+	tasks := h.sim.URLTasks(url)
+	if len(tasks) != 1 {
+		t.Fatalf("tasks %v", tasks)
+	}
+	task := tasks[0]
+	// reports counts the report calls the service received, and checks
+	// each was recorded as a disposition.
+	reports := func() int {
+		t.Helper()
+		n := h.sim.Count(sim.ServiceReputation, sim.OpVerdictReport)
+		if tk, _ := h.sim.URLTask(task); len(tk.Dispositions) != n {
+			t.Fatalf("%d report calls, %d dispositions", n, len(tk.Dispositions))
+		}
+		return n
+	}
+
+	// Another channel: refused, nothing sent.
+	mustContain(t, h.slashIn(otherChannel, alice, "report "+task+" phishing fp"), "has no card in this channel")
+	if n := reports(); n != 0 {
+		t.Fatalf("a report from another channel reached the service (%d)", n)
+	}
+
+	// In the card's channel: sent once, the card shows it.
+	mustContain(t, h.slash(alice, "report "+task+" phishing fp"), "A false positive (phishing) was reported", task)
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "<@"+alice+">") && strings.Contains(b, "false positive")
+	})
+	// The same report again, by anyone, from the card's channel or (admin)
+	// elsewhere: refused, not sent.
+	mustContain(t, h.slash(alice, "report "+task+" phishing fp"), "already reported")
+	mustContain(t, h.slashIn(otherChannel, adminUser, "report "+task+" phishing fp"), "already reported")
+	if n := reports(); n != 1 {
+		t.Fatalf("the report reached the service %d times, want 1", n)
+	}
+	// A button click for the same report is refused as well.
+	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
+	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: alice, Channel: secChannel, MessageTS: card.TS, ActionID: notify.ActionFalsePositive}); err != nil {
+		t.Fatal(err)
+	}
+	eph, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, eph[len(eph)-1].Text, "already reported")
+	if n := reports(); n != 1 {
+		t.Fatalf("the report reached the service %d times, want 1", n)
+	}
+
+	// An admin may report from any channel; the audit line lands on the card.
+	mustContain(t, h.slashIn(otherChannel, adminUser, "report "+task+" phishing restore"), "A restore of the original verdict (phishing) was reported")
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "<@"+adminUser+">") && strings.Contains(b, "restore")
+	})
+	if n := reports(); n != 2 {
+		t.Fatalf("dispositions %d, want 2", n)
+	}
+	mustContain(t, h.slash(alice, "history "+url), "<@"+alice+"> reported a false positive (phishing)", "<@"+adminUser+"> reported a restore")
+
+	// The verdict reported on is not served from the cache: the link is
+	// submitted again.
+	d2 := h.post("again <" + url + ">")
+	h.waitCard(d2.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	if n := len(h.sim.URLTasks(url)); n != 2 {
+		t.Fatalf("the link was analysed %d times, want 2 (the reported verdict was served from the cache)", n)
+	}
 }
