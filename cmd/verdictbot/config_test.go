@@ -32,7 +32,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.SlackAPIURL != "https://slack.com/api/" || cfg.ChannelMode != "quiet" || cfg.MaxLinks != 10 ||
-		cfg.VerdictTTL != time.Hour || cfg.DataDir != "./data" || cfg.Reporters != "anyone" {
+		cfg.VerdictTTL != time.Hour || cfg.DataDir != "./data" || cfg.Reporters != "anyone" || cfg.ScreenshotTimeout != 2*time.Minute {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	if b := cfg.thresholds["advertising"]; b.Suspicious != 0.8 || b.Malicious <= 1 {
@@ -60,6 +60,8 @@ func TestConfigErrorsAreOneClearLine(t *testing.T) {
 		{map[string]string{"VERDICTBOT_CHANEL_MODE": "quiet"}, "unknown setting VERDICTBOT_CHANEL_MODE (did you mean VERDICTBOT_CHANNEL_MODE?)"},
 		{map[string]string{"VERDICTBOT_FROBNICATE": "1"}, "unknown setting VERDICTBOT_FROBNICATE"},
 		{map[string]string{"VERDICTBOT_REPORTERS": "everyone"}, `VERDICTBOT_REPORTERS="everyone": want anyone or admins`},
+		{map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": "500ms"}, "VERDICTBOT_SCREENSHOT_TIMEOUT=500ms: want 1s to 30m"},
+		{map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": "2h"}, "VERDICTBOT_SCREENSHOT_TIMEOUT=2h0m0s: want 1s to 30m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {
