@@ -55,6 +55,9 @@ var (
 	ErrNotImage = errors.New("screenshot is not a JPEG or PNG image")
 	// ErrImageTooLarge: a screenshot is larger than MaxImageBytes.
 	ErrImageTooLarge = errors.New("screenshot larger than the client's limit")
+	// ErrScreenshotsUnusable: ScreenshotsByNumber gave up after
+	// maxShotMisses unusable answers in a row without finding an image.
+	ErrScreenshotsUnusable = errors.New("no usable screenshot in the service's answers")
 	// ErrArchiveUnusable: the screenshot archive is not a tar.bz2, tar.gz,
 	// tar or zip the client can read (or is larger than MaxArchiveBytes,
 	// or encrypted). Screenshots then falls back to ScreenshotsByNumber.
@@ -197,8 +200,9 @@ func (c *Client) fallback(ctx context.Context, taskID string, max int, cause err
 // number 0 (CAPE's numbering has no gaps), max images (max <= 0:
 // DefaultMaxScreenshots), MaxScreenshotBytes, or maxShotMisses answers in a
 // row that are not usable images (not an image, too large, or a missing
-// number 0). A task without screenshots (ErrNoScreenshots, or HTTP 500 on
-// the first number) gives an empty slice. It costs one request per shot
+// number 0): ErrScreenshotsUnusable if none was found. A task without
+// screenshots (ErrNoScreenshots, or HTTP 500 on the first number) gives an
+// empty slice. It costs one request per shot
 // plus one or two; Screenshots uses it only when the archive is unusable.
 func (c *Client) ScreenshotsByNumber(ctx context.Context, taskID string, max int) ([]Image, error) {
 	if err := checkTaskID(OpScreenshot, taskID); err != nil {
@@ -211,8 +215,9 @@ func (c *Client) ScreenshotsByNumber(ctx context.Context, taskID string, max int
 	total, misses := 0, 0
 	for n := 0; n <= maxScreenshotNumber && len(images) < max; n++ {
 		if misses >= maxShotMisses {
-			c.log.LogAttrs(ctx, slog.LevelWarn, "screenshots: too many unusable answers in a row, giving up",
-				slog.String("service", ServiceName), slog.String("task", taskID), slog.Int("misses", misses), slog.Int("images", len(images)))
+			if len(images) == 0 {
+				return nil, fmt.Errorf("%s %s: %w (%d unusable answers in a row)", ServiceName, OpScreenshot, ErrScreenshotsUnusable, misses)
+			}
 			return images, nil
 		}
 		img, err := c.Screenshot(ctx, taskID, n)

@@ -425,9 +425,10 @@ func TestBrokenScreenshotEndpointCostsFewRequests(t *testing.T) {
 				shot(w)
 			})
 			images, err := f.client().Screenshots(t.Context(), "12", 3)
-			if len(images) != 0 {
-				t.Fatalf("%d images from a broken endpoint", len(images))
+			if len(images) != 0 || err == nil {
+				t.Fatalf("%d images, err %v from a broken endpoint; want none and an error", len(images), err)
 			}
+			assertNoSecret(t, err)
 			if n := len(f.Hits()); n > 5 {
 				t.Fatalf("%d requests for a broken screenshot endpoint (err %v), want at most 5", n, err)
 			}

@@ -489,7 +489,7 @@ func TestSimBrokenScreenshotsCostFewRequests(t *testing.T) {
 		images, err := c.Screenshots(t.Context(), id, 3)
 		archive, numbered := srv.Count(sim.ServiceSandbox, sim.OpScreenshotArchive), srv.Count(sim.ServiceSandbox, sim.OpScreenshot)
 		t.Logf("zip %v: %d images, err %v; %d archive + %d numbered requests", zipped, len(images), err, archive, numbered)
-		if len(images) != 0 || archive != 1 || numbered > 4 {
+		if len(images) != 0 || !errors.Is(err, ErrScreenshotsUnusable) || archive != 1 || numbered > 4 {
 			t.Fatalf("zip %v: %d images, %v after %d archive and %d numbered requests", zipped, len(images), err, archive, numbered)
 		}
 		// Repaired: the same task's shots are read again.
