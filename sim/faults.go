@@ -36,11 +36,14 @@ type Faults struct {
 	// Throttle forces 429 answers regardless of the configured limits.
 	Throttle []Throttle
 
-	// ShotsCorrupt breaks the screenshots of reported sandbox tasks, as a
-	// vendor whose shot storage is damaged does: both screenshot endpoints
-	// answer 200 with their usual headers, but the archive is cut short
-	// (so it cannot be read) and every numbered shot has lost its first
-	// bytes (so it is not a JPEG). Other endpoints are not affected.
+	// ShotsCorrupt breaks the screenshots of reported sandbox tasks that
+	// have some, as a middlebox that mangles the vendor's file downloads
+	// does: both screenshot endpoints answer 200 with their usual headers,
+	// but the archive is cut short (so it cannot be read) and every
+	// numbered shot, whatever the number (existing or not), is a JPEG that
+	// lost its first bytes (so it is not an image). Other endpoints, and
+	// the JSON errors of tasks not reported or without shots, are not
+	// affected.
 	ShotsCorrupt bool
 	// ShotsDelay holds back the answers of both screenshot endpoints (only)
 	// this long (real time; the wait ends early when the client goes away).
