@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -19,6 +20,9 @@ import (
 type FileChecker interface {
 	Precheck(ref scan.FileRef) string
 	Check(ctx context.Context, ref scan.FileRef, o scan.FileCheckOptions) scan.FileVerdict
+	// Screenshots reads a reported task's screenshots, within its own
+	// deadline; it is called after the verdict is shown.
+	Screenshots(ctx context.Context, taskID string) ([]sandbox.Image, error)
 }
 
 // FileInfo reads a file's metadata (files.info; *slack.Client).
@@ -205,15 +209,24 @@ func (f *Files) ref(ctx context.Context, sf *slack.File) scan.FileRef {
 }
 
 // track checks the files of one card, shows progress on verbose cards,
-// posts screenshots in the thread, and shows the final card.
+// shows the final card as soon as every verdict is in, then posts the
+// screenshots in the thread as they come (or notes on the card that they
+// could not be fetched): screenshots never hold a verdict back.
 func (f *Files) track(ctx context.Context, channel, src string, gen int, mode string, refs []scan.FileRef, lineOf []int) bool {
 	m := f.Messages
 	type result struct {
 		line int
 		v    scan.FileVerdict
 	}
+	type shotResult struct {
+		line int
+		v    scan.FileVerdict
+		imgs []sandbox.Image
+		err  error
+	}
 	var pending atomic.Int32
 	results := make(chan result, len(refs))
+	shots := make(chan shotResult, len(refs))
 	changed := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	for i, r := range refs {
@@ -244,7 +257,8 @@ func (f *Files) track(ctx context.Context, channel, src string, gen int, mode st
 		}()
 	}
 	var snap notify.Card
-	for left := int(pending.Load()); left > 0; {
+	shotsLeft := 0
+	for left := int(pending.Load()); left > 0 || shotsLeft > 0; {
 		select {
 		case r := <-results:
 			left--
@@ -263,11 +277,38 @@ func (f *Files) track(ctx context.Context, channel, src string, gen int, mode st
 				go func() { wg.Wait(); close(results) }()
 				return false
 			}
-			if left > 0 && (mode == ModeVerbose || snap.CardTS != "") {
-				m.show(ctx, &snap)
+			if f.wantsShots(mode, snap, r.line, r.v) {
+				shotsLeft++
+				go func() {
+					imgs, err := f.Check.Screenshots(ctx, r.v.TaskID)
+					shots <- shotResult{r.line, r.v, imgs, err}
+				}()
 			}
-			if (mode == ModeVerbose || r.v.Level.NeedsAttention()) && len(r.v.Screenshots) > 0 {
-				f.postScreenshots(ctx, channel, src, gen, r.line, r.v)
+			if left > 0 {
+				if mode == ModeVerbose || snap.CardTS != "" {
+					m.show(ctx, &snap)
+				}
+				continue
+			}
+			// Every verdict is in: the card is shown now, before any
+			// screenshot.
+			if rec, ok := m.Cards.Get(channel, src); ok {
+				snap = rec.Card.Clone()
+			}
+			m.finish(ctx, &snap, mode)
+		case s := <-shots:
+			shotsLeft--
+			if s.err != nil && ctx.Err() != nil {
+				continue // shutting down: the card keeps its verdict
+			}
+			c, ok := f.postScreenshots(ctx, channel, src, gen, s.line, s.v, s.imgs, s.err)
+			if !ok {
+				continue
+			}
+			// A card not posted yet shows the note when it is (finish
+			// reads the stored card).
+			if c.CardTS != "" {
+				m.show(ctx, &c)
 			}
 		case <-changed:
 			if rec, ok := m.Cards.Get(channel, src); ok && !rec.Card.Final && rec.Gen == gen {
@@ -276,40 +317,58 @@ func (f *Files) track(ctx context.Context, channel, src string, gen int, mode st
 			}
 		}
 	}
-	if rec, ok := m.Cards.Get(channel, src); ok {
-		snap = rec.Card.Clone()
-	}
-	m.finish(ctx, &snap, mode)
 	return true
 }
 
-// postScreenshots uploads a file's screenshots into the card's thread once
-// (a resumed card that already shows them does not post them again).
-func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, line int, v scan.FileVerdict) {
+// wantsShots reports whether the screenshots of a verdict are to be posted:
+// on verbose cards and for verdicts that need attention, once per line (a
+// resumed card that already shows them does not post them again).
+func (f *Files) wantsShots(mode string, c notify.Card, line int, v scan.FileVerdict) bool {
+	if f.Uploader == nil || v.TaskID == "" || v.Err != nil || v.Level < verdict.Clean || v.Level == verdict.Unknown {
+		return false
+	}
+	if mode != ModeVerbose && !v.Level.NeedsAttention() {
+		return false
+	}
+	return line < len(c.Lines) && c.Lines[line].File != nil && c.Lines[line].File.Screenshots == 0
+}
+
+// postScreenshots uploads a file's screenshots into the card's thread and
+// records on its line how many were posted, or that they could not be
+// fetched (err, or every upload failed). ok is false when the card did not
+// change (no screenshots, or a newer generation took over).
+func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, line int, v scan.FileVerdict, imgs []sandbox.Image, err error) (notify.Card, bool) {
 	m := f.Messages
 	rec, ok := m.Cards.Get(channel, src)
-	if !ok || line >= len(rec.Card.Lines) || rec.Card.Lines[line].File == nil || rec.Card.Lines[line].File.Screenshots > 0 || f.Uploader == nil {
-		return
+	if !ok || rec.Gen != gen || line >= len(rec.Card.Lines) || rec.Card.Lines[line].File == nil || rec.Card.Lines[line].File.Screenshots > 0 {
+		return notify.Card{}, false
+	}
+	if err == nil && len(imgs) == 0 {
+		return notify.Card{}, false // the task has none
 	}
 	max := f.MaxScreenshots
 	if max <= 0 {
 		max = 3
 	}
 	posted := 0
-	for i, img := range v.Screenshots {
+	for i, img := range imgs {
 		if i >= max {
 			break
 		}
 		title := fmt.Sprintf("Sandbox screenshot %d of %s (task %s)", i+1, v.Name, v.TaskID)
-		if _, err := f.Uploader.Upload(ctx, channel, rec.Card.ThreadTS, img.Name, img.Data, title); err != nil {
-			m.Log.Warn("screenshot upload failed", "channel", channel, "task_id", v.TaskID, "error", err)
+		if _, uerr := f.Uploader.Upload(ctx, channel, rec.Card.ThreadTS, img.Name, img.Data, title); uerr != nil {
+			m.Log.Warn("screenshot upload failed", "channel", channel, "task_id", v.TaskID, "error", uerr)
 			continue
 		}
 		posted++
 	}
-	m.Cards.Change(channel, src, gen, func(r *store.CardRecord) {
+	if err != nil {
+		m.Log.Warn("screenshots could not be fetched; the card says so", "channel", channel, "task_id", v.TaskID, "error", err)
+	}
+	return m.Cards.Change(channel, src, gen, func(r *store.CardRecord) {
 		if line < len(r.Card.Lines) && r.Card.Lines[line].File != nil {
 			r.Card.Lines[line].File.Screenshots = posted
+			r.Card.Lines[line].File.ScreenshotsFailed = posted == 0
 		}
 	})
 }

@@ -104,6 +104,9 @@ type FileInfo struct {
 	Family                     string
 	AddedOn, StartedOn, DoneOn string // the sandbox's own timestamps, shown as given
 	Screenshots                int    // how many were posted in the thread
+	// ScreenshotsFailed: the screenshots could not be fetched (or posted);
+	// the card says so.
+	ScreenshotsFailed bool
 }
 
 // Skip is a target that was deliberately not sent to a service.

@@ -363,9 +363,12 @@ func lineRows(m markup, l *Line, cp caps) []string {
 	if len(meta) > 0 {
 		rows = append(rows, strings.Join(meta, " · "))
 	}
-	if l.File != nil && l.File.Screenshots > 0 {
+	switch {
+	case l.File != nil && l.File.Screenshots > 0:
 		rows = append(rows, strings.TrimSpace(m.emoji(":camera:")+" "+
 			plural(l.File.Screenshots, "screenshot", "screenshots")+" in this thread"))
+	case l.File != nil && l.File.ScreenshotsFailed:
+		rows = append(rows, strings.TrimSpace(m.emoji(":camera:")+" Screenshots could not be fetched"))
 	}
 	return rows
 }

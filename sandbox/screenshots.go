@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"archive/zip"
 	"bufio"
-	"bytes"
 	"compress/bzip2"
 	"compress/gzip"
 	"context"
@@ -13,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -27,8 +27,9 @@ import (
 const (
 	// MaxImageBytes caps one screenshot.
 	MaxImageBytes = 10 << 20
-	// MaxScreenshotBytes caps the images one Screenshots call returns.
-	MaxScreenshotBytes = 64 << 20
+	// MaxScreenshotBytes caps the images one Screenshots call returns (and
+	// holds: an archive is read within 32 MiB of heap).
+	MaxScreenshotBytes = 16 << 20
 	// MaxArchiveBytes caps the archive read by Screenshots (compressed).
 	MaxArchiveBytes = 64 << 20
 	// DefaultMaxScreenshots is the count Screenshots returns when asked for
@@ -41,6 +42,10 @@ const (
 	maxArchiveMembers = 10000
 	// maxScreenshotNumber is CAPE's route limit, \d{1,4} (notes §1.1).
 	maxScreenshotNumber = 9999
+	// maxShotMisses is how many unusable answers in a row end
+	// ScreenshotsByNumber: a service whose every answer is broken costs a
+	// few requests, not ten thousand.
+	maxShotMisses = 3
 )
 
 // Screenshot errors, matched with errors.Is.
@@ -50,6 +55,9 @@ var (
 	ErrNotImage = errors.New("screenshot is not a JPEG or PNG image")
 	// ErrImageTooLarge: a screenshot is larger than MaxImageBytes.
 	ErrImageTooLarge = errors.New("screenshot larger than the client's limit")
+	// ErrScreenshotsUnusable: ScreenshotsByNumber gave up after
+	// maxShotMisses unusable answers in a row without finding an image.
+	ErrScreenshotsUnusable = errors.New("no usable screenshot in the service's answers")
 	// ErrArchiveUnusable: the screenshot archive is not a tar.bz2, tar.gz,
 	// tar or zip the client can read (or is larger than MaxArchiveBytes,
 	// or encrypted). Screenshots then falls back to ScreenshotsByNumber.
@@ -186,14 +194,16 @@ func (c *Client) fallback(ctx context.Context, taskID string, max int, cause err
 }
 
 // ScreenshotsByNumber fetches screenshots one by one with Screenshot, from
-// number 1 upward, until the service answers "Screenshot does not exist",
-// max images (max <= 0: DefaultMaxScreenshots) or MaxScreenshotBytes. If
-// number 1 does not exist it tries 0 (CAPE's deduplication renumbers from
-// 0000, notes §1.7); a deduplicated task with several shots loses its
-// 0000 this way. Numbers whose answer is not an image are skipped. A task
-// without screenshots (ErrNoScreenshots, or HTTP 500 on the first number)
-// gives an empty slice. It costs one request per shot plus one; Screenshots
-// uses it only when the archive is unusable.
+// number 0 upward (CAPE numbers from 0001, or from 0000 after its
+// deduplication, notes §1.7; so number 0 is asked first, and its absence is
+// normal), until the service answers "Screenshot does not exist" after
+// number 0 (CAPE's numbering has no gaps), max images (max <= 0:
+// DefaultMaxScreenshots), MaxScreenshotBytes, or maxShotMisses answers in a
+// row that are not usable images (not an image, too large, or a missing
+// number 0): ErrScreenshotsUnusable if none was found. A task without
+// screenshots (ErrNoScreenshots, or HTTP 500 on the first number) gives an
+// empty slice. It costs one request per shot
+// plus one or two; Screenshots uses it only when the archive is unusable.
 func (c *Client) ScreenshotsByNumber(ctx context.Context, taskID string, max int) ([]Image, error) {
 	if err := checkTaskID(OpScreenshot, taskID); err != nil {
 		return nil, err
@@ -202,8 +212,14 @@ func (c *Client) ScreenshotsByNumber(ctx context.Context, taskID string, max int
 		max = DefaultMaxScreenshots
 	}
 	images := []Image{}
-	total := 0
-	for n := 1; n <= maxScreenshotNumber && len(images) < max; n++ {
+	total, misses := 0, 0
+	for n := 0; n <= maxScreenshotNumber && len(images) < max; n++ {
+		if misses >= maxShotMisses {
+			if len(images) == 0 {
+				return nil, fmt.Errorf("%s %s: %w (%d unusable answers in a row)", ServiceName, OpScreenshot, ErrScreenshotsUnusable, misses)
+			}
+			return images, nil
+		}
 		img, err := c.Screenshot(ctx, taskID, n)
 		var he *apiclient.HTTPError
 		switch {
@@ -213,22 +229,17 @@ func (c *Client) ScreenshotsByNumber(ctx context.Context, taskID string, max int
 			}
 			total += len(img.Data)
 			images = append(images, *img)
+			misses = 0
 		case errors.Is(err, ErrScreenshotNotFound):
-			if n == 1 {
-				img, err := c.Screenshot(ctx, taskID, 0)
-				switch {
-				case err == nil:
-					images = append(images, *img)
-				case !errors.Is(err, ErrScreenshotNotFound) && !errors.Is(err, ErrNotImage) && !errors.Is(err, ErrImageTooLarge):
-					return nil, err
-				}
+			if n > 0 {
+				return images, nil
 			}
-			return images, nil
+			misses++
 		case errors.Is(err, ErrNotImage), errors.Is(err, ErrImageTooLarge):
-			continue
+			misses++
 		case errors.Is(err, ErrNoScreenshots):
 			return images, nil
-		case n == 1 && errors.As(err, &he) && he.StatusCode == http.StatusInternalServerError:
+		case n <= 1 && len(images) == 0 && errors.As(err, &he) && he.StatusCode == http.StatusInternalServerError:
 			return images, nil
 		default:
 			return nil, err
@@ -322,7 +333,7 @@ func unusable(format string, args ...any) error {
 type archiveLimits struct {
 	image    int64 // one image
 	total    int64 // the images kept
-	archive  int64 // a zip, which is read into memory
+	archive  int64 // a zip, which is spooled to a temporary file
 	expanded int64 // decompressed bytes walked
 	members  int
 }
@@ -405,16 +416,44 @@ func less(a, b shot) bool {
 	return a.name < b.name
 }
 
-// wants reports whether a member named name could make it into the result,
-// so that members that cannot are skipped without being read.
-func (c *collector) wants(name string) bool {
-	if c.names[name] {
+// wants reports whether a member named name of size bytes could make it
+// into the result, so that members that cannot are skipped without being
+// read: it must rank among the max lowest, and fit in lim.total beside the
+// images that rank before it.
+func (c *collector) wants(name string, size int64) bool {
+	if c.names[name] || size > c.lim.total {
 		return false
 	}
-	if len(c.images) < c.max {
-		return true
+	s := shot{num: shotNumber(name), name: name}
+	if len(c.images) >= c.max && !less(s, c.images[len(c.images)-1]) {
+		return false
 	}
-	return less(shot{num: shotNumber(name), name: name}, c.images[len(c.images)-1])
+	ahead := int64(0)
+	for _, k := range c.images {
+		if !less(k, s) {
+			break
+		}
+		ahead += int64(len(k.img.Data))
+	}
+	return ahead+size <= c.lim.total
+}
+
+// makeRoom drops the kept images that rank after a member named name of
+// size bytes and would no longer fit beside it, before the member is read:
+// the heap then never holds more than lim.total of images. (If the member
+// turns out not to be an image, what was dropped is lost; real shots are
+// images.)
+func (c *collector) makeRoom(name string, size int64) {
+	s := shot{num: shotNumber(name), name: name}
+	for len(c.images) > 0 && c.total+size > c.lim.total {
+		last := len(c.images) - 1
+		if less(c.images[last], s) {
+			return
+		}
+		c.total -= int64(len(c.images[last].img.Data))
+		c.images[last] = shot{}
+		c.images = c.images[:last]
+	}
 }
 
 // add keeps data if it is an image that ranks among the max lowest.
@@ -450,17 +489,6 @@ func (c *collector) result() []Image {
 		out[i] = s.img
 	}
 	return out
-}
-
-// readMember reads one zip member of at most lim.image bytes, counting it
-// against the expansion cap.
-func (c *collector) readMember(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, c.lim.image+1))
-	c.expanded += int64(len(data))
-	if c.expanded > c.lim.expanded {
-		return nil, unusable("expands beyond %d bytes", c.lim.expanded)
-	}
-	return data, err
 }
 
 // expansionLimit fails a tar stream that expands beyond lim bytes (skipped
@@ -500,10 +528,11 @@ func (c *collector) readTar(r io.Reader) error {
 			continue
 		}
 		name := baseName(h.Name)
-		if name == "" || !c.wants(name) {
+		if name == "" || !c.wants(name, h.Size) {
 			continue
 		}
-		data, err := io.ReadAll(io.LimitReader(tr, c.lim.image+1))
+		c.makeRoom(name, h.Size)
+		data, err := readExact(tr, h.Size)
 		if err != nil {
 			return tarError(err)
 		}
@@ -518,15 +547,30 @@ func tarError(err error) error {
 	return unusable("tar: %v", err)
 }
 
+// readZip spools the zip to a temporary file (it is read from its end,
+// and holding up to MaxArchiveBytes in memory would break the heap bound),
+// checks its central directory (zipView) and reads the members it wants.
 func (c *collector) readZip(r io.Reader) error {
-	raw, err := io.ReadAll(io.LimitReader(r, c.lim.archive+1))
+	f, err := os.CreateTemp("", "verdictbot-screenshots-*.zip")
+	if err != nil {
+		return unusable("zip: spooling: %v", err)
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	n, err := io.Copy(f, io.LimitReader(r, c.lim.archive+1))
 	if err != nil {
 		return unusable("zip: %v", err)
 	}
-	if int64(len(raw)) > c.lim.archive {
+	if n > c.lim.archive {
 		return unusable("larger than %d bytes", c.lim.archive)
 	}
-	zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
+	view, err := zipView(f, n, c.lim)
+	if err != nil {
+		return err
+	}
+	zr, err := zip.NewReader(view, view.Size())
 	if err != nil {
 		return unusable("zip: %v", err)
 	}
@@ -543,22 +587,42 @@ func (c *collector) readZip(r io.Reader) error {
 			return unusable("zip member %q is encrypted", baseName(f.Name))
 		}
 		name := baseName(f.Name)
-		if name == "" || !c.wants(name) {
+		if name == "" || !c.wants(name, int64(f.UncompressedSize64)) {
 			continue
+		}
+		if c.expanded+int64(f.UncompressedSize64) > c.lim.expanded {
+			return unusable("expands beyond %d bytes", c.lim.expanded)
 		}
 		rc, err := f.Open()
 		if err != nil {
 			return unusable("zip: %v", err)
 		}
-		data, err := c.readMember(rc)
+		c.makeRoom(name, int64(f.UncompressedSize64))
+		data, err := readExact(rc, int64(f.UncompressedSize64))
 		rc.Close()
+		c.expanded += int64(len(data))
 		if err != nil {
-			if errors.Is(err, ErrArchiveUnusable) {
-				return err
-			}
 			return unusable("zip: %v", err)
 		}
 		c.add(name, data)
 	}
 	return nil
+}
+
+// readExact reads a member of a declared size into a buffer of exactly
+// that size (no growth: the heap holds the member once), and checks that
+// the member ends there.
+func readExact(r io.Reader, size int64) ([]byte, error) {
+	data := make([]byte, size)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, err
+	}
+	var one [1]byte
+	if m, err := r.Read(one[:]); m > 0 || (err != nil && err != io.EOF) {
+		if err == nil {
+			err = errors.New("member longer than its declared size")
+		}
+		return nil, err
+	}
+	return data, nil
 }

@@ -213,8 +213,8 @@ func TestScreenshotsFallback(t *testing.T) {
 			if got := strings.Join(names(images), ","); got != "0001.jpg,0002.jpg,0003.jpg" {
 				t.Fatalf("images %s", got)
 			}
-			if len(f.Hits()) != 1+4 {
-				t.Errorf("requests = %d, want the archive, 3 shots and the miss", len(f.Hits()))
+			if len(f.Hits()) != 1+5 {
+				t.Errorf("requests = %d, want the archive, number 0, 3 shots and the miss", len(f.Hits()))
 			}
 		})
 	}
@@ -224,7 +224,7 @@ func TestScreenshotsByNumber(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, numberedShots(t, 6, nil))
 	images, err := f.client().ScreenshotsByNumber(t.Context(), "12", 4)
-	if err != nil || strings.Join(names(images), ",") != "0001.jpg,0002.jpg,0003.jpg,0004.jpg" || len(f.Hits()) != 4 {
+	if err != nil || strings.Join(names(images), ",") != "0001.jpg,0002.jpg,0003.jpg,0004.jpg" || len(f.Hits()) != 5 {
 		t.Fatalf("%v, %v after %d requests", names(images), err, len(f.Hits()))
 	}
 	// Renumbered from 0000 (CAPE deduplication) with a single shot.
@@ -239,6 +239,20 @@ func TestScreenshotsByNumber(t *testing.T) {
 	images, err = g.client().ScreenshotsByNumber(t.Context(), "12", 0)
 	if err != nil || strings.Join(names(images), ",") != "0000.jpg" {
 		t.Fatalf("zero-based: %v, %v", names(images), err)
+	}
+	// Renumbered from 0000 with several shots: 0000 is not lost.
+	z := newFake(t, func(w http.ResponseWriter, r *http.Request, p string) {
+		rest := strings.TrimSuffix(strings.TrimPrefix(p, "tasks/get/screenshot/12/"), "/")
+		if n, err := strconv.Atoi(rest); err == nil && n <= 2 {
+			w.Header().Set("Content-Type", "image/jpeg")
+			w.Write(testJPEG(t, n))
+			return
+		}
+		writeJSON(w, 200, `{"error": true, "error_value": "Screenshot does not exist"}`)
+	})
+	images, err = z.client().ScreenshotsByNumber(t.Context(), "12", 0)
+	if err != nil || strings.Join(names(images), ",") != "0000.jpg,0001.jpg,0002.jpg" || len(z.Hits()) != 4 {
+		t.Fatalf("zero-based, 3 shots: %v, %v after %d requests", names(images), err, len(z.Hits()))
 	}
 	// Other errors are returned.
 	h := newFake(t, func(w http.ResponseWriter, r *http.Request, p string) {
@@ -375,5 +389,69 @@ func BenchmarkReadArchive(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestBrokenScreenshotEndpointCostsFewRequests: when the archive is unusable
+// and every numbered answer is unusable too (not an image, too large, a
+// Django 404 page), the fallback gives up after a few requests instead of
+// walking to shot 9999 (it used to send 10,001 requests for one task).
+func TestBrokenScreenshotEndpointCostsFewRequests(t *testing.T) {
+	t.Parallel()
+	big := append([]byte{0xFF, 0xD8, 0xFF}, bytes.Repeat([]byte{0}, MaxImageBytes)...)
+	for name, shot := range map[string]func(w http.ResponseWriter){
+		"not an image": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "image/jpeg")
+			w.Write([]byte("this file was blocked by policy"))
+		},
+		"octet-stream garbage": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(bytes.Repeat([]byte{0}, 512))
+		},
+		"too large": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "image/jpeg")
+			w.Write(big)
+		},
+		"html 404": func(w http.ResponseWriter) { writeHTML(w, 404) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, func(w http.ResponseWriter, r *http.Request, p string) {
+				if p == "tasks/get/screenshot/12/" {
+					w.Header().Set("Content-Type", "application/octet-stream")
+					w.Write([]byte("BZh91AY&SY corrupt archive"))
+					return
+				}
+				shot(w)
+			})
+			images, err := f.client().Screenshots(t.Context(), "12", 3)
+			if len(images) != 0 || err == nil {
+				t.Fatalf("%d images, err %v from a broken endpoint; want none and an error", len(images), err)
+			}
+			assertNoSecret(t, err)
+			if n := len(f.Hits()); n > 5 {
+				t.Fatalf("%d requests for a broken screenshot endpoint (err %v), want at most 5", n, err)
+			}
+			t.Logf("%s: %d requests, err %v", name, len(f.Hits()), err)
+		})
+	}
+	// Misses that are not in a row do not stop it: a shot in between
+	// resets the count.
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, p string) {
+		rest := strings.TrimSuffix(strings.TrimPrefix(p, "tasks/get/screenshot/12/"), "/")
+		switch n, _ := strconv.Atoi(rest); {
+		case n == 1 || n == 4:
+			w.Header().Set("Content-Type", "image/jpeg")
+			w.Write(testJPEG(t, n))
+		case n <= 6:
+			w.Header().Set("Content-Type", "image/jpeg")
+			w.Write([]byte("not a jpeg"))
+		default:
+			writeJSON(w, 200, `{"error": true, "error_value": "Screenshot does not exist"}`)
+		}
+	})
+	images, err := f.client().ScreenshotsByNumber(t.Context(), "12", 0)
+	if err != nil || strings.Join(names(images), ",") != "0001.jpg,0004.jpg" || len(f.Hits()) != 8 {
+		t.Fatalf("%v, %v after %d requests", names(images), err, len(f.Hits()))
 	}
 }

@@ -473,3 +473,29 @@ func TestSimLargeUploadStreams(t *testing.T) {
 		t.Fatalf("FileView = %+v, %v", f, err)
 	}
 }
+
+// TestSimBrokenScreenshotsCostFewRequests: with the simulator's shot
+// storage corrupt (the archive cut short, every numbered shot not a JPEG),
+// Screenshots sends a handful of requests and returns no image. Before the
+// miss limit it walked every number to 9999: 10,001 requests, 33 minutes at
+// the default 5 report requests a second.
+func TestSimBrokenScreenshotsCostFewRequests(t *testing.T) {
+	t.Parallel()
+	for _, zipped := range []bool{false, true} {
+		srv, c := startSim(t, sim.Config{ArchiveZip: zipped})
+		id := mkReported(t, c, "SIM:SHOTS=5")
+		srv.SetFaults(sim.Faults{ShotsCorrupt: true})
+		srv.ResetRequests()
+		images, err := c.Screenshots(t.Context(), id, 3)
+		archive, numbered := srv.Count(sim.ServiceSandbox, sim.OpScreenshotArchive), srv.Count(sim.ServiceSandbox, sim.OpScreenshot)
+		t.Logf("zip %v: %d images, err %v; %d archive + %d numbered requests", zipped, len(images), err, archive, numbered)
+		if len(images) != 0 || !errors.Is(err, ErrScreenshotsUnusable) || archive != 1 || numbered > 4 {
+			t.Fatalf("zip %v: %d images, %v after %d archive and %d numbered requests", zipped, len(images), err, archive, numbered)
+		}
+		// Repaired: the same task's shots are read again.
+		srv.SetFaults(sim.Faults{})
+		if images, err := c.Screenshots(t.Context(), id, 3); err != nil || len(images) != 3 {
+			t.Fatalf("after repair: %d images, %v", len(images), err)
+		}
+	}
+}

@@ -33,7 +33,6 @@ type SandboxAPI interface {
 	Wait(ctx context.Context, taskID string, o sandbox.WaitOptions) (sandbox.Status, error)
 	SimpleReport(ctx context.Context, taskID string) (*sandbox.Report, error)
 	Screenshots(ctx context.Context, taskID string, max int) ([]sandbox.Image, error)
-	ScreenshotsByNumber(ctx context.Context, taskID string, max int) ([]sandbox.Image, error)
 }
 
 var _ SandboxAPI = (*sandbox.Client)(nil)
@@ -86,10 +85,6 @@ type FileVerdict struct {
 	// sandbox wrote them (zone undocumented: show them, never compute with
 	// them); empty when unknown.
 	AddedOn, StartedOn, CompletedOn string
-	// Screenshots are real JPEG or PNG images, lowest numbers first, at
-	// most FileOptions.MaxScreenshots. The caches keep no images: a Cached
-	// verdict has them read again from the sandbox.
-	Screenshots []sandbox.Image
 	// Reused is true when the sandbox already had a task for this file and
 	// nothing was uploaded.
 	Reused bool
@@ -140,9 +135,12 @@ type FileOptions struct {
 	// MaxBytes is the largest file checked (VERDICTBOT_MAX_FILE_BYTES,
 	// default DefaultMaxFileBytes).
 	MaxBytes int64
-	// MaxScreenshots is how many screenshots a verdict carries
+	// MaxScreenshots is how many screenshots Screenshots reads
 	// (VERDICTBOT_MAX_SCREENSHOTS; 0 means the default 3, negative none).
 	MaxScreenshots int
+	// ScreenshotTimeout bounds one Screenshots call, every request of it
+	// (VERDICTBOT_SCREENSHOT_TIMEOUT; 0 means DefaultScreenshotTimeout).
+	ScreenshotTimeout time.Duration
 	// TTL is how long a verdict is reused for the same sha256 (default
 	// 24h: a file's content does not change).
 	TTL time.Duration
@@ -270,6 +268,9 @@ func NewFiles(sb SandboxAPI, dl *Downloader, opt FileOptions) *Files {
 	case opt.MaxScreenshots < 0:
 		opt.MaxScreenshots = 0
 	}
+	if opt.ScreenshotTimeout <= 0 {
+		opt.ScreenshotTimeout = DefaultScreenshotTimeout
+	}
 	if opt.TTL <= 0 {
 		opt.TTL = 24 * time.Hour
 	}
@@ -385,7 +386,7 @@ func (f *Files) Check(ctx context.Context, ref FileRef, o FileCheckOptions) File
 	if !o.Fresh {
 		if sha, ok := f.byID.Get(key); ok {
 			if v, ok := f.cached(sha.(string)); ok {
-				return f.withShots(ctx, v).forRef(ref)
+				return v.forRef(ref)
 			}
 		}
 	}
@@ -468,7 +469,7 @@ func (f *Files) fileVerdict(ref FileRef, fresh bool, call *fileCall) FileVerdict
 	}
 	if !fresh {
 		if v, ok := f.cached(tf.sha256); ok {
-			return f.withShots(ctx, v).withHashes(base)
+			return v.withHashes(base)
 		}
 	}
 	hc := f.startHash(tf.sha256, tf, release, uploadName(ref), call.setStatus)
@@ -513,12 +514,7 @@ func (f *Files) runHash(sha string, tf *tempFile, release func(), name string, c
 	}
 	v.CheckedAt = f.opt.Now()
 	if v.Err == nil {
-		// The cache keeps no images: a day of verdicts with real
-		// screenshots would be a lot of memory. A cache hit reads them
-		// again (withShots).
-		cv := v
-		cv.Screenshots = nil
-		f.verdicts.SetDefault(sha, cv)
+		f.verdicts.SetDefault(sha, v)
 	}
 	// An analysis cut short by shutdown stays in flight in the memory, so
 	// the next process resumes it; any other end is recorded.
@@ -678,7 +674,8 @@ func (f *Files) task(ctx context.Context, id string, reported bool, call *fileCa
 
 // details adds what helps an analyst and is optional: the task's
 // timestamps, the sandbox's file type (and hashes a resumed analysis did not
-// compute), screenshots.
+// compute). Screenshots are not read here: the verdict is given first, and
+// its screenshots are asked for afterwards (Screenshots).
 func (f *Files) details(ctx context.Context, v *FileVerdict) {
 	if t, err := f.sb.TaskInfo(ctx, v.TaskID); err == nil {
 		v.AddedOn, v.StartedOn, v.CompletedOn = string(t.AddedOn), string(t.StartedOn), string(t.CompletedOn)
@@ -696,27 +693,32 @@ func (f *Files) details(ctx context.Context, v *FileVerdict) {
 	} else {
 		f.log.Debug("file view unavailable", "sha256", v.SHA256, "error", err)
 	}
-	v.Screenshots = f.Screenshots(ctx, v.TaskID)
 }
 
+// DefaultScreenshotTimeout bounds one Screenshots call when
+// FileOptions.ScreenshotTimeout is zero.
+const DefaultScreenshotTimeout = 2 * time.Minute
+
 // Screenshots reads up to FileOptions.MaxScreenshots images of a reported
-// task: the archive (listed by the client, which itself falls back to
-// numbered shots when the archive is unusable), then numbered shots if the
-// archive request failed. Only JPEG and PNG bytes are kept. A failure is
-// logged and gives none.
-func (f *Files) Screenshots(ctx context.Context, taskID string) []sandbox.Image {
+// task, within FileOptions.ScreenshotTimeout: the archive, listed by the
+// client, which itself falls back to numbered shots (a few misses in a row
+// end that) when the archive is unusable. It is asked once: a failure is
+// returned, not retried. Only JPEG and PNG bytes are kept. A task without
+// screenshots gives none and a nil error.
+func (f *Files) Screenshots(ctx context.Context, taskID string) ([]sandbox.Image, error) {
 	n := f.opt.MaxScreenshots
-	if n <= 0 {
-		return nil
+	if n <= 0 || taskID == "" {
+		return nil, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, f.opt.ScreenshotTimeout)
+	defer cancel()
 	imgs, err := f.sb.Screenshots(ctx, taskID, n)
-	if err != nil && ctx.Err() == nil {
-		f.log.Warn("screenshot archive failed, fetching shots one by one", "task_id", taskID, "error", err)
-		imgs, err = f.sb.ScreenshotsByNumber(ctx, taskID, n)
-	}
 	if err != nil {
-		f.log.Warn("no screenshots", "task_id", taskID, "error", err)
-		return nil
+		if ctx.Err() != nil {
+			err = fmt.Errorf("screenshots not fetched within %s: %w", f.opt.ScreenshotTimeout, err)
+		}
+		f.log.Warn("screenshots could not be fetched", "task_id", taskID, "error", err)
+		return nil, err
 	}
 	out := make([]sandbox.Image, 0, min(len(imgs), n))
 	for _, img := range imgs {
@@ -727,16 +729,7 @@ func (f *Files) Screenshots(ctx context.Context, taskID string) []sandbox.Image 
 			out = append(out, img)
 		}
 	}
-	return out
-}
-
-// withShots reads again the screenshots of a cached verdict (the caches
-// keep none), for a verdict that came from a reported task.
-func (f *Files) withShots(ctx context.Context, v FileVerdict) FileVerdict {
-	if f.opt.MaxScreenshots > 0 && v.TaskID != "" && v.Screenshots == nil && v.Level >= verdict.Clean && v.Level != verdict.Unknown {
-		v.Screenshots = f.Screenshots(ctx, v.TaskID)
-	}
-	return v
+	return out, nil
 }
 
 // isImage checks JPEG and PNG magic bytes.

@@ -210,10 +210,17 @@ func TestFileVerdictsFromTheSimulator(t *testing.T) {
 			if v.FileID != ref.ID || v.Name != tc.name || v.TaskID == "" || v.Reused || v.Cached || v.Polls < 1 {
 				t.Errorf("verdict %+v", v)
 			}
-			if len(v.Screenshots) != tc.shots {
-				t.Errorf("%d screenshots, want %d", len(v.Screenshots), tc.shots)
+			var shots []sandbox.Image
+			if tc.level != verdict.Unknown {
+				var err error
+				if shots, err = e.files.Screenshots(t.Context(), v.TaskID); err != nil {
+					t.Errorf("screenshots: %v", err)
+				}
 			}
-			for _, img := range v.Screenshots {
+			if len(shots) != tc.shots {
+				t.Errorf("%d screenshots, want %d", len(shots), tc.shots)
+			}
+			for _, img := range shots {
 				if img.ContentType != "image/jpeg" || !isImage(img.Data) {
 					t.Errorf("screenshot %s %s", img.Name, img.ContentType)
 				}
@@ -254,7 +261,7 @@ func TestKnownHashIsNotUploaded(t *testing.T) {
 	var st statusLog
 	v := e.files.Check(t.Context(), e.share("again.exe", content), FileCheckOptions{OnStatus: st.add})
 	if v.Level != verdict.Malicious || v.MalScore != 8.8 || v.Family != "AgentTesla" || !v.Reused || v.Cached ||
-		v.TaskID != sub.TaskIDs[0] || len(v.Screenshots) != 1 || v.Polls != 0 || v.CompletedOn == "" {
+		v.TaskID != sub.TaskIDs[0] || v.Polls != 0 || v.CompletedOn == "" {
 		t.Fatalf("verdict %+v", v)
 	}
 	if slices.Contains(st.get(), FileUploading) {
@@ -268,17 +275,15 @@ func TestKnownHashIsNotUploaded(t *testing.T) {
 	if !v2.Cached || v2.TaskID != v.TaskID || v2.Name != "third.exe" || e.uploads() != 1 {
 		t.Fatalf("second check %+v (uploads %d)", v2, e.uploads())
 	}
-	// The cache keeps no images; a cached verdict has them read again.
-	if c, ok := e.files.verdicts.Get(v.SHA256); !ok || c.(FileVerdict).Screenshots != nil {
-		t.Error("images kept in the cache")
-	}
-	if len(v2.Screenshots) != 1 || !isImage(v2.Screenshots[0].Data) {
-		t.Fatalf("screenshots of a cached verdict: %d", len(v2.Screenshots))
+	// The verdict carries no images (they are read after it is given):
+	// those of a cached verdict are read from its task.
+	if shots, err := e.files.Screenshots(t.Context(), v2.TaskID); err != nil || len(shots) != 1 || !isImage(shots[0].Data) {
+		t.Fatalf("screenshots of a cached verdict: %d, %v", len(shots), err)
 	}
 	// The same Slack file again: no download either.
 	before := e.downloads()
 	v3 := e.files.Check(t.Context(), e.info(v2.FileID), FileCheckOptions{})
-	if !v3.Cached || e.downloads() != before || len(v3.Screenshots) != 1 {
+	if !v3.Cached || e.downloads() != before {
 		t.Fatalf("third check %+v (downloads %d → %d)", v3, before, e.downloads())
 	}
 }
@@ -534,38 +539,69 @@ func TestFormatBytes(t *testing.T) {
 	}
 }
 
-// Screenshots fall back to numbered shots when the archive request fails,
-// and keep only real images.
-func TestScreenshotsFallBackAndKeepOnlyImages(t *testing.T) {
+// Screenshots are asked for once: a failed archive request is not followed
+// by a second, numbered walk (the client already falls back when the
+// archive is unusable), and only real images are kept.
+func TestScreenshotsAskedOnceAndKeepOnlyImages(t *testing.T) {
 	t.Parallel()
 	e := newFileEnv(t, sim.Config{}, nil)
 	odd := &oddShots{SandboxAPI: e.sb}
 	f := NewFiles(odd, e.dl, e.opt)
 	defer f.Close()
 	v := f.Check(t.Context(), e.share("shots.exe", []byte("MZ SIM:SHOTS=4 SIM:MALSCORE=7")), FileCheckOptions{})
-	if v.Level != verdict.Malicious || len(v.Screenshots) != 3 || odd.byNumber.Load() != 1 {
-		t.Fatalf("verdict %+v, %d screenshots, %d numbered calls", v.Level, len(v.Screenshots), odd.byNumber.Load())
+	if v.Level != verdict.Malicious || odd.calls.Load() != 0 {
+		t.Fatalf("verdict %+v, %d screenshot calls before the verdict", v.Level, odd.calls.Load())
 	}
-	for i, img := range v.Screenshots {
+	shots, err := f.Screenshots(t.Context(), v.TaskID)
+	if err != nil || len(shots) != 3 || odd.calls.Load() != 1 {
+		t.Fatalf("%d screenshots, %v, %d calls", len(shots), err, odd.calls.Load())
+	}
+	for i, img := range shots {
 		if !isImage(img.Data) || img.Name != fmt.Sprintf("%04d.jpg", i+1) {
 			t.Errorf("screenshot %d: %s", i, img.Name)
 		}
 	}
+	odd.fail.Store(true)
+	if shots, err := f.Screenshots(t.Context(), v.TaskID); err == nil || len(shots) != 0 || odd.calls.Load() != 2 {
+		t.Fatalf("failing archive: %d screenshots, %v, %d calls (want one more)", len(shots), err, odd.calls.Load())
+	}
 }
 
-// oddShots fails the archive and slips a non-image among the numbered shots.
+// TestScreenshotsHaveADeadline: a screenshot endpoint that never answers
+// costs ScreenshotTimeout, not the client's whole retry budget.
+func TestScreenshotsHaveADeadline(t *testing.T) {
+	t.Parallel()
+	e := newFileEnv(t, sim.Config{}, nil)
+	hang := &oddShots{SandboxAPI: e.sb}
+	hang.hang.Store(true)
+	opt := e.opt
+	opt.ScreenshotTimeout = 200 * time.Millisecond
+	f := NewFiles(hang, e.dl, opt)
+	defer f.Close()
+	start := time.Now()
+	shots, err := f.Screenshots(t.Context(), "1000")
+	if took := time.Since(start); err == nil || len(shots) != 0 || took > 2*time.Second || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%d screenshots, %v after %v", len(shots), err, took)
+	}
+}
+
+// oddShots slips a non-image among the shots, or fails, or hangs.
 type oddShots struct {
 	SandboxAPI
-	byNumber atomic.Int32
+	calls      atomic.Int32
+	fail, hang atomic.Bool
 }
 
 func (o *oddShots) Screenshots(ctx context.Context, taskID string, max int) ([]sandbox.Image, error) {
-	return nil, errors.New("archive broke")
-}
-
-func (o *oddShots) ScreenshotsByNumber(ctx context.Context, taskID string, max int) ([]sandbox.Image, error) {
-	o.byNumber.Add(1)
-	imgs, err := o.SandboxAPI.ScreenshotsByNumber(ctx, taskID, max)
+	o.calls.Add(1)
+	switch {
+	case o.fail.Load():
+		return nil, errors.New("archive broke")
+	case o.hang.Load():
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	imgs, err := o.SandboxAPI.Screenshots(ctx, taskID, max)
 	bad := sandbox.Image{Name: "0000.jpg", ContentType: "image/jpeg", Data: []byte("<html>")}
 	return append([]sandbox.Image{bad}, imgs...), err
 }

@@ -23,7 +23,8 @@ GET    /_sim/faults     current fault set (JSON)
 PUT    /_sim/faults     replace the fault set; body, every member optional:
                         {"service":"","delay":"2s","error_every":0,"error_rate":0.1,
                          "seed":1,"error_status":502,
-                         "throttle":[{"service":"sandbox","bucket":"run","count":3,"retry_after":"5s"}]}
+                         "throttle":[{"service":"sandbox","bucket":"run","count":3,"retry_after":"5s"}],
+                         "shots_corrupt":false,"shots_delay":"0s"}
 DELETE /_sim/faults     clear the fault set
 POST   /_sim/flip       {"url":"https://x.test/","scores":{"phishing":0.97}}: the next scan
                         of exactly that URL gets these scores (unit scale)
@@ -31,13 +32,15 @@ POST   /_sim/flip       {"url":"https://x.test/","scores":{"phishing":0.97}}: th
 
 // faultsWire is the JSON form of Faults, with Go duration strings.
 type faultsWire struct {
-	Service     string         `json:"service"`
-	Delay       string         `json:"delay"`
-	ErrorEvery  int            `json:"error_every"`
-	ErrorRate   float64        `json:"error_rate"`
-	Seed        uint64         `json:"seed"`
-	ErrorStatus int            `json:"error_status"`
-	Throttle    []throttleWire `json:"throttle"`
+	Service      string         `json:"service"`
+	Delay        string         `json:"delay"`
+	ErrorEvery   int            `json:"error_every"`
+	ErrorRate    float64        `json:"error_rate"`
+	Seed         uint64         `json:"seed"`
+	ErrorStatus  int            `json:"error_status"`
+	Throttle     []throttleWire `json:"throttle"`
+	ShotsCorrupt bool           `json:"shots_corrupt"`
+	ShotsDelay   string         `json:"shots_delay"`
 }
 
 type throttleWire struct {
@@ -51,6 +54,7 @@ func faultsToWire(f Faults) faultsWire {
 	w := faultsWire{
 		Service: f.Service, Delay: f.Delay.String(), ErrorEvery: f.ErrorEvery,
 		ErrorRate: f.ErrorRate, Seed: f.Seed, ErrorStatus: f.ErrorStatus, Throttle: []throttleWire{},
+		ShotsCorrupt: f.ShotsCorrupt, ShotsDelay: f.ShotsDelay.String(),
 	}
 	for _, t := range f.Throttle {
 		w.Throttle = append(w.Throttle, throttleWire{t.Service, t.Bucket, t.Count, t.RetryAfter.String()})
@@ -76,9 +80,13 @@ func (w faultsWire) faults() (Faults, error) {
 	if err != nil {
 		return Faults{}, err
 	}
+	shotsDelay, err := parse("shots_delay", w.ShotsDelay)
+	if err != nil {
+		return Faults{}, err
+	}
 	f := Faults{
 		Service: w.Service, Delay: delay, ErrorEvery: w.ErrorEvery, ErrorRate: w.ErrorRate,
-		Seed: w.Seed, ErrorStatus: w.ErrorStatus,
+		Seed: w.Seed, ErrorStatus: w.ErrorStatus, ShotsCorrupt: w.ShotsCorrupt, ShotsDelay: shotsDelay,
 	}
 	for i, t := range w.Throttle {
 		ra, err := parse(fmt.Sprintf("throttle[%d].retry_after", i), t.RetryAfter)

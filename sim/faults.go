@@ -35,6 +35,19 @@ type Faults struct {
 
 	// Throttle forces 429 answers regardless of the configured limits.
 	Throttle []Throttle
+
+	// ShotsCorrupt breaks the screenshots of reported sandbox tasks that
+	// have some, as a middlebox that mangles the vendor's file downloads
+	// does: both screenshot endpoints answer 200 with their usual headers,
+	// but the archive is cut short (so it cannot be read) and every
+	// numbered shot, whatever the number (existing or not), is a JPEG that
+	// lost its first bytes (so it is not an image). Other endpoints, and
+	// the JSON errors of tasks not reported or without shots, are not
+	// affected.
+	ShotsCorrupt bool
+	// ShotsDelay holds back the answers of both screenshot endpoints (only)
+	// this long (real time; the wait ends early when the client goes away).
+	ShotsDelay time.Duration
 }
 
 // Throttle forces the next Count requests of a service and bucket to be
@@ -74,8 +87,11 @@ type faultDecision struct {
 func (fs *faultState) decide(rt *route) faultDecision {
 	var d faultDecision
 	f := &fs.f
+	if rt.op == OpScreenshot || rt.op == OpScreenshotArchive {
+		d.delay = f.ShotsDelay
+	}
 	if f.Service == "" || f.Service == rt.service {
-		d.delay = f.Delay
+		d.delay += f.Delay
 		fs.n++
 		fail := f.ErrorEvery > 0 && fs.n%f.ErrorEvery == 0
 		if f.ErrorRate > 0 && fs.rng.Float64() < f.ErrorRate {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -483,8 +484,19 @@ func (s *Server) screenshot(w http.ResponseWriter, rt *route, id, shots int, don
 		s.sbErr(w, fmt.Sprintf(errNoShotsCreated, id))
 		return
 	}
+	s.mu.Lock()
+	corrupt := s.faults.f.ShotsCorrupt
+	s.mu.Unlock()
+	if corrupt {
+		w = corruptWriter{w}
+	}
 	if rt.op == OpScreenshot {
 		n, _ := strconv.Atoi(rt.params[1]) // \d{1,4}, zero-filled to 4 by ShotName
+		if corrupt {
+			// The middlebox answers every number alike.
+			writeFile(w, "image/jpeg", ShotName(n), shotJPEG(n))
+			return
+		}
 		if n < 1 || n > shots {
 			s.sbErr(w, errNoShot)
 			return
@@ -511,7 +523,24 @@ func (s *Server) screenshot(w http.ResponseWriter, rt *route, id, shots int, don
 	writeFile(w, "application/octet-stream;", fmt.Sprintf("%d_screenshots.tar.bz2", id), b)
 }
 
+// corruptWriter serves a file damaged as Faults.ShotsCorrupt says: its
+// usual headers, an archive cut to half its length, an image whose first
+// 16 bytes are zeros.
+type corruptWriter struct{ http.ResponseWriter }
+
+func (c corruptWriter) file(contentType, name string, b []byte) []byte {
+	if strings.HasPrefix(contentType, "image/") {
+		b = bytes.Clone(b)
+		clear(b[:min(16, len(b))])
+		return b
+	}
+	return b[:len(b)/2]
+}
+
 func writeFile(w http.ResponseWriter, contentType, name string, b []byte) {
+	if c, ok := w.(corruptWriter); ok {
+		b, w = c.file(contentType, name, b), c.ResponseWriter
+	}
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Content-Disposition", "attachment; filename="+name)
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))

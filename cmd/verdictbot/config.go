@@ -73,6 +73,7 @@ type Config struct {
 	SkipFiletypes     []string      `envconfig:"VERDICTBOT_SKIP_FILETYPES" default:"post,space,quip,canvas"`
 	SandboxDeadline   time.Duration `envconfig:"VERDICTBOT_SANDBOX_DEADLINE" default:"45m"`
 	MaxScreenshots    int           `envconfig:"VERDICTBOT_MAX_SCREENSHOTS" default:"3"`
+	ScreenshotTimeout time.Duration `envconfig:"VERDICTBOT_SCREENSHOT_TIMEOUT" default:"2m"`
 	FileVerdictTTL    time.Duration `envconfig:"VERDICTBOT_FILE_VERDICT_TTL" default:"24h"`
 	SandboxRunRate    float64       `envconfig:"VERDICTBOT_SANDBOX_RUN_RATE" default:"1"`
 	SandboxReportRate float64       `envconfig:"VERDICTBOT_SANDBOX_REPORT_RATE" default:"5"`
@@ -271,6 +272,9 @@ func (c *Config) Validate(needSlack bool) error {
 	}
 	if c.MaxScreenshots < 0 || c.MaxScreenshots > 10 {
 		return fmt.Errorf("VERDICTBOT_MAX_SCREENSHOTS=%d: want 0 to 10", c.MaxScreenshots)
+	}
+	if c.ScreenshotTimeout < time.Second || c.ScreenshotTimeout > 30*time.Minute {
+		return fmt.Errorf("VERDICTBOT_SCREENSHOT_TIMEOUT=%s: want 1s to 30m", c.ScreenshotTimeout)
 	}
 	if c.FileVerdictTTL < 0 {
 		return fmt.Errorf("VERDICTBOT_FILE_VERDICT_TTL=%s: must not be negative", c.FileVerdictTTL)

@@ -33,7 +33,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if cfg.SlackAPIURL != "https://slack.com/api/" || cfg.ChannelMode != "quiet" || cfg.MaxLinks != 10 ||
 		cfg.VerdictTTL != time.Hour || cfg.DataDir != "./data" || cfg.Reporters != "anyone" ||
-		!cfg.ResolveHosts || cfg.URLQuery != "keep" || !cfg.ScanFiles {
+		!cfg.ResolveHosts || cfg.URLQuery != "keep" || !cfg.ScanFiles || cfg.ScreenshotTimeout != 2*time.Minute {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	if b := cfg.thresholds["advertising"]; b.Suspicious != 0.8 || b.Malicious <= 1 {
@@ -64,6 +64,8 @@ func TestConfigErrorsAreOneClearLine(t *testing.T) {
 		{map[string]string{"VERDICTBOT_URL_QUERY": "drop"}, `VERDICTBOT_URL_QUERY="drop": want keep or strip`},
 		{map[string]string{"VERDICTBOT_RESOLVE_HOSTS": "maybe"}, `VERDICTBOT_RESOLVE_HOSTS="maybe": not a valid boolean (true or false)`},
 		{map[string]string{"VERDICTBOT_SCAN_FILES": "yes please"}, `VERDICTBOT_SCAN_FILES="yes please": not a valid boolean (true or false)`},
+		{map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": "500ms"}, "VERDICTBOT_SCREENSHOT_TIMEOUT=500ms: want 1s to 30m"},
+		{map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": "2h"}, "VERDICTBOT_SCREENSHOT_TIMEOUT=2h0m0s: want 1s to 30m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {

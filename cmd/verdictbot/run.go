@@ -235,7 +235,7 @@ func (a *app) wireFiles() error {
 		shots = -1 // scan.FileOptions reads 0 as "the default"; the setting's 0 means none
 	}
 	a.files = scan.NewFiles(sb, dl, scan.FileOptions{
-		MaxBytes: cfg.MaxFileBytes, MaxScreenshots: shots, TTL: cfg.FileVerdictTTL,
+		MaxBytes: cfg.MaxFileBytes, MaxScreenshots: shots, ScreenshotTimeout: cfg.ScreenshotTimeout, TTL: cfg.FileVerdictTTL,
 		SkipTypes: cfg.SkipFiletypes, TempDir: tmp,
 		Wait:   sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
 		Memory: &bot.FileMemory{DB: a.db, Log: log.With("component", "store")},
