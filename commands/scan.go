@@ -426,13 +426,17 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		}
 		target = norm
 	}
-	hist, err := s.State.History(target)
+	hist, reports, err := s.historyOf(target)
 	if err != nil {
 		return err
 	}
-	reports, err := s.State.Reports(target)
-	if err != nil {
-		return err
+	if stripped, dropped := links.StripQuery(target); dropped && len(hist) == 0 && len(reports) == 0 {
+		// With VERDICTBOT_URL_QUERY=strip the link was recorded as sent,
+		// without its query.
+		target = stripped
+		if hist, reports, err = s.historyOf(target); err != nil {
+			return err
+		}
 	}
 	if len(hist) == 0 && len(reports) == 0 {
 		return s.Respond(ctx, req, fmt.Sprintf("No verdicts recorded for `%s`.", links.DefangTruncate(target, 120)))
@@ -648,4 +652,17 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
+}
+
+// historyOf returns the verdicts and reports recorded for a target.
+func (s *Scan) historyOf(target string) ([]store.Verdict, []store.Report, error) {
+	hist, err := s.State.History(target)
+	if err != nil {
+		return nil, nil, err
+	}
+	reports, err := s.State.Reports(target)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hist, reports, nil
 }

@@ -78,6 +78,20 @@ func TestURLQueryStripKeepsTheQueryInside(t *testing.T) {
 	if n := h.sim.Count(sim.ServiceReputation, sim.OpScan); n != 2 {
 		t.Fatalf("%d submissions, want 2", n)
 	}
+	// /scan history finds the link as it was sent, whether or not the
+	// query is typed (the store records the verdict just after the card).
+	for _, arg := range []string{"https://login.phish.test/verify?token=s3cr3t-1", "login.phish.test/verify"} {
+		var out string
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if out = h.slash(alice, "history "+arg); strings.Contains(out, "*malicious*") {
+				break
+			}
+		}
+		mustContain(t, out, "*malicious*")
+		if strings.Contains(out, "s3cr3t") {
+			t.Errorf("/scan history %s shows the query: %s", arg, out)
+		}
+	}
 	// /scan strips too.
 	h.slash(alice, "https://example.org/reset?key=hunter2")
 	h.waitCard("", func(b string) bool {
