@@ -54,7 +54,10 @@ type Meta struct {
 type Handlers struct {
 	Message     func(ctx context.Context, ev *slackevents.MessageEvent, m Meta)
 	FileShared  func(ctx context.Context, ev *slackevents.FileSharedEvent, m Meta)
-	Interaction func(ctx context.Context, cb *slack.InteractionCallback)
+	// Interaction gets the decoded callback and its JSON as Slack sent it
+	// (for what slack-go does not decode, such as a shortcut message's
+	// shared-message blocks).
+	Interaction func(ctx context.Context, cb *slack.InteractionCallback, raw json.RawMessage)
 	Slash       func(ctx context.Context, cmd *slack.SlashCommand)
 	// SlashAck, if set, computes the payload of a slash command's ack. It
 	// runs before the ack, so it must be pure and fast (no network).
@@ -431,7 +434,11 @@ func (b *Bot) route(evt socketmode.Event, job *store.Job) {
 			done()
 			return
 		}
-		b.submit("interactive", &cb, done, func(ctx context.Context) { defer done(); b.h.Interaction(ctx, &cb) })
+		var raw json.RawMessage
+		if evt.Request != nil {
+			raw = evt.Request.Payload
+		}
+		b.submit("interactive", &cb, done, func(ctx context.Context) { defer done(); b.h.Interaction(ctx, &cb, raw) })
 	default:
 		done()
 	}

@@ -185,9 +185,9 @@ func withoutFiles(msg *slack.Msg) *slack.Msg {
 // ScanMessage is the "Scan this message" shortcut: it scans the links and
 // files of any message on request, even in off channels, and always shows
 // the card in the message's thread.
-func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.Msg, user string) {
+func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, user string) {
 	m.init()
-	m.scanMessage(ctx, channel, msg, nil, ModeVerbose, user, Meta{})
+	m.scanMessage(ctx, channel, msg, rawMsg, ModeVerbose, user, Meta{})
 }
 
 // scanMessage makes the cards of one message: one for its links, one for

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -262,7 +264,7 @@ func (a *app) ready() (bool, string) {
 
 // interaction routes block actions (feedback buttons) and the "Scan this
 // message" shortcut.
-func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback) {
+func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback, raw json.RawMessage) {
 	if cb.Type == slack.InteractionTypeMessageAction && cb.CallbackID == commands.ShortcutScanMessage {
 		channel := cb.Channel.ID
 		msg := cb.Message.Msg
@@ -270,13 +272,28 @@ func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback) {
 			return
 		}
 		msg.Channel = channel
-		a.messages.ScanMessage(ctx, channel, &msg, cb.User.ID)
+		a.messages.ScanMessage(ctx, channel, &msg, shortcutMessage(raw), cb.User.ID)
 		if err := a.poster.Ephemeral(ctx, channel, cb.User.ID, "Scanning that message; the card will appear in its thread."); err != nil {
 			a.log.Warn("shortcut reply failed", "error", err)
 		}
 		return
 	}
 	a.feedback.HandleInteraction(ctx, cb)
+}
+
+// shortcutMessage returns the JSON of the message a shortcut was used on
+// (the payload's "message" member), or nil.
+func shortcutMessage(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`"message_blocks"`)) {
+		return nil // nothing links.Policy.ExtractRaw reads from it
+	}
+	var p struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(raw, &p) != nil {
+		return nil
+	}
+	return p.Message
 }
 
 // respond answers a command privately, through its response_url when it
