@@ -96,9 +96,15 @@
 // addresses that carry an IPv4 address: IPv4-mapped, NAT64, 6to4, Teredo),
 // use a special-use or private name (localhost, .local, .internal,
 // .home.arpa, .lan, .corp, …), have a single label, fall under a configured
-// internal domain, or are allowlisted (Slack's own domains by default). The
-// package resolves no DNS: a public name that resolves to a private address
-// (such as 127.0.0.1.nip.io) is not detected.
+// internal domain, or are allowlisted (Slack's own domains by default).
+// Public names known to answer with a private address are judged without a
+// lookup (ReasonResolvesPrivate): localtest.me, lvh.me and the like, and
+// IP-echo services such as 10.0.0.1.nip.io or app-10-0-0-1.sslip.io
+// (dnsnames.go).
 //
-// All functions are pure and safe for concurrent use; a Policy is immutable.
+// Policy resolves no DNS and all its functions are pure and safe for
+// concurrent use; a Policy is immutable. Other names that resolve only to
+// private addresses (jira.corp.example.com → 10.x) are found by
+// HostResolver, which the scan pipeline calls right before submission,
+// never on the ack path (resolve.go).
 package links

@@ -304,7 +304,8 @@ func (p *Policy) Check(normalised string) (reason Reason, ok bool) {
 	return reason, reason == ReasonNone
 }
 
-// check applies the rules in order: private address, internal name, single
+// check applies the rules in order: private address, internal name, a
+// well-known name that resolves to a private address (dnsnames.go), single
 // label, internal domain, allowlist, AllowFunc.
 func (p *Policy) check(u parsedURL) (Reason, string) {
 	if u.addr.IsValid() {
@@ -314,6 +315,9 @@ func (p *Policy) check(u parsedURL) (Reason, string) {
 	} else {
 		if what, ok := internalName(u.host); ok {
 			return ReasonInternalName, what
+		}
+		if what, ok := resolvesPrivateByName(u.host); ok {
+			return ReasonResolvesPrivate, what
 		}
 		if strings.IndexByte(u.host, '.') < 0 {
 			return ReasonSingleLabel, "a host name without a dot only resolves inside a network"
