@@ -52,8 +52,8 @@ type Meta struct {
 // Handlers receive the jobs. Each runs on a pool worker with the pool's
 // context. A nil handler means the kind of payload is acked and ignored.
 type Handlers struct {
-	Message     func(ctx context.Context, ev *slackevents.MessageEvent, m Meta)
-	FileShared  func(ctx context.Context, ev *slackevents.FileSharedEvent, m Meta)
+	Message    func(ctx context.Context, ev *slackevents.MessageEvent, m Meta)
+	FileShared func(ctx context.Context, ev *slackevents.FileSharedEvent, m Meta)
 	// Interaction gets the decoded callback and its JSON as Slack sent it
 	// (for what slack-go does not decode, such as a shortcut message's
 	// shared-message blocks).

@@ -27,7 +27,7 @@ func (e *UserError) Error() string { return e.Text }
 
 func userErr(format string, args ...any) error { return &UserError{Text: fmt.Sprintf(format, args...)} }
 
-// URLScanner posts a card for URLs requested with /scan (bot.Messages).
+// URLScanner posts a card for URLs requested with /scan (cards.Messages).
 type URLScanner interface {
 	ScanRequest(ctx context.Context, channel, user string, targets []links.Target, skipped []links.Skipped) error
 }

@@ -255,7 +255,7 @@ func TestIntentResolvedByTaskSearch(t *testing.T) {
 
 // storeFileMemory is FileMemory over the store, as the bot keeps it
 // (service "sandbox", target = sha256, verdicts of Kind "file"); it mirrors
-// bot.URLMemory.
+// cards.URLMemory.
 type storeFileMemory struct{ DB *store.DB }
 
 const serviceSandbox = "sandbox"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/bot"
+	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
@@ -41,7 +41,7 @@ func TestRecheckOfAHostNowInternalIsNotSent(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
 	gate := &switchGate{}
-	urls := scan.NewURLs(rep, scan.URLOptions{Memory: &bot.URLMemory{DB: db, Schedule: sched, Now: clock.Now}, Now: clock.Now,
+	urls := scan.NewURLs(rep, scan.URLOptions{Memory: &cards.URLMemory{DB: db, Schedule: sched, Now: clock.Now}, Now: clock.Now,
 		Hosts: gate, Wait: reputation.WaitOptions{Backoff: apiclient.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)
 	var changes atomic.Int32

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/bot"
+	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
@@ -52,7 +52,7 @@ func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
 	}
 	t.Cleanup(func() { db.Close() })
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
-	mem := &bot.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
+	mem := &cards.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
 	urls := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: clock.Now, Wait: reputation.WaitOptions{
 		Backoff: apiclient.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)

@@ -59,7 +59,7 @@ import (
 //     3 s after the call to serve; the time from then until the bot posts
 //     its "scanning…" card, and until its URL is submitted (-1: not within
 //     the window). New work waits behind the resumed work: for one of the
-//     1,000 card trackers (bot.Messages.MaxTracked), then for one of the
+//     1,000 card trackers (cards.Messages.MaxTracked), then for one of the
 //     pipeline's 64 slots;
 //   - store-MB: the store file the bot opened.
 //

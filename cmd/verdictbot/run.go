@@ -17,9 +17,11 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/verdictbot/verdictbot/bot"
+	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/metrics"
@@ -56,9 +58,9 @@ type app struct {
 	rep      *reputation.Client
 	urls     *scan.URLs
 	db       *store.DB
-	cards    *bot.Cards
+	cards    *cards.Cards
 	poster   *notify.Poster
-	messages *bot.Messages
+	messages *cards.Messages
 	files    *scan.Files
 	scan     *commands.Scan
 	slash    *commands.Slash
@@ -118,7 +120,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	a.rep = rep
-	memory := &bot.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store")}
+	memory := &cards.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store")}
 	hosts := newHostResolver(cfg, log)
 	a.urls = scan.NewURLs(rep, scan.URLOptions{
 		Memory:     memory,
@@ -136,7 +138,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
 	}
-	a.cards = bot.NewCards(db)
+	a.cards = cards.NewCards(db)
 	a.poster = notify.NewPoster(a.api, notify.PosterOptions{Logger: log.With("component", "notify"),
 		OnCall: func(method string, err error, _ time.Duration) { a.metrics.SlackCall(method, notify.ErrorCode(err)) }})
 	access := &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins"}
@@ -179,13 +181,13 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot"), Observer: a.metrics})
 	a.bot.SetJournal(db)
 	a.metrics.WatchJournal(a.bot.Spooled)
-	a.messages = &bot.Messages{
-		Self:          a.bot.Identity,
+	a.messages = &cards.Messages{
+		Self:          a.cardsIdentity,
 		Links:         policy,
 		URLs:          a.urls,
 		Poster:        a.poster,
 		Cards:         a.cards,
-		Finder:        &bot.ThreadSearch{API: a.api, Self: a.bot.Identity},
+		Finder:        &cards.ThreadSearch{API: a.api, Self: a.cardsIdentity},
 		Targets:       memory,
 		Mode:          a.channelMode,
 		CleanReaction: cfg.CleanReaction,
@@ -193,7 +195,9 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		StripQuery:    cfg.URLQuery == "strip",
 		Log:           log.With("component", "messages"),
 	}
-	a.bot.SetHandler(a.messages.Handle)
+	a.bot.SetHandler(func(ctx context.Context, ev *slackevents.MessageEvent, m bot.Meta) {
+		a.messages.Handle(ctx, ev, cardsMeta(m))
+	})
 	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: rep, State: db, Access: access, Feedback: a.feedback,
 		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
@@ -201,21 +205,35 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
-	announcer := &bot.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
+	announcer := &cards.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
 	a.recheck = &scan.Recheck{Store: db, URLs: a.urls, Schedule: store.Schedule(cfg.RecheckAfter), Max: cfg.RecheckMax,
 		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck")}
 	return a, nil
 }
 
+// cardsIdentity is the bot's identity as the card lifecycle needs it.
+func (a *app) cardsIdentity() cards.Identity {
+	id := a.bot.Identity()
+	return cards.Identity{UserID: id.UserID, BotID: id.BotID, AppID: id.AppID}
+}
+
+// cardsMeta passes an event's delivery from the Socket Mode adapter to the
+// card lifecycle.
+func cardsMeta(m bot.Meta) cards.Meta {
+	return cards.Meta{EventID: m.EventID, Replayed: m.Replayed, Done: m.Done, Raw: m.Raw}
+}
+
 // wireFiles sets up the file pipeline when a sandbox is configured (files
 // are listed as not checked otherwise).
 func (a *app) wireFiles() error {
 	cfg, log := a.cfg, a.log
-	files := &bot.Files{Messages: a.messages, Info: a.api, Uploader: a.poster, MaxScreenshots: cfg.MaxScreenshots,
+	files := &cards.Files{Messages: a.messages, Info: a.api, Uploader: a.poster, MaxScreenshots: cfg.MaxScreenshots,
 		FirstTime: a.db.SeenEvent, Enabled: a.channelFiles}
 	a.messages.Files = files
-	a.bot.SetFileHandler(files.Shared)
+	a.bot.SetFileHandler(func(ctx context.Context, ev *slackevents.FileSharedEvent, m bot.Meta) {
+		files.Shared(ctx, ev, cardsMeta(m))
+	})
 	if cfg.SandboxURL == "" {
 		log.Info("no SANDBOX_URL: shared files are not checked")
 		return nil
@@ -240,7 +258,7 @@ func (a *app) wireFiles() error {
 		MaxBytes: cfg.MaxFileBytes, MaxScreenshots: shots, ScreenshotTimeout: cfg.ScreenshotTimeout, TTL: cfg.FileVerdictTTL,
 		SkipTypes: cfg.SkipFiletypes, TempDir: tmp,
 		Wait:   sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
-		Memory: &bot.FileMemory{DB: a.db, Log: log.With("component", "store")},
+		Memory: &cards.FileMemory{DB: a.db, Log: log.With("component", "store")},
 		Logger: log.With("component", "files"),
 		OnDone: a.metrics.FileDone,
 	})

@@ -393,7 +393,7 @@ func TestManifestBotEvents(t *testing.T) {
 // need it. Adding a scope means a reinstall for every workspace (notes
 // slack-platform.md §4.5): keep it exact.
 var wantBotScopes = []string{
-	"channels:history", // message.channels; conversations.replies in public channels (bot.ThreadSearch finds a card after a crash)
+	"channels:history", // message.channels; conversations.replies in public channels (cards.ThreadSearch finds a card after a crash)
 	"groups:history",   // message.groups; conversations.replies in private channels
 	"chat:write",       // chat.postMessage (cards, recheck replies, alerts), chat.update, chat.postEphemeral
 	"reactions:write",  // reactions.add / reactions.remove (the clean reaction in quiet channels)

@@ -1,4 +1,4 @@
-package bot
+package cards
 
 import (
 	"bytes"
@@ -246,24 +246,7 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 	m.Log.Info("scanning message", "channel", channel, "ts", msg.Timestamp, "links", len(res.Targets),
 		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID, "resumed", meta.Replayed)
 
-	// The rest runs on its own goroutine: posting is paced per channel
-	// (Slack allows about one message a second), and a worker must not
-	// wait on one busy channel while other channels' messages queue.
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return
-	}
-	m.wg.Add(1)
-	go func() {
-		defer func() { <-m.sem; m.wg.Done() }()
-		if mode == ModeVerbose || snap.CardTS != "" {
-			m.show(ctx, &snap)
-		}
-		if card.Final || m.track(ctx, channel, msg.Timestamp, gen, mode, res.Targets) {
-			meta.done()
-		}
-	}()
+	m.start(ctx, snap, mode, func() bool { return m.track(ctx, channel, msg.Timestamp, gen, mode, res.Targets) }, meta.done)
 }
 
 // lines turns targets into the URLs to send and their pending card lines.
@@ -313,20 +296,12 @@ func (m *Messages) ScanRequest(ctx context.Context, channel, user string, target
 		return err
 	}
 	m.Log.Info("scan requested", "channel", channel, "user", user, "links", len(targets))
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	m.wg.Add(1)
-	go func() {
-		defer func() { <-m.sem; m.wg.Done() }()
+	return m.launch(ctx, func() {
 		// The card outlives the command's job: it has its own context.
 		cctx := context.WithoutCancel(ctx)
 		m.show(cctx, &snap)
 		m.track(cctx, channel, src, gen, ModeVerbose, targets)
-	}()
-	return nil
+	})
 }
 
 // own reports whether msg was posted by this bot (its app, bot or user).
@@ -373,84 +348,28 @@ func (m *Messages) show(ctx context.Context, c *notify.Card) {
 	m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = c.CardTS, false })
 }
 
-type lineResult struct {
-	i int
-	v scan.URLVerdict
-}
-
-// track waits for every target of one card and shows progress and the
-// final verdict. It reports whether the card reached its final state (false
-// when a newer scan of the message took over, or on shutdown).
+// track checks the URLs of one card (see the generic track).
 func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int, mode string, targets []links.Target) bool {
-	results := make(chan lineResult, len(targets))
-	changed := make(chan struct{}, 1)
+	lines := make([]pending[scan.URLVerdict], len(targets))
 	for i, t := range targets {
-		go func() {
-			v := m.URLs.Check(ctx, t.URL, scan.CheckOptions{OnStatus: func(s string) {
-				if mode != ModeVerbose {
-					return // progress is only shown on verbose cards
-				}
-				if _, ok := m.Cards.Change(channel, sourceTS, gen, func(r *store.CardRecord) {
-					if i < len(r.Card.Lines) && r.Card.Lines[i].Level == verdict.Pending {
-						r.Card.Lines[i].Status = s
-					}
-				}); ok {
-					select {
-					case changed <- struct{}{}:
-					default:
-					}
-				}
-			}})
-			results <- lineResult{i, v}
-		}()
+		lines[i] = pending[scan.URLVerdict]{line: i, check: func(ctx context.Context, onStatus func(string)) scan.URLVerdict {
+			return m.URLs.Check(ctx, t.URL, scan.CheckOptions{OnStatus: onStatus})
+		}}
 	}
-	var snap notify.Card
-	for left := len(targets); left > 0; {
-		select {
-		case r := <-results:
-			left--
-			if r.v.Err != nil && ctx.Err() != nil {
-				drain(results, left)
-				return false // shutting down: the job resumes after the restart
-			}
+	kind := lineKind[scan.URLVerdict]{
+		err:  func(v scan.URLVerdict) error { return v.Err },
+		fill: urlLine,
+		recorded: func(v scan.URLVerdict) {
 			// A URL withheld (its host resolves inside the network) has no
 			// verdict to recheck.
-			if m.Targets != nil && r.v.Err == nil && r.v.Level != verdict.Skipped {
-				if err := m.Targets.AddCard(r.v.URL, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {
+			if m.Targets != nil && v.Err == nil && v.Level != verdict.Skipped {
+				if err := m.Targets.AddCard(v.URL, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {
 					m.Log.Warn("could not link a target to its card", "error", err)
 				}
 			}
-			var ok bool
-			snap, ok = m.Cards.Change(channel, sourceTS, gen, func(rec *store.CardRecord) {
-				if r.i < len(rec.Card.Lines) {
-					rec.Card.Lines[r.i] = urlLine(rec.Card.Lines[r.i], r.v)
-				}
-				rec.Card.Final = left == 0
-			})
-			if !ok {
-				drain(results, left)
-				return false // an edit started a newer scan of this message
-			}
-			if left > 0 && (mode == ModeVerbose || snap.CardTS != "") {
-				m.show(ctx, &snap)
-			}
-		case <-changed:
-			if rec, ok := m.Cards.Get(channel, sourceTS); ok && !rec.Card.Final && rec.Gen == gen {
-				c := rec.Card.Clone()
-				m.show(ctx, &c)
-			}
-		}
+		},
 	}
-	m.finish(ctx, &snap, mode)
-	return true
-}
-
-func drain(ch chan lineResult, n int) {
-	go func() {
-		for range n {
-			<-ch
-		}
-	}()
+	return track(ctx, m, kind, channel, sourceTS, gen, mode, lines)
 }
 
 // finish shows the final card as the channel's mode asks.

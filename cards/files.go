@@ -1,10 +1,8 @@
-package bot
+package cards
 
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -173,21 +171,7 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 		return
 	}
 	m.Log.Info("checking files", "channel", channel, "ts", msg.Timestamp, "files", len(card.Lines), "skipped", len(card.Skipped), "mode", mode)
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return
-	}
-	m.wg.Add(1)
-	go func() {
-		defer func() { <-m.sem; m.wg.Done() }()
-		if mode == ModeVerbose || snap.CardTS != "" {
-			m.show(ctx, &snap)
-		}
-		if card.Final || f.track(ctx, channel, src, gen, mode, refs, checks) {
-			done()
-		}
-	}()
+	m.start(ctx, snap, mode, func() bool { return f.track(ctx, channel, src, gen, mode, refs, checks) }, done)
 }
 
 // ref fills a file reference, from files.info when the event's copy lacks
@@ -208,116 +192,40 @@ func (f *Files) ref(ctx context.Context, sf *slack.File) scan.FileRef {
 		IsExternal: sf.IsExternal, URLPrivateDownload: sf.URLPrivateDownload}
 }
 
-// track checks the files of one card, shows progress on verbose cards,
-// shows the final card as soon as every verdict is in, then posts the
-// screenshots in the thread as they come (or notes on the card that they
-// could not be fetched): screenshots never hold a verdict back.
+// track checks the files of one card (see the generic track): the final
+// card is shown as soon as every verdict is in, then the screenshots are
+// posted in the thread as they come (or the card notes that they could not
+// be fetched): screenshots never hold a verdict back. lineOf is the card
+// line of each ref, -1 for one not checked.
 func (f *Files) track(ctx context.Context, channel, src string, gen int, mode string, refs []scan.FileRef, lineOf []int) bool {
-	m := f.Messages
-	type result struct {
-		line int
-		v    scan.FileVerdict
-	}
-	type shotResult struct {
-		line int
-		v    scan.FileVerdict
-		imgs []sandbox.Image
-		err  error
-	}
-	var pending atomic.Int32
-	results := make(chan result, len(refs))
-	shots := make(chan shotResult, len(refs))
-	changed := make(chan struct{}, 1)
-	var wg sync.WaitGroup
+	var lines []pending[scan.FileVerdict]
 	for i, r := range refs {
-		line := lineOf[i]
-		if line < 0 {
+		if lineOf[i] < 0 {
 			continue
 		}
-		pending.Add(1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v := f.Check.Check(ctx, r, scan.FileCheckOptions{OnStatus: func(s string) {
-				if mode != ModeVerbose {
-					return
-				}
-				if _, ok := m.Cards.Change(channel, src, gen, func(rec *store.CardRecord) {
-					if line < len(rec.Card.Lines) && rec.Card.Lines[line].Level == verdict.Pending {
-						rec.Card.Lines[line].Status = s
-					}
-				}); ok {
-					select {
-					case changed <- struct{}{}:
-					default:
-					}
-				}
-			}})
-			results <- result{line, v}
-		}()
+		lines = append(lines, pending[scan.FileVerdict]{line: lineOf[i], check: func(ctx context.Context, onStatus func(string)) scan.FileVerdict {
+			return f.Check.Check(ctx, r, scan.FileCheckOptions{OnStatus: onStatus})
+		}})
 	}
-	var snap notify.Card
-	shotsLeft := 0
-	for left := int(pending.Load()); left > 0 || shotsLeft > 0; {
-		select {
-		case r := <-results:
-			left--
-			if r.v.Err != nil && ctx.Err() != nil {
-				go func() { wg.Wait(); close(results) }()
-				return false // shutting down: resumes after the restart
+	kind := lineKind[scan.FileVerdict]{
+		err:  func(v scan.FileVerdict) error { return v.Err },
+		fill: fileLine,
+		after: func(ctx context.Context, c notify.Card, line int, v scan.FileVerdict) func() func() (notify.Card, bool) {
+			if !f.wantsShots(mode, c, line, v) {
+				return nil
 			}
-			var ok bool
-			snap, ok = m.Cards.Change(channel, src, gen, func(rec *store.CardRecord) {
-				if r.line < len(rec.Card.Lines) {
-					rec.Card.Lines[r.line] = fileLine(rec.Card.Lines[r.line], r.v)
+			return func() func() (notify.Card, bool) {
+				imgs, err := f.Check.Screenshots(ctx, v.TaskID)
+				return func() (notify.Card, bool) {
+					if err != nil && ctx.Err() != nil {
+						return notify.Card{}, false // shutting down: the card keeps its verdict
+					}
+					return f.postScreenshots(ctx, channel, src, gen, line, v, imgs, err)
 				}
-				rec.Card.Final = left == 0
-			})
-			if !ok {
-				go func() { wg.Wait(); close(results) }()
-				return false
 			}
-			if f.wantsShots(mode, snap, r.line, r.v) {
-				shotsLeft++
-				go func() {
-					imgs, err := f.Check.Screenshots(ctx, r.v.TaskID)
-					shots <- shotResult{r.line, r.v, imgs, err}
-				}()
-			}
-			if left > 0 {
-				if mode == ModeVerbose || snap.CardTS != "" {
-					m.show(ctx, &snap)
-				}
-				continue
-			}
-			// Every verdict is in: the card is shown now, before any
-			// screenshot.
-			if rec, ok := m.Cards.Get(channel, src); ok {
-				snap = rec.Card.Clone()
-			}
-			m.finish(ctx, &snap, mode)
-		case s := <-shots:
-			shotsLeft--
-			if s.err != nil && ctx.Err() != nil {
-				continue // shutting down: the card keeps its verdict
-			}
-			c, ok := f.postScreenshots(ctx, channel, src, gen, s.line, s.v, s.imgs, s.err)
-			if !ok {
-				continue
-			}
-			// A card not posted yet shows the note when it is (finish
-			// reads the stored card).
-			if c.CardTS != "" {
-				m.show(ctx, &c)
-			}
-		case <-changed:
-			if rec, ok := m.Cards.Get(channel, src); ok && !rec.Card.Final && rec.Gen == gen {
-				c := rec.Card.Clone()
-				m.show(ctx, &c)
-			}
-		}
+		},
 	}
-	return true
+	return track(ctx, f.Messages, kind, channel, src, gen, mode, lines)
 }
 
 // wantsShots reports whether the screenshots of a verdict are to be posted:

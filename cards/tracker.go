@@ -1,0 +1,164 @@
+package cards
+
+import (
+	"context"
+
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// pending is one line of a card waiting for its analysis (V is the
+// pipeline's verdict: scan.URLVerdict or scan.FileVerdict).
+type pending[V any] struct {
+	// line is the line's index on the card.
+	line int
+	// check runs the analysis; onStatus reports its progress.
+	check func(ctx context.Context, onStatus func(status string)) V
+}
+
+// lineKind is what differs between URL lines and file lines; the tracker
+// does the rest once for both.
+type lineKind[V any] struct {
+	// err returns the analysis's error (nil when it has a verdict).
+	err func(v V) error
+	// fill writes a verdict into its card line.
+	fill func(l notify.Line, v V) notify.Line
+	// recorded, if set, is called with each verdict before the card shows
+	// it (URLs: the target remembers the card, for rechecks).
+	recorded func(v V)
+	// after, if set, starts work that follows a verdict without holding
+	// the card back (files: screenshots). Given the card as it stands with
+	// the verdict, it returns nil for nothing to do, or a fetch that runs
+	// on its own goroutine; the apply that fetch returns runs on the
+	// tracker's goroutine and returns the card to show (ok false: it did
+	// not change).
+	after func(ctx context.Context, c notify.Card, line int, v V) (fetch func() (apply func() (notify.Card, bool)))
+}
+
+// track runs the analyses of one card's lines, shows progress on verbose
+// cards (and on cards already posted), and shows the final card as the
+// channel's mode asks as soon as every verdict is in; work that follows a
+// verdict (screenshots) is awaited after that. It reports whether the card
+// reached its final state: false when a newer scan of the message took
+// over, or on shutdown (the job then resumes after the restart).
+func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src string, gen int, mode string, lines []pending[V]) bool {
+	type result struct {
+		line int
+		v    V
+	}
+	// Buffered for every sender, so a tracker that gives up early leaves
+	// no goroutine blocked.
+	results := make(chan result, len(lines))
+	follow := make(chan func() (notify.Card, bool), len(lines))
+	changed := make(chan struct{}, 1)
+	for _, p := range lines {
+		go func() {
+			v := p.check(ctx, func(s string) {
+				if mode != ModeVerbose {
+					return // progress is only shown on verbose cards
+				}
+				if _, ok := m.Cards.Change(channel, src, gen, func(rec *store.CardRecord) {
+					if p.line < len(rec.Card.Lines) && rec.Card.Lines[p.line].Level == verdict.Pending {
+						rec.Card.Lines[p.line].Status = s
+					}
+				}); ok {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}
+			})
+			results <- result{p.line, v}
+		}()
+	}
+	var snap notify.Card
+	following := 0
+	for left := len(lines); left > 0 || following > 0; {
+		select {
+		case r := <-results:
+			left--
+			if k.err(r.v) != nil && ctx.Err() != nil {
+				return false // shutting down: the job resumes after the restart
+			}
+			if k.recorded != nil {
+				k.recorded(r.v)
+			}
+			var ok bool
+			snap, ok = m.Cards.Change(channel, src, gen, func(rec *store.CardRecord) {
+				if r.line < len(rec.Card.Lines) {
+					rec.Card.Lines[r.line] = k.fill(rec.Card.Lines[r.line], r.v)
+				}
+				rec.Card.Final = left == 0
+			})
+			if !ok {
+				return false // an edit started a newer scan of this message
+			}
+			if k.after != nil {
+				if fetch := k.after(ctx, snap, r.line, r.v); fetch != nil {
+					following++
+					go func() { follow <- fetch() }()
+				}
+			}
+			if left > 0 {
+				if mode == ModeVerbose || snap.CardTS != "" {
+					m.show(ctx, &snap)
+				}
+				continue
+			}
+			// Every verdict is in: the card is shown now, before any
+			// follow-up work is done.
+			if rec, ok := m.Cards.Get(channel, src); ok && rec.Gen == gen {
+				snap = rec.Card.Clone()
+			}
+			m.finish(ctx, &snap, mode)
+		case apply := <-follow:
+			following--
+			// A card not posted yet shows the change when it is (finish
+			// reads the stored card).
+			if c, ok := apply(); ok && c.CardTS != "" {
+				m.show(ctx, &c)
+			}
+		case <-changed:
+			if rec, ok := m.Cards.Get(channel, src); ok && !rec.Card.Final && rec.Gen == gen {
+				c := rec.Card.Clone()
+				m.show(ctx, &c)
+			}
+		}
+	}
+	return true
+}
+
+// start hands a card just begun (snap, as Begin returned it) to its own
+// goroutine: it is shown at once when the channel is verbose or it was
+// posted before, then tracked until final, and done (if set) is called.
+func (m *Messages) start(ctx context.Context, snap notify.Card, mode string, track func() bool, done func()) {
+	_ = m.launch(ctx, func() {
+		if mode == ModeVerbose || snap.CardTS != "" {
+			m.show(ctx, &snap)
+		}
+		if (snap.Final || track()) && done != nil {
+			done()
+		}
+	})
+}
+
+// launch runs the rest of a card's life on its own goroutine: posting is
+// paced per channel (Slack allows about one message a second), and a
+// worker must not wait on one busy channel while other channels' messages
+// queue. At most MaxTracked cards run at once; beyond that launch waits,
+// and returns ctx's error if ctx ends first (the job then stays in the
+// journal and resumes after the restart).
+func (m *Messages) launch(ctx context.Context, run func()) error {
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	m.wg.Add(1)
+	go func() {
+		defer func() { <-m.sem; m.wg.Done() }()
+		run()
+	}()
+	return nil
+}

@@ -1,0 +1,300 @@
+package cards
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/sandbox"
+	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// env is a card lifecycle over the fake Slack and an in-memory store.
+type env struct {
+	fake     *slackfake.Server
+	db       *store.DB
+	poster   *notify.Poster
+	messages *Messages
+	api      *slack.Client
+}
+
+func newEnv(t *testing.T, urls URLChecker, mode string) *env {
+	t.Helper()
+	fake := slackfake.Start(t)
+	api := slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL()))
+	poster := notify.NewPoster(api, notify.PosterOptions{MinUpdateInterval: 5 * time.Millisecond, PostInterval: 5 * time.Millisecond})
+	t.Cleanup(func() { _ = poster.Close(context.Background()) })
+	policy, err := links.NewPolicy(links.Config{MaxLinks: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := store.Memory(store.Options{})
+	self := func() Identity { return Identity{UserID: fake.BotUserID(), BotID: fake.BotID(), AppID: fake.AppID()} }
+	m := &Messages{Self: self, Links: policy, URLs: urls, Poster: poster, Cards: NewCards(db),
+		Finder: &ThreadSearch{API: api, Self: self}, Mode: func(string) string { return mode }}
+	return &env{fake: fake, db: db, poster: poster, messages: m, api: api}
+}
+
+// deliver puts a user's message in #C1 and hands its event to Handle.
+func (e *env) deliver(t *testing.T, text string, done func()) string {
+	t.Helper()
+	d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: text})
+	if d.TS == "" {
+		t.Fatal("the fake did not store the message")
+	}
+	msg, _ := e.fake.Message("C1", d.TS)
+	ev := &slackevents.MessageEvent{Type: "message", Channel: "C1", ChannelType: "channel", User: "U1", Text: msg.Text, TimeStamp: d.TS,
+		Message: &slack.Msg{Type: "message", Channel: "C1", User: "U1", Text: msg.Text, Timestamp: d.TS}}
+	e.messages.Handle(t.Context(), ev, Meta{EventID: "Ev1", Done: done})
+	return d.TS
+}
+
+// card returns the stored card answering (C1, src).
+func (e *env) card(t *testing.T, src string) *store.CardRecord {
+	t.Helper()
+	rec, err := e.db.Card(store.CardRef{Channel: "C1", SourceTS: src})
+	if err != nil {
+		t.Fatalf("no card for %s: %v", src, err)
+	}
+	return rec
+}
+
+// botReplies returns the bot's messages in the thread of ts, but for the
+// ones that share a file.
+func (e *env) botReplies(ts string) []slackfake.Message {
+	var out []slackfake.Message
+	for _, m := range e.fake.Messages("C1", ts) {
+		if m.Bot && m.IsReply() && len(m.Files) == 0 { // not the screenshots
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// urlChecker answers from a table; each URL reports a status first and
+// waits for its gate (if any) before answering.
+type urlChecker struct {
+	levels map[string]verdict.Level
+	gates  map[string]chan struct{}
+}
+
+func (c *urlChecker) Check(ctx context.Context, url string, o scan.CheckOptions) scan.URLVerdict {
+	if o.OnStatus != nil {
+		o.OnStatus("submitted")
+	}
+	if g := c.gates[url]; g != nil {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return scan.URLVerdict{URL: url, Level: verdict.Unknown, Err: ctx.Err()}
+		}
+	}
+	return scan.URLVerdict{URL: url, TaskID: "task-" + url, Level: c.levels[url], CheckedAt: time.Now()}
+}
+
+type targetCards struct {
+	mu   sync.Mutex
+	refs map[string]store.CardRef
+}
+
+func (tc *targetCards) AddCard(target string, card store.CardRef) error {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.refs[target] = card
+	return nil
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// One card per message with links, in its thread: posted once while the
+// verdicts are pending, updated in place with progress and with each
+// verdict, final once every URL has one; each verdict links its target to
+// the card (for rechecks) and the event's job is done exactly once.
+func TestURLCardPostedOnceUpdatedInPlaceUntilFinal(t *testing.T) {
+	const bad, good = "https://login.example.net/", "https://docs.example.org/"
+	gate := make(chan struct{})
+	checker := &urlChecker{levels: map[string]verdict.Level{bad: verdict.Malicious, good: verdict.Clean},
+		gates: map[string]chan struct{}{good: gate}}
+	e := newEnv(t, checker, ModeVerbose)
+	targets := &targetCards{refs: map[string]store.CardRef{}}
+	e.messages.Targets = targets
+	var done atomic.Int32
+	ts := e.deliver(t, "see <"+bad+"> and <"+good+">", func() { done.Add(1) })
+
+	// The first verdict is on the card while the second is pending.
+	waitUntil(t, "the first verdict is stored", func() bool {
+		rec := e.card(t, ts)
+		return rec.Card.CardTS != "" && rec.Card.Lines[0].Level == verdict.Malicious
+	})
+	if rec := e.card(t, ts); rec.Card.Final || rec.Card.Lines[1].Level != verdict.Pending || rec.Card.Lines[1].Status != "submitted" {
+		t.Fatalf("the card is final or lost the pending line's progress: %+v", rec.Card)
+	}
+	if done.Load() != 0 {
+		t.Fatal("the job was done before the card was final")
+	}
+	close(gate)
+	e.messages.Wait()
+	if err := e.poster.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	rec := e.card(t, ts)
+	if !rec.Card.Final || rec.Card.Lines[0].Level != verdict.Malicious || rec.Card.Lines[1].Level != verdict.Clean {
+		t.Fatalf("final card: %+v", rec.Card)
+	}
+	if n := done.Load(); n != 1 {
+		t.Fatalf("the job was done %d times, want 1", n)
+	}
+	replies := e.botReplies(ts)
+	if len(replies) != 1 {
+		t.Fatalf("%d cards in the thread, want 1 (updated in place)", len(replies))
+	}
+	if replies[0].TS != rec.Card.CardTS || replies[0].Updates() == 0 {
+		t.Fatalf("the card in the thread (ts %s, %d updates) is not the stored one (%s) updated in place", replies[0].TS, replies[0].Updates(), rec.Card.CardTS)
+	}
+	for _, u := range []string{bad, good} {
+		if ref := targets.refs[u]; ref.SourceTS != ts || ref.Channel != "C1" {
+			t.Errorf("target %s is not linked to its card: %+v", u, ref)
+		}
+	}
+}
+
+// A card posted before a crash whose ts was not saved (PostStarted) is
+// found in the thread and updated, not posted a second time.
+func TestCardPostedBeforeACrashIsFoundInTheThread(t *testing.T) {
+	const u = "https://login.example.net/"
+	e := newEnv(t, &urlChecker{levels: map[string]verdict.Level{u: verdict.Suspicious}}, ModeVerbose)
+	d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "see <" + u + ">"})
+	// The first life: the card is posted, then the process dies before
+	// saving its ts.
+	first := notify.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: d.TS, Poster: "U1",
+		Lines: []notify.Line{{Kind: notify.KindURL, Target: u, Level: verdict.Pending, Service: "reputation", Status: "queued"}}}
+	if err := e.poster.Post(t.Context(), &first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.UpsertCard(store.CardRef{Channel: "C1", SourceTS: d.TS}, func(rec *store.CardRecord, _ bool) error {
+		rec.Card, rec.Gen, rec.PostStarted, rec.Mode = first, 1, true, ModeVerbose
+		rec.Card.CardTS = ""
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	msg, _ := e.fake.Message("C1", d.TS)
+	ev := &slackevents.MessageEvent{Type: "message", Channel: "C1", ChannelType: "channel", User: "U1", TimeStamp: d.TS,
+		Message: &slack.Msg{Type: "message", Channel: "C1", User: "U1", Text: msg.Text, Timestamp: d.TS}}
+	e.messages.Handle(t.Context(), ev, Meta{Replayed: true})
+	e.messages.Wait()
+	if err := e.poster.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	replies := e.botReplies(d.TS)
+	if len(replies) != 1 {
+		t.Fatalf("%d cards in the thread after the restart, want the first one only", len(replies))
+	}
+	rec := e.card(t, d.TS)
+	if rec.Card.CardTS != first.CardTS || rec.PostStarted || !rec.Card.Final || replies[0].Updates() == 0 {
+		t.Fatalf("the card posted before the crash was not adopted and updated: record %+v, thread card %s (%d updates)",
+			rec, replies[0].TS, replies[0].Updates())
+	}
+}
+
+// fileChecker gives every file a malicious verdict at once and holds its
+// screenshots until release is closed.
+type fileChecker struct {
+	release chan struct{}
+	png     []byte
+	shots   atomic.Int32
+}
+
+func (c *fileChecker) Precheck(scan.FileRef) string { return "" }
+
+func (c *fileChecker) Check(_ context.Context, ref scan.FileRef, o scan.FileCheckOptions) scan.FileVerdict {
+	if o.OnStatus != nil {
+		o.OnStatus("uploaded")
+	}
+	return scan.FileVerdict{FileID: ref.ID, Name: ref.Name, SHA256: "ab12", TaskID: "77", Level: verdict.Malicious, MalScore: 9, CheckedAt: time.Now()}
+}
+
+func (c *fileChecker) Screenshots(ctx context.Context, taskID string) ([]sandbox.Image, error) {
+	c.shots.Add(1)
+	select {
+	case <-c.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return []sandbox.Image{{Name: "0001.png", ContentType: "image/png", Data: c.png}}, nil
+}
+
+// A file card is shown final as soon as the verdict is in, while its
+// screenshots are still being fetched; they are posted in the thread
+// afterwards and the card records how many were.
+func TestFileCardIsFinalBeforeItsScreenshots(t *testing.T) {
+	e := newEnv(t, &urlChecker{}, ModeQuiet)
+	var img bytes.Buffer
+	if err := png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 4, 4))); err != nil {
+		t.Fatal(err)
+	}
+	checker := &fileChecker{release: make(chan struct{}), png: img.Bytes()}
+	files := &Files{Messages: e.messages, Check: checker, Uploader: e.poster, MaxScreenshots: 3}
+	e.messages.Files = files
+	e.messages.init()
+	d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "invoice"})
+	msg := &slack.Msg{Channel: "C1", User: "U1", Timestamp: d.TS, Files: []slack.File{{ID: "F1", Name: "invoice.exe",
+		Filetype: "exe", Size: 1024, URLPrivateDownload: e.fake.URL() + "/files/F1"}}}
+	var done atomic.Int32
+	files.handle(t.Context(), "C1", msg, ModeQuiet, false, func() { done.Add(1) })
+
+	src := fileCardTS(d.TS)
+	waitUntil(t, "the final file card is posted", func() bool {
+		rec := e.card(t, src)
+		return rec.Card.Final && rec.Card.CardTS != ""
+	})
+	waitUntil(t, "the screenshots are asked for", func() bool { return checker.shots.Load() == 1 })
+	if n := len(e.fake.Uploads("C1", d.TS)); n != 0 {
+		t.Fatalf("%d screenshots posted before they were fetched", n)
+	}
+	if done.Load() != 0 {
+		t.Fatal("the job was done while screenshots were still coming")
+	}
+	close(checker.release)
+	e.messages.Wait()
+	if err := e.poster.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.fake.Uploads("C1", d.TS)); n != 1 {
+		t.Fatalf("%d screenshots in the thread, want 1", n)
+	}
+	rec := e.card(t, src)
+	if f := rec.Card.Lines[0].File; f == nil || f.Screenshots != 1 || f.ScreenshotsFailed || rec.Card.Lines[0].Level != verdict.Malicious {
+		t.Fatalf("the card does not record its screenshot: %+v", rec.Card.Lines[0])
+	}
+	if n := done.Load(); n != 1 {
+		t.Fatalf("the job was done %d times, want 1", n)
+	}
+	if replies := e.botReplies(d.TS); len(replies) != 1 || replies[0].TS != rec.Card.CardTS {
+		t.Fatalf("want the one file card in the thread, got %d messages", len(replies))
+	}
+}
