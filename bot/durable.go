@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -131,7 +132,7 @@ type ThreadSearch struct {
 // FindCard returns the ts of our card answering sourceTS in the thread, or
 // "" when there is none. It recognises the card by its summary block id.
 func (f *ThreadSearch) FindCard(ctx context.Context, channel, threadTS, sourceTS string) (string, error) {
-	want := notify.SummaryBlockID(&notify.Card{SourceTS: sourceTS})
+	want := notify.SummaryBlockID(&card.Card{SourceTS: sourceTS})
 	cursor := ""
 	for range 20 { // at most 20 pages of 200 replies
 		msgs, more, next, err := f.API.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{

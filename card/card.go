@@ -1,24 +1,14 @@
-// Package notify turns a chat-neutral verdict Card into Block Kit (and into
-// text for the terminal) and posts or updates it in a Slack thread, paced to
-// Slack's rate limits. It knows nothing of the analysis services' wire
-// formats: the bot fills the Card from scan results.
-package notify
+// Package card is the chat-neutral model of a verdict card: what one card
+// shows (lines, skipped targets, notes, the feedback given). It knows nothing
+// of Slack, Block Kit or the analysis services' wire formats: the card
+// lifecycle fills it from scan results, notify renders it, and the store
+// keeps it.
+package card
 
 import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/verdict"
-)
-
-// Action ids of the feedback controls on a URL line. Other tools drive the
-// bot through these names: keep them.
-const (
-	ActionFalsePositive = "verdict_fp"
-	ActionFalseNegative = "verdict_fn"
-	ActionRestore       = "verdict_restore"
-	// ActionCategory is the select that picks which category the buttons
-	// on the same line report for (the top category by default).
-	ActionCategory = "verdict_category"
 )
 
 // Kind says what a line is about.
