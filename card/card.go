@@ -20,6 +20,12 @@ const (
 	KindFile Kind = "file"
 )
 
+// Ref names a card by the message it answers.
+type Ref struct {
+	Channel  string `json:"channel"`
+	SourceTS string `json:"source_ts"`
+}
+
 // Card is everything one verdict card shows. One card answers one message
 // (or one /scan request) and is updated in place through its life.
 //

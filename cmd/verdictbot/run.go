@@ -204,7 +204,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	announcer := &bot.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
-	a.recheck = &scan.Recheck{Store: db, URLs: a.urls, Schedule: store.Schedule(cfg.RecheckAfter), Max: cfg.RecheckMax,
+	a.recheck = &scan.Recheck{Store: memory, URLs: a.urls, Max: cfg.RecheckMax,
 		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck")}
 	return a, nil
 }
