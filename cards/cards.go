@@ -2,9 +2,9 @@ package cards
 
 import (
 	"errors"
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/verdictbot/verdictbot/commands"
-	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -33,7 +33,7 @@ var errStaleGen = errors.New("card generation changed")
 // Begin starts a new generation of the card answering (channel, sourceTS)
 // with fresh's content; a card already posted keeps its ts and notes (and
 // so is updated in place). It returns the generation and a copy.
-func (cs *Cards) Begin(channel, sourceTS string, fresh notify.Card, mode string) (int, notify.Card, error) {
+func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (int, card.Card, error) {
 	rec, err := cs.st.UpsertCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
 		fresh.CardTS = rec.Card.CardTS
 		fresh.Notes = append(append([]string(nil), rec.Card.Notes...), fresh.Notes...)
@@ -51,7 +51,7 @@ func (cs *Cards) Begin(channel, sourceTS string, fresh notify.Card, mode string)
 		return nil
 	})
 	if err != nil {
-		return 0, notify.Card{}, err
+		return 0, card.Card{}, err
 	}
 	return rec.Gen, rec.Card.Clone(), nil
 }
@@ -68,7 +68,7 @@ func (cs *Cards) Get(channel, sourceTS string) (*store.CardRecord, bool) {
 // Change applies fn to the card of generation gen (any generation when gen
 // is 0) and returns a copy; ok is false when a newer generation replaced it
 // or the card is gone.
-func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (notify.Card, bool) {
+func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, bool) {
 	rec, err := cs.st.UpdateCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {
 		if gen != 0 && rec.Gen != gen {
 			return errStaleGen
@@ -77,13 +77,13 @@ func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.Ca
 		return nil
 	})
 	if err != nil {
-		return notify.Card{}, false
+		return card.Card{}, false
 	}
 	return rec.Card.Clone(), true
 }
 
 // Edit implements commands.CardBook.
-func (cs *Cards) Edit(channel, cardTS string, fn func(c *notify.Card) error) error {
+func (cs *Cards) Edit(channel, cardTS string, fn func(c *card.Card) error) error {
 	rec, err := cs.st.CardByTS(channel, cardTS)
 	if errors.Is(err, store.ErrNotFound) {
 		return commands.ErrCardNotFound
@@ -98,7 +98,7 @@ func (cs *Cards) Edit(channel, cardTS string, fn func(c *notify.Card) error) err
 var _ commands.CardBook = (*Cards)(nil)
 
 // EditBySource implements commands.CardBook.
-func (cs *Cards) EditBySource(channel, sourceTS string, fn func(c *notify.Card) error) error {
+func (cs *Cards) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
 	_, err := cs.st.UpdateCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(r *store.CardRecord) error { return fn(&r.Card) })
 	if errors.Is(err, store.ErrNotFound) {
 		return commands.ErrCardNotFound

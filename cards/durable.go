@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -15,7 +16,8 @@ import (
 )
 
 // URLMemory keeps the URL pipeline's submissions and verdicts in the store
-// (it implements scan.Memory and TargetCards).
+// (it implements scan.Memory[scan.URLVerdict], scan.DueTargets and
+// TargetCards).
 type URLMemory struct {
 	DB *store.DB
 	// Schedule plans rechecks (VERDICTBOT_RECHECK_AFTER).
@@ -26,7 +28,10 @@ type URLMemory struct {
 
 const serviceReputation = "reputation"
 
-var _ scan.Memory = (*URLMemory)(nil)
+var (
+	_ scan.Memory[scan.URLVerdict] = (*URLMemory)(nil)
+	_ scan.DueTargets              = (*URLMemory)(nil)
+)
 
 func (m *URLMemory) now() time.Time {
 	if m.Now == nil {
@@ -122,6 +127,25 @@ func (m *URLMemory) AddCard(target string, card store.CardRef) error {
 	return err
 }
 
+// Due returns the URLs whose recheck is due (scan.DueTargets).
+func (m *URLMemory) Due(now time.Time, limit int) ([]scan.DueURL, error) {
+	tgs, err := m.DB.Due(now, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]scan.DueURL, len(tgs))
+	for i, tg := range tgs {
+		out[i] = scan.DueURL{Target: tg.Target, Level: tg.Level}
+		for _, ref := range tg.Cards {
+			out[i].Cards = append(out[i].Cards, card.Ref{Channel: ref.Channel, SourceTS: ref.SourceTS})
+		}
+	}
+	return out, nil
+}
+
+// RecheckFailed advances url's recheck schedule (scan.DueTargets).
+func (m *URLMemory) RecheckFailed(url string) error { return m.DB.RecheckFailed(url, m.Schedule) }
+
 // ThreadSearch finds our cards in a thread with conversations.replies.
 type ThreadSearch struct {
 	API  *slack.Client
@@ -131,7 +155,7 @@ type ThreadSearch struct {
 // FindCard returns the ts of our card answering sourceTS in the thread, or
 // "" when there is none. It recognises the card by its summary block id.
 func (f *ThreadSearch) FindCard(ctx context.Context, channel, threadTS, sourceTS string) (string, error) {
-	want := notify.SummaryBlockID(&notify.Card{SourceTS: sourceTS})
+	want := notify.SummaryBlockID(&card.Card{SourceTS: sourceTS})
 	cursor := ""
 	for range 20 { // at most 20 pages of 200 replies
 		msgs, more, next, err := f.API.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
@@ -159,7 +183,8 @@ func (f *ThreadSearch) FindCard(ctx context.Context, channel, threadTS, sourceTS
 }
 
 // FileMemory keeps the file pipeline's uploads and verdicts in the store
-// (service "sandbox", target the sha256); it implements scan.FileMemory.
+// (service "sandbox", target the sha256); it implements
+// scan.Memory[scan.FileVerdict].
 type FileMemory struct {
 	DB  *store.DB
 	Now func() time.Time
@@ -168,7 +193,7 @@ type FileMemory struct {
 
 const serviceSandbox = "sandbox"
 
-var _ scan.FileMemory = (*FileMemory)(nil)
+var _ scan.Memory[scan.FileVerdict] = (*FileMemory)(nil)
 
 func (m *FileMemory) warn(msg string, err error) {
 	if m.Log != nil {

@@ -34,3 +34,38 @@ func TestRecallDoesNotReuseAVerdictReportedOnSince(t *testing.T) {
 		t.Fatalf("the newer verdict is not reused: %+v %v", v, ok)
 	}
 }
+
+// URLMemory is the recheck job's view of the store (scan.DueTargets): due
+// URLs come with their last level and the cards that show them, and a
+// failed recheck moves the URL to the next age of the schedule.
+func TestURLMemoryIsTheRecheckQueue(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	db := store.Memory(store.Options{Now: clock})
+	sched := store.Schedule{time.Hour, 6 * time.Hour}
+	m := &URLMemory{DB: db, Schedule: sched, Now: clock}
+	const url = "https://login.example.net/"
+	ref := &store.CardRef{Channel: "C1", SourceTS: "1.2"}
+	if _, _, err := db.RecordVerdict(store.Verdict{Target: url, Kind: "url", TaskID: "t1", Level: verdict.Suspicious, At: now}, ref, sched, false); err != nil {
+		t.Fatal(err)
+	}
+	if due, err := m.Due(now.Add(59*time.Minute), 10); err != nil || len(due) != 0 {
+		t.Fatalf("due before the first age: %+v %v", due, err)
+	}
+	due, err := m.Due(now.Add(time.Hour), 10)
+	if err != nil || len(due) != 1 {
+		t.Fatalf("due at the first age: %+v %v", due, err)
+	}
+	if d := due[0]; d.Target != url || d.Level != verdict.Suspicious || len(d.Cards) != 1 || d.Cards[0].Channel != "C1" || d.Cards[0].SourceTS != "1.2" {
+		t.Errorf("due URL: %+v", d)
+	}
+	if err := m.RecheckFailed(url); err != nil {
+		t.Fatal(err)
+	}
+	if due, _ := m.Due(now.Add(5*time.Hour), 10); len(due) != 0 {
+		t.Errorf("still due after a failed recheck: %+v", due)
+	}
+	if due, _ := m.Due(now.Add(6*time.Hour), 10); len(due) != 1 {
+		t.Errorf("not due at the second age after a failed recheck: %+v", due)
+	}
+}

@@ -3,11 +3,11 @@ package cards
 import (
 	"context"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
-	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
@@ -134,43 +134,43 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 		thread = msg.Timestamp
 	}
 	src := fileCardTS(msg.Timestamp)
-	card := notify.Card{Channel: channel, ThreadTS: thread, SourceTS: src, Poster: msg.User}
+	draft := card.Card{Channel: channel, ThreadTS: thread, SourceTS: src, Poster: msg.User}
 	var checks []int // line index per ref, -1 when skipped
 	switch {
 	case f.Enabled != nil && !f.Enabled(channel):
 		for _, r := range refs {
-			card.Skipped = append(card.Skipped, notify.Skip{Kind: notify.KindFile, Target: r.Name, Reason: ReasonFilesOff})
+			draft.Skipped = append(draft.Skipped, card.Skip{Kind: card.KindFile, Target: r.Name, Reason: ReasonFilesOff})
 			checks = append(checks, -1)
 		}
 	case f.Check == nil:
 		for _, r := range refs {
-			card.Skipped = append(card.Skipped, notify.Skip{Kind: notify.KindFile, Target: r.Name, Reason: "no sandbox service is configured (SANDBOX_URL)"})
+			draft.Skipped = append(draft.Skipped, card.Skip{Kind: card.KindFile, Target: r.Name, Reason: "no sandbox service is configured (SANDBOX_URL)"})
 			checks = append(checks, -1)
 		}
 	default:
 		for _, r := range refs {
 			if reason := f.Check.Precheck(r); reason != "" {
-				card.Skipped = append(card.Skipped, notify.Skip{Kind: notify.KindFile, Target: r.Name, Reason: reason})
+				draft.Skipped = append(draft.Skipped, card.Skip{Kind: card.KindFile, Target: r.Name, Reason: reason})
 				checks = append(checks, -1)
 				continue
 			}
-			checks = append(checks, len(card.Lines))
-			card.Lines = append(card.Lines, notify.Line{Kind: notify.KindFile, Target: r.Name, Level: verdict.Pending,
-				Service: "sandbox", Status: "queued", File: &notify.FileInfo{Name: r.Name, Type: r.Filetype, Size: r.Size}})
+			checks = append(checks, len(draft.Lines))
+			draft.Lines = append(draft.Lines, card.Line{Kind: card.KindFile, Target: r.Name, Level: verdict.Pending,
+				Service: "sandbox", Status: "queued", File: &card.FileInfo{Name: r.Name, Type: r.Filetype, Size: r.Size}})
 		}
 	}
-	card.Final = len(card.Lines) == 0
-	if card.Final && mode != ModeVerbose {
-		m.Log.Info("files not checked", "channel", channel, "ts", msg.Timestamp, "skipped", len(card.Skipped))
+	draft.Final = len(draft.Lines) == 0
+	if draft.Final && mode != ModeVerbose {
+		m.Log.Info("files not checked", "channel", channel, "ts", msg.Timestamp, "skipped", len(draft.Skipped))
 		done()
 		return
 	}
-	gen, snap, err := m.Cards.Begin(channel, src, card, mode)
+	gen, snap, err := m.Cards.Begin(channel, src, draft, mode)
 	if err != nil {
 		m.Log.Error("could not save the file card; the event is left for a retry", "error", err)
 		return
 	}
-	m.Log.Info("checking files", "channel", channel, "ts", msg.Timestamp, "files", len(card.Lines), "skipped", len(card.Skipped), "mode", mode)
+	m.Log.Info("checking files", "channel", channel, "ts", msg.Timestamp, "files", len(draft.Lines), "skipped", len(draft.Skipped), "mode", mode)
 	m.start(ctx, snap, mode, func() bool { return f.track(ctx, channel, src, gen, mode, refs, checks) }, done)
 }
 
@@ -210,15 +210,15 @@ func (f *Files) track(ctx context.Context, channel, src string, gen int, mode st
 	kind := lineKind[scan.FileVerdict]{
 		err:  func(v scan.FileVerdict) error { return v.Err },
 		fill: fileLine,
-		after: func(ctx context.Context, c notify.Card, line int, v scan.FileVerdict) func() func() (notify.Card, bool) {
+		after: func(ctx context.Context, c card.Card, line int, v scan.FileVerdict) func() func() (card.Card, bool) {
 			if !f.wantsShots(mode, c, line, v) {
 				return nil
 			}
-			return func() func() (notify.Card, bool) {
+			return func() func() (card.Card, bool) {
 				imgs, err := f.Check.Screenshots(ctx, v.TaskID)
-				return func() (notify.Card, bool) {
+				return func() (card.Card, bool) {
 					if err != nil && ctx.Err() != nil {
-						return notify.Card{}, false // shutting down: the card keeps its verdict
+						return card.Card{}, false // shutting down: the card keeps its verdict
 					}
 					return f.postScreenshots(ctx, channel, src, gen, line, v, imgs, err)
 				}
@@ -231,7 +231,7 @@ func (f *Files) track(ctx context.Context, channel, src string, gen int, mode st
 // wantsShots reports whether the screenshots of a verdict are to be posted:
 // on verbose cards and for verdicts that need attention, once per line (a
 // resumed card that already shows them does not post them again).
-func (f *Files) wantsShots(mode string, c notify.Card, line int, v scan.FileVerdict) bool {
+func (f *Files) wantsShots(mode string, c card.Card, line int, v scan.FileVerdict) bool {
 	if f.Uploader == nil || v.TaskID == "" || v.Err != nil || v.Level < verdict.Clean || v.Level == verdict.Unknown {
 		return false
 	}
@@ -245,14 +245,14 @@ func (f *Files) wantsShots(mode string, c notify.Card, line int, v scan.FileVerd
 // records on its line how many were posted, or that they could not be
 // fetched (err, or every upload failed). ok is false when the card did not
 // change (no screenshots, or a newer generation took over).
-func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, line int, v scan.FileVerdict, imgs []sandbox.Image, err error) (notify.Card, bool) {
+func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, line int, v scan.FileVerdict, imgs []sandbox.Image, err error) (card.Card, bool) {
 	m := f.Messages
 	rec, ok := m.Cards.Get(channel, src)
 	if !ok || rec.Gen != gen || line >= len(rec.Card.Lines) || rec.Card.Lines[line].File == nil || rec.Card.Lines[line].File.Screenshots > 0 {
-		return notify.Card{}, false
+		return card.Card{}, false
 	}
 	if err == nil && len(imgs) == 0 {
-		return notify.Card{}, false // the task has none
+		return card.Card{}, false // the task has none
 	}
 	max := f.MaxScreenshots
 	if max <= 0 {
@@ -282,9 +282,9 @@ func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, l
 }
 
 // fileLine fills a card line from a file verdict.
-func fileLine(l notify.Line, v scan.FileVerdict) notify.Line {
+func fileLine(l card.Line, v scan.FileVerdict) card.Line {
 	l.Level, l.TaskID, l.Problem, l.Cached, l.CheckedAt, l.Status = v.Level, v.TaskID, v.Problem, v.Cached || v.Reused, v.CheckedAt, ""
-	fi := notify.FileInfo{}
+	fi := card.FileInfo{}
 	if l.File != nil {
 		fi = *l.File
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"log/slog"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/verdictbot/verdictbot/links"
-	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -35,8 +35,8 @@ type URLChecker interface {
 
 // Poster posts and updates cards (*notify.Poster implements it).
 type Poster interface {
-	Post(ctx context.Context, c *notify.Card) error
-	Update(ctx context.Context, c *notify.Card) error
+	Post(ctx context.Context, c *card.Card) error
+	Update(ctx context.Context, c *card.Card) error
 	React(ctx context.Context, channel, ts, emoji string) error
 }
 
@@ -220,18 +220,18 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 		thread = msg.Timestamp
 	}
 	poster := msg.User
-	card := notify.Card{Channel: channel, ThreadTS: thread, SourceTS: msg.Timestamp, Poster: poster, LeftOut: res.LeftOut,
+	draft := card.Card{Channel: channel, ThreadTS: thread, SourceTS: msg.Timestamp, Poster: poster, LeftOut: res.LeftOut,
 		MaxLinks: m.MaxLinks, RequestedBy: requestedBy}
 	for _, s := range res.Skipped {
-		card.Skipped = append(card.Skipped, notify.Skip{Target: s.URL, Reason: s.Reason.Text()})
+		draft.Skipped = append(draft.Skipped, card.Skip{Target: s.URL, Reason: s.Reason.Text()})
 	}
-	res.Targets, card.Lines = m.lines(res.Targets)
-	card.Final = len(card.Lines) == 0
+	res.Targets, draft.Lines = m.lines(res.Targets)
+	draft.Final = len(draft.Lines) == 0
 	// A store that cannot be written (disk full, I/O error) is waited for:
 	// the message was acked, so it must get its card once the disk is back
 	// (docs/OPERATIONS.md, "When the disk fails"). The job stays in the
 	// journal meanwhile, so a restart resumes it too.
-	gen, snap, err := m.Cards.Begin(channel, msg.Timestamp, card, mode)
+	gen, snap, err := m.Cards.Begin(channel, msg.Timestamp, draft, mode)
 	for wait := 100 * time.Millisecond; err != nil; wait = min(2*wait, 5*time.Second) {
 		if wait == 100*time.Millisecond {
 			m.Log.Error("could not save the card; retrying until the store can be written", "channel", channel, "ts", msg.Timestamp, "error", err)
@@ -241,7 +241,7 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 		case <-ctx.Done():
 			return // the job stays in the journal and resumes after the restart
 		}
-		gen, snap, err = m.Cards.Begin(channel, msg.Timestamp, card, mode)
+		gen, snap, err = m.Cards.Begin(channel, msg.Timestamp, draft, mode)
 	}
 	m.Log.Info("scanning message", "channel", channel, "ts", msg.Timestamp, "links", len(res.Targets),
 		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID, "resumed", meta.Replayed)
@@ -253,9 +253,9 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 // With StripQuery the query is removed first and targets that became equal
 // are merged (the first one's line says the query was not sent if any of
 // them had one).
-func (m *Messages) lines(targets []links.Target) ([]links.Target, []notify.Line) {
+func (m *Messages) lines(targets []links.Target) ([]links.Target, []card.Line) {
 	out := make([]links.Target, 0, len(targets))
-	lines := make([]notify.Line, 0, len(targets))
+	lines := make([]card.Line, 0, len(targets))
 	at := map[string]int{}
 	for _, t := range targets {
 		dropped := false
@@ -268,7 +268,7 @@ func (m *Messages) lines(targets []links.Target) ([]links.Target, []notify.Line)
 		}
 		at[t.URL] = len(out)
 		out = append(out, t)
-		lines = append(lines, notify.Line{Kind: notify.KindURL, Target: t.URL, Level: verdict.Pending, Service: "reputation",
+		lines = append(lines, card.Line{Kind: card.KindURL, Target: t.URL, Level: verdict.Pending, Service: "reputation",
 			Status: "queued", QueryNotSent: dropped})
 	}
 	return out, lines
@@ -286,12 +286,12 @@ func (mt Meta) done() {
 func (m *Messages) ScanRequest(ctx context.Context, channel, user string, targets []links.Target, skipped []links.Skipped) error {
 	m.init()
 	src := fmt.Sprintf("scan-%d", time.Now().UnixNano())
-	card := notify.Card{Channel: channel, SourceTS: src, RequestedBy: user, MaxLinks: m.MaxLinks}
+	draft := card.Card{Channel: channel, SourceTS: src, RequestedBy: user, MaxLinks: m.MaxLinks}
 	for _, s := range skipped {
-		card.Skipped = append(card.Skipped, notify.Skip{Target: s.URL, Reason: s.Reason.Text()})
+		draft.Skipped = append(draft.Skipped, card.Skip{Target: s.URL, Reason: s.Reason.Text()})
 	}
-	targets, card.Lines = m.lines(targets)
-	gen, snap, err := m.Cards.Begin(channel, src, card, ModeVerbose)
+	targets, draft.Lines = m.lines(targets)
+	gen, snap, err := m.Cards.Begin(channel, src, draft, ModeVerbose)
 	if err != nil {
 		return err
 	}
@@ -319,7 +319,7 @@ func (m *Messages) own(msg *slack.Msg) bool {
 // show posts the card, or updates it when it was posted before. A post is
 // bracketed in the store (PostStarted, then the ts): if the process died in
 // between, the card is looked for in the thread before posting again.
-func (m *Messages) show(ctx context.Context, c *notify.Card) {
+func (m *Messages) show(ctx context.Context, c *card.Card) {
 	if c.CardTS == "" {
 		if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok {
 			if rec.Card.CardTS != "" {
@@ -373,7 +373,7 @@ func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int,
 }
 
 // finish shows the final card as the channel's mode asks.
-func (m *Messages) finish(ctx context.Context, c *notify.Card, mode string) {
+func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
 	level := c.Level()
 	for _, l := range c.Lines {
 		m.Log.Info("verdict", "url", links.Defang(l.Target), "level", l.Level.Key(), "task_id", l.TaskID,
@@ -393,7 +393,7 @@ func (m *Messages) finish(ctx context.Context, c *notify.Card, mode string) {
 	}
 }
 
-func firstProblem(c *notify.Card) string {
+func firstProblem(c *card.Card) string {
 	for _, l := range c.Lines {
 		if l.Problem != "" {
 			return l.Problem
@@ -403,7 +403,7 @@ func firstProblem(c *notify.Card) string {
 }
 
 // urlLine fills a card line from a URL verdict.
-func urlLine(l notify.Line, v scan.URLVerdict) notify.Line {
+func urlLine(l card.Line, v scan.URLVerdict) card.Line {
 	l.Level = v.Level
 	l.Category = v.Category
 	l.Scores = v.Scores

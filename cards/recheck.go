@@ -3,11 +3,11 @@ package cards
 import (
 	"context"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"strings"
 	"time"
 
 	"github.com/verdictbot/verdictbot/links"
-	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -49,7 +49,7 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 			links.DefangTruncate(url, 120), ch.Now.Level, ch.Was)
 		m.Log.Info("recheck changed a verdict", "url", links.Defang(url), "was", ch.Was.Key(), "now", ch.Now.Level.Key(), "cards", len(ch.Target.Cards))
 		for _, ref := range ch.Target.Cards {
-			var reports []notify.Report
+			var reports []card.Report
 			snap, ok := m.Cards.Change(ref.Channel, ref.SourceTS, 0, func(rec *store.CardRecord) {
 				for i := range rec.Card.Lines {
 					l := &rec.Card.Lines[i]

@@ -2,8 +2,8 @@ package cards
 
 import (
 	"context"
+	"github.com/verdictbot/verdictbot/card"
 
-	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -23,7 +23,7 @@ type lineKind[V any] struct {
 	// err returns the analysis's error (nil when it has a verdict).
 	err func(v V) error
 	// fill writes a verdict into its card line.
-	fill func(l notify.Line, v V) notify.Line
+	fill func(l card.Line, v V) card.Line
 	// recorded, if set, is called with each verdict before the card shows
 	// it (URLs: the target remembers the card, for rechecks).
 	recorded func(v V)
@@ -33,7 +33,7 @@ type lineKind[V any] struct {
 	// on its own goroutine; the apply that fetch returns runs on the
 	// tracker's goroutine and returns the card to show (ok false: it did
 	// not change).
-	after func(ctx context.Context, c notify.Card, line int, v V) (fetch func() (apply func() (notify.Card, bool)))
+	after func(ctx context.Context, c card.Card, line int, v V) (fetch func() (apply func() (card.Card, bool)))
 }
 
 // track runs the analyses of one card's lines, shows progress on verbose
@@ -50,7 +50,7 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 	// Buffered for every sender, so a tracker that gives up early leaves
 	// no goroutine blocked.
 	results := make(chan result, len(lines))
-	follow := make(chan func() (notify.Card, bool), len(lines))
+	follow := make(chan func() (card.Card, bool), len(lines))
 	changed := make(chan struct{}, 1)
 	for _, p := range lines {
 		go func() {
@@ -72,7 +72,7 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			results <- result{p.line, v}
 		}()
 	}
-	var snap notify.Card
+	var snap card.Card
 	following := 0
 	for left := len(lines); left > 0 || following > 0; {
 		select {
@@ -132,7 +132,7 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 // start hands a card just begun (snap, as Begin returned it) to its own
 // goroutine: it is shown at once when the channel is verbose or it was
 // posted before, then tracked until final, and done (if set) is called.
-func (m *Messages) start(ctx context.Context, snap notify.Card, mode string, track func() bool, done func()) {
+func (m *Messages) start(ctx context.Context, snap card.Card, mode string, track func() bool, done func()) {
 	_ = m.launch(ctx, func() {
 		if mode == ModeVerbose || snap.CardTS != "" {
 			m.show(ctx, &snap)

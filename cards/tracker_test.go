@@ -3,6 +3,7 @@ package cards
 import (
 	"bytes"
 	"context"
+	"github.com/verdictbot/verdictbot/card"
 	"image"
 	"image/png"
 	"sync"
@@ -189,8 +190,8 @@ func TestCardPostedBeforeACrashIsFoundInTheThread(t *testing.T) {
 	d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "see <" + u + ">"})
 	// The first life: the card is posted, then the process dies before
 	// saving its ts.
-	first := notify.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: d.TS, Poster: "U1",
-		Lines: []notify.Line{{Kind: notify.KindURL, Target: u, Level: verdict.Pending, Service: "reputation", Status: "queued"}}}
+	first := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: d.TS, Poster: "U1",
+		Lines: []card.Line{{Kind: card.KindURL, Target: u, Level: verdict.Pending, Service: "reputation", Status: "queued"}}}
 	if err := e.poster.Post(t.Context(), &first); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"log/slog"
 	"slices"
 	"sync"
@@ -23,10 +24,10 @@ import (
 // (channel, cardTS) while no one else changes it, and saves what fn did.
 // It returns ErrCardNotFound when there is no such card.
 type CardBook interface {
-	Edit(channel, cardTS string, fn func(c *notify.Card) error) error
+	Edit(channel, cardTS string, fn func(c *card.Card) error) error
 	// EditBySource is Edit for the card answering the message at
 	// (channel, sourceTS), posted or not.
-	EditBySource(channel, sourceTS string, fn func(c *notify.Card) error) error
+	EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error
 }
 
 // ErrCardNotFound is returned by CardBook.Edit for an unknown card.
@@ -39,7 +40,7 @@ type Reporter interface {
 
 // CardPoster updates cards and answers users privately.
 type CardPoster interface {
-	Update(ctx context.Context, c *notify.Card) error
+	Update(ctx context.Context, c *card.Card) error
 	Ephemeral(ctx context.Context, channel, user, text string, blocks ...slack.Block) error
 }
 
@@ -53,10 +54,10 @@ type Feedback struct {
 	Forget func(url string)
 	// Recorded, if set, is told about every report added to a card (audit
 	// store).
-	Recorded func(c *notify.Card, line int, r notify.Report)
+	Recorded func(c *card.Card, line int, r card.Report)
 	// TaskCards, if set, returns every card showing a task, so a report
 	// already accepted through another card is not sent again.
-	TaskCards func(taskID string) ([]notify.Card, error)
+	TaskCards func(taskID string) ([]card.Card, error)
 	Log       *slog.Logger
 	Now       func() time.Time
 
@@ -163,7 +164,7 @@ type ReportRequest struct {
 }
 
 // edit applies fn to the card r names.
-func (f *Feedback) edit(r ReportRequest, fn func(c *notify.Card) error) error {
+func (f *Feedback) edit(r ReportRequest, fn func(c *card.Card) error) error {
 	if r.CardTS == "" {
 		return f.Cards.EditBySource(r.Channel, r.SourceTS, fn)
 	}
@@ -185,7 +186,7 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	}
 	// A report the service accepted for this task on another card (the same
 	// link posted twice) counts too: the service keeps one verdict per task.
-	var earlier []notify.Report
+	var earlier []card.Report
 	if f.TaskCards != nil {
 		cards, err := f.TaskCards(taskID)
 		if err != nil {
@@ -199,20 +200,20 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 				}
 			}
 		}
-		slices.SortStableFunc(earlier, func(a, b notify.Report) int { return a.At.Compare(b.At) })
+		slices.SortStableFunc(earlier, func(a, b card.Report) int { return a.At.Compare(b.At) })
 	}
 
 	key := fmt.Sprintf("%s|%s|%s", taskID, option, cat)
 	var target string
 	lineIdx := r.Line
-	err := f.edit(r, func(c *notify.Card) error {
+	err := f.edit(r, func(c *card.Card) error {
 		if lineIdx < 0 || lineIdx >= len(c.Lines) || c.Lines[lineIdx].TaskID != taskID {
 			return errStale
 		}
 		l := &c.Lines[lineIdx]
 		target = l.Target
-		all := append(append([]notify.Report(nil), earlier...), l.Reports...)
-		slices.SortStableFunc(all, func(a, b notify.Report) int { return a.At.Compare(b.At) })
+		all := append(append([]card.Report(nil), earlier...), l.Reports...)
+		slices.SortStableFunc(all, func(a, b card.Report) int { return a.At.Compare(b.At) })
 		if last := lastAccepted(all, cat); last != nil && last.Option == option {
 			return &duplicateError{*last}
 		}
@@ -249,7 +250,7 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	rerr := f.Rep.Report(rctx, taskID, reputation.Category(cat), reputation.ReportOption(option))
 	cancel()
-	rep := notify.Report{User: r.User, Option: option, Category: cat, At: f.now()}
+	rep := card.Report{User: r.User, Option: option, Category: cat, At: f.now()}
 	if rerr != nil {
 		var ae *apiclient.APIError
 		switch {
@@ -262,8 +263,8 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		}
 		f.logger().Warn("verdict report refused", "task_id", taskID, "option", option, "category", string(cat), "error", rerr)
 	}
-	var saved *notify.Card
-	err = f.edit(r, func(c *notify.Card) error {
+	var saved *card.Card
+	err = f.edit(r, func(c *card.Card) error {
 		if lineIdx < len(c.Lines) {
 			c.Lines[lineIdx].Reports = append(c.Lines[lineIdx].Reports, rep)
 		}
@@ -295,12 +296,12 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 
 var errStale = errors.New("card line changed")
 
-type duplicateError struct{ r notify.Report }
+type duplicateError struct{ r card.Report }
 
 func (e *duplicateError) Error() string { return "already reported" }
 
 // lastAccepted returns the newest report for cat that the service accepted.
-func lastAccepted(rs []notify.Report, cat verdict.Category) *notify.Report {
+func lastAccepted(rs []card.Report, cat verdict.Category) *card.Report {
 	for i := len(rs) - 1; i >= 0; i-- {
 		if rs[i].Category == cat && rs[i].Outcome == "" {
 			return &rs[i]

@@ -3,6 +3,7 @@ package notify
 import (
 	"errors"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +92,7 @@ func DecodeActionValue(v string) (lineIdx int, taskID string, cat verdict.Catego
 // and the notes. When the card would be too large, pieces are clipped
 // harder; if it still does not fit, trailing lines are summarised as
 // "…and N more targets not shown".
-func Blocks(c *Card) (blocks []slack.Block, fallback string) {
+func Blocks(c *card.Card) (blocks []slack.Block, fallback string) {
 	fallback = fallbackText(c)
 	for _, cp := range []caps{capsFull, capsCompact, capsTight} {
 		var complete bool
@@ -110,7 +111,7 @@ func Blocks(c *Card) (blocks []slack.Block, fallback string) {
 
 // render draws the card with the given caps and reports whether every
 // line fitted.
-func render(c *Card, cp caps) ([]slack.Block, bool) {
+func render(c *card.Card, cp caps) ([]slack.Block, bool) {
 	m := mrkdwn{}
 	head := []slack.Block{sectionBlock(SummaryBlockID(c), strings.Join(headRows(m, c), "\n"))}
 	tail := tailBlocks(m, c, cp)
@@ -138,9 +139,9 @@ func render(c *Card, cp caps) ([]slack.Block, bool) {
 }
 
 // lineBlocks draws line i: its section, its actions, its audit trail.
-func lineBlocks(m markup, i int, l *Line, cp caps) []slack.Block {
+func lineBlocks(m markup, i int, l *card.Line, cp caps) []slack.Block {
 	blocks := []slack.Block{sectionBlock(LineBlockID(i)+"-verdict", joinRows(lineRows(m, l, cp), maxSectionText))}
-	if l.Actions && l.Kind != KindFile {
+	if l.Actions && l.Kind != card.KindFile {
 		if a := actionsBlock(i, l); a != nil {
 			blocks = append(blocks, a)
 		}
@@ -163,7 +164,7 @@ func lineBlocks(m markup, i int, l *Line, cp caps) []slack.Block {
 
 // lineCategory is the category a line's controls start on: Line.Category,
 // or the top-scoring one when that is not a known category.
-func lineCategory(l *Line) verdict.Category {
+func lineCategory(l *card.Line) verdict.Category {
 	if c, err := verdict.ParseCategory(string(l.Category)); err == nil {
 		return c
 	}
@@ -183,7 +184,7 @@ var categoryLabels = map[verdict.Category]string{
 // False positive / False negative / Restore buttons, all in one block with
 // block_id LineBlockID(i). nil when the task id is missing or too long for
 // a button value.
-func actionsBlock(i int, l *Line) slack.Block {
+func actionsBlock(i int, l *card.Line) slack.Block {
 	cat := lineCategory(l)
 	value := EncodeActionValue(i, l.TaskID, cat)
 	if l.TaskID == "" || len(value) > maxButtonValue {
@@ -216,7 +217,7 @@ func actionsBlock(i int, l *Line) slack.Block {
 }
 
 // tailBlocks are the skipped targets, the count left out and the notes.
-func tailBlocks(m markup, c *Card, cp caps) []slack.Block {
+func tailBlocks(m markup, c *card.Card, cp caps) []slack.Block {
 	var out []slack.Block
 	if len(c.Skipped) > 0 {
 		rows := []string{m.strong("Not checked:")}
@@ -258,8 +259,8 @@ func tailBlocks(m markup, c *Card, cp caps) []slack.Block {
 }
 
 // skipTarget shows a skipped target: a defanged URL, or "file <name>".
-func skipTarget(m markup, s *Skip, limit int) string {
-	if s.Kind == KindFile {
+func skipTarget(m markup, s *card.Skip, limit int) string {
+	if s.Kind == card.KindFile {
 		return "file " + m.code(showLiteral(s.Target, limit, true))
 	}
 	return m.code(showURL(s.Target, limit))
@@ -268,7 +269,7 @@ func skipTarget(m markup, s *Skip, limit int) string {
 // moreRow summarises lines that did not fit: "…and 5 more targets not
 // shown (1 malicious, 4 clean)", worst first, so a hidden bad link is
 // still announced.
-func moreRow(lines []Line) string {
+func moreRow(lines []card.Line) string {
 	by := map[verdict.Level]int{}
 	for i := range lines {
 		by[lines[i].Level]++
@@ -286,7 +287,7 @@ func moreRow(lines []Line) string {
 // target, with no controls: what the poster sends when Slack rejects the
 // full card (invalid_blocks, msg_blocks_too_long), so the verdict still
 // reaches the thread.
-func minimalBlocks(c *Card) []slack.Block {
+func minimalBlocks(c *card.Card) []slack.Block {
 	m := mrkdwn{}
 	out := []slack.Block{sectionBlock(SummaryBlockID(c), headRows(m, c)[0])}
 	var rows []string
@@ -294,7 +295,7 @@ func minimalBlocks(c *Card) []slack.Block {
 	for i := range c.Lines {
 		l := &c.Lines[i]
 		row := m.level(l.Level, levelTitle(l.Level)) + " · "
-		if l.Kind == KindFile {
+		if l.Kind == card.KindFile {
 			row += "file " + m.code(showLiteral(l.Target, 60, true))
 		} else {
 			row += m.code(showURL(l.Target, 80))
@@ -488,7 +489,7 @@ func (mrkdwn) user(id string) string {
 // card in a thread (after a crash between posting a card and saving its ts)
 // without any other marker. Block ids are at most 255 characters (Slack
 // Block Kit reference); a ts is about 17.
-func SummaryBlockID(c *Card) string {
+func SummaryBlockID(c *card.Card) string {
 	if c.SourceTS == "" {
 		return "summary"
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -45,7 +46,7 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func sortedNames(m map[string]*Card) []string {
+func sortedNames(m map[string]*card.Card) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {
 		names = append(names, n)
@@ -77,7 +78,7 @@ func TestBlocksGolden(t *testing.T) {
 // facts a reader relies on.
 func TestBlocksGoldenFacts(t *testing.T) {
 	cards := sampleCards()
-	js := func(c *Card) (string, string) {
+	js := func(c *card.Card) (string, string) {
 		b, fb := Blocks(c)
 		return mustJSON(t, b), fb
 	}
@@ -147,7 +148,7 @@ func TestBlocksGoldenFacts(t *testing.T) {
 }
 
 func TestHeadlineWhileScanning(t *testing.T) {
-	c := &Card{Lines: []Line{
+	c := &card.Card{Lines: []card.Line{
 		{Target: "https://a.example/", Level: verdict.Clean},
 		{Target: "https://b.example/", Level: verdict.Pending},
 	}}
@@ -163,7 +164,7 @@ func TestHeadlineWhileScanning(t *testing.T) {
 	if fb != "verdictbot: 1 malicious link in this message (still checking)" {
 		t.Errorf("fallback = %q", fb)
 	}
-	empty := &Card{Final: true}
+	empty := &card.Card{Final: true}
 	if _, fb := Blocks(empty); fb != "verdictbot: nothing to check" {
 		t.Errorf("empty card fallback = %q", fb)
 	}
@@ -480,8 +481,8 @@ func randomTarget(r *rand.Rand) string {
 	return base + "/login"
 }
 
-func randomCard(r *rand.Rand) *Card {
-	c := &Card{Channel: "C1", ThreadTS: "1.2", Final: r.IntN(2) == 0}
+func randomCard(r *rand.Rand) *card.Card {
+	c := &card.Card{Channel: "C1", ThreadTS: "1.2", Final: r.IntN(2) == 0}
 	if r.IntN(3) == 0 {
 		c.RequestedBy = []string{"U0ABC", "not-an-id <@U1>", ""}[r.IntN(3)]
 	}
@@ -490,8 +491,8 @@ func randomCard(r *rand.Rand) *Card {
 		nLines = r.IntN(120)
 	}
 	for range nLines {
-		l := Line{
-			Kind:     KindURL,
+		l := card.Line{
+			Kind:     card.KindURL,
 			Target:   randomTarget(r),
 			Level:    verdict.Level(r.IntN(6)),
 			Category: verdict.Categories[r.IntN(4)],
@@ -520,15 +521,15 @@ func randomCard(r *rand.Rand) *Card {
 			l.CheckedAt = testTime
 		}
 		if r.IntN(4) == 0 {
-			l.Kind = KindFile
+			l.Kind = card.KindFile
 			l.Target = "file-" + nasty[r.IntN(len(nasty))] // names are not host-defanged, only links
 			lit := func() string { return nasty[r.IntN(len(nasty))] }
-			l.File = &FileInfo{Name: l.Target, Type: lit(), Size: r.Int64N(1 << 40), MD5: lit(),
+			l.File = &card.FileInfo{Name: l.Target, Type: lit(), Size: r.Int64N(1 << 40), MD5: lit(),
 				SHA1: strings.Repeat("a", 40), SHA256: lit(), MalScore: r.Float64() * 10, Family: lit(),
 				AddedOn: randomText(r), StartedOn: "2026-11-22", DoneOn: randomText(r), Screenshots: r.IntN(4)}
 		}
 		for range r.IntN(3) * r.IntN(12) {
-			l.Reports = append(l.Reports, Report{
+			l.Reports = append(l.Reports, card.Report{
 				User: []string{"U0ABC", "W0XYZ", "bad<user>", ""}[r.IntN(4)], Option: []string{"fp", "fn", "restore", randomText(r)}[r.IntN(4)],
 				Category: verdict.Categories[r.IntN(4)], At: testTime.Add(time.Duration(r.IntN(1000)) * time.Minute), Outcome: []string{"", randomText(r)}[r.IntN(2)],
 			})
@@ -536,7 +537,7 @@ func randomCard(r *rand.Rand) *Card {
 		c.Lines = append(c.Lines, l)
 	}
 	for range r.IntN(3) * r.IntN(30) {
-		c.Skipped = append(c.Skipped, Skip{Target: randomTarget(r), Reason: randomText(r)})
+		c.Skipped = append(c.Skipped, card.Skip{Target: randomTarget(r), Reason: randomText(r)})
 	}
 	if r.IntN(3) == 0 {
 		c.LeftOut, c.MaxLinks = r.IntN(100), 10
@@ -602,13 +603,13 @@ func TestBlocksProperties(t *testing.T) {
 // (the default limit) with controls, long URLs and several reports each —
 // is shown whole.
 func TestBlocksTenFullLines(t *testing.T) {
-	c := &Card{Channel: "C1", Final: true}
+	c := &card.Card{Channel: "C1", Final: true}
 	for i := range 10 {
-		l := Line{Kind: KindURL, Target: "https://very-long-subdomain.bad-host.example/" + strings.Repeat("path/", 200),
+		l := card.Line{Kind: card.KindURL, Target: "https://very-long-subdomain.bad-host.example/" + strings.Repeat("path/", 200),
 			Level: verdict.Malicious, Category: verdict.CatPhishing, Scores: urlScores(0.9, 0, 0, 0),
 			Service: "reputation", TaskID: fmt.Sprintf("t-%d", i), Actions: true, Detail: strings.Repeat("title ", 100)}
 		for j := range 4 {
-			l.Reports = append(l.Reports, Report{User: "U0ABC", Option: "fp", Category: verdict.CatPhishing, At: testTime.Add(time.Duration(j) * time.Minute), Outcome: "task not completed yet"})
+			l.Reports = append(l.Reports, card.Report{User: "U0ABC", Option: "fp", Category: verdict.CatPhishing, At: testTime.Add(time.Duration(j) * time.Minute), Outcome: "task not completed yet"})
 		}
 		c.Lines = append(c.Lines, l)
 	}
@@ -646,11 +647,11 @@ func FuzzBlocks(f *testing.F) {
 	}
 	f.Add("https://evil.example/a", "Title https://x.example", "note")
 	f.Fuzz(func(t *testing.T, target, detail, note string) {
-		c := &Card{Channel: "C1", Final: true,
-			Lines: []Line{{Kind: KindURL, Target: target, Level: verdict.Malicious, Category: verdict.CatPhishing,
+		c := &card.Card{Channel: "C1", Final: true,
+			Lines: []card.Line{{Kind: card.KindURL, Target: target, Level: verdict.Malicious, Category: verdict.CatPhishing,
 				Scores: urlScores(1, 0, 0, 0), TaskID: "t-1", Actions: true, Detail: detail, Problem: note,
-				Reports: []Report{{User: "U0ABC", Option: "fp", At: testTime, Outcome: note}}}},
-			Skipped: []Skip{{Target: target, Reason: note}},
+				Reports: []card.Report{{User: "U0ABC", Option: "fp", At: testTime, Outcome: note}}}},
+			Skipped: []card.Skip{{Target: target, Reason: note}},
 			Notes:   []string{note},
 		}
 		blocks, fb := Blocks(c)
@@ -683,9 +684,9 @@ func FuzzDecodeActionValue(f *testing.F) {
 // TestBlocksManyLines: a hundred links cannot all be drawn; the card says
 // how many are not shown and how bad they are, worst first.
 func TestBlocksManyLines(t *testing.T) {
-	c := &Card{Channel: "C1", Final: true}
+	c := &card.Card{Channel: "C1", Final: true}
 	for i := range 100 {
-		c.Lines = append(c.Lines, Line{Kind: KindURL, Target: fmt.Sprintf("https://h%d.example/", i), Level: verdict.Clean,
+		c.Lines = append(c.Lines, card.Line{Kind: card.KindURL, Target: fmt.Sprintf("https://h%d.example/", i), Level: verdict.Clean,
 			Category: verdict.CatPhishing, Scores: urlScores(0, 0, 0, 0), TaskID: fmt.Sprintf("t-%d", i), Actions: true})
 	}
 	c.Lines[99].Level = verdict.Malicious

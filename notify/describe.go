@@ -2,6 +2,7 @@ package notify
 
 import (
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"math"
 	"regexp"
 	"strconv"
@@ -114,7 +115,7 @@ func levelAdvice(l verdict.Level) string {
 // while lines are still pending and nothing worrying was found yet the card
 // says "Scanning…" (a half-checked message is not clean). It also returns
 // how many lines are still pending.
-func headline(c *Card) (verdict.Level, int) {
+func headline(c *card.Card) (verdict.Level, int) {
 	lvl := c.Level()
 	if len(c.Lines) == 0 && len(c.Skipped) == 0 && (c.LeftOut > 0 || c.Final) {
 		lvl = verdict.Skipped // nothing was checked, and nothing will be
@@ -133,7 +134,7 @@ func headline(c *Card) (verdict.Level, int) {
 
 // headRows are the card's top rows: the overall level with advice, then a
 // count of what was checked and who asked.
-func headRows(m markup, c *Card) []string {
+func headRows(m markup, c *card.Card) []string {
 	lvl, pending := headline(c)
 	first := m.level(lvl, levelTitle(lvl))
 	if a := levelAdvice(lvl); a != "" {
@@ -156,10 +157,10 @@ func headRows(m markup, c *Card) []string {
 }
 
 // countLevels counts lines per kind and level.
-func countLevels(c *Card) (links, files int, byLevel map[verdict.Level]int) {
+func countLevels(c *card.Card) (links, files int, byLevel map[verdict.Level]int) {
 	byLevel = map[verdict.Level]int{}
 	for i := range c.Lines {
-		if c.Lines[i].Kind == KindFile {
+		if c.Lines[i].Kind == card.KindFile {
 			files++
 		} else {
 			links++
@@ -172,10 +173,10 @@ func countLevels(c *Card) (links, files int, byLevel map[verdict.Level]int) {
 // summary is "3 links, 1 file: 1 malicious · 2 clean · 1 scanning · 2 not
 // checked", counting every target: lines, skipped ones and those left out
 // (which are links).
-func summary(c *Card) string {
+func summary(c *card.Card) string {
 	links, files, byLevel := countLevels(c)
 	for i := range c.Skipped {
-		if c.Skipped[i].Kind == KindFile {
+		if c.Skipped[i].Kind == card.KindFile {
 			files++
 		} else {
 			links++
@@ -225,7 +226,7 @@ func plural(n int, one, many string) string {
 // fallbackText is the card's notification text: a short plain sentence with no
 // URL, target or user-supplied text in it, e.g. "verdictbot: 1 malicious
 // link in this message".
-func fallbackText(c *Card) string {
+func fallbackText(c *card.Card) string {
 	lvl, _ := headline(c)
 	links, files, _ := countLevels(c)
 	atLevel := func(l verdict.Level) string {
@@ -234,7 +235,7 @@ func fallbackText(c *Card) string {
 			if c.Lines[i].Level != l {
 				continue
 			}
-			if c.Lines[i].Kind == KindFile {
+			if c.Lines[i].Kind == card.KindFile {
 				fn++
 			} else {
 				ln++
@@ -265,7 +266,7 @@ func fallbackText(c *Card) string {
 	default: // Skipped, or nothing at all
 		sl, sf := c.LeftOut, 0
 		for i := range c.Skipped {
-			if c.Skipped[i].Kind == KindFile {
+			if c.Skipped[i].Kind == card.KindFile {
 				sf++
 			} else {
 				sl++
@@ -275,7 +276,7 @@ func fallbackText(c *Card) string {
 			if c.Lines[i].Level != verdict.Skipped {
 				continue
 			}
-			if c.Lines[i].Kind == KindFile {
+			if c.Lines[i].Kind == card.KindFile {
 				sf++
 			} else {
 				sl++
@@ -305,13 +306,13 @@ func kindsPhrase(links, files int, adj string) string {
 // lineRows are the rows describing one line (reports excluded): the level
 // and target first, then scores or file facts, problem, detail, and the
 // task.
-func lineRows(m markup, l *Line, cp caps) []string {
+func lineRows(m markup, l *card.Line, cp caps) []string {
 	first := m.level(l.Level, levelTitle(l.Level))
 	if l.Level == verdict.Pending && l.Status != "" {
 		first += " (" + m.text(showText(l.Status, 40)) + ")"
 	}
 	first += " · "
-	if l.Kind == KindFile {
+	if l.Kind == card.KindFile {
 		name := l.Target
 		if l.File != nil && l.File.Name != "" {
 			name = l.File.Name
@@ -322,7 +323,7 @@ func lineRows(m markup, l *Line, cp caps) []string {
 	}
 	rows := []string{first}
 
-	if l.Kind != KindFile && len(l.Scores) > 0 {
+	if l.Kind != card.KindFile && len(l.Scores) > 0 {
 		var sc []string
 		for _, cat := range verdict.Categories {
 			v, ok := l.Scores[cat]
@@ -334,7 +335,7 @@ func lineRows(m markup, l *Line, cp caps) []string {
 		}
 		rows = append(rows, strings.Join(sc, " · "))
 	}
-	if l.Kind == KindFile && l.File != nil {
+	if l.Kind == card.KindFile && l.File != nil {
 		rows = append(rows, fileRows(m, l, cp)...)
 	}
 	if l.Problem != "" {
@@ -375,7 +376,7 @@ func lineRows(m markup, l *Line, cp caps) []string {
 
 // fileRows are a file line's facts: type, size, malscore and family; the
 // three hashes; the sandbox's timestamps as given.
-func fileRows(m markup, l *Line, cp caps) []string {
+func fileRows(m markup, l *card.Line, cp caps) []string {
 	f := l.File
 	var rows, info []string
 	if f.Type != "" {
@@ -432,7 +433,7 @@ func percent(v float64, ok bool) string {
 
 // reportRow is one audit entry: "<@U123> reported a false positive
 // (phishing) · <date> · service said: task not completed yet".
-func reportRow(m markup, r *Report, cp caps) string {
+func reportRow(m markup, r *card.Report, cp caps) string {
 	var verb string
 	switch r.Option {
 	case "fp":
@@ -458,7 +459,7 @@ func reportRow(m markup, r *Report, cp caps) string {
 }
 
 // leftOutRow is "3 more links were not checked (limit 10)".
-func leftOutRow(c *Card) string {
+func leftOutRow(c *card.Card) string {
 	s := plural(c.LeftOut, "more link was", "more links were") + " not checked"
 	if c.MaxLinks > 0 {
 		s += fmt.Sprintf(" (limit %d)", c.MaxLinks)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"log/slog"
 	"strings"
 	"sync"
@@ -161,7 +162,7 @@ func blocksRejected(err error) bool {
 // posted once more in its minimal form (summary and one row per target),
 // so the verdict still reaches the thread. The caller must not change c
 // during the call.
-func (p *Poster) Post(ctx context.Context, c *Card) error {
+func (p *Poster) Post(ctx context.Context, c *card.Card) error {
 	if c.Channel == "" {
 		return errors.New("notify: post: card has no channel")
 	}
@@ -268,7 +269,7 @@ func (p *Poster) slot(channel, ts string) *updateSlot {
 //     dropped, short of Close's deadline.
 //
 // After Close, Update returns ErrClosed.
-func (p *Poster) Update(ctx context.Context, c *Card) error {
+func (p *Poster) Update(ctx context.Context, c *card.Card) error {
 	if c.Channel == "" || c.CardTS == "" {
 		return errors.New("notify: update: card not posted (no channel or CardTS)")
 	}

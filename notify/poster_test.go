@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"io"
 	"log/slog"
 	"net/http"
@@ -195,10 +196,10 @@ func newTestPoster(t *testing.T, opts PosterOptions) (*Poster, *fakeSlack) {
 	return p, f
 }
 
-func testCard(channel string) *Card {
-	return &Card{
+func testCard(channel string) *card.Card {
+	return &card.Card{
 		Channel: channel, ThreadTS: "1699999999.000100",
-		Lines: []Line{{Kind: KindURL, Target: "https://evil.example/login", Level: verdict.Pending, Status: "queued", TaskID: "t-1"}},
+		Lines: []card.Line{{Kind: card.KindURL, Target: "https://evil.example/login", Level: verdict.Pending, Status: "queued", TaskID: "t-1"}},
 	}
 }
 

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"encoding/json"
+	"github.com/verdictbot/verdictbot/card"
 	"strings"
 	"testing"
 
@@ -12,8 +13,8 @@ import (
 // checked" with the reason, in the card and in the terminal; a line whose
 // query was stripped says the query was not sent.
 func TestWithheldAndQueryNotSentLines(t *testing.T) {
-	c := &Card{Final: true, Lines: []Line{
-		{Kind: KindURL, Target: "http://localtest.me/admin", Level: verdict.Skipped, Problem: "resolves to a private address"},
+	c := &card.Card{Final: true, Lines: []card.Line{
+		{Kind: card.KindURL, Target: "http://localtest.me/admin", Level: verdict.Skipped, Problem: "resolves to a private address"},
 	}}
 	blocks, fb := Blocks(c)
 	raw, _ := json.Marshal(blocks)
@@ -32,9 +33,9 @@ func TestWithheldAndQueryNotSentLines(t *testing.T) {
 		t.Errorf("text:\n%s", txt)
 	}
 
-	q := &Card{Final: true, Lines: []Line{
-		{Kind: KindURL, Target: "https://app.example.com/magic", Level: verdict.Clean, QueryNotSent: true, TaskID: "0123456789abcdef0123456789abcdef"},
-		{Kind: KindURL, Target: "https://example.org/", Level: verdict.Clean},
+	q := &card.Card{Final: true, Lines: []card.Line{
+		{Kind: card.KindURL, Target: "https://app.example.com/magic", Level: verdict.Clean, QueryNotSent: true, TaskID: "0123456789abcdef0123456789abcdef"},
+		{Kind: card.KindURL, Target: "https://example.org/", Level: verdict.Clean},
 	}}
 	blocks, _ = Blocks(q)
 	raw, _ = json.Marshal(blocks)

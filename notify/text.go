@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"github.com/verdictbot/verdictbot/card"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +16,7 @@ import (
 // on the line's number: "[fp 1] [fn 1] [restore 1]". With color, level
 // words are coloured with ANSI SGR codes: red malicious, yellow suspicious,
 // green clean, grey not checked, bold could not check.
-func Text(c *Card, color bool) string {
+func Text(c *card.Card, color bool) string {
 	m := plain{color: color}
 	var b strings.Builder
 	for _, r := range headRows(m, c) {
@@ -38,7 +39,7 @@ func Text(c *Card, color bool) string {
 		for j := range l.Reports {
 			b.WriteString(indent + reportRow(m, &l.Reports[j], capsText) + "\n")
 		}
-		if l.Actions && l.Kind != KindFile && l.TaskID != "" {
+		if l.Actions && l.Kind != card.KindFile && l.TaskID != "" {
 			b.WriteString(indent + "[fp " + n + "] [fn " + n + "] [restore " + n + "] (category: " + string(lineCategory(l)) + ")\n")
 		}
 	}

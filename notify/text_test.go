@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"github.com/verdictbot/verdictbot/card"
 	"regexp"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func TestTextFacts(t *testing.T) {
 	}
 	// Only our own SGR sequences, never one from the data.
 	sgr := regexp.MustCompile(`\x1b\[(0|1|31|32|33|90)m`)
-	evil := &Card{Lines: []Line{{Target: "https://x.example/\x1b[2J", Detail: "\x1b]0;pwned\x07"}}}
+	evil := &card.Card{Lines: []card.Line{{Target: "https://x.example/\x1b[2J", Detail: "\x1b]0;pwned\x07"}}}
 	if rest := sgr.ReplaceAllString(Text(evil, true), ""); strings.ContainsRune(rest, '\x1b') {
 		t.Errorf("escape sequence from the data reached the terminal: %q", rest)
 	}

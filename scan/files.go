@@ -100,31 +100,6 @@ type FileVerdict struct {
 	CheckedAt time.Time
 }
 
-// FileMemory makes the file pipeline durable across restarts, like Memory
-// for URLs; the bot implements it with the store (service "sandbox",
-// target = sha256, verdict Kind "file"). All methods must be safe for
-// concurrent use.
-type FileMemory interface {
-	// Recall returns a verdict for the file with this sha256 recorded
-	// within ttl.
-	Recall(sha256 string, ttl time.Duration) (FileVerdict, bool)
-	// InFlight returns the task of an earlier upload whose verdict is not
-	// known yet (it is resumed, not uploaded again). An empty taskID is an
-	// intent: an upload was about to be sent when the process stopped. A
-	// submission that made several tasks is recorded as their ids joined
-	// with ",".
-	InFlight(sha256 string) (taskID string, ok bool)
-	// Submitting records the intent to upload, before the request.
-	Submitting(sha256 string)
-	// Submitted records an upload's task id(s).
-	Submitted(sha256, taskID string)
-	// LastTask returns the task of the file's last recorded verdict.
-	LastTask(sha256 string) string
-	// Finished records a verdict and forgets the submission; source is
-	// "scan". A verdict with Err set is a failure (record it or not).
-	Finished(v FileVerdict, source string)
-}
-
 // DefaultSkipTypes are Slack filetypes that are not downloadable files the
 // sandbox can run: posts and canvases (Slack documents). Everything else,
 // images included, is checked.
@@ -164,8 +139,10 @@ type FileOptions struct {
 	// doubling; a longer Retry-After is honoured up to 30s).
 	DownloadRetries int
 	RetryDelay      time.Duration
-	// Memory, if set, keeps uploads and verdicts across restarts.
-	Memory FileMemory
+	// Memory, if set, keeps uploads and verdicts across restarts (key:
+	// the sha256; the store records them as service "sandbox", verdict
+	// Kind "file").
+	Memory Memory[FileVerdict]
 	// OnSubmitted is called once a task exists for a file.
 	OnSubmitted func(sha256, taskID string)
 	// OnDone is called with every fresh (non-cached) verdict of a hash.

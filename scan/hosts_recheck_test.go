@@ -41,11 +41,12 @@ func TestRecheckOfAHostNowInternalIsNotSent(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
 	gate := &switchGate{}
-	urls := scan.NewURLs(rep, scan.URLOptions{Memory: &cards.URLMemory{DB: db, Schedule: sched, Now: clock.Now}, Now: clock.Now,
+	mem := &cards.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
+	urls := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: clock.Now,
 		Hosts: gate, Wait: reputation.WaitOptions{Backoff: apiclient.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)
 	var changes atomic.Int32
-	r := &scan.Recheck{Store: db, URLs: urls, Schedule: sched, Max: 10, Now: clock.Now,
+	r := &scan.Recheck{Store: mem, URLs: urls, Max: 10, Now: clock.Now,
 		OnChange: func(_ context.Context, ch []scan.Change) { changes.Add(int32(len(ch))) }}
 
 	const u = "https://moved.example.org/app"

@@ -98,3 +98,11 @@ func TestHostThatResolvesPrivateIsNeverSubmitted(t *testing.T) {
 		}
 	}
 }
+
+// The sentence shown for a URL whose host resolves only inside the network
+// is the links package's reason text, wherever it is decided.
+func TestInternalHostProblemIsTheLinksReason(t *testing.T) {
+	if InternalHostProblem != links.ReasonResolvesPrivate.Text() {
+		t.Errorf("scan.InternalHostProblem = %q, links.ReasonResolvesPrivate.Text() = %q", InternalHostProblem, links.ReasonResolvesPrivate.Text())
+	}
+}

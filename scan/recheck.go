@@ -8,19 +8,36 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
-// DueTargets is what the recheck job needs of the store (*store.DB).
+// DueTargets is what the recheck job needs of the state layer. The card
+// lifecycle's URL memory implements it over the store, with the recheck
+// schedule (VERDICTBOT_RECHECK_AFTER).
 type DueTargets interface {
-	Due(now time.Time, limit int) ([]store.Target, error)
-	RecheckFailed(target string, schedule store.Schedule) error
+	// Due returns up to limit URLs whose recheck is due at now, the oldest
+	// due first.
+	Due(now time.Time, limit int) ([]DueURL, error)
+	// RecheckFailed advances the URL's recheck schedule after a recheck
+	// that could not complete, without touching its verdict.
+	RecheckFailed(url string) error
+}
+
+// DueURL is a URL whose recheck is due, as it was before the recheck.
+type DueURL struct {
+	// Target is the normalised URL.
+	Target string
+	// Level is its last recorded verdict.
+	Level verdict.Level
+	// Cards are the cards that show it (for OnChange; scan does not read
+	// them).
+	Cards []card.Ref
 }
 
 // Change is a verdict that a recheck changed.
 type Change struct {
-	Target store.Target // as it was before the recheck
+	Target DueURL // as it was before the recheck
 	Was    verdict.Level
 	Now    URLVerdict
 }
@@ -29,9 +46,8 @@ type Change struct {
 // the ones whose level changed. Runs never overlap; a run cut short by
 // shutdown leaves the rest due, so the next run picks them up.
 type Recheck struct {
-	Store    DueTargets
-	URLs     *URLs
-	Schedule store.Schedule
+	Store DueTargets
+	URLs  *URLs
 	// Max bounds the URLs rechecked per run (VERDICTBOT_RECHECK_MAX).
 	Max int
 	// Parallel bounds rechecks in flight at once (default 4), so live
@@ -114,7 +130,7 @@ func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
 				// A failure, or a host that now resolves only inside the
 				// network (not sent): no verdict; the next age stays due.
 				st.Failed++
-				if err := r.Store.RecheckFailed(tg.Target, r.Schedule); err != nil {
+				if err := r.Store.RecheckFailed(tg.Target); err != nil {
 					log.Warn("recheck: could not reschedule a URL", "error", err)
 				}
 				return

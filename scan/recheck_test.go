@@ -57,7 +57,7 @@ func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
 		Backoff: apiclient.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)
 	rig := &recheckRig{sim: srv, db: db, urls: urls, clock: clock, t0: t0}
-	rig.r = &scan.Recheck{Store: db, URLs: urls, Schedule: sched, Max: max, Now: clock.Now,
+	rig.r = &scan.Recheck{Store: mem, URLs: urls, Max: max, Now: clock.Now,
 		OnChange: func(_ context.Context, ch []scan.Change) {
 			rig.mu.Lock()
 			rig.seen = append(rig.seen, ch...)

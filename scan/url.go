@@ -16,7 +16,6 @@ import (
 	gocache "github.com/patrickmn/go-cache"
 
 	"github.com/verdictbot/verdictbot/internal/apiclient"
-	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -53,25 +52,30 @@ type URLVerdict struct {
 	Polls int
 }
 
-// Memory makes the pipeline durable across restarts (the store implements
-// it through an adapter). All methods must be safe for concurrent use.
-type Memory interface {
-	// Recall returns a verdict for url recorded within ttl.
-	Recall(url string, ttl time.Duration) (URLVerdict, bool)
-	// InFlight returns the task of an earlier submission of url whose
+// Memory makes a pipeline durable across restarts: V is URLVerdict for
+// the URL pipeline (key: the normalised URL) and FileVerdict for the file
+// pipeline (key: the file's sha256). The card lifecycle implements it over
+// the store. All methods must be safe for concurrent use.
+type Memory[V any] interface {
+	// Recall returns a verdict for key recorded within ttl.
+	Recall(key string, ttl time.Duration) (V, bool)
+	// InFlight returns the task of an earlier submission of key whose
 	// verdict is not known yet (it is resumed, not submitted again). A
 	// record with an empty taskID is an intent: a submission was about to
 	// be sent when the process stopped, and may or may not have arrived.
-	InFlight(url string) (taskID string, ok bool)
-	// Submitting records the intent to submit url, before the request.
-	Submitting(url string)
-	// Submitted records a new submission.
-	Submitted(url, taskID string)
-	// LastTask returns the task of url's last recorded verdict ("" if none).
-	LastTask(url string) string
+	// A file submission that made several tasks is recorded as their ids
+	// joined with ",".
+	InFlight(key string) (taskID string, ok bool)
+	// Submitting records the intent to submit key, before the request.
+	Submitting(key string)
+	// Submitted records a new submission (its task id(s)).
+	Submitted(key, taskID string)
+	// LastTask returns the task of key's last recorded verdict ("" if none).
+	LastTask(key string) string
 	// Finished records the verdict of an analysis and forgets its
-	// submission; source is "scan" or "recheck".
-	Finished(v URLVerdict, source string)
+	// submission; source is "scan" or "recheck". A verdict with Err set is
+	// a failure (record it or not).
+	Finished(v V, source string)
 }
 
 // URLOptions configures the URL side of the pipeline.
@@ -93,7 +97,7 @@ type URLOptions struct {
 	// OnDone is called with every fresh (non-cached) verdict.
 	OnDone func(URLVerdict)
 	// Memory, if set, keeps submissions and verdicts across restarts.
-	Memory Memory
+	Memory Memory[URLVerdict]
 	// Hosts, if set, is asked right before a URL is submitted whether its
 	// host leads only inside the network (*links.HostResolver: every
 	// address it resolves to is private or special). Such a URL is never
@@ -103,6 +107,12 @@ type URLOptions struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 }
+
+// InternalHostProblem is the Problem of a URL not submitted because its
+// host leads only inside the network: links.ReasonResolvesPrivate.Text(),
+// repeated here so that scan does not link the Slack message parser
+// (TestInternalHostProblemIsTheLinksReason keeps the two equal).
+const InternalHostProblem = "resolves to a private address"
 
 // HostGate decides whether a URL's host is internal by resolving it
 // (*links.HostResolver implements it). It must fail open: a lookup that
@@ -301,7 +311,7 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 		// bounded by its own short timeout and cached per host.
 		if detail, internal := u.opt.Hosts.CheckURL(ctx, url); internal {
 			u.log.Info("not submitted: the host resolves only to private or special addresses", "detail", detail)
-			return URLVerdict{URL: url, Level: verdict.Skipped, Problem: links.ReasonResolvesPrivate.Text()}
+			return URLVerdict{URL: url, Level: verdict.Skipped, Problem: InternalHostProblem}
 		}
 	}
 	sem := u.sem

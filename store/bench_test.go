@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -19,7 +20,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -151,7 +151,7 @@ func loadTracked(tb testing.TB, dir string, n int) loadStats {
 		sec++
 		srcTS := fmt.Sprintf("%d.%06d", sec, rng.IntN(1_000_000))
 		ref := CardRef{Channel: channel, SourceTS: srcTS}
-		card := notify.Card{Channel: channel, ThreadTS: srcTS, SourceTS: srcTS, Poster: fmt.Sprintf("U0%08d", rng.IntN(5000)), Final: true, MaxLinks: 10}
+		c := card.Card{Channel: channel, ThreadTS: srcTS, SourceTS: srcTS, Poster: fmt.Sprintf("U0%08d", rng.IntN(5000)), Final: true, MaxLinks: 10}
 		for range lines {
 			host := fmt.Sprintf("%s%d.%s-%d.%s", words[rng.IntN(len(words))], rng.IntN(100), words[rng.IntN(len(words))], rng.IntN(200), tlds[rng.IntN(len(tlds))])
 			url := fmt.Sprintf("https://%s/%s/%d/%s?id=%x", host, words[rng.IntN(len(words))], rng.IntN(1_000_000), words[rng.IntN(len(words))], rng.Uint64()>>rng.IntN(40))
@@ -191,18 +191,18 @@ func loadTracked(tb testing.TB, dir string, n int) loadStats {
 				}
 				st.verdicts++
 			}
-			card.Lines = append(card.Lines, notify.Line{Kind: notify.KindURL, Target: url, Level: level, Category: cat, Scores: scores,
+			c.Lines = append(c.Lines, card.Line{Kind: card.KindURL, Target: url, Level: level, Category: cat, Scores: scores,
 				Service: "reputation", TaskID: task, CheckedAt: first, Actions: true})
 			i++
 		}
-		if verbose || card.Level().NeedsAttention() {
-			card.CardTS = fmt.Sprintf("%d.%06d", sec, rng.IntN(1_000_000))
+		if verbose || c.Level().NeedsAttention() {
+			c.CardTS = fmt.Sprintf("%d.%06d", sec, rng.IntN(1_000_000))
 		}
 		mode := "quiet"
 		if verbose {
 			mode = "verbose"
 		}
-		if err := db.PutCard(&CardRecord{Card: card, Mode: mode, Gen: 1}); err != nil {
+		if err := db.PutCard(&CardRecord{Card: c, Mode: mode, Gen: 1}); err != nil {
 			tb.Fatal(err)
 		}
 		st.cards++

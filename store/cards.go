@@ -2,9 +2,8 @@ package store
 
 import (
 	"errors"
+	"github.com/verdictbot/verdictbot/card"
 	"time"
-
-	"github.com/verdictbot/verdictbot/notify"
 )
 
 // CardRef names a card by the message it answers.
@@ -18,7 +17,7 @@ func (r CardRef) Key() string { return r.Channel + "/" + r.SourceTS }
 
 // CardRecord is a card and its state.
 type CardRecord struct {
-	Card notify.Card `json:"card"`
+	Card card.Card `json:"card"`
 	// Mode is the channel mode the card was made under.
 	Mode string `json:"mode"`
 	// Gen counts rescans of the message (edits); older analyses' results

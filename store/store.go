@@ -24,14 +24,16 @@ import (
 
 // SchemaVersion is the layout this code reads and writes. Keep in sync with
 // migrations.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // FileName is the store's file inside the data directory.
 const FileName = "verdictbot.db"
 
 // migrations[i] moves a store from schema i+1 to i+2. A migration runs in
 // one transaction, after the file was copied to <file>.schema<N>.bak.
-var migrations = []func(t txn) error{}
+var migrations = []func(t txn) error{
+	migrateCardsV2, // 1→2: cards as the card model (package card), snake_case keys
+}
 
 // ErrNotFound is returned by lookups of absent records.
 var ErrNotFound = errors.New("not found")

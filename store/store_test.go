@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -88,7 +88,7 @@ func TestJobsAreDedupedAndFinished(t *testing.T) {
 
 func TestCards(t *testing.T) {
 	eachBackend(t, func(t *testing.T, db *DB, c *clock) {
-		rec := &CardRecord{Card: notify.Card{Channel: "C1", SourceTS: "1.1", ThreadTS: "1.1", Lines: []notify.Line{{Kind: notify.KindURL, Target: "https://a.test/", Level: verdict.Pending}}}, Mode: "verbose", Gen: 1}
+		rec := &CardRecord{Card: card.Card{Channel: "C1", SourceTS: "1.1", ThreadTS: "1.1", Lines: []card.Line{{Kind: card.KindURL, Target: "https://a.test/", Level: verdict.Pending}}}, Mode: "verbose", Gen: 1}
 		if err := db.PutCard(rec); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestCards(t *testing.T) {
 		if again.Card.Lines[0].Level != verdict.Malicious {
 			t.Fatal("failed update was saved")
 		}
-		db.PutCard(&CardRecord{Card: notify.Card{Channel: "C1", SourceTS: "3.3"}})
+		db.PutCard(&CardRecord{Card: card.Card{Channel: "C1", SourceTS: "3.3"}})
 		open, _ := db.UnfinishedCards()
 		if len(open) != 1 || open[0].Card.SourceTS != "3.3" {
 			t.Fatalf("unfinished %+v", open)
@@ -299,9 +299,9 @@ func TestTaskIndexAndRecentCards(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, ts := range []string{"1700000001.000100", "1700000003.000100", "1700000002.000100"} {
-			db.PutCard(&CardRecord{Card: notify.Card{Channel: "C1", SourceTS: ts, Lines: []notify.Line{{Target: fmt.Sprint(i)}}}})
+			db.PutCard(&CardRecord{Card: card.Card{Channel: "C1", SourceTS: ts, Lines: []card.Line{{Target: fmt.Sprint(i)}}}})
 		}
-		db.PutCard(&CardRecord{Card: notify.Card{Channel: "C2", SourceTS: "1700000009.000100", Lines: []notify.Line{{Target: "x"}}}})
+		db.PutCard(&CardRecord{Card: card.Card{Channel: "C2", SourceTS: "1700000009.000100", Lines: []card.Line{{Target: "x"}}}})
 		recent, _ := db.RecentCards("C1", 2)
 		if len(recent) != 2 || recent[0].Card.SourceTS != "1700000003.000100" || recent[1].Card.SourceTS != "1700000002.000100" {
 			t.Fatalf("recent %+v", recent)
@@ -329,13 +329,13 @@ func TestCardsOfTaskFollowsTheIndexToTheCardsShowingTheTask(t *testing.T) {
 	eachBackend(t, func(t *testing.T, db *DB, c *clock) {
 		const task, url = "5a5703931d6e0789be8209606f5688d5", "https://evil.test/x"
 		for _, ref := range []CardRef{{"C1", "1.1"}, {"C2", "2.2"}} {
-			if err := db.PutCard(&CardRecord{Card: notify.Card{Channel: ref.Channel, SourceTS: ref.SourceTS,
-				Lines: []notify.Line{{Target: "https://other.test/"}, {Target: url, TaskID: task}}}}); err != nil {
+			if err := db.PutCard(&CardRecord{Card: card.Card{Channel: ref.Channel, SourceTS: ref.SourceTS,
+				Lines: []card.Line{{Target: "https://other.test/"}, {Target: url, TaskID: task}}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// A card showing the target with another task (a later recheck).
-		db.PutCard(&CardRecord{Card: notify.Card{Channel: "C3", SourceTS: "3.3", Lines: []notify.Line{{Target: url, TaskID: "other"}}}})
+		db.PutCard(&CardRecord{Card: card.Card{Channel: "C3", SourceTS: "3.3", Lines: []card.Line{{Target: url, TaskID: "other"}}}})
 		if got, err := db.CardsOfTask(task); err != nil || len(got) != 0 {
 			t.Fatalf("unknown task: %v %v", got, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -286,13 +287,13 @@ func prepareRestart(b *testing.B) *restartState {
 	for i := range restartFinal {
 		seen := now.Add(-30*24*time.Hour + time.Duration(i)*(30*24*time.Hour-2*time.Hour)/restartFinal)
 		src := fmt.Sprintf("%d.%06d", seen.Unix(), i)
-		c := notify.Card{Channel: channel(i), ThreadTS: src, SourceTS: src, CardTS: fmt.Sprintf("%d.%06d", seen.Unix()+2, i),
+		c := card.Card{Channel: channel(i), ThreadTS: src, SourceTS: src, CardTS: fmt.Sprintf("%d.%06d", seen.Unix()+2, i),
 			Poster: fmt.Sprintf("U0PEOPLE%03d", rng.IntN(400)), Final: true, MaxLinks: 10}
 		for l := range 1 + min(rng.IntN(5)/2, 2) {
 			url := fmt.Sprintf("https://%s.%s-%d.com/%s/%d", pick(rng, hostWords), pick(rng, hostWords), rng.IntN(500), pick(rng, pathWords), i*10+l)
 			level, cat, scores := restartVerdict(rng)
 			task := fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64())
-			c.Lines = append(c.Lines, notify.Line{Kind: notify.KindURL, Target: url, Level: level, Category: cat, Scores: scores,
+			c.Lines = append(c.Lines, card.Line{Kind: card.KindURL, Target: url, Level: level, Category: cat, Scores: scores,
 				Service: "reputation", TaskID: task, CheckedAt: seen, Actions: true})
 			v := store.Verdict{Target: url, Kind: "url", TaskID: task, Level: level, Category: cat, Scores: scores, At: seen, Source: "scan"}
 			ref := store.CardRef{Channel: c.Channel, SourceTS: src}
@@ -322,7 +323,7 @@ func prepareRestart(b *testing.B) *restartState {
 	// no retry), their cards posted in their threads.
 	api := slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL()))
 	jobs := make([]*store.Job, 0, restartInFlight)
-	cards := make([]notify.Card, 0, restartInFlight)
+	cards := make([]card.Card, 0, restartInFlight)
 	for i := range restartInFlight {
 		url := fmt.Sprintf("https://%s%d.%s.net/%s/%d", pick(rng, hostWords), rng.IntN(90), pick(rng, hostWords), pick(rng, pathWords), 100_000+i)
 		if i%10 == 0 {
@@ -346,8 +347,8 @@ func prepareRestart(b *testing.B) *restartState {
 		}
 		jobs = append(jobs, &store.Job{Kind: "events_api", EventID: d.EventID, Payload: raw, Received: time.Now()})
 
-		c := notify.Card{Channel: channel(i), ThreadTS: d.TS, SourceTS: d.TS, Poster: alice, MaxLinks: 10,
-			Lines: []notify.Line{{Kind: notify.KindURL, Target: target, Level: verdict.Pending, Service: "reputation", Status: "pending"}}}
+		c := card.Card{Channel: channel(i), ThreadTS: d.TS, SourceTS: d.TS, Poster: alice, MaxLinks: 10,
+			Lines: []card.Line{{Kind: card.KindURL, Target: target, Level: verdict.Pending, Service: "reputation", Status: "pending"}}}
 		blocks, fallback := notify.Blocks(&c)
 		_, cardTS, err := api.PostMessageContext(ctx, c.Channel, slack.MsgOptionTS(c.ThreadTS), slack.MsgOptionBlocks(blocks...),
 			slack.MsgOptionText(fallback, false), slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())

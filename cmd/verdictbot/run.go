@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"io"
 	"log/slog"
 	"os"
@@ -148,15 +149,15 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	a.feedback = &commands.Feedback{Cards: a.cards, Rep: rep, Poster: a.poster, Access: access,
 		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
-		TaskCards: func(taskID string) ([]notify.Card, error) {
+		TaskCards: func(taskID string) ([]card.Card, error) {
 			recs, err := db.CardsOfTask(taskID)
-			cards := make([]notify.Card, len(recs))
+			cards := make([]card.Card, len(recs))
 			for i, r := range recs {
 				cards[i] = r.Card
 			}
 			return cards, err
 		},
-		Recorded: func(c *notify.Card, line int, r notify.Report) {
+		Recorded: func(c *card.Card, line int, r card.Report) {
 			l := c.Lines[line]
 			err := db.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
 				Category: r.Category, At: r.At, Outcome: r.Outcome, Card: store.CardRef{Channel: c.Channel, SourceTS: c.SourceTS}})
@@ -207,7 +208,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	announcer := &cards.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
-	a.recheck = &scan.Recheck{Store: db, URLs: a.urls, Schedule: store.Schedule(cfg.RecheckAfter), Max: cfg.RecheckMax,
+	a.recheck = &scan.Recheck{Store: memory, URLs: a.urls, Max: cfg.RecheckMax,
 		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck")}
 	return a, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/verdictbot/verdictbot/card"
 	"image"
 	_ "image/jpeg" // screenshot sizes
 	_ "image/png"
@@ -570,7 +571,7 @@ func (s *shell) refresh() {
 
 // cardKey is the card's text without progress words ("submitted",
 // "pending"…): a change of those alone is not printed again.
-func cardKey(c *notify.Card) string {
+func cardKey(c *card.Card) string {
 	cp := c.Clone()
 	for i := range cp.Lines {
 		cp.Lines[i].Status = ""

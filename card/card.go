@@ -1,24 +1,14 @@
-// Package notify turns a chat-neutral verdict Card into Block Kit (and into
-// text for the terminal) and posts or updates it in a Slack thread, paced to
-// Slack's rate limits. It knows nothing of the analysis services' wire
-// formats: the bot fills the Card from scan results.
-package notify
+// Package card is the chat-neutral model of a verdict card: what one card
+// shows (lines, skipped targets, notes, the feedback given). It knows nothing
+// of Slack, Block Kit or the analysis services' wire formats: the card
+// lifecycle fills it from scan results, notify renders it, and the store
+// keeps it.
+package card
 
 import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/verdict"
-)
-
-// Action ids of the feedback controls on a URL line. Other tools drive the
-// bot through these names: keep them.
-const (
-	ActionFalsePositive = "verdict_fp"
-	ActionFalseNegative = "verdict_fn"
-	ActionRestore       = "verdict_restore"
-	// ActionCategory is the select that picks which category the buttons
-	// on the same line report for (the top category by default).
-	ActionCategory = "verdict_category"
 )
 
 // Kind says what a line is about.
@@ -30,101 +20,118 @@ const (
 	KindFile Kind = "file"
 )
 
+// Ref names a card by the message it answers.
+type Ref struct {
+	Channel  string `json:"channel"`
+	SourceTS string `json:"source_ts"`
+}
+
 // Card is everything one verdict card shows. One card answers one message
 // (or one /scan request) and is updated in place through its life.
+//
+// The JSON tags are the store's record format (schema 2): renaming a tag
+// changes the format and needs a store migration.
 type Card struct {
 	// Channel and ThreadTS say where the card lives; SourceTS is the
 	// message it is about; CardTS is the card's own ts once posted.
-	Channel  string
-	ThreadTS string
-	SourceTS string
-	CardTS   string
+	Channel  string `json:"channel"`
+	ThreadTS string `json:"thread_ts,omitempty"`
+	SourceTS string `json:"source_ts"`
+	CardTS   string `json:"card_ts,omitempty"`
 	// Poster is the user who posted the source message (mentioned in
 	// recheck replies); RequestedBy is set for /scan and the shortcut.
-	Poster      string
-	RequestedBy string
+	Poster      string `json:"poster,omitempty"`
+	RequestedBy string `json:"requested_by,omitempty"`
 
 	// Final is false while anything is still being analysed.
-	Final bool
+	Final bool `json:"final,omitempty"`
 
-	Lines   []Line
-	Skipped []Skip
+	Lines   []Line `json:"lines"`
+	Skipped []Skip `json:"skipped"`
 	// LeftOut counts targets beyond VERDICTBOT_MAX_LINKS, not checked;
 	// MaxLinks is that limit, shown beside the count ("limit 10") when set.
-	LeftOut  int
-	MaxLinks int
+	LeftOut  int `json:"left_out,omitempty"`
+	MaxLinks int `json:"max_links,omitempty"`
 	// Notes are short sentences shown under the verdicts ("The message was
 	// deleted.", "Rechecked 2026-11-22 10:15 UTC: now malicious").
-	Notes []string
+	Notes []string `json:"notes"`
 }
 
 // Line is one checked target.
 type Line struct {
-	Kind Kind
+	Kind Kind `json:"kind"`
 	// Target is the URL (normalised) or the file name, as found. Renderers
 	// defang and truncate it; it is never made clickable.
-	Target string
-	Level  verdict.Level
+	Target string        `json:"target"`
+	Level  verdict.Level `json:"level"`
 	// Category is the category the feedback buttons report for: the one
 	// that decided the level, or the top one when clean.
-	Category verdict.Category
-	Scores   verdict.Scores
+	Category verdict.Category `json:"category"`
+	Scores   verdict.Scores   `json:"scores"`
 	// Service and TaskID identify the analysis ("reputation", "sandbox").
-	Service string
-	TaskID  string
+	Service string `json:"service,omitempty"`
+	TaskID  string `json:"task_id,omitempty"`
 	// Status is a short progress word while pending ("submitted",
 	// "queued", "running", "reporting").
-	Status string
+	Status string `json:"status,omitempty"`
 	// Problem is a user-safe sentence when Level is Unknown.
-	Problem string
+	Problem string `json:"problem,omitempty"`
 	// Detail is one extra line worth showing (page title, final URL —
 	// renderers defang URLs in it).
-	Detail string
+	Detail string `json:"detail,omitempty"`
 	// QueryNotSent is true when the URL's query was removed before it was
 	// sent (VERDICTBOT_URL_QUERY=strip); Target is then the URL as sent.
-	QueryNotSent bool
+	QueryNotSent bool `json:"query_not_sent,omitempty"`
 	// Cached is true when the verdict was reused from an earlier analysis.
-	Cached    bool
-	CheckedAt time.Time
+	Cached    bool      `json:"cached,omitempty"`
+	CheckedAt time.Time `json:"checked_at,omitzero"`
 
-	File *FileInfo
+	File *FileInfo `json:"file,omitempty"`
 
 	// Reports are the feedback given on this line, oldest first.
-	Reports []Report
+	Reports []Report `json:"reports"`
 	// Actions shows the feedback controls (URL lines with a completed task).
-	Actions bool
+	Actions bool `json:"actions,omitempty"`
 }
 
 // FileInfo is what a file line shows (sandbox analyses).
 type FileInfo struct {
-	Name, Type                 string
-	Size                       int64
-	MD5, SHA1, SHA256          string
-	MalScore                   float64
-	Family                     string
-	AddedOn, StartedOn, DoneOn string // the sandbox's own timestamps, shown as given
-	Screenshots                int    // how many were posted in the thread
+	Name     string  `json:"name"`
+	Type     string  `json:"type,omitempty"`
+	Size     int64   `json:"size,omitempty"`
+	MD5      string  `json:"md5,omitempty"`
+	SHA1     string  `json:"sha1,omitempty"`
+	SHA256   string  `json:"sha256,omitempty"`
+	MalScore float64 `json:"mal_score,omitempty"`
+	Family   string  `json:"family,omitempty"`
+	// AddedOn, StartedOn and DoneOn are the sandbox's own timestamps,
+	// shown as given.
+	AddedOn   string `json:"added_on,omitempty"`
+	StartedOn string `json:"started_on,omitempty"`
+	DoneOn    string `json:"done_on,omitempty"`
+	// Screenshots is how many were posted in the thread.
+	Screenshots int `json:"screenshots,omitempty"`
 	// ScreenshotsFailed: the screenshots could not be fetched (or posted);
 	// the card says so.
-	ScreenshotsFailed bool
+	ScreenshotsFailed bool `json:"screenshots_failed,omitempty"`
 }
 
 // Skip is a target that was deliberately not sent to a service.
 type Skip struct {
 	// Kind is KindFile for a file (Target is then its name), else a URL.
-	Kind   Kind
-	Target string
-	Reason string // user-facing: "allowlisted domain", "private or internal host", …
+	Kind   Kind   `json:"kind"`
+	Target string `json:"target"`
+	Reason string `json:"reason,omitempty"` // user-facing: "allowlisted domain", "private or internal host", …
 }
 
 // Report is one piece of feedback, for the audit trail.
 type Report struct {
-	User     string // Slack user id
-	Option   string // "fp", "fn" or "restore"
-	Category verdict.Category
-	At       time.Time
+	User     string           `json:"user"`   // Slack user id
+	Option   string           `json:"option"` // "fp", "fn" or "restore"
+	Category verdict.Category `json:"category"`
+	At       time.Time        `json:"at,omitzero"`
 	// Outcome is "" when the service accepted it, else its text.
-	Outcome string
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // Level is the card's overall level: the worst of its lines.
