@@ -6,6 +6,7 @@
 package card
 
 import (
+	"errors"
 	"time"
 
 	"github.com/verdictbot/verdictbot/verdict"
@@ -19,6 +20,10 @@ const (
 	KindURL  Kind = "url"
 	KindFile Kind = "file"
 )
+
+// ErrNotFound is returned by whatever keeps cards when there is no card
+// for the given message or card timestamp.
+var ErrNotFound = errors.New("card not found")
 
 // Ref names a card by the message it answers.
 type Ref struct {

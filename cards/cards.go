@@ -4,7 +4,6 @@ import (
 	"errors"
 	"github.com/verdictbot/verdictbot/card"
 
-	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -82,11 +81,12 @@ func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.Ca
 	return rec.Card.Clone(), true
 }
 
-// Edit implements commands.CardBook.
+// Edit calls fn with the card posted at (channel, cardTS) and saves what it
+// did (commands.CardBook).
 func (cs *Cards) Edit(channel, cardTS string, fn func(c *card.Card) error) error {
 	rec, err := cs.st.CardByTS(channel, cardTS)
 	if errors.Is(err, store.ErrNotFound) {
-		return commands.ErrCardNotFound
+		return card.ErrNotFound
 	}
 	if err != nil {
 		return err
@@ -95,13 +95,12 @@ func (cs *Cards) Edit(channel, cardTS string, fn func(c *card.Card) error) error
 	return err
 }
 
-var _ commands.CardBook = (*Cards)(nil)
-
-// EditBySource implements commands.CardBook.
+// EditBySource is Edit for the card answering the message at (channel,
+// sourceTS), posted or not (commands.CardBook).
 func (cs *Cards) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
 	_, err := cs.st.UpdateCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(r *store.CardRecord) error { return fn(&r.Card) })
 	if errors.Is(err, store.ErrNotFound) {
-		return commands.ErrCardNotFound
+		return card.ErrNotFound
 	}
 	return err
 }

@@ -31,7 +31,7 @@ type CardBook interface {
 }
 
 // ErrCardNotFound is returned by CardBook.Edit for an unknown card.
-var ErrCardNotFound = errors.New("card not found")
+var ErrCardNotFound = card.ErrNotFound
 
 // Reporter sends a verdict disposition (*reputation.Client implements it).
 type Reporter interface {
