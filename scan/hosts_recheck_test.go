@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/bot"
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/sim"
@@ -28,7 +27,7 @@ func (g *switchGate) CheckURL(context.Context, string) (string, bool) {
 func TestRecheckOfAHostNowInternalIsNotSent(t *testing.T) {
 	t.Parallel()
 	srv, base := sim.Start(t, sim.Config{})
-	rep, err := reputation.New(base, "k", reputation.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}))
+	rep, err := reputation.New(base, "k", reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +41,7 @@ func TestRecheckOfAHostNowInternalIsNotSent(t *testing.T) {
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
 	gate := &switchGate{}
 	urls := scan.NewURLs(rep, scan.URLOptions{Memory: &bot.URLMemory{DB: db, Schedule: sched, Now: clock.Now}, Now: clock.Now,
-		Hosts: gate, Wait: reputation.WaitOptions{Backoff: apiclient.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
+		Hosts: gate, Wait: reputation.WaitOptions{Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)
 	var changes atomic.Int32
 	r := &scan.Recheck{Store: db, URLs: urls, Schedule: sched, Max: 10, Now: clock.Now,
