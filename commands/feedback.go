@@ -14,9 +14,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/notify"
-	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -33,9 +32,11 @@ type CardBook interface {
 // ErrCardNotFound is returned by CardBook.Edit for an unknown card.
 var ErrCardNotFound = card.ErrNotFound
 
-// Reporter sends a verdict disposition (*reputation.Client implements it).
+// Reporter sends a verdict disposition to the URL service (*scan.URLs
+// implements it): option is "fp", "fn" or "restore". A refusal is a
+// *scan.LookupError.
 type Reporter interface {
-	Report(ctx context.Context, taskID string, verdictType reputation.Category, option reputation.ReportOption) error
+	Report(ctx context.Context, taskID string, category verdict.Category, option string) error
 }
 
 // CardPoster updates cards and answers users privately.
@@ -248,16 +249,16 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	}()
 
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	rerr := f.Rep.Report(rctx, taskID, reputation.Category(cat), reputation.ReportOption(option))
+	rerr := f.Rep.Report(rctx, taskID, cat, option)
 	cancel()
 	rep := card.Report{User: r.User, Option: option, Category: cat, At: f.now()}
 	if rerr != nil {
-		var ae *apiclient.APIError
+		var le *scan.LookupError
 		switch {
-		case errors.Is(rerr, reputation.ErrTaskNotFound):
+		case errors.Is(rerr, scan.ErrNotFound):
 			rep.Outcome = "the service no longer has this task"
-		case errors.As(rerr, &ae):
-			rep.Outcome = ae.Message
+		case errors.As(rerr, &le) && le.Message != "":
+			rep.Outcome = le.Message
 		default:
 			rep.Outcome = "the service could not be reached"
 		}

@@ -12,10 +12,8 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/links"
-	"github.com/verdictbot/verdictbot/reputation"
-	"github.com/verdictbot/verdictbot/sandbox"
+	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -32,18 +30,18 @@ type URLScanner interface {
 	ScanRequest(ctx context.Context, channel, user string, targets []links.Target, skipped []links.Skipped) error
 }
 
-// URLService is what /scan needs of the URL service (*reputation.Client).
+// URLService is what /scan needs of the URL pipeline (*scan.URLs): a
+// task's status. Failures are *scan.LookupError.
 type URLService interface {
-	Status(ctx context.Context, taskID string) (reputation.Status, error)
+	Status(ctx context.Context, taskID string) (string, error)
 }
 
-// SandboxService is what /scan needs of the sandbox (*sandbox.Client).
+// SandboxService is what /scan needs of the file pipeline (*scan.Files): a
+// task's state and a file's record by hash. Failures are
+// *scan.LookupError.
 type SandboxService interface {
-	Status(ctx context.Context, id string) (sandbox.Status, error)
-	TaskInfo(ctx context.Context, id string) (*sandbox.Task, error)
-	FileView(ctx context.Context, hash string) (*sandbox.File, error)
-	SearchTasks(ctx context.Context, hash string) ([]sandbox.Task, error)
-	SimpleReport(ctx context.Context, id string) (*sandbox.Report, error)
+	Task(ctx context.Context, id string) (*scan.SandboxTask, error)
+	Sample(ctx context.Context, hash string) (*scan.Sample, error)
 }
 
 // State is what /scan reads and changes in the store (*store.DB).
@@ -236,18 +234,18 @@ func (s *Scan) status(ctx context.Context, req *Request) error {
 		if s.Sandbox == nil {
 			return userErr("No sandbox service is configured, so there is no sandbox task `%s` to look up.", id)
 		}
-		st, err := s.Sandbox.Status(ctx, id)
+		task, err := s.Sandbox.Task(ctx, id)
 		if err != nil {
 			return serviceErr("sandbox", err, id)
 		}
-		text := fmt.Sprintf("Sandbox task `%s`: *%s*.", id, st)
-		if info, err := s.Sandbox.TaskInfo(ctx, id); err == nil {
-			text += fmt.Sprintf(" Added %s", orDash(string(info.AddedOn)))
-			if info.StartedOn.Set() {
-				text += ", started " + string(info.StartedOn)
+		text := fmt.Sprintf("Sandbox task `%s`: *%s*.", id, task.Status)
+		if task.HaveTimes {
+			text += fmt.Sprintf(" Added %s", orDash(task.AddedOn))
+			if task.StartedOn != "" {
+				text += ", started " + task.StartedOn
 			}
-			if info.CompletedOn.Set() {
-				text += ", completed " + string(info.CompletedOn)
+			if task.CompletedOn != "" {
+				text += ", completed " + task.CompletedOn
 			}
 			text += " (the sandbox's clock)."
 		}
@@ -264,40 +262,31 @@ func (s *Scan) hash(ctx context.Context, req *Request) error {
 	if s.Sandbox == nil {
 		return userErr("No sandbox service is configured.")
 	}
-	f, err := s.Sandbox.FileView(ctx, h)
-	if errors.Is(err, sandbox.ErrSampleNotFound) {
+	f, err := s.Sandbox.Sample(ctx, h)
+	if errors.Is(err, scan.ErrNotFound) {
 		return s.Respond(ctx, req, fmt.Sprintf("The sandbox has never seen a file with hash `%s`.", h))
 	}
 	if err != nil {
 		return serviceErr("sandbox", err, "")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "*File* `%s` — %s, %d bytes\nmd5 `%s` · sha1 `%s`\nsha256 `%s`\n", h, orDash(f.FileType), f.FileSize, f.MD5, f.SHA1, f.SHA256)
-	tasks, err := s.Sandbox.SearchTasks(ctx, h)
-	if err != nil {
-		return serviceErr("sandbox", err, "")
-	}
-	fmt.Fprintf(&b, "%d task(s)", len(tasks))
-	for i, t := range tasks {
+	fmt.Fprintf(&b, "*File* `%s` — %s, %d bytes\nmd5 `%s` · sha1 `%s`\nsha256 `%s`\n", h, orDash(f.Type), f.Size, f.MD5, f.SHA1, f.SHA256)
+	fmt.Fprintf(&b, "%d task(s)", len(f.Tasks))
+	for i, t := range f.Tasks {
 		if i == 5 {
 			fmt.Fprintf(&b, ", …")
 			break
 		}
-		fmt.Fprintf(&b, "%s `%s` %s (added %s)", sep(i), t.ID, orDash(string(t.Status)), orDash(string(t.AddedOn)))
+		fmt.Fprintf(&b, "%s `%s` %s (added %s)", sep(i), t.ID, orDash(t.Status), orDash(t.AddedOn))
 	}
 	b.WriteString("\n")
-	for _, t := range tasks { // newest first: the newest with a report
-		r, err := s.Sandbox.SimpleReport(ctx, t.ID)
-		if err != nil {
-			continue
-		}
+	if r := f.Report; r != nil {
 		level := verdict.MalscoreLevel(r.MalScore)
-		fmt.Fprintf(&b, "Newest report: task `%s`, malscore *%.1f*/10 (%s)", t.ID, r.MalScore, level)
+		fmt.Fprintf(&b, "Newest report: task `%s`, malscore *%.1f*/10 (%s)", r.TaskID, r.MalScore, level)
 		if r.MalFamily != "" {
 			fmt.Fprintf(&b, ", family *%s*", r.MalFamily)
 		}
 		b.WriteString(".")
-		break
 	}
 	return s.Respond(ctx, req, b.String())
 }
@@ -623,17 +612,16 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 
 // serviceErr turns a service failure into an answer.
 func serviceErr(service string, err error, id string) error {
-	var ae *apiclient.APIError
+	var le *scan.LookupError
 	switch {
-	case errors.Is(err, reputation.ErrTaskNotFound), errors.Is(err, sandbox.ErrTaskDoesNotExist), errors.Is(err, sandbox.ErrTaskNotFound):
+	case !errors.As(err, &le):
+	case le.NotFound:
 		return userErr("The %s has no task `%s`.", service, id)
-	case errors.As(err, &ae):
-		return userErr("The %s said: %s.", service, ae.Message)
-	}
-	switch apiclient.ReasonOf(err) {
-	case apiclient.ReasonRateLimited, apiclient.ReasonQuota:
+	case le.Message != "":
+		return userErr("The %s said: %s.", service, le.Message)
+	case le.Throttled():
 		return userErr("The %s is rate limiting us; try again in a minute.", service)
-	case apiclient.ReasonAuth:
+	case le.KeyRefused():
 		return userErr("The %s refused our API key; tell the bot's operators.", service)
 	}
 	return userErr("The %s could not be reached; try again later.", service)

@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -114,17 +115,39 @@ func (m *Metrics) Envelope(kind string, ack time.Duration, err error) {
 // Dropped implements bot.Observer.
 func (m *Metrics) Dropped(kind, reason string) { m.dropped.WithLabelValues(kind, reason).Inc() }
 
-// ServiceEvent is the analysis clients' Observe hook.
-func (m *Metrics) ServiceEvent(e apiclient.Event) {
+// ServiceCall is one request attempt or budget wait of an analysis client,
+// as the clients' observers report it (reputation.Event, sandbox.Event).
+type ServiceCall struct {
+	Service, Op, Budget string
+	// Reason is the failure's reason label, "" on success.
+	Reason string
+	// IsWait marks a wait for the client-side budget, which lasted Wait.
+	IsWait bool
+	Wait   time.Duration
+}
+
+// ServiceEvent counts one request attempt or budget wait.
+func (m *Metrics) ServiceEvent(e ServiceCall) {
 	if e.IsWait {
-		m.budgetWaits.WithLabelValues(e.Service, string(e.Budget)).Inc()
-		m.budgetWaited.WithLabelValues(e.Service, string(e.Budget)).Add(e.Wait.Seconds())
+		m.budgetWaits.WithLabelValues(e.Service, e.Budget).Inc()
+		m.budgetWaited.WithLabelValues(e.Service, e.Budget).Add(e.Wait.Seconds())
 		return
 	}
-	m.requests.WithLabelValues(e.Service, e.Op, string(e.Budget)).Inc()
-	if e.Reason != apiclient.ReasonNone {
-		m.serviceErrs.WithLabelValues(e.Service, e.Op, string(e.Reason)).Inc()
+	m.requests.WithLabelValues(e.Service, e.Op, e.Budget).Inc()
+	if e.Reason != "" {
+		m.serviceErrs.WithLabelValues(e.Service, e.Op, e.Reason).Inc()
 	}
+}
+
+// ReputationEvent is the URL service client's observer
+// (reputation.WithObserver).
+func (m *Metrics) ReputationEvent(e reputation.Event) {
+	m.ServiceEvent(ServiceCall{Service: e.Service, Op: e.Op, Budget: e.Budget, Reason: string(e.Reason), IsWait: e.IsWait, Wait: e.Wait})
+}
+
+// SandboxEvent is the sandbox client's observer (sandbox.WithObserver).
+func (m *Metrics) SandboxEvent(e sandbox.Event) {
+	m.ServiceEvent(ServiceCall{Service: e.Service, Op: e.Op, Budget: e.Budget, Reason: string(e.Reason), IsWait: e.IsWait, Wait: e.Wait})
 }
 
 // URLDone records a finished URL analysis (scan.URLOptions.OnDone).

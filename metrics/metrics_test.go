@@ -8,7 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -18,9 +19,9 @@ func TestHooksFeedTheDocumentedSeries(t *testing.T) {
 	m.Envelope("events_api", 2*time.Millisecond, nil)
 	m.Envelope("events_api", time.Millisecond, errors.New("x"))
 	m.Dropped("message", "duplicate")
-	m.ServiceEvent(apiclient.Event{Service: "reputation", Op: "scan", Budget: apiclient.Run})
-	m.ServiceEvent(apiclient.Event{Service: "reputation", Op: "status", Budget: apiclient.Report, Reason: apiclient.ReasonServer})
-	m.ServiceEvent(apiclient.Event{Service: "sandbox", Budget: apiclient.Run, IsWait: true, Wait: 1500 * time.Millisecond})
+	m.ReputationEvent(reputation.Event{Service: "reputation", Op: "scan", Budget: reputation.BudgetRun})
+	m.ReputationEvent(reputation.Event{Service: "reputation", Op: "status", Budget: reputation.BudgetReport, Reason: reputation.ReasonServer})
+	m.SandboxEvent(sandbox.Event{Service: "sandbox", Budget: sandbox.BudgetRun, IsWait: true, Wait: 1500 * time.Millisecond})
 	m.URLDone(scan.URLVerdict{Level: verdict.Malicious, Polls: 4})
 	m.URLDone(scan.URLVerdict{Level: verdict.Unknown, Err: errors.New("down")})
 	m.FileDone(scan.FileVerdict{Level: verdict.Clean, Reused: true})

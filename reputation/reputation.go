@@ -5,8 +5,10 @@
 //
 // Every request carries the API key in its path (/api/<key>/…); the key
 // never appears in an error or a log line. Failures the service reports come
-// back as *apiclient.APIError carrying the service's own text, matched with
-// errors.Is against the sentinels below.
+// back as *APIError carrying the service's own text, matched with errors.Is
+// against the sentinels below; throttling is a *RateLimitError, an answer
+// that is not the service's JSON an *HTTPError and a network failure a
+// *TransportError (errors.go). ReasonOf classifies all of them.
 package reputation
 
 import (
@@ -14,10 +16,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
@@ -53,69 +53,32 @@ var sentinels = map[string]error{
 	"invalid api key":        ErrInvalidKey,
 }
 
-// Default budgets. The contract's numbers are "not shown" (spec §8); these
-// stay below the simulator's defaults (run 2/s, report 10/s) and are
-// configurable (VERDICTBOT_REPUTATION_RUN_RATE / _REPORT_RATE).
-var (
-	DefaultRunLimit    = apiclient.Limit{Rate: 1, Burst: 2}
-	DefaultReportLimit = apiclient.Limit{Rate: 5, Burst: 10}
-)
-
-// Client talks to one URL reputation service with one key.
+// Client talks to one URL reputation service with one key. It is safe for
+// concurrent use.
 type Client struct {
 	api *apiclient.Client
 }
 
-// Option configures a Client.
-type Option func(*apiclient.Config)
-
-// WithHTTPClient uses hc for every request (its TLS and redirect policy too).
-func WithHTTPClient(hc *http.Client) Option { return func(c *apiclient.Config) { c.HTTPClient = hc } }
-
-// WithTimeout bounds one attempt (default 30s).
-func WithTimeout(d time.Duration) Option { return func(c *apiclient.Config) { c.Timeout = d } }
-
-// WithCAFile trusts the PEM certificates in path in addition to the system roots.
-func WithCAFile(path string) Option { return func(c *apiclient.Config) { c.CAFile = path } }
-
-// WithInsecureTLS skips certificate verification (lab appliances only).
-func WithInsecureTLS() Option { return func(c *apiclient.Config) { c.Insecure = true } }
-
-// WithRateLimits sets the client-side run (scan) and report (everything else) budgets.
-func WithRateLimits(run, report apiclient.Limit) Option {
-	return func(c *apiclient.Config) { c.RunLimit, c.ReportLimit = run, report }
-}
-
-// WithRetries sets how many times a retryable failure is retried (-1: never)
-// and the backoff bounds.
-func WithRetries(n int, minBackoff, maxBackoff time.Duration) Option {
-	return func(c *apiclient.Config) { c.MaxRetries, c.MinBackoff, c.MaxBackoff = n, minBackoff, maxBackoff }
-}
-
-// WithLogger logs retries (key redacted).
-func WithLogger(l *slog.Logger) Option { return func(c *apiclient.Config) { c.Logger = l } }
-
-// WithObserver receives every attempt and budget wait, for metrics.
-func WithObserver(f func(apiclient.Event)) Option { return func(c *apiclient.Config) { c.Observe = f } }
-
 // New returns a client for the service at baseURL (http or https, optionally
 // with a path prefix) using apiKey.
 func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
-	cfg := apiclient.Config{
-		Service:        "reputation",
+	s := settings{cfg: apiclient.Config{
+		Service:        ServiceName,
 		BaseURL:        baseURL,
 		Prefix:         "api",
 		APIKey:         apiKey,
-		RunLimit:       DefaultRunLimit,
-		ReportLimit:    DefaultReportLimit,
+		RunLimit:       DefaultRunLimit.core(),
+		ReportLimit:    DefaultReportLimit.core(),
 		Sentinels:      sentinels,
 		RateLimitTexts: []string{"rate limit exceeded"},
 		QuotaTexts:     []string{"quota exceeded"},
-	}
+	}}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&s)
+		}
 	}
-	api, err := apiclient.New(cfg)
+	api, err := apiclient.New(s.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -144,13 +107,13 @@ func (c *Client) Scan(ctx context.Context, rawURL string) (*Submission, error) {
 			Result apiclient.Text `json:"result"`
 		} `json:"query_url"`
 	}
-	err = c.api.DoJSON(ctx, apiclient.Request{Op: "scan", Budget: apiclient.Run, Method: http.MethodPost,
+	err = c.do(ctx, apiclient.Request{Op: "scan", Budget: apiclient.Run, Method: http.MethodPost,
 		Path: []string{"scan"}, Body: body, ContentType: "application/json", Submission: true}, &out)
 	if err != nil {
 		return nil, err
 	}
 	if out.TaskID == "" {
-		return nil, &apiclient.HTTPError{Service: "reputation", Op: "scan", StatusCode: 200, Cause: "answer has no task_id"}
+		return nil, badAnswer("scan", "answer has no task_id")
 	}
 	return &Submission{
 		TaskID:     string(out.TaskID),
@@ -180,7 +143,7 @@ func (c *Client) Status(ctx context.Context, taskID string) (Status, error) {
 	var out struct {
 		Status apiclient.Text `json:"status"`
 	}
-	if err := c.api.DoJSON(ctx, apiclient.Request{Op: "status", Method: http.MethodGet, Path: []string{"status", taskID}}, &out); err != nil {
+	if err := c.do(ctx, apiclient.Request{Op: "status", Method: http.MethodGet, Path: []string{"status", taskID}}, &out); err != nil {
 		return "", err
 	}
 	return Status(strings.TrimSpace(string(out.Status))), nil
@@ -282,15 +245,15 @@ func (c *Client) Result(ctx context.Context, taskID string) (*Result, error) {
 		URL     apiclient.Text   `json:"url"`
 		Verdict *json.RawMessage `json:"verdict"`
 	}
-	if err := c.api.DoJSON(ctx, apiclient.Request{Op: "result", Method: http.MethodGet, Path: []string{"result", taskID}}, &out); err != nil {
+	if err := c.do(ctx, apiclient.Request{Op: "result", Method: http.MethodGet, Path: []string{"result", taskID}}, &out); err != nil {
 		return nil, err
 	}
 	if out.Verdict == nil {
-		return nil, &apiclient.HTTPError{Service: "reputation", Op: "result", StatusCode: 200, Cause: "answer has no verdict"}
+		return nil, badAnswer("result", "answer has no verdict")
 	}
 	var v Verdict
 	if err := json.Unmarshal(*out.Verdict, &v); err != nil {
-		return nil, &apiclient.HTTPError{Service: "reputation", Op: "result", StatusCode: 200, Cause: "verdict does not decode: " + err.Error()}
+		return nil, badAnswer("result", "verdict does not decode: "+err.Error())
 	}
 	return &Result{URL: string(out.URL), Verdict: v}, nil
 }
@@ -305,7 +268,7 @@ func (c *Client) Detail(ctx context.Context, taskID string) (json.RawMessage, er
 	var out struct {
 		Detail json.RawMessage `json:"detail"`
 	}
-	if err := c.api.DoJSON(ctx, apiclient.Request{Op: "detail", Method: http.MethodGet, Path: []string{"result", "detail", taskID}}, &out); err != nil {
+	if err := c.do(ctx, apiclient.Request{Op: "detail", Method: http.MethodGet, Path: []string{"result", "detail", taskID}}, &out); err != nil {
 		return nil, err
 	}
 	if len(out.Detail) == 0 || string(out.Detail) == "null" {
@@ -324,12 +287,12 @@ func (c *Client) SearchTaskID(ctx context.Context, rawURL string) (string, error
 	var out struct {
 		TaskID apiclient.ID `json:"task_id"`
 	}
-	if err := c.api.DoJSON(ctx, apiclient.Request{Op: "search", Method: http.MethodPost, Path: []string{"search", "task_id"},
+	if err := c.do(ctx, apiclient.Request{Op: "search", Method: http.MethodPost, Path: []string{"search", "task_id"},
 		Body: body, ContentType: "application/json"}, &out); err != nil {
 		return "", err
 	}
 	if out.TaskID == "" {
-		return "", &apiclient.HTTPError{Service: "reputation", Op: "search", StatusCode: 200, Cause: "answer has no task_id"}
+		return "", badAnswer("search", "answer has no task_id")
 	}
 	return string(out.TaskID), nil
 }
@@ -355,7 +318,7 @@ func (c *Client) Report(ctx context.Context, taskID string, verdictType Category
 	if verdictType == "" || option == "" {
 		return fmt.Errorf("reputation report: empty verdict type or option")
 	}
-	return c.api.DoJSON(ctx, apiclient.Request{Op: "verdict_report", Method: http.MethodGet,
+	return c.do(ctx, apiclient.Request{Op: "verdict_report", Method: http.MethodGet,
 		Path: []string{"verdict", "report", taskID, string(verdictType), string(option)}}, nil)
 }
 

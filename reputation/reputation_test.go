@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
 
 const key = "k3y%odd chars+x"
@@ -36,7 +34,7 @@ func setup(t *testing.T, handler func(w http.ResponseWriter, r *http.Request, re
 		handler(w, r, strings.TrimPrefix(p, prefix))
 	}))
 	t.Cleanup(srv.Close)
-	c, err := New(srv.URL+"/base", key, WithRetries(1, time.Millisecond, time.Millisecond), WithRateLimits(apiclient.Limit{}, apiclient.Limit{}))
+	c, err := New(srv.URL+"/base", key, WithRetries(1, time.Millisecond, time.Millisecond), WithRateLimits(Limit{}, Limit{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +157,7 @@ func TestEveryDocumentedErrorHasASentinel(t *testing.T) {
 			if !errors.Is(err, sentinel) {
 				t.Fatalf("errors.Is(%v, %v) = false", err, sentinel)
 			}
-			var ae *apiclient.APIError
+			var ae *APIError
 			if !errors.As(err, &ae) || ae.Message != text {
 				t.Fatalf("service text lost: %v", err)
 			}
@@ -196,7 +194,7 @@ func TestHTMLAndEmptyAnswersAreClearErrors(t *testing.T) {
 			t.Parallel()
 			c := setup(t, func(w http.ResponseWriter, r *http.Request, rest string) { h(w) })
 			_, err := c.Result(t.Context(), "t1")
-			var he *apiclient.HTTPError
+			var he *HTTPError
 			if !errors.As(err, &he) {
 				t.Fatalf("err = %T %v", err, err)
 			}
@@ -264,8 +262,8 @@ func TestWaitDeadline(t *testing.T) {
 		io.WriteString(w, `{"status":"pending","error":false}`)
 	})
 	_, err := c.Wait(t.Context(), "t1", WaitOptions{Deadline: 50 * time.Millisecond,
-		Backoff: apiclient.Backoff{Initial: 5 * time.Millisecond, Max: 5 * time.Millisecond}})
-	if !errors.Is(err, apiclient.ErrDeadline) {
+		Backoff: Backoff{Initial: 5 * time.Millisecond, Max: 5 * time.Millisecond}})
+	if !errors.Is(err, ErrDeadline) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -18,14 +18,14 @@ import (
 const simKey = "sim-key-0042"
 
 var fastWait = reputation.WaitOptions{
-	Backoff:  apiclient.Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond},
+	Backoff:  reputation.Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond},
 	Deadline: 5 * time.Second,
 }
 
 func client(t *testing.T, base string, opts ...reputation.Option) *reputation.Client {
 	t.Helper()
 	opts = append([]reputation.Option{
-		reputation.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
+		reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}),
 		reputation.WithRetries(2, time.Millisecond, 5*time.Millisecond),
 	}, opts...)
 	c, err := reputation.New(base, simKey, opts...)
@@ -154,7 +154,7 @@ func TestEveryErrorTextFromTheSimulator(t *testing.T) {
 				if !errors.Is(err, tc.want) {
 					t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 				}
-				var ae *apiclient.APIError
+				var ae *reputation.APIError
 				if !errors.As(err, &ae) || ae.Message != tc.want.Error() {
 					t.Errorf("%s: service text not kept: %v", tc.name, err)
 				}
@@ -194,8 +194,8 @@ func TestUnknownKeyIsAClearErrorWithoutTheKey(t *testing.T) {
 	_, base := sim.Start(t, sim.Config{Keys: []string{"the-right-key"}})
 	c := client(t, base)
 	_, err := c.Scan(t.Context(), "https://example.com/")
-	if !errors.Is(err, reputation.ErrInvalidKey) || apiclient.ReasonOf(err) != apiclient.ReasonAuth {
-		t.Fatalf("err = %v (%s)", err, apiclient.ReasonOf(err))
+	if !errors.Is(err, reputation.ErrInvalidKey) || reputation.ReasonOf(err) != reputation.ReasonAuth {
+		t.Fatalf("err = %v (%s)", err, reputation.ReasonOf(err))
 	}
 	if strings.Contains(fmt.Sprintf("%v %+v", err, err), simKey) {
 		t.Fatal("key in error")
@@ -275,7 +275,7 @@ func TestBudgetsKeepUnderTheServiceLimits(t *testing.T) {
 	// The client's budgets (1.5/s and 8/s) must mean no request is ever
 	// refused with 429, however hard the callers push.
 	srv, base := sim.Start(t, sim.Config{ReputationLimits: sim.Limits{RunRate: 2, RunBurst: 2, ReportRate: 10, ReportBurst: 10}})
-	c := client(t, base, reputation.WithRateLimits(apiclient.Limit{Rate: 1.5, Burst: 2}, apiclient.Limit{Rate: 8, Burst: 8}),
+	c := client(t, base, reputation.WithRateLimits(reputation.Limit{Rate: 1.5, Burst: 2}, reputation.Limit{Rate: 8, Burst: 8}),
 		reputation.WithRetries(-1, time.Millisecond, time.Millisecond))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -325,7 +325,7 @@ func TestCancellationStopsAWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = c.Wait(ctx, sub.TaskID, reputation.WaitOptions{Backoff: apiclient.Backoff{Initial: 10 * time.Millisecond, Max: 10 * time.Millisecond}})
+	_, err = c.Wait(ctx, sub.TaskID, reputation.WaitOptions{Backoff: reputation.Backoff{Initial: 10 * time.Millisecond, Max: 10 * time.Millisecond}})
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
 		t.Fatalf("err %v after %s", err, time.Since(start))
 	}

@@ -18,18 +18,18 @@ import (
 // service; once it does, the learned schedule needs about a dozen calls for
 // the same or less delay. See docs/PERFORMANCE.md, "Poll-to-verdict
 // latency".
-var DefaultBackoff = apiclient.Backoff{Initial: time.Second, Factor: 1.4, Max: 4 * time.Second, Jitter: 0.1}
+var DefaultBackoff = Backoff{Initial: time.Second, Factor: 1.4, Max: 4 * time.Second, Jitter: 0.1}
 
 // WaitOptions tunes Wait. The zero value uses the defaults.
 type WaitOptions struct {
 	// Backoff is the polling schedule (default DefaultBackoff) unless
 	// Schedule is set.
-	Backoff apiclient.Backoff
+	Backoff Backoff
 	// Schedule, if set, is the polling schedule instead of Backoff: for
-	// example the service's *apiclient.LearnedSchedule (NewLearnedSchedule),
+	// example the service's *LearnedSchedule (NewLearnedSchedule),
 	// which the caller feeds with each completed task's
 	// PollStats.Completion.
-	Schedule apiclient.Schedule
+	Schedule Schedule
 	// Deadline bounds the whole wait (default 10 minutes).
 	Deadline time.Duration
 	// Failed lists the statuses that end the wait as a failure (default
@@ -41,7 +41,7 @@ type WaitOptions struct {
 	OnStatus func(s Status, changed bool)
 	// OnEnd, if set, is called once when the wait ends, however it ends,
 	// with the number of status calls made and when the last ones were.
-	OnEnd func(apiclient.PollStats)
+	OnEnd func(PollStats)
 	// Sleep is injectable for tests.
 	Sleep func(context.Context, time.Duration) error
 }
@@ -62,23 +62,27 @@ var ErrTaskFailed = errors.New("reputation task failed")
 // Is makes errors.Is(err, ErrTaskFailed) true.
 func (e *TaskFailedError) Is(target error) bool { return target == ErrTaskFailed }
 
+// Reason classifies a failed task as a service-reported failure.
+func (e *TaskFailedError) Reason() Reason { return ReasonAPI }
+
 // NewLearnedSchedule returns a polling schedule for URL tasks that learns
-// how long this service's analyses take (apiclient.LearnedSchedule with its
-// defaults, falling back on DefaultBackoff until it has seen 8 of them).
+// how long this service's analyses take (a LearnedSchedule with the
+// defaults of the HTTP core, falling back on DefaultBackoff until it has
+// seen 8 of them).
 // Use one per service, pass it as WaitOptions.Schedule, and Observe each
 // completed wait's PollStats.Completion (WaitOptions.OnEnd); scan.URLs does
 // this itself.
-func NewLearnedSchedule() *apiclient.LearnedSchedule {
+func NewLearnedSchedule() *LearnedSchedule {
 	cfg := apiclient.DefaultLearnedConfig()
-	cfg.Fallback = DefaultBackoff
-	return apiclient.NewLearnedSchedule(cfg)
+	cfg.Fallback = DefaultBackoff.core()
+	return &LearnedSchedule{s: apiclient.NewLearnedSchedule(cfg)}
 }
 
 // Wait polls the task until it is completed, fails, or the deadline passes.
 // Transient errors (rate limits, 5xx, transport) keep polling; documented
 // errors (task not found, wrong task id) end the wait at once.
 func (c *Client) Wait(ctx context.Context, taskID string, o WaitOptions) (Status, error) {
-	if o.Backoff == (apiclient.Backoff{}) {
+	if o.Backoff == (Backoff{}) {
 		o.Backoff = DefaultBackoff
 	}
 	if o.Deadline <= 0 {
@@ -87,7 +91,13 @@ func (c *Client) Wait(ctx context.Context, taskID string, o WaitOptions) (Status
 	if o.Failed == nil {
 		o.Failed = []Status{StatusFailed, "error"}
 	}
-	cfg := apiclient.WaitConfig{Backoff: o.Backoff, Schedule: o.Schedule, Deadline: o.Deadline, Sleep: o.Sleep, OnEnd: o.OnEnd}
+	cfg := apiclient.WaitConfig{Backoff: o.Backoff.core(), Deadline: o.Deadline, Sleep: o.Sleep}
+	if o.Schedule != nil {
+		cfg.Schedule = o.Schedule
+	}
+	if o.OnEnd != nil {
+		cfg.OnEnd = func(s apiclient.PollStats) { o.OnEnd(PollStats(s)) }
+	}
 	if o.OnStatus != nil {
 		cfg.OnStatus = func(s string, changed bool) { o.OnStatus(Status(s), changed) }
 	}
@@ -109,4 +119,86 @@ func (c *Client) Wait(ctx context.Context, taskID string, o WaitOptions) (Status
 		return Status(st), fmt.Errorf("wait for reputation task %s: %w", taskID, err)
 	}
 	return Status(st), nil
+}
+
+// Backoff is a polling schedule: the first check after Initial, each next
+// interval Factor times the previous, never more than Max, each randomised
+// by ±Jitter (a fraction) so that many tasks started together spread out.
+type Backoff struct {
+	Initial time.Duration
+	Factor  float64
+	Max     time.Duration
+	Jitter  float64
+}
+
+func (b Backoff) core() apiclient.Backoff { return apiclient.Backoff(b) }
+
+// Delay returns the wait before check number n (0-based), without jitter.
+func (b Backoff) Delay(n int) time.Duration { return b.core().Delay(n) }
+
+// Next implements Schedule: Delay(polls), jittered.
+func (b Backoff) Next(polls int, elapsed time.Duration) time.Duration {
+	return b.core().Next(polls, elapsed)
+}
+
+// Schedule decides when a polled task is checked next: Next returns the
+// wait before the next check, given how many checks were made so far and
+// how long the wait has lasted. It must be safe for concurrent use when one
+// Schedule serves many tasks. Backoff and *LearnedSchedule implement it.
+type Schedule interface {
+	Next(polls int, elapsed time.Duration) time.Duration
+}
+
+// PollStats describes a finished wait: how many status checks it made and
+// when the last of them ended, on the wait's clock.
+type PollStats struct {
+	// Polls is the number of checks made (failed ones included).
+	Polls int
+	// Elapsed is the time from the start of the wait to the end of the
+	// last check.
+	Elapsed time.Duration
+	// LastGap is the time between the ends of the last two checks; when
+	// the last check saw the task end, the task ended within this gap.
+	LastGap time.Duration
+}
+
+// Completion estimates, for a wait whose last check saw the task end, how
+// long after the start of the wait the task ended (the middle of the last
+// gap).
+func (s PollStats) Completion() time.Duration { return apiclient.PollStats(s).Completion() }
+
+// LearnedSchedule is a polling Schedule that learns how long the service's
+// tasks take and spends its status checks where completions are likely
+// (docs/PERFORMANCE.md, "Poll-to-verdict latency"). One serves every task
+// of a service; it is safe for concurrent use. Make one with
+// NewLearnedSchedule.
+type LearnedSchedule struct{ s *apiclient.LearnedSchedule }
+
+// Next implements Schedule.
+func (l *LearnedSchedule) Next(polls int, elapsed time.Duration) time.Duration {
+	return l.s.Next(polls, elapsed)
+}
+
+// Observe records that a task took d from submission to completion (a
+// completed wait's PollStats.Completion, for waits that started at
+// submission).
+func (l *LearnedSchedule) Observe(d time.Duration) { l.s.Observe(d) }
+
+// Stats returns what the schedule currently believes.
+func (l *LearnedSchedule) Stats() LearnedStats { return LearnedStats(l.s.Stats()) }
+
+// LearnedStats is what a LearnedSchedule currently believes, for metrics
+// and logs.
+type LearnedStats struct {
+	// Samples is how many durations are remembered.
+	Samples int
+	// Learning is true once enough durations are known (the fallback
+	// schedule is no longer used).
+	Learning bool
+	// P5, Median and P95 are quantiles of the remembered durations (zero
+	// without samples).
+	P5, Median, P95 time.Duration
+	// ChecksPerTask is the mean number of status checks the schedule
+	// expects to make per task (zero until Learning).
+	ChecksPerTask float64
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -45,9 +44,9 @@ func TestWaitLearnedScheduleAgainstTheSimulator(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var stats apiclient.PollStats
+		var stats reputation.PollStats
 		st, err := c.Wait(t.Context(), sub.TaskID, reputation.WaitOptions{Schedule: learned, Sleep: sleep,
-			OnEnd: func(s apiclient.PollStats) { stats = s }})
+			OnEnd: func(s reputation.PollStats) { stats = s }})
 		if err != nil || st != reputation.StatusCompleted {
 			t.Fatalf("task %d: %q %v", i, st, err)
 		}

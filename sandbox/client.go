@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -9,7 +10,7 @@ import (
 )
 
 // ServiceName is the name of this service in errors, logs and
-// apiclient.Event.Service.
+// Event.Service.
 const ServiceName = "sandbox"
 
 // Default budgets. The spec gives no numbers (§8: "report requests and run
@@ -17,10 +18,45 @@ const ServiceName = "sandbox"
 // shown"); these are conservative and configurable with WithRateLimits.
 var (
 	// DefaultRunLimit covers CreateFile: 1 upload/s, burst 2.
-	DefaultRunLimit = apiclient.Limit{Rate: 1, Burst: 2}
+	DefaultRunLimit = Limit{Rate: 1, Burst: 2}
 	// DefaultReportLimit covers every other operation: 5 requests/s, burst 10.
-	DefaultReportLimit = apiclient.Limit{Rate: 5, Burst: 10}
+	DefaultReportLimit = Limit{Rate: 5, Burst: 10}
 )
+
+// Limit is a client-side token bucket: Rate requests per second on average,
+// Burst at once. A zero Rate means unlimited.
+type Limit struct {
+	Rate  float64
+	Burst int
+}
+
+func (l Limit) core() apiclient.Limit { return apiclient.Limit{Rate: l.Rate, Burst: l.Burst} }
+
+// Budgets an operation draws on (spec §8): run covers CreateFile, report
+// every other operation.
+const (
+	BudgetRun    = "run"
+	BudgetReport = "report"
+)
+
+// Event is what an observer (WithObserver) receives after every request
+// attempt and every wait for a budget, for metrics.
+type Event struct {
+	Service  string // ServiceName
+	Op       string // one of the Op constants
+	Budget   string // BudgetRun or BudgetReport
+	Status   int    // HTTP status, 0 when none
+	Reason   Reason // ReasonNone on success
+	Duration time.Duration
+	Wait     time.Duration // time spent waiting for the budget (IsWait)
+	IsWait   bool          // a budget wait rather than an attempt
+	Attempt  int           // 1 for the first attempt
+}
+
+func eventOf(e apiclient.Event) Event {
+	return Event{Service: e.Service, Op: e.Op, Budget: string(e.Budget), Status: e.Status, Reason: Reason(e.Reason),
+		Duration: e.Duration, Wait: e.Wait, IsWait: e.IsWait, Attempt: e.Attempt}
+}
 
 // DefaultUploadTimeout bounds one CreateFile attempt: about 28.6 MiB (CAPE's
 // 30,000,000-byte max_sample_size, notes §1.2) at 1 Mbit/s takes 4 min.
@@ -65,8 +101,8 @@ func WithInsecureTLS() Option { return func(s *settings) { s.cfg.Insecure = true
 
 // WithRateLimits sets the client-side budgets: run covers CreateFile, report
 // every other operation (spec §8). A zero Limit is unlimited.
-func WithRateLimits(run, report apiclient.Limit) Option {
-	return func(s *settings) { s.cfg.RunLimit, s.cfg.ReportLimit = run, report }
+func WithRateLimits(run, report Limit) Option {
+	return func(s *settings) { s.cfg.RunLimit, s.cfg.ReportLimit = run.core(), report.core() }
 }
 
 // WithRetries sets how many times a retryable failure is retried (-1: never;
@@ -82,7 +118,15 @@ func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.cfg.Logger
 
 // WithObserver is called after every attempt and every budget wait, for
 // metrics.
-func WithObserver(f func(apiclient.Event)) Option { return func(s *settings) { s.cfg.Observe = f } }
+func WithObserver(f func(Event)) Option {
+	return func(s *settings) {
+		if f == nil {
+			s.cfg.Observe = nil
+			return
+		}
+		s.cfg.Observe = func(e apiclient.Event) { f(eventOf(e)) }
+	}
+}
 
 // New returns a client for the sandbox at baseURL (http or https, optionally
 // with a path prefix; requests go to <baseURL>/apineo/<apiKey>/…, spec §5).
@@ -93,8 +137,8 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 			BaseURL:        baseURL,
 			Prefix:         "apineo",
 			APIKey:         apiKey,
-			RunLimit:       DefaultRunLimit,
-			ReportLimit:    DefaultReportLimit,
+			RunLimit:       DefaultRunLimit.core(),
+			ReportLimit:    DefaultReportLimit.core(),
 			Sentinels:      sentinels,
 			Prefixes:       prefixes,
 			RateLimitTexts: rateLimitTexts,
@@ -119,4 +163,16 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		s.uploadTimeout = DefaultUploadTimeout
 	}
 	return &Client{api: api, log: log, uploadTimeout: s.uploadTimeout}, nil
+}
+
+// do sends req through the HTTP core and returns its failure as this
+// package's error type.
+func (c *Client) do(ctx context.Context, req apiclient.Request, out any) error {
+	return wrapErr(c.api.DoJSON(ctx, req, out))
+}
+
+// stream is do for a binary answer.
+func (c *Client) stream(ctx context.Context, req apiclient.Request) (*apiclient.Stream, error) {
+	st, err := c.api.DoStream(ctx, req)
+	return st, wrapErr(err)
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
@@ -18,12 +19,12 @@ import (
 // strings or numbers, nullable timestamps, unknown members ignored. Each is a
 // fuzz target.
 
-// errShape is the cause of every decode failure; wrapped in an
-// *apiclient.HTTPError by badAnswer.
+// errShape is the cause of every decode failure; wrapped in an *HTTPError
+// by badAnswer.
 var errShape = errors.New("unexpected answer shape")
 
 func badAnswer(op string, err error) error {
-	return &apiclient.HTTPError{Service: ServiceName, Op: op, StatusCode: http.StatusOK, Cause: err.Error()}
+	return wrapErr(&apiclient.HTTPError{Service: ServiceName, Op: op, StatusCode: http.StatusOK, Cause: err.Error()})
 }
 
 func shapeErr(format string, args ...any) error {
@@ -233,9 +234,25 @@ type Task struct {
 	Status   Status
 	Category string
 
-	AddedOn     apiclient.NaiveTime
-	StartedOn   apiclient.NaiveTime
-	CompletedOn apiclient.NaiveTime
+	AddedOn     NaiveTime
+	StartedOn   NaiveTime
+	CompletedOn NaiveTime
+}
+
+// NaiveTime is a server timestamp of the form "YYYY-MM-DD HH:MM:SS" with
+// no zone (added_on, started_on, completed_on). It is kept as the server
+// wrote it: the zone is not documented (CAPE 2021 used server local time),
+// so callers must show it, never compute ages from it. Empty means null /
+// not reached yet.
+type NaiveTime string
+
+// Set reports whether the timestamp is present.
+func (t NaiveTime) Set() bool { return t != "" }
+
+// Parse reads the timestamp in loc (the zone the operator says the server
+// uses). It is for display only.
+func (t NaiveTime) Parse(loc *time.Location) (time.Time, error) {
+	return apiclient.NaiveTime(t).Parse(loc)
 }
 
 type wireTask struct {
@@ -251,7 +268,7 @@ type wireTask struct {
 func (w wireTask) task() Task {
 	return Task{
 		ID: string(w.ID), Target: string(w.Target), Status: Status(strings.TrimSpace(string(w.Status))),
-		Category: string(w.Category), AddedOn: w.AddedOn, StartedOn: w.StartedOn, CompletedOn: w.CompletedOn,
+		Category: string(w.Category), AddedOn: NaiveTime(w.AddedOn), StartedOn: NaiveTime(w.StartedOn), CompletedOn: NaiveTime(w.CompletedOn),
 	}
 }
 

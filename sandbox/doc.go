@@ -15,18 +15,17 @@
 //	#7b Screenshot    GET  tasks/get/screenshot/<id>/<n>/     (and ScreenshotsByNumber)
 //
 // The API key travels in the path (/apineo/<key>/…, spec §5); it never
-// appears in an error or a log line (internal/apiclient redacts it).
+// appears in an error or a log line (the shared HTTP core redacts it).
 //
 // # Errors
 //
 // A failure the service reports in its envelope (`error` true with
 // `error_value`, spec §7; CAPE answers these with HTTP 200) is an
-// *apiclient.APIError carrying the service's text unchanged. The texts CAPE
-// and the simulator are known to send have sentinels (ErrTaskDoesNotExist,
-// ErrStillAnalyzing, …) matched with errors.Is. Throttling is an
-// *apiclient.RateLimitError, a non-JSON answer an *apiclient.HTTPError and a
-// network failure an *apiclient.TransportError; apiclient.ReasonOf
-// classifies all of them. Arguments the service could never accept (an
+// *APIError carrying the service's text unchanged. The texts CAPE and the
+// simulator are known to send have sentinels (ErrTaskDoesNotExist,
+// ErrStillAnalyzing, …) matched with errors.Is. Throttling is a
+// *RateLimitError, a non-JSON answer an *HTTPError and a network failure a
+// *TransportError; ReasonOf classifies all of them. Arguments the service could never accept (an
 // impossible hash, an empty task id) are refused before any request with an
 // *InputError.
 //
@@ -54,6 +53,6 @@
 //     archive.
 //
 // Timestamps (added_on, started_on, completed_on) are kept as
-// apiclient.NaiveTime: their zone is not documented (spec §2), so the client
+// NaiveTime: their zone is not documented (spec §2), so the client
 // never computes ages from them; Wait measures time on the client's clock.
 package sandbox

@@ -21,8 +21,6 @@ import (
 	"time"
 
 	"github.com/dsnet/compress/bzip2"
-
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
 
 // testKey has characters that need escaping, to catch every form the key
@@ -112,7 +110,7 @@ func (f *fake) client(opts ...Option) *Client {
 	f.t.Helper()
 	base := []Option{
 		WithRetries(2, time.Millisecond, 5*time.Millisecond),
-		WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
+		WithRateLimits(Limit{}, Limit{}),
 	}
 	c, err := New(f.srv.URL+"/base", testKey, append(base, opts...)...)
 	if err != nil {

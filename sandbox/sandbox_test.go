@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
 
 const (
@@ -40,7 +38,7 @@ func TestNewValidatesWithoutLeakingKey(t *testing.T) {
 		t.Error("missing CA file accepted")
 	}
 	c, err := New("https://sandbox.example/prefix/", testKey, WithInsecureTLS(), WithTimeout(time.Second),
-		WithUploadTimeout(time.Minute), WithLogger(nil), WithObserver(func(apiclient.Event) {}), nil)
+		WithUploadTimeout(time.Minute), WithLogger(nil), WithObserver(func(Event) {}), nil)
 	if err != nil || c.uploadTimeout != time.Minute {
 		t.Fatalf("New with options: %v", err)
 	}
@@ -200,18 +198,18 @@ func TestErrorTexts(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want errors.Is %v", err, tc.want)
 			}
-			var ae *apiclient.APIError
+			var ae *APIError
 			if !errors.As(err, &ae) || ae.Message != tc.text || ae.StatusCode != tc.status {
 				t.Fatalf("err = %#v, want *APIError with the service's text", err)
 			}
 			if n.Load() != 1 {
 				t.Errorf("documented error was retried: %d requests", n.Load())
 			}
-			wantReason := apiclient.ReasonAPI
+			wantReason := ReasonAPI
 			if tc.status == 403 {
-				wantReason = apiclient.ReasonAuth
+				wantReason = ReasonAuth
 			}
-			if got := apiclient.ReasonOf(err); got != wantReason {
+			if got := ReasonOf(err); got != wantReason {
 				t.Errorf("ReasonOf = %s, want %s", got, wantReason)
 			}
 			assertNoSecret(t, err)
@@ -263,8 +261,8 @@ func TestRateLimitAndThrottleAnswers(t *testing.T) {
 			// Always throttled: a RateLimitError after the retries.
 			g := newFake(t, func(w http.ResponseWriter, r *http.Request, p string) { throttle(w) })
 			_, err = g.client().Status(t.Context(), "12")
-			var rl *apiclient.RateLimitError
-			if !errors.As(err, &rl) || apiclient.ReasonOf(err) != apiclient.ReasonRateLimited {
+			var rl *RateLimitError
+			if !errors.As(err, &rl) || ReasonOf(err) != ReasonRateLimited {
 				t.Fatalf("err = %v, want *RateLimitError", err)
 			}
 			assertNoSecret(t, err)
@@ -274,7 +272,7 @@ func TestRateLimitAndThrottleAnswers(t *testing.T) {
 		writeJSON(w, 429, `{"error": true, "error_value": "quota exceeded"}`)
 	})
 	_, err := f.client().Status(t.Context(), "12")
-	if apiclient.ReasonOf(err) != apiclient.ReasonQuota || len(f.Hits()) != 1 {
+	if ReasonOf(err) != ReasonQuota || len(f.Hits()) != 1 {
 		t.Fatalf("quota: %v after %d requests", err, len(f.Hits()))
 	}
 }
@@ -290,12 +288,12 @@ func TestHTMLAnswers(t *testing.T) {
 	})
 	c := f.client()
 	_, err := c.Status(t.Context(), "404")
-	var he *apiclient.HTTPError
-	if !errors.As(err, &he) || he.StatusCode != 404 || apiclient.ReasonOf(err) != apiclient.ReasonClient {
+	var he *HTTPError
+	if !errors.As(err, &he) || he.StatusCode != 404 || ReasonOf(err) != ReasonClient {
 		t.Fatalf("404: %v", err)
 	}
 	_, err = c.TaskInfo(t.Context(), "500")
-	if !errors.As(err, &he) || he.StatusCode != 500 || apiclient.ReasonOf(err) != apiclient.ReasonServer {
+	if !errors.As(err, &he) || he.StatusCode != 500 || ReasonOf(err) != ReasonServer {
 		t.Fatalf("500: %v", err)
 	}
 	if got := len(f.Hits()); got != 1+3 {
@@ -316,7 +314,7 @@ func TestInputsRefusedWithoutRequest(t *testing.T) {
 	for _, h := range []string{"", "abc", md5Hex[:31], md5Hex + "0", strings.Repeat("g", 32), strings.Repeat("z", 64), sha1Hex[:39] + "-", "../" + md5Hex[3:]} {
 		_, err := c.FileView(ctx, h)
 		var ie *InputError
-		if !errors.As(err, &ie) || !errors.Is(err, ErrInvalidHash) || apiclient.ReasonOf(err) != apiclient.ReasonClient {
+		if !errors.As(err, &ie) || !errors.Is(err, ErrInvalidHash) || ReasonOf(err) != ReasonClient {
 			t.Errorf("FileView(%q) = %v", h, err)
 		}
 		if _, err := c.SearchTasks(ctx, h); !errors.Is(err, ErrInvalidHash) {
@@ -431,8 +429,8 @@ func TestUndecodableAnswers(t *testing.T) {
 	_, errs["file view"] = c.FileView(ctx, md5Hex)
 	_, errs["search"] = c.SearchTasks(ctx, md5Hex)
 	for name, err := range errs {
-		var he *apiclient.HTTPError
-		if !errors.As(err, &he) || apiclient.ReasonOf(err) != apiclient.ReasonBadBody {
+		var he *HTTPError
+		if !errors.As(err, &he) || ReasonOf(err) != ReasonBadBody {
 			t.Errorf("%s: err = %v, want a bad-body *HTTPError", name, err)
 		}
 	}
@@ -506,8 +504,8 @@ func TestDefaultBudgets(t *testing.T) {
 		writeJSON(w, 200, `{"error": false, "data": "running"}`)
 	})
 	var waits atomic.Int32
-	c, err := New(f.srv.URL+"/base", testKey, WithObserver(func(e apiclient.Event) {
-		if e.IsWait && e.Budget == apiclient.Report {
+	c, err := New(f.srv.URL+"/base", testKey, WithObserver(func(e Event) {
+		if e.IsWait && e.Budget == BudgetReport {
 			waits.Add(1)
 		}
 	}))

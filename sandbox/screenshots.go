@@ -97,7 +97,7 @@ func (c *Client) Screenshot(ctx context.Context, taskID string, n int) (*Image, 
 	if n < 0 || n > maxScreenshotNumber {
 		return nil, &InputError{Op: OpScreenshot, Value: strconv.Itoa(n), Kind: ErrInvalidScreenshotNumber}
 	}
-	st, err := c.api.DoStream(ctx, apiclient.Request{Op: OpScreenshot, Method: http.MethodGet,
+	st, err := c.stream(ctx, apiclient.Request{Op: OpScreenshot, Method: http.MethodGet,
 		Path: []string{"tasks", "get", "screenshot", taskID, strconv.Itoa(n)}, Accept: imageTypes})
 	if err != nil {
 		return nil, err
@@ -153,9 +153,9 @@ func (c *Client) Screenshots(ctx context.Context, taskID string, max int) ([]Ima
 	if max <= 0 {
 		max = DefaultMaxScreenshots
 	}
-	st, err := c.api.DoStream(ctx, apiclient.Request{Op: OpScreenshotArchive, Method: http.MethodGet,
+	st, err := c.stream(ctx, apiclient.Request{Op: OpScreenshotArchive, Method: http.MethodGet,
 		Path: []string{"tasks", "get", "screenshot", taskID}, Accept: archiveTypes})
-	var he *apiclient.HTTPError
+	var he *HTTPError
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrNoScreenshots):
@@ -221,7 +221,7 @@ func (c *Client) ScreenshotsByNumber(ctx context.Context, taskID string, max int
 			return images, nil
 		}
 		img, err := c.Screenshot(ctx, taskID, n)
-		var he *apiclient.HTTPError
+		var he *HTTPError
 		switch {
 		case err == nil:
 			if total+len(img.Data) > MaxScreenshotBytes {
@@ -278,14 +278,14 @@ func (e *bodyError) Error() string {
 	return fmt.Sprintf("%s %s: reading the answer: %s", ServiceName, e.op, e.msg)
 }
 func (e *bodyError) Unwrap() error { return e.kind }
-func (e *bodyError) Reason() apiclient.Reason {
+func (e *bodyError) Reason() Reason {
 	switch {
 	case errors.Is(e.kind, context.Canceled):
-		return apiclient.ReasonCanceled
+		return ReasonCanceled
 	case errors.Is(e.kind, context.DeadlineExceeded):
-		return apiclient.ReasonTimeout
+		return ReasonTimeout
 	}
-	return apiclient.ReasonTransport
+	return ReasonTransport
 }
 
 func bodyErrorKind(err error) error {

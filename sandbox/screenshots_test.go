@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
 
 // shots returns n JPEG members named by prefix+"%04d.jpg", 1-based.
@@ -312,7 +310,7 @@ func TestScreenshotSingle(t *testing.T) {
 		t.Fatalf("shot 5: %+v, %v", im, err)
 	}
 	_, err = c.Screenshot(ctx, "12", 99)
-	var ae *apiclient.APIError
+	var ae *APIError
 	if !errors.Is(err, ErrScreenshotNotFound) || !errors.As(err, &ae) {
 		t.Fatalf("shot 99: %v", err)
 	}

@@ -39,7 +39,7 @@ func startSimBase(t *testing.T, cfg sim.Config, opts ...Option) (*sim.Server, *C
 	srv, base := sim.Start(t, cfg)
 	c, err := New(base, simKey, append([]Option{
 		WithRetries(2, time.Millisecond, 5*time.Millisecond),
-		WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
+		WithRateLimits(Limit{}, Limit{}),
 	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestSimErrorTexts(t *testing.T) {
 		call func() error
 	}{
 		{"no file", ErrNoFile, "No file was submitted", func() error {
-			return c.api.DoJSON(ctx, apiclient.Request{Op: OpCreateFile, Budget: apiclient.Run, Method: http.MethodPost,
+			return c.do(ctx, apiclient.Request{Op: OpCreateFile, Budget: BudgetRun, Method: http.MethodPost,
 				Path: []string{"tasks", "create", "file"}, Body: emptyMultipart, ContentType: "multipart/form-data; boundary=xyz", Submission: true}, nil)
 		}},
 		{"empty file", ErrEmptyFile, "You submitted an empty file", func() error {
@@ -258,7 +258,7 @@ func TestSimErrorTexts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		err := tc.call()
-		var ae *apiclient.APIError
+		var ae *APIError
 		if !errors.Is(err, tc.want) || !errors.As(err, &ae) || ae.Message != tc.text || ae.StatusCode != 200 {
 			t.Errorf("%s: err = %v, want %q (%v)", tc.name, err, tc.text, tc.want)
 		}
@@ -272,8 +272,8 @@ func TestSimErrorTexts(t *testing.T) {
 	}
 	// An id the service's routes refuse (CAPE: \d+) gets Django's HTML 404.
 	_, err := c.Status(ctx, "not-a-number")
-	var he *apiclient.HTTPError
-	if !errors.As(err, &he) || he.StatusCode != 404 || apiclient.ReasonOf(err) != apiclient.ReasonClient {
+	var he *HTTPError
+	if !errors.As(err, &he) || he.StatusCode != 404 || ReasonOf(err) != ReasonClient {
 		t.Errorf("Status(not-a-number) = %v", err)
 	}
 	assertNoSecretSim(t, err)
@@ -284,7 +284,7 @@ func TestSimErrorTexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = bad.Status(ctx, failed)
-	if !errors.Is(err, ErrInvalidKey) || apiclient.ReasonOf(err) != apiclient.ReasonAuth {
+	if !errors.Is(err, ErrInvalidKey) || ReasonOf(err) != ReasonAuth {
 		t.Errorf("wrong key: %v", err)
 	}
 	if strings.Contains(err.Error(), "wrong-S3CRET-key") {
@@ -438,8 +438,8 @@ func TestSimRateLimits(t *testing.T) {
 				t.Fatalf("first: %v", err)
 			}
 			_, err := c.Status(t.Context(), "1000")
-			var rl *apiclient.RateLimitError
-			if !errors.As(err, &rl) || rl.StatusCode != 429 || rl.RetryAfter <= 0 || apiclient.ReasonOf(err) != apiclient.ReasonRateLimited {
+			var rl *RateLimitError
+			if !errors.As(err, &rl) || rl.StatusCode != 429 || rl.RetryAfter <= 0 || ReasonOf(err) != ReasonRateLimited {
 				t.Fatalf("second: %v", err)
 			}
 			assertNoSecretSim(t, err)
@@ -450,7 +450,7 @@ func TestSimRateLimits(t *testing.T) {
 		_, c := startSim(t, sim.Config{SandboxLimits: sim.Limits{Quota: 1}})
 		c.Status(t.Context(), "1000")
 		_, err := c.Status(t.Context(), "1000")
-		if apiclient.ReasonOf(err) != apiclient.ReasonQuota {
+		if ReasonOf(err) != ReasonQuota {
 			t.Fatalf("quota: %v", err)
 		}
 	})

@@ -11,7 +11,7 @@ import (
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
 
-// Operation names, as they appear in errors and apiclient.Event.Op. They
+// Operation names, as they appear in errors and Event.Op. They
 // match the simulator's (sim.Op*).
 const (
 	OpCreateFile        = "create_file"
@@ -35,7 +35,7 @@ const (
 // Content-Length and the upload can be sent again, from r's position at the
 // call, when the first attempt never reached the service or was refused with
 // 429; otherwise it goes out chunked and is sent at most once (a second
-// attempt fails with apiclient.ErrNotReplayable internally and the first
+// attempt fails with a "not replayable" error internally and the first
 // attempt's error is returned). An upload the service may have received is
 // never repeated: each one creates tasks (notes §5.6).
 //
@@ -43,7 +43,7 @@ const (
 // of r is blocked; make such readers honour ctx.
 //
 // Errors: ErrNoFile, ErrEmptyFile and ErrFileTooLarge (CAPE's texts, notes
-// §1.2) as *apiclient.APIError; a nil r is an *InputError matching ErrNoFile.
+// §1.2) as *APIError; a nil r is an *InputError matching ErrNoFile.
 func (c *Client) CreateFile(ctx context.Context, name string, r io.Reader) (*Submission, error) {
 	if r == nil {
 		return nil, &InputError{Op: OpCreateFile, Value: name, Kind: ErrNoFile}
@@ -54,7 +54,7 @@ func (c *Client) CreateFile(ctx context.Context, name string, r io.Reader) (*Sub
 	}
 	defer u.finish(ctx)
 	var raw json.RawMessage
-	err = c.api.DoJSON(ctx, apiclient.Request{
+	err = c.do(ctx, apiclient.Request{
 		Op: OpCreateFile, Budget: apiclient.Run, Method: http.MethodPost,
 		Path: []string{"tasks", "create", "file"},
 		Body: u.open, ContentType: u.contentType(), ContentLength: u.length,
@@ -83,7 +83,7 @@ func (c *Client) FileView(ctx context.Context, hash string) (*File, error) {
 		return nil, err
 	}
 	var raw json.RawMessage
-	if err := c.api.DoJSON(ctx, apiclient.Request{Op: OpFileView, Method: http.MethodGet,
+	if err := c.do(ctx, apiclient.Request{Op: OpFileView, Method: http.MethodGet,
 		Path: []string{"files", "view", alg, h}}, &raw); err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (c *Client) SearchTasks(ctx context.Context, hash string) ([]Task, error) {
 		return nil, err
 	}
 	var raw json.RawMessage
-	if err := c.api.DoJSON(ctx, apiclient.Request{Op: OpTaskSearch, Method: http.MethodGet,
+	if err := c.do(ctx, apiclient.Request{Op: OpTaskSearch, Method: http.MethodGet,
 		Path: []string{"tasks", "search", alg, h}}, &raw); err != nil {
 		if errors.Is(err, ErrSampleNotFound) {
 			return []Task{}, nil
@@ -127,7 +127,7 @@ func (c *Client) TaskInfo(ctx context.Context, taskID string) (*Task, error) {
 		return nil, err
 	}
 	var raw json.RawMessage
-	if err := c.api.DoJSON(ctx, apiclient.Request{Op: OpTaskView, Method: http.MethodGet,
+	if err := c.do(ctx, apiclient.Request{Op: OpTaskView, Method: http.MethodGet,
 		Path: []string{"tasks", "view", taskID}}, &raw); err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (c *Client) Status(ctx context.Context, taskID string) (Status, error) {
 		return "", err
 	}
 	var raw json.RawMessage
-	if err := c.api.DoJSON(ctx, apiclient.Request{Op: OpStatus, Method: http.MethodGet,
+	if err := c.do(ctx, apiclient.Request{Op: OpStatus, Method: http.MethodGet,
 		Path: []string{"tasks", "status", taskID}}, &raw); err != nil {
 		return "", err
 	}
@@ -166,7 +166,7 @@ func (c *Client) SimpleReport(ctx context.Context, taskID string) (*Report, erro
 		return nil, err
 	}
 	var raw json.RawMessage
-	if err := c.api.DoJSON(ctx, apiclient.Request{Op: OpSimpleReport, Method: http.MethodGet,
+	if err := c.do(ctx, apiclient.Request{Op: OpSimpleReport, Method: http.MethodGet,
 		Path: []string{"tasks", "get", "simple_report", taskID}}, &raw); err != nil {
 		return nil, err
 	}

@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
 
 // generator is a deterministic, endless, allocation-free byte source.
@@ -214,7 +212,7 @@ func TestCreateFileRetry429RewindsSeekers(t *testing.T) {
 		src := &readAfterReturn{t: t, r: bytes.NewReader(data)}
 		_, err := f.client().CreateFile(t.Context(), "a.exe", src)
 		src.returned.Store(true)
-		var rl *apiclient.RateLimitError
+		var rl *RateLimitError
 		if !errors.As(err, &rl) || n.Load() != 1 {
 			t.Fatalf("err = %v after %d requests; want the 429, sent once", err, n.Load())
 		}
@@ -266,8 +264,8 @@ func TestCreateFileRetriedWhenNeverSent(t *testing.T) {
 	for _, seekable := range []bool{true, false} {
 		var attempts atomic.Int32
 		c, err := New("http://"+addr, testKey, WithRetries(2, time.Millisecond, time.Millisecond),
-			WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
-			WithObserver(func(e apiclient.Event) {
+			WithRateLimits(Limit{}, Limit{}),
+			WithObserver(func(e Event) {
 				if !e.IsWait {
 					attempts.Add(1)
 				}
@@ -282,7 +280,7 @@ func TestCreateFileRetriedWhenNeverSent(t *testing.T) {
 			want = 1
 		}
 		_, err = c.CreateFile(t.Context(), "a.exe", r)
-		if apiclient.ReasonOf(err) != apiclient.ReasonTransport || attempts.Load() != want {
+		if ReasonOf(err) != ReasonTransport || attempts.Load() != want {
 			t.Errorf("seekable %v: %v after %d attempts, want %d", seekable, err, attempts.Load(), want)
 		}
 		assertNoSecret(t, err)

@@ -14,7 +14,7 @@ import (
 // after 1s (a cached or instant result shows at once), then ×2 per check up
 // to 60s (notes §4.2: about a minute at most between checks of a task that
 // takes minutes), ±10% jitter so tasks submitted together spread out.
-var DefaultWaitBackoff = apiclient.Backoff{Initial: time.Second, Factor: 2, Max: time.Minute, Jitter: 0.1}
+var DefaultWaitBackoff = Backoff{Initial: time.Second, Factor: 2, Max: time.Minute, Jitter: 0.1}
 
 // DefaultWaitDeadline bounds a Wait: a CAPE run takes its 200s analysis
 // timeout plus up to 60s "critical" plus processing and reporting, after
@@ -26,7 +26,7 @@ const DefaultWaitDeadline = 45 * time.Minute
 type WaitOptions struct {
 	// Backoff is the polling schedule (zero: DefaultWaitBackoff; a zero
 	// Initial takes DefaultWaitBackoff's).
-	Backoff apiclient.Backoff
+	Backoff Backoff
 	// Deadline bounds the whole wait (zero: DefaultWaitDeadline; negative:
 	// only ctx).
 	Deadline time.Duration
@@ -61,13 +61,13 @@ type WaitOptions struct {
 //   - Errors the service documents (ErrTaskDoesNotExist, an unknown key,
 //     an unmatched route) end the wait at once, wrapped.
 //   - The deadline or PendingDeadline give a *WaitTimeoutError
-//     (errors.Is apiclient.ErrDeadline or ErrStuckPending); a cancelled
+//     (errors.Is ErrDeadline or ErrStuckPending); a cancelled
 //     ctx gives its error.
 func (c *Client) Wait(ctx context.Context, taskID string, o WaitOptions) (Status, error) {
 	if err := checkTaskID(OpWait, taskID); err != nil {
 		return "", err
 	}
-	if o.Backoff == (apiclient.Backoff{}) {
+	if o.Backoff == (Backoff{}) {
 		o.Backoff = DefaultWaitBackoff
 	}
 	if o.Backoff.Initial <= 0 { // a zero first delay would never grow
@@ -84,7 +84,7 @@ func (c *Client) Wait(ctx context.Context, taskID string, o WaitOptions) (Status
 		now = time.Now
 	}
 	start := now()
-	cfg := apiclient.WaitConfig{Backoff: o.Backoff, Deadline: o.Deadline, Sleep: o.Sleep, Now: now}
+	cfg := apiclient.WaitConfig{Backoff: o.Backoff.core(), Deadline: o.Deadline, Sleep: o.Sleep, Now: now}
 	if o.PendingDeadline > 0 {
 		cfg.Stuck, cfg.StuckIn = o.PendingDeadline, []string{string(StatusPending)}
 	}
@@ -133,3 +133,18 @@ func (c *Client) Wait(ctx context.Context, taskID string, o WaitOptions) (Status
 	}
 	return last, fmt.Errorf("%s wait for task %s: %w", ServiceName, taskID, err)
 }
+
+// Backoff is a polling schedule: the first check after Initial, each next
+// interval Factor times the previous, never more than Max, each randomised
+// by ±Jitter (a fraction) so that many tasks started together spread out.
+type Backoff struct {
+	Initial time.Duration
+	Factor  float64
+	Max     time.Duration
+	Jitter  float64
+}
+
+func (b Backoff) core() apiclient.Backoff { return apiclient.Backoff(b) }
+
+// Delay returns the wait before check number n (0-based), without jitter.
+func (b Backoff) Delay(n int) time.Duration { return b.core().Delay(n) }

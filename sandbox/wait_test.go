@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
 
 // fakeClock is the client's clock; its Sleep advances it and records the
@@ -118,8 +116,8 @@ func TestWaitTerminalFailures(t *testing.T) {
 		if st != final || !errors.As(err, &tf) || tf.Status != final || tf.TaskID != "1042" || !errors.Is(err, ErrTaskFailed) {
 			t.Errorf("%s: Wait = %q, %v", final, st, err)
 		}
-		if apiclient.ReasonOf(err) != apiclient.ReasonAPI || n.Load() != 3 {
-			t.Errorf("%s: reason %s after %d polls", final, apiclient.ReasonOf(err), n.Load())
+		if ReasonOf(err) != ReasonAPI || n.Load() != 3 {
+			t.Errorf("%s: reason %s after %d polls", final, ReasonOf(err), n.Load())
 		}
 	}
 }
@@ -145,7 +143,7 @@ func TestWaitEndsOnDocumentedErrors(t *testing.T) {
 	t.Parallel()
 	for answer, check := range map[string]func(error) bool{
 		`{"error": true, "error_value": "Task does not exist"}`: func(err error) bool { return errors.Is(err, ErrTaskDoesNotExist) },
-		"!404": func(err error) bool { return apiclient.ReasonOf(err) == apiclient.ReasonClient },
+		"!404": func(err error) bool { return ReasonOf(err) == ReasonClient },
 	} {
 		f, n := statusScript(t, answer)
 		clock := newFakeClock()
@@ -166,11 +164,11 @@ func TestWaitStuckInPending(t *testing.T) {
 	start := clock.Now()
 	st, err := f.client().Wait(t.Context(), "1042", WaitOptions{Sleep: clock.Sleep, Now: clock.Now, PendingDeadline: 10 * time.Minute})
 	var wt *WaitTimeoutError
-	if st != StatusPending || !errors.As(err, &wt) || !wt.Stuck || !errors.Is(err, ErrStuckPending) || errors.Is(err, apiclient.ErrDeadline) {
+	if st != StatusPending || !errors.As(err, &wt) || !wt.Stuck || !errors.Is(err, ErrStuckPending) || errors.Is(err, ErrDeadline) {
 		t.Fatalf("Wait = %q, %v", st, err)
 	}
-	if apiclient.ReasonOf(err) != apiclient.ReasonTimeout {
-		t.Errorf("reason = %s", apiclient.ReasonOf(err))
+	if ReasonOf(err) != ReasonTimeout {
+		t.Errorf("reason = %s", ReasonOf(err))
 	}
 	// The count restarted when the task went back to pending (third poll,
 	// about 3s in), so the wait lasted about 10 minutes after that.
@@ -181,21 +179,21 @@ func TestWaitStuckInPending(t *testing.T) {
 
 func TestWaitDeadline(t *testing.T) {
 	t.Parallel()
-	fast := apiclient.Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond}
+	fast := Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond}
 	f, _ := statusScript(t, "running")
 	st, err := f.client().Wait(t.Context(), "1042", WaitOptions{Backoff: fast, Deadline: 50 * time.Millisecond})
 	var wt *WaitTimeoutError
-	if st != StatusRunning || !errors.As(err, &wt) || wt.Stuck || !errors.Is(err, apiclient.ErrDeadline) || wt.Last != StatusRunning {
+	if st != StatusRunning || !errors.As(err, &wt) || wt.Stuck || !errors.Is(err, ErrDeadline) || wt.Last != StatusRunning {
 		t.Fatalf("Wait = %q, %v", st, err)
 	}
-	if apiclient.ReasonOf(err) != apiclient.ReasonTimeout {
-		t.Errorf("reason = %s", apiclient.ReasonOf(err))
+	if ReasonOf(err) != ReasonTimeout {
+		t.Errorf("reason = %s", ReasonOf(err))
 	}
 	// Only transient errors: the last one is kept.
 	g, _ := statusScript(t, "!503")
 	_, err = g.client(WithRetries(-1, 0, 0)).Wait(t.Context(), "1042", WaitOptions{Backoff: fast, Deadline: 50 * time.Millisecond})
-	var he *apiclient.HTTPError
-	if !errors.Is(err, apiclient.ErrDeadline) || !errors.As(err, &he) || he.StatusCode != 503 {
+	var he *HTTPError
+	if !errors.Is(err, ErrDeadline) || !errors.As(err, &he) || he.StatusCode != 503 {
 		t.Fatalf("err = %v, want the deadline with the last 503", err)
 	}
 	assertNoSecret(t, err)
@@ -207,13 +205,13 @@ func TestWaitCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	polls := 0
 	_, err := f.client().Wait(ctx, "1042", WaitOptions{
-		Backoff: apiclient.Backoff{Initial: time.Millisecond, Max: time.Millisecond},
+		Backoff: Backoff{Initial: time.Millisecond, Max: time.Millisecond},
 		OnStatus: func(Status, bool) {
 			if polls++; polls == 2 {
 				cancel()
 			}
 		}})
-	if !errors.Is(err, context.Canceled) || apiclient.ReasonOf(err) != apiclient.ReasonCanceled {
+	if !errors.Is(err, context.Canceled) || ReasonOf(err) != ReasonCanceled {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
 
 // DefaultMaxFileBytes is the largest file the pipeline downloads and
@@ -103,25 +101,27 @@ func (e *DownloadError) Retryable() bool {
 	return true
 }
 
-// Reason classifies the failure for apiclient.ReasonOf.
-func (e *DownloadError) Reason() apiclient.Reason {
+// Reason classifies the failure with the analysis clients' reason labels
+// ("canceled", "timeout", "auth", "client", "rate_limited", "server",
+// "transport"), for logs and metrics.
+func (e *DownloadError) Reason() string {
 	switch {
 	case errors.Is(e.Err, context.Canceled):
-		return apiclient.ReasonCanceled
+		return "canceled"
 	case errors.Is(e.Err, context.DeadlineExceeded):
-		return apiclient.ReasonTimeout
+		return "timeout"
 	case errors.Is(e.Err, ErrSignInPage), e.StatusCode == 401, e.StatusCode == 403:
-		return apiclient.ReasonAuth
+		return "auth"
 	case errors.Is(e.Err, ErrUntrustedHost), errors.Is(e.Err, ErrTooLarge):
-		return apiclient.ReasonClient
+		return "client"
 	case e.StatusCode == http.StatusTooManyRequests:
-		return apiclient.ReasonRateLimited
+		return "rate_limited"
 	case e.StatusCode >= 500:
-		return apiclient.ReasonServer
+		return "server"
 	case e.StatusCode >= 400:
-		return apiclient.ReasonClient
+		return "client"
 	}
-	return apiclient.ReasonTransport
+	return "transport"
 }
 
 // Downloader fetches Slack files with the bot token. It sends the token

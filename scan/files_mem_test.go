@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/sim"
@@ -246,7 +245,7 @@ var benchSeed atomic.Uint64
 func BenchmarkFileMemory(b *testing.B) {
 	const token = "xoxb-bench-token"
 	filesURL, sandboxURL := startFileHost(b, token)
-	sb, err := sandbox.New(sandboxURL, "bench-key", sandbox.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}))
+	sb, err := sandbox.New(sandboxURL, "bench-key", sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}))
 	if err != nil {
 		b.Fatal(err)
 	}

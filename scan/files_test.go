@@ -22,7 +22,6 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/sim"
@@ -34,7 +33,7 @@ const eicar = `X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H
 // fastSandboxWait polls the simulator (FastProfile: one status per poll)
 // without sleeping for long.
 var fastSandboxWait = sandbox.WaitOptions{
-	Backoff:  apiclient.Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond},
+	Backoff:  sandbox.Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond},
 	Deadline: 10 * time.Second,
 }
 
@@ -79,7 +78,7 @@ func newFileEnv(t *testing.T, cfg sim.Config, mod func(*FileOptions)) *fileEnv {
 	e.sim, base = sim.Start(t, cfg)
 	var err error
 	e.sb, err = sandbox.New(base, simKey,
-		sandbox.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
+		sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}),
 		sandbox.WithRetries(2, time.Millisecond, 5*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -467,7 +466,7 @@ func TestDownloadRetriedAfterTransientFailure(t *testing.T) {
 func TestSandboxDeadline(t *testing.T) {
 	t.Parallel()
 	e := newFileEnv(t, sim.Config{}, func(o *FileOptions) {
-		o.Wait = sandbox.WaitOptions{Backoff: apiclient.Backoff{Initial: 5 * time.Millisecond, Factor: 1, Max: 5 * time.Millisecond},
+		o.Wait = sandbox.WaitOptions{Backoff: sandbox.Backoff{Initial: 5 * time.Millisecond, Factor: 1, Max: 5 * time.Millisecond},
 			Deadline: 100 * time.Millisecond}
 	})
 	v := e.files.Check(t.Context(), e.share("slow.exe", []byte("MZ SIM:DURATION=1h")), FileCheckOptions{})
@@ -513,7 +512,7 @@ func (m *twoTasks) CreateFile(ctx context.Context, name string, r io.Reader) (*s
 func TestCheckInterruptedByCaller(t *testing.T) {
 	t.Parallel()
 	e := newFileEnv(t, sim.Config{}, func(o *FileOptions) {
-		o.Wait.Backoff = apiclient.Backoff{Initial: 20 * time.Millisecond, Factor: 1, Max: 20 * time.Millisecond}
+		o.Wait.Backoff = sandbox.Backoff{Initial: 20 * time.Millisecond, Factor: 1, Max: 20 * time.Millisecond}
 	})
 	ref := e.share("slowish.exe", []byte("MZ slowish SIM:MALSCORE=6.5"))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/cards"
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/sim"
@@ -28,7 +27,7 @@ func (g *switchGate) CheckURL(context.Context, string) (string, bool) {
 func TestRecheckOfAHostNowInternalIsNotSent(t *testing.T) {
 	t.Parallel()
 	srv, base := sim.Start(t, sim.Config{})
-	rep, err := reputation.New(base, "k", reputation.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}))
+	rep, err := reputation.New(base, "k", reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +42,7 @@ func TestRecheckOfAHostNowInternalIsNotSent(t *testing.T) {
 	gate := &switchGate{}
 	mem := &cards.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
 	urls := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: clock.Now,
-		Hosts: gate, Wait: reputation.WaitOptions{Backoff: apiclient.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
+		Hosts: gate, Wait: reputation.WaitOptions{Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)
 	var changes atomic.Int32
 	r := &scan.Recheck{Store: mem, URLs: urls, Max: 10, Now: clock.Now,

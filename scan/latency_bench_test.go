@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/sim"
@@ -40,7 +39,7 @@ type latencyRun struct {
 	peakReport  int           // most report-budget requests in one second
 	budgetWaits int           // status/result calls that waited for the client's report budget
 	budgetWait  time.Duration // their total wait
-	learned     apiclient.LearnedStats
+	learned     reputation.LearnedStats
 }
 
 // Settings of BenchmarkPollToVerdictLatency. The pace keeps the default
@@ -114,8 +113,8 @@ func runLatencyWorkload(b *testing.B, w latencyWorkload) latencyRun {
 	srv, base := sim.Start(b, sim.Config{Profile: sim.RealisticProfile(), MaxLog: 1 << 20})
 	var waits atomic.Int64
 	var waited atomic.Int64
-	rep, err := reputation.New(base, "bench-key", reputation.WithObserver(func(ev apiclient.Event) {
-		if ev.IsWait && ev.Budget == apiclient.Report {
+	rep, err := reputation.New(base, "bench-key", reputation.WithObserver(func(ev reputation.Event) {
+		if ev.IsWait && ev.Budget == reputation.BudgetReport {
 			waits.Add(1)
 			waited.Add(int64(ev.Wait))
 		}

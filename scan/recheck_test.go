@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/cards"
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/sim"
@@ -39,7 +38,7 @@ type recheckRig struct {
 func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
 	t.Helper()
 	srv, base := sim.Start(t, simCfg)
-	rep, err := reputation.New(base, "k", reputation.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
+	rep, err := reputation.New(base, "k", reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}),
 		reputation.WithRetries(1, time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +53,7 @@ func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
 	mem := &cards.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
 	urls := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: clock.Now, Wait: reputation.WaitOptions{
-		Backoff: apiclient.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
+		Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)
 	rig := &recheckRig{sim: srv, db: db, urls: urls, clock: clock, t0: t0}
 	rig.r = &scan.Recheck{Store: mem, URLs: urls, Max: max, Now: clock.Now,

@@ -3,7 +3,6 @@ package scan
 import (
 	"context"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 )
 
@@ -12,12 +11,12 @@ import (
 // w.Schedule, or a new one (reputation.NewLearnedSchedule) when w names no
 // schedule at all. A fixed Backoff or another Schedule is used as given and
 // nothing is learned.
-func learnedSchedule(w *reputation.WaitOptions) *apiclient.LearnedSchedule {
+func learnedSchedule(w *reputation.WaitOptions) *reputation.LearnedSchedule {
 	switch s := w.Schedule.(type) {
-	case *apiclient.LearnedSchedule:
+	case *reputation.LearnedSchedule:
 		return s
 	case nil:
-		if w.Backoff == (apiclient.Backoff{}) {
+		if w.Backoff == (reputation.Backoff{}) {
 			l := reputation.NewLearnedSchedule()
 			w.Schedule = l
 			return l
@@ -29,21 +28,21 @@ func learnedSchedule(w *reputation.WaitOptions) *apiclient.LearnedSchedule {
 // LearnedSchedule returns the schedule that learns how long this pipeline's
 // URL analyses take (nil when URLOptions.Wait set a fixed one). Its Stats
 // say what it currently believes, for metrics.
-func (u *URLs) LearnedSchedule() *apiclient.LearnedSchedule { return u.learned }
+func (u *URLs) LearnedSchedule() *reputation.LearnedSchedule { return u.learned }
 
 // wait polls taskID to its end, reporting status changes to call, and
 // returns how many status calls it made. A task submitted by this wait's
 // analysis (fresh) that completed teaches the learned schedule how long it
 // took; a resumed one does not, since its wait did not start at submission.
 func (u *URLs) wait(ctx context.Context, taskID string, fresh bool, call *urlCall) (polls int, err error) {
-	var stats apiclient.PollStats
+	var stats reputation.PollStats
 	wo := u.opt.Wait
 	wo.OnStatus = func(s reputation.Status, changed bool) {
 		if changed {
 			call.setStatus(string(s))
 		}
 	}
-	wo.OnEnd = func(s apiclient.PollStats) {
+	wo.OnEnd = func(s reputation.PollStats) {
 		stats = s
 		if u.opt.Wait.OnEnd != nil {
 			u.opt.Wait.OnEnd(s)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -82,7 +81,7 @@ func TestURLsScheduleChoice(t *testing.T) {
 	if mine.Stats().Samples != 1 {
 		t.Errorf("the configured LearnedSchedule learned nothing: %+v", mine.Stats())
 	}
-	var other apiclient.Schedule = apiclient.Backoff{Initial: time.Millisecond, Max: time.Millisecond}
+	var other reputation.Schedule = reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}
 	custom, _ := newURLs(t, sim.Config{}, func(o *URLOptions) { o.Wait = reputation.WaitOptions{Schedule: other} })
 	if custom.LearnedSchedule() != nil {
 		t.Error("a configured Schedule was replaced by a learned one")

@@ -15,8 +15,8 @@ import (
 
 	gocache "github.com/patrickmn/go-cache"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -28,6 +28,8 @@ type Reputation interface {
 	Result(ctx context.Context, taskID string) (*reputation.Result, error)
 	Detail(ctx context.Context, taskID string) (json.RawMessage, error)
 	SearchTaskID(ctx context.Context, rawURL string) (string, error)
+	Status(ctx context.Context, taskID string) (reputation.Status, error)
+	Report(ctx context.Context, taskID string, verdictType reputation.Category, option reputation.ReportOption) error
 }
 
 // URLVerdict is the outcome of checking one URL.
@@ -139,7 +141,7 @@ type URLs struct {
 	mu       sync.Mutex
 	inflight map[string]*urlCall
 
-	learned *apiclient.LearnedSchedule // nil: opt.Wait has a fixed schedule
+	learned *reputation.LearnedSchedule // nil: opt.Wait has a fixed schedule
 }
 
 type urlCall struct {
@@ -343,7 +345,7 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 		call.setStatus("submitting")
 		sub, err := u.rep.Scan(ctx, url)
 		if err != nil {
-			u.log.Warn("URL scan submission failed", "error", err, "reason", apiclient.ReasonOf(err))
+			u.log.Warn("URL scan submission failed", "error", err, "reason", reputation.ReasonOf(err))
 			return unknown(url, "", err)
 		}
 		taskID = sub.TaskID
@@ -433,33 +435,30 @@ func unknown(url, taskID string, err error) URLVerdict {
 // Problem turns an error from a service client into a sentence that is safe
 // to show in Slack: no URL, no key, no stack.
 func Problem(service string, err error) string {
-	var (
-		ae  *apiclient.APIError
-		tf  *reputation.TaskFailedError
-		dlE = errors.Is(err, apiclient.ErrDeadline)
-	)
+	var tf *reputation.TaskFailedError
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &tf):
 		return fmt.Sprintf("the %s could not analyse it (status %q)", service, tf.Status)
-	case dlE:
+	case errors.Is(err, reputation.ErrDeadline), errors.Is(err, sandbox.ErrDeadline):
 		return fmt.Sprintf("the %s did not finish in time", service)
-	case errors.As(err, &ae):
-		return fmt.Sprintf("the %s said: %s", service, ae.Message)
 	}
-	switch apiclient.ReasonOf(err) {
-	case apiclient.ReasonRateLimited:
+	if msg, ok := serviceMessage(err); ok {
+		return fmt.Sprintf("the %s said: %s", service, msg)
+	}
+	switch reputation.Reason(reasonOf(err)) {
+	case reputation.ReasonRateLimited:
 		return fmt.Sprintf("the %s is rate limiting us; try again later", service)
-	case apiclient.ReasonQuota:
+	case reputation.ReasonQuota:
 		return fmt.Sprintf("our %s quota is used up", service)
-	case apiclient.ReasonAuth:
+	case reputation.ReasonAuth:
 		return fmt.Sprintf("the %s refused our key", service)
-	case apiclient.ReasonServer, apiclient.ReasonBadBody:
+	case reputation.ReasonServer, reputation.ReasonBadBody:
 		return fmt.Sprintf("the %s answered with an error", service)
-	case apiclient.ReasonTimeout:
+	case reputation.ReasonTimeout:
 		return fmt.Sprintf("the %s did not answer in time", service)
-	case apiclient.ReasonCanceled:
+	case reputation.ReasonCanceled:
 		return "the check was stopped (the bot is shutting down)"
 	}
 	return fmt.Sprintf("the %s could not be reached", service)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -16,7 +15,7 @@ import (
 const simKey = "test-key-123"
 
 var fastWait = reputation.WaitOptions{
-	Backoff:  apiclient.Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond},
+	Backoff:  reputation.Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond},
 	Deadline: 5 * time.Second,
 }
 
@@ -24,7 +23,7 @@ func newURLs(t *testing.T, cfg sim.Config, mod func(*URLOptions)) (*URLs, *sim.S
 	t.Helper()
 	srv, base := sim.Start(t, cfg)
 	rep, err := reputation.New(base, simKey,
-		reputation.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
+		reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}),
 		reputation.WithRetries(2, time.Millisecond, 2*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -3,18 +3,17 @@ package main
 import (
 	"log/slog"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
 )
 
 // newReputation builds the URL service client from the settings (budgets,
 // TLS options, logger); observe, if set, receives every request for metrics.
-func newReputation(cfg *Config, log *slog.Logger, observe func(apiclient.Event)) (*reputation.Client, error) {
+func newReputation(cfg *Config, log *slog.Logger, observe func(reputation.Event)) (*reputation.Client, error) {
 	opts := []reputation.Option{
 		reputation.WithRateLimits(
-			apiclient.Limit{Rate: cfg.ReputationRunRate, Burst: max(1, int(cfg.ReputationRunRate))},
-			apiclient.Limit{Rate: cfg.ReputationReportRate, Burst: max(1, int(cfg.ReputationReportRate*2))}),
+			reputation.Limit{Rate: cfg.ReputationRunRate, Burst: max(1, int(cfg.ReputationRunRate))},
+			reputation.Limit{Rate: cfg.ReputationReportRate, Burst: max(1, int(cfg.ReputationReportRate*2))}),
 		reputation.WithLogger(log.With("service", "reputation")),
 	}
 	if observe != nil {
@@ -30,11 +29,11 @@ func newReputation(cfg *Config, log *slog.Logger, observe func(apiclient.Event))
 }
 
 // newSandbox builds the sandbox client from the settings, like newReputation.
-func newSandbox(cfg *Config, log *slog.Logger, observe func(apiclient.Event)) (*sandbox.Client, error) {
+func newSandbox(cfg *Config, log *slog.Logger, observe func(sandbox.Event)) (*sandbox.Client, error) {
 	opts := []sandbox.Option{
 		sandbox.WithRateLimits(
-			apiclient.Limit{Rate: cfg.SandboxRunRate, Burst: max(1, int(cfg.SandboxRunRate))},
-			apiclient.Limit{Rate: cfg.SandboxReportRate, Burst: max(1, int(cfg.SandboxReportRate*2))}),
+			sandbox.Limit{Rate: cfg.SandboxRunRate, Burst: max(1, int(cfg.SandboxRunRate))},
+			sandbox.Limit{Rate: cfg.SandboxReportRate, Burst: max(1, int(cfg.SandboxReportRate*2))}),
 		sandbox.WithLogger(log.With("service", "sandbox")),
 	}
 	if observe != nil {

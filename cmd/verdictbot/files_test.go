@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/sim"
@@ -110,7 +109,7 @@ func TestKnownHashIsNotUploadedAgain(t *testing.T) {
 	h := startFileBot(t, nil)
 	content := []byte("SIM:MALSCORE=4.5 SIM:FAMILY=Dropper known sample")
 	// The sandbox already analysed this file (someone else uploaded it).
-	sb, err := sandbox.New(h.simURL, e2eKey, sandbox.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}))
+	sb, err := sandbox.New(h.simURL, e2eKey, sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +117,7 @@ func TestKnownHashIsNotUploadedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sb.Wait(t.Context(), sub.TaskIDs[0], sandbox.WaitOptions{Backoff: apiclient.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}}); err != nil {
+	if _, err := sb.Wait(t.Context(), sub.TaskIDs[0], sandbox.WaitOptions{Backoff: sandbox.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
 	_, ds := h.share(secChannel, slackfake.File{Name: "dropper.bin", Content: content}, "")

@@ -19,7 +19,6 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
@@ -360,7 +359,7 @@ func prepareRestart(b *testing.B) *restartState {
 	}
 	// Their analyses: one real scan each at the simulator, recorded in
 	// flight with their cards.
-	rep, err := reputation.New(ts.URL, e2eKey, reputation.WithRateLimits(apiclient.Limit{Rate: 1e6, Burst: 1e6}, apiclient.Limit{Rate: 1e6, Burst: 1e6}))
+	rep, err := reputation.New(ts.URL, e2eKey, reputation.WithRateLimits(reputation.Limit{Rate: 1e6, Burst: 1e6}, reputation.Limit{Rate: 1e6, Burst: 1e6}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -115,7 +115,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	a.sm = socketmode.New(a.api)
 
-	rep, err := newReputation(cfg, log, a.metrics.ServiceEvent)
+	rep, err := newReputation(cfg, log, a.metrics.ReputationEvent)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -147,7 +147,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		a.adminGroup = &commands.AdminGroup{Group: cfg.AdminGroup, API: a.api, Log: log.With("component", "admins")}
 		access.IsGroupAdmin = a.adminGroup.IsMember
 	}
-	a.feedback = &commands.Feedback{Cards: a.cards, Rep: rep, Poster: a.poster, Access: access,
+	a.feedback = &commands.Feedback{Cards: a.cards, Rep: a.urls, Poster: a.poster, Access: access,
 		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
 		TaskCards: func(taskID string) ([]card.Card, error) {
 			recs, err := db.CardsOfTask(taskID)
@@ -199,7 +199,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.bot.SetHandler(func(ctx context.Context, ev *slackevents.MessageEvent, m bot.Meta) {
 		a.messages.Handle(ctx, ev, cardsMeta(m))
 	})
-	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: rep, State: db, Access: access, Feedback: a.feedback,
+	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
 		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
 	if err := a.wireFiles(); err != nil {
@@ -239,7 +239,7 @@ func (a *app) wireFiles() error {
 		log.Info("no SANDBOX_URL: shared files are not checked")
 		return nil
 	}
-	sb, err := newSandbox(cfg, log, a.metrics.ServiceEvent)
+	sb, err := newSandbox(cfg, log, a.metrics.SandboxEvent)
 	if err != nil {
 		return err
 	}
@@ -264,7 +264,7 @@ func (a *app) wireFiles() error {
 		OnDone: a.metrics.FileDone,
 	})
 	files.Check = a.files
-	a.scan.Sandbox = sb
+	a.scan.Sandbox = a.files
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/reputation"
@@ -120,12 +119,12 @@ func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
 	mustContain(t, h.slash(alice, "status 99999"), "has no task")
 
 	// A file the sandbox knows.
-	sb, _ := sandbox.New(h.simURL, e2eKey, sandbox.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}))
+	sb, _ := sandbox.New(h.simURL, e2eKey, sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}))
 	sub, err := sb.CreateFile(t.Context(), "eicar.com", bytes.NewReader([]byte(eicar)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb.Wait(t.Context(), sub.TaskIDs[0], sandbox.WaitOptions{Backoff: apiclient.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}})
+	sb.Wait(t.Context(), sub.TaskIDs[0], sandbox.WaitOptions{Backoff: sandbox.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}})
 	mustContain(t, h.slash(alice, "hash 44d88612fea8a8f36de82e1278abb02f"), "275a021bbfb6489e54d471899f7db9d1663fc695ec2fe2a2c4538aabf651fd0f", "malscore *10.0*/10", "EICAR")
 	mustContain(t, h.slash(alice, "hash "+strings.Repeat("0", 64)), "never seen")
 	mustContain(t, h.slash(alice, "status "+sub.TaskIDs[0]), "*reported*", "Added")
