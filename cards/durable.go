@@ -1,29 +1,128 @@
 package cards
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"time"
 
-	"github.com/slack-go/slack"
-
-	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
+// Durable is the part of the state layer that the pipelines' memories use
+// (*store.DB implements it): targets and their verdict history, reports,
+// analyses in flight, and the recheck queue.
+type Durable interface {
+	Target(target string) (store.Target, error)
+	History(target string) ([]store.Verdict, error)
+	Reports(target string) ([]store.Report, error)
+	Analysis(service, target string) (store.Analysis, error)
+	PutAnalysis(a store.Analysis) error
+	DeleteAnalysis(service, target string) error
+	FinishAnalysis(service string, v store.Verdict, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error)
+	AddCard(target string, ref store.CardRef) error
+	Due(now time.Time, limit int) ([]store.Target, error)
+	RecheckFailed(target string, schedule store.Schedule) error
+}
+
+var _ Durable = (*store.DB)(nil)
+
+// logger is the part of *slog.Logger the memories use.
+type logger interface{ Warn(string, ...any) }
+
+// analyses is what the URL and file memories do alike: the submissions of
+// one service (an intent, then a task) and the last verdict of a target.
+type analyses struct {
+	db      Durable
+	service string
+	log     logger
+}
+
+func (a analyses) warn(msg string, err error) {
+	if a.log != nil {
+		a.log.Warn(msg, "service", a.service, "error", err)
+	}
+}
+
+// inFlight returns the task of a submission whose verdict is not known.
+func (a analyses) inFlight(target string) (string, bool) {
+	an, err := a.db.Analysis(a.service, target)
+	if err != nil {
+		return "", false
+	}
+	return an.TaskID, true
+}
+
+// submitting records the intent to submit target (an analysis without a
+// task), so that a restart looks the task up instead of submitting again.
+func (a analyses) submitting(target string) {
+	if err := a.db.PutAnalysis(store.Analysis{Service: a.service, Target: target}); err != nil {
+		a.warn("could not record a submission intent", err)
+	}
+}
+
+// submitted records a submission's task.
+func (a analyses) submitted(target, taskID string) {
+	if err := a.db.PutAnalysis(store.Analysis{Service: a.service, Target: target, TaskID: taskID}); err != nil {
+		a.warn("could not record a submission; a restart would submit it again", err)
+	}
+}
+
+// forget clears a submission that ended without a verdict to record.
+func (a analyses) forget(target string) {
+	if err := a.db.DeleteAnalysis(a.service, target); err != nil {
+		a.warn("could not clear a finished submission", err)
+	}
+}
+
+// finish records v and forgets the submission in one transaction: both,
+// or neither (a restart then resumes the task).
+func (a analyses) finish(v store.Verdict, schedule store.Schedule, recheck bool) {
+	if _, _, err := a.db.FinishAnalysis(a.service, v, schedule, recheck); err != nil {
+		a.warn("could not record a verdict", err)
+	}
+}
+
+// lastTask returns the task of target's last recorded verdict.
+func (a analyses) lastTask(target string) string {
+	tg, err := a.db.Target(target)
+	if err != nil {
+		return ""
+	}
+	return tg.TaskID
+}
+
+// recall returns target's last verdict if the target is of kind, was
+// checked within ttl of now and has a verdict (not pending, skipped or
+// unknown).
+func (a analyses) recall(target, kind string, ttl time.Duration, now time.Time) (store.Verdict, bool) {
+	tg, err := a.db.Target(target)
+	if err != nil || tg.Kind != kind || now.Sub(tg.Checked) > ttl || tg.Level < verdict.Clean || tg.Level == verdict.Unknown {
+		return store.Verdict{}, false
+	}
+	hist, err := a.db.History(target)
+	if err != nil || len(hist) == 0 {
+		return store.Verdict{}, false
+	}
+	return hist[len(hist)-1], true
+}
+
+func nowOr(now func() time.Time) time.Time {
+	if now == nil {
+		return time.Now()
+	}
+	return now()
+}
+
 // URLMemory keeps the URL pipeline's submissions and verdicts in the store
-// (it implements scan.Memory[scan.URLVerdict], scan.DueTargets and
-// TargetCards).
+// (it implements scan.Memory[scan.URLVerdict] and scan.DueTargets).
 type URLMemory struct {
-	DB *store.DB
+	DB Durable
 	// Schedule plans rechecks (VERDICTBOT_RECHECK_AFTER).
 	Schedule store.Schedule
 	Now      func() time.Time
-	Log      interface{ Warn(string, ...any) }
+	Log      logger
 }
 
 const serviceReputation = "reputation"
@@ -33,30 +132,16 @@ var (
 	_ scan.DueTargets              = (*URLMemory)(nil)
 )
 
-func (m *URLMemory) now() time.Time {
-	if m.Now == nil {
-		return time.Now()
-	}
-	return m.Now()
-}
-
-func (m *URLMemory) warn(msg string, err error) {
-	if m.Log != nil {
-		m.Log.Warn(msg, "error", err)
-	}
+func (m *URLMemory) a() analyses {
+	return analyses{db: m.DB, service: serviceReputation, log: m.Log}
 }
 
 // Recall returns the last verdict recorded for url within ttl.
 func (m *URLMemory) Recall(url string, ttl time.Duration) (scan.URLVerdict, bool) {
-	tg, err := m.DB.Target(url)
-	if err != nil || tg.Kind != "url" || m.now().Sub(tg.Checked) > ttl || tg.Level < verdict.Clean || tg.Level == verdict.Unknown {
+	last, ok := m.a().recall(url, "url", ttl, nowOr(m.Now))
+	if !ok {
 		return scan.URLVerdict{}, false
 	}
-	hist, err := m.DB.History(url)
-	if err != nil || len(hist) == 0 {
-		return scan.URLVerdict{}, false
-	}
-	last := hist[len(hist)-1]
 	// A verdict an analyst reported on since (fp, fn, restore) may have
 	// changed at the service: it is checked again, not reused.
 	if reports, err := m.DB.Reports(url); err != nil {
@@ -69,58 +154,31 @@ func (m *URLMemory) Recall(url string, ttl time.Duration) (scan.URLVerdict, bool
 }
 
 // InFlight returns the task of a submission whose verdict is not known.
-func (m *URLMemory) InFlight(url string) (string, bool) {
-	a, err := m.DB.Analysis(serviceReputation, url)
-	if err != nil {
-		return "", false
-	}
-	return a.TaskID, true
-}
+func (m *URLMemory) InFlight(url string) (string, bool) { return m.a().inFlight(url) }
 
-// Submitting records the intent to submit url (an analysis without a task).
-func (m *URLMemory) Submitting(url string) {
-	if err := m.DB.PutAnalysis(store.Analysis{Service: serviceReputation, Target: url}); err != nil {
-		m.warn("could not record a submission intent", err)
-	}
-}
-
-// LastTask returns the task of url's last recorded verdict.
-func (m *URLMemory) LastTask(url string) string {
-	tg, err := m.DB.Target(url)
-	if err != nil {
-		return ""
-	}
-	return tg.TaskID
-}
+// Submitting records the intent to submit url.
+func (m *URLMemory) Submitting(url string) { m.a().submitting(url) }
 
 // Submitted records a submission.
-func (m *URLMemory) Submitted(url, taskID string) {
-	if err := m.DB.PutAnalysis(store.Analysis{Service: serviceReputation, Target: url, TaskID: taskID}); err != nil {
-		m.warn("could not record a submission; a restart would submit it again", err)
-	}
-}
+func (m *URLMemory) Submitted(url, taskID string) { m.a().submitted(url, taskID) }
+
+// LastTask returns the task of url's last recorded verdict.
+func (m *URLMemory) LastTask(url string) string { return m.a().lastTask(url) }
 
 // Finished records a verdict in the target's history (a failed analysis
 // leaves the history alone) and forgets the submission.
 func (m *URLMemory) Finished(v scan.URLVerdict, source string) {
 	if v.Err != nil {
-		if err := m.DB.DeleteAnalysis(serviceReputation, v.URL); err != nil {
-			m.warn("could not clear a finished submission", err)
-		}
+		m.a().forget(v.URL)
 		return
 	}
-	// One transaction: the verdict is recorded and the submission forgotten
-	// together, or neither (a restart then resumes the task).
-	_, _, err := m.DB.FinishAnalysis(serviceReputation, store.Verdict{Target: v.URL, Kind: "url", TaskID: v.TaskID, Level: v.Level,
+	m.a().finish(store.Verdict{Target: v.URL, Kind: "url", TaskID: v.TaskID, Level: v.Level,
 		Category: v.Category, Scores: v.Scores, At: v.CheckedAt, Source: source}, m.Schedule, source == "recheck")
-	if err != nil {
-		m.warn("could not record a verdict", err)
-	}
 }
 
 // AddCard remembers that a card shows target.
-func (m *URLMemory) AddCard(target string, card store.CardRef) error {
-	err := m.DB.AddCard(target, card)
+func (m *URLMemory) AddCard(target string, ref store.CardRef) error {
+	err := m.DB.AddCard(target, ref)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // a verdict that was not recorded (failed analysis)
 	}
@@ -146,123 +204,51 @@ func (m *URLMemory) Due(now time.Time, limit int) ([]scan.DueURL, error) {
 // RecheckFailed advances url's recheck schedule (scan.DueTargets).
 func (m *URLMemory) RecheckFailed(url string) error { return m.DB.RecheckFailed(url, m.Schedule) }
 
-// ThreadSearch finds our cards in a thread with conversations.replies.
-type ThreadSearch struct {
-	API  *slack.Client
-	Self func() Identity
-}
-
-// FindCard returns the ts of our card answering sourceTS in the thread, or
-// "" when there is none. It recognises the card by its summary block id.
-func (f *ThreadSearch) FindCard(ctx context.Context, channel, threadTS, sourceTS string) (string, error) {
-	want := notify.SummaryBlockID(&card.Card{SourceTS: sourceTS})
-	cursor := ""
-	for range 20 { // at most 20 pages of 200 replies
-		msgs, more, next, err := f.API.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: channel, Timestamp: threadTS, Limit: 200, Cursor: cursor})
-		if err != nil {
-			return "", fmt.Errorf("conversations.replies: %w", err)
-		}
-		self := f.Self()
-		for _, msg := range msgs {
-			if msg.BotID != self.BotID && msg.User != self.UserID {
-				continue
-			}
-			for _, b := range msg.Blocks.BlockSet {
-				if b.ID() == want {
-					return msg.Timestamp, nil
-				}
-			}
-		}
-		if !more || next == "" {
-			return "", nil
-		}
-		cursor = next
-	}
-	return "", nil
-}
-
 // FileMemory keeps the file pipeline's uploads and verdicts in the store
 // (service "sandbox", target the sha256); it implements
 // scan.Memory[scan.FileVerdict].
 type FileMemory struct {
-	DB  *store.DB
+	DB  Durable
 	Now func() time.Time
-	Log interface{ Warn(string, ...any) }
+	Log logger
 }
 
 const serviceSandbox = "sandbox"
 
 var _ scan.Memory[scan.FileVerdict] = (*FileMemory)(nil)
 
-func (m *FileMemory) warn(msg string, err error) {
-	if m.Log != nil {
-		m.Log.Warn(msg, "error", err)
-	}
+func (m *FileMemory) a() analyses {
+	return analyses{db: m.DB, service: serviceSandbox, log: m.Log}
 }
 
 // Recall returns the last verdict recorded for the file within ttl.
 func (m *FileMemory) Recall(sha256 string, ttl time.Duration) (scan.FileVerdict, bool) {
-	now := time.Now
-	if m.Now != nil {
-		now = m.Now
-	}
-	tg, err := m.DB.Target(sha256)
-	if err != nil || tg.Kind != "file" || now().Sub(tg.Checked) > ttl || tg.Level < verdict.Clean || tg.Level == verdict.Unknown {
+	last, ok := m.a().recall(sha256, "file", ttl, nowOr(m.Now))
+	if !ok {
 		return scan.FileVerdict{}, false
 	}
-	hist, err := m.DB.History(sha256)
-	if err != nil || len(hist) == 0 {
-		return scan.FileVerdict{}, false
-	}
-	last := hist[len(hist)-1]
 	return scan.FileVerdict{SHA256: sha256, TaskID: last.TaskID, Level: last.Level, MalScore: last.MalScore,
 		Family: last.Family, CheckedAt: last.At}, true
 }
 
 // InFlight returns the task of an upload whose verdict is not known.
-func (m *FileMemory) InFlight(sha256 string) (string, bool) {
-	a, err := m.DB.Analysis(serviceSandbox, sha256)
-	if err != nil {
-		return "", false
-	}
-	return a.TaskID, true
-}
+func (m *FileMemory) InFlight(sha256 string) (string, bool) { return m.a().inFlight(sha256) }
 
 // Submitting records the intent to upload.
-func (m *FileMemory) Submitting(sha256 string) {
-	if err := m.DB.PutAnalysis(store.Analysis{Service: serviceSandbox, Target: sha256}); err != nil {
-		m.warn("could not record an upload intent", err)
-	}
-}
+func (m *FileMemory) Submitting(sha256 string) { m.a().submitting(sha256) }
 
 // Submitted records an upload's task.
-func (m *FileMemory) Submitted(sha256, taskID string) {
-	if err := m.DB.PutAnalysis(store.Analysis{Service: serviceSandbox, Target: sha256, TaskID: taskID}); err != nil {
-		m.warn("could not record an upload; a restart would upload it again", err)
-	}
-}
+func (m *FileMemory) Submitted(sha256, taskID string) { m.a().submitted(sha256, taskID) }
 
 // LastTask returns the task of the file's last recorded verdict.
-func (m *FileMemory) LastTask(sha256 string) string {
-	tg, err := m.DB.Target(sha256)
-	if err != nil {
-		return ""
-	}
-	return tg.TaskID
-}
+func (m *FileMemory) LastTask(sha256 string) string { return m.a().lastTask(sha256) }
 
 // Finished records a file verdict and forgets the upload.
 func (m *FileMemory) Finished(v scan.FileVerdict, source string) {
 	if v.Err != nil || v.SHA256 == "" || v.Level == verdict.Skipped {
-		if err := m.DB.DeleteAnalysis(serviceSandbox, v.SHA256); err != nil {
-			m.warn("could not clear a finished upload", err)
-		}
+		m.a().forget(v.SHA256)
 		return
 	}
-	_, _, err := m.DB.FinishAnalysis(serviceSandbox, store.Verdict{Target: v.SHA256, Kind: "file", TaskID: v.TaskID, Level: v.Level,
+	m.a().finish(store.Verdict{Target: v.SHA256, Kind: "file", TaskID: v.TaskID, Level: v.Level,
 		MalScore: v.MalScore, Family: v.Family, At: v.CheckedAt, Source: source}, nil, false)
-	if err != nil {
-		m.warn("could not record a file verdict", err)
-	}
 }
