@@ -17,7 +17,8 @@ import (
 const DefaultMaxFileBytes int64 = 30_000_000
 
 // Fetcher reads the content of the files the pipeline checks: the chat's
-// file downloader (package slackfile), or LocalFiles for `verdictbot check`.
+// file downloader (a package of its own), or LocalFiles for `verdictbot
+// check`.
 // The pipeline owns the destination: a private temporary file that hashes
 // what is written to it, emptied before another attempt. A Fetcher must be
 // safe for concurrent use.

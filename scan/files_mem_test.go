@@ -74,8 +74,8 @@ func heapObjects() uint64 {
 
 // A 30 MB file is fetched, hashed and uploaded with the heap growing by a
 // small fraction of its size: it is streamed through a temporary file,
-// never held in memory. (slackfile's TestSlackFileMemoryStaysFlatFor30MB
-// does the same through the Slack downloader.)
+// never held in memory. (The downloader's package has the same test for
+// its own Fetcher.)
 func TestMemoryStaysFlatFor30MB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("30 MB through the whole pipeline")
