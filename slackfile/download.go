@@ -55,7 +55,8 @@ var (
 	// ErrSignInPage: Slack answered its HTML sign-in page instead of the
 	// file, which is what it does for a missing or wrong token, or a token
 	// without files:read (notes slack-platform.md §4.4, pitfall 15).
-	ErrSignInPage = errors.New("Slack answered an HTML sign-in page instead of the file (missing files:read scope, or no access to the file)") //nolint:staticcheck // a sentence shown in logs
+	//lint:ignore ST1005 a sentence shown in logs, starting with a name
+	ErrSignInPage = errors.New("Slack answered an HTML sign-in page instead of the file (missing files:read scope, or no access to the file)")
 	// ErrTooLarge: the file is larger than the limit; the download stopped
 	// at the limit. It is scan.ErrTooLarge, which the pipeline reads.
 	ErrTooLarge = scan.ErrTooLarge
