@@ -189,7 +189,7 @@ func (f *Files) ref(ctx context.Context, sf *slack.File) scan.FileRef {
 		name = sf.Title
 	}
 	return scan.FileRef{ID: sf.ID, Name: name, Filetype: sf.Filetype, Mimetype: sf.Mimetype, Size: int64(sf.Size),
-		IsExternal: sf.IsExternal, URLPrivateDownload: sf.URLPrivateDownload}
+		External: sf.IsExternal, Source: sf.URLPrivateDownload}
 }
 
 // track checks the files of one card (see the generic track): the final

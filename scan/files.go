@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,17 +36,20 @@ type SandboxAPI interface {
 
 var _ SandboxAPI = (*sandbox.Client)(nil)
 
-// FileRef is what the pipeline needs of a Slack file (the fields of
-// files.info's file object, notes slack-platform.md §4.4), so that scan does
-// not depend on slack-go's types.
+// FileRef is what the pipeline needs to know of a file to check, as its
+// source describes it; the Fetcher reads its content.
 type FileRef struct {
-	ID                 string // F…
-	Name               string
-	Filetype           string // Slack's short type: "pdf", "zip", "html", "quip"…
-	Mimetype           string
-	Size               int64 // bytes, as Slack reports it
-	IsExternal         bool  // stored outside Slack (Google Drive…)
-	URLPrivateDownload string
+	ID       string // the source's id of the file: checks of one id are shared
+	Name     string
+	Filetype string // the source's short type: "pdf", "zip", "html"…
+	Mimetype string
+	Size     int64 // bytes, as the source reports it
+	// External is set when the source only links to a file kept by another
+	// service: it cannot be fetched.
+	External bool
+	// Source is where the Fetcher reads the content (a download URL, a
+	// path).
+	Source string
 }
 
 // Progress words a file check reports through FileCheckOptions.OnStatus,
@@ -55,7 +57,7 @@ type FileRef struct {
 // reporting, reported, or any other the service sends).
 const (
 	FileQueued      = "queued"      // waiting for a download slot
-	FileDownloading = "downloading" // fetching from Slack and hashing
+	FileDownloading = "downloading" // fetching the file and hashing
 	FileLookingUp   = "looking up"  // asking the sandbox whether it knows the hash
 	FileUploading   = "uploading"   // sending the file to the sandbox
 	FileSubmitted   = "submitted"   // the sandbox has the file; polling starts
@@ -63,10 +65,10 @@ const (
 
 // FileVerdict is the outcome of checking one file.
 type FileVerdict struct {
-	// FileID, Name and Type (Slack's filetype) are the request's: a verdict
-	// shared by several Slack files carries each caller's own.
+	// FileID, Name and Type (the FileRef's Filetype) are the request's: a
+	// verdict shared by several files carries each caller's own.
 	FileID, Name, Type string
-	// Size is the downloaded size (Slack's when the file was not downloaded).
+	// Size is the fetched size (the FileRef's when the file was not fetched).
 	Size              int64
 	SHA256, MD5, SHA1 string
 	// Magic is the sandbox's description of the file type ("PE32
@@ -125,7 +127,7 @@ type FileOptions struct {
 	Wait sandbox.WaitOptions
 	// TempDir holds the downloaded files ("" means os.TempDir()).
 	TempDir string
-	// SkipTypes are Slack filetypes (or, with a "/", mimetypes; "image/*"
+	// SkipTypes are filetypes (or, with a "/", mimetypes; "image/*"
 	// matches a family) that are not checked. nil means DefaultSkipTypes;
 	// an empty non-nil slice skips nothing.
 	SkipTypes []string
@@ -133,10 +135,10 @@ type FileOptions struct {
 	// and so the temporary files on disk (default 4); the others wait,
 	// shown as "queued". Waiting for the sandbox takes no slot.
 	MaxDownloads int
-	// DownloadRetries is how many times a download that failed for a
-	// transient reason (network, Slack 5xx or 429) is tried again (default
-	// 2; negative: never); RetryDelay is the first pause (default 1s,
-	// doubling; a longer Retry-After is honoured up to 30s).
+	// DownloadRetries is how many times a fetch that failed for a
+	// transient reason (FetchError.Retryable: network, 5xx or 429) is tried
+	// again (default 2; negative: never); RetryDelay is the first pause
+	// (default 1s, doubling; a longer RetryWait is honoured up to 30s).
 	DownloadRetries int
 	RetryDelay      time.Duration
 	// Memory, if set, keeps uploads and verdicts across restarts (key:
@@ -153,7 +155,7 @@ type FileOptions struct {
 
 // FileCheckOptions tunes one Check.
 type FileCheckOptions struct {
-	// Fresh skips the bot's caches (by Slack file and by hash, in memory
+	// Fresh skips the bot's caches (by file id and by hash, in memory
 	// and in the Memory) but still joins an analysis in flight; a task the
 	// sandbox already reported for the hash is still reused.
 	Fresh bool
@@ -165,19 +167,19 @@ type FileCheckOptions struct {
 	OnStatus func(status string)
 }
 
-// Files checks Slack files with the sandbox: download with the bot token
-// into a temporary file while hashing, reuse what the sandbox already knows
+// Files checks files with the sandbox: fetch into a private temporary file
+// while hashing, reuse what the sandbox already knows
 // of the hash, otherwise upload once, poll, and read the verdict. Analyses
 // run on their own context, detached from the requests that started them;
 // Close cancels them and waits.
 type Files struct {
-	sb  SandboxAPI
-	dl  *Downloader
-	opt FileOptions
-	log *slog.Logger
+	sb      SandboxAPI
+	fetcher Fetcher
+	opt     FileOptions
+	log     *slog.Logger
 
 	verdicts *gocache.Cache // sha256 → FileVerdict
-	byID     *gocache.Cache // Slack file id → sha256
+	byID     *gocache.Cache // file id → sha256
 	slots    chan struct{}
 
 	root   context.Context
@@ -185,7 +187,7 @@ type Files struct {
 	wg     sync.WaitGroup
 
 	mu     sync.Mutex
-	files  map[string]*fileCall // by Slack file id
+	files  map[string]*fileCall // by file id
 	hashes map[string]*fileCall // by sha256
 }
 
@@ -234,8 +236,8 @@ func (c *fileCall) subscribe(f func(string)) {
 	f(st)
 }
 
-// NewFiles returns the file pipeline.
-func NewFiles(sb SandboxAPI, dl *Downloader, opt FileOptions) *Files {
+// NewFiles returns the file pipeline, reading files with fetcher.
+func NewFiles(sb SandboxAPI, fetcher Fetcher, opt FileOptions) *Files {
 	if opt.MaxBytes <= 0 {
 		opt.MaxBytes = DefaultMaxFileBytes
 	}
@@ -274,7 +276,7 @@ func NewFiles(sb SandboxAPI, dl *Downloader, opt FileOptions) *Files {
 	}
 	root, cancel := context.WithCancel(context.Background())
 	return &Files{
-		sb: sb, dl: dl, opt: opt, log: opt.Logger,
+		sb: sb, fetcher: fetcher, opt: opt, log: opt.Logger,
 		verdicts: gocache.New(opt.TTL, opt.TTL),
 		byID:     gocache.New(opt.TTL, opt.TTL),
 		slots:    make(chan struct{}, opt.MaxDownloads),
@@ -292,7 +294,7 @@ func (f *Files) Close() {
 	f.wg.Wait()
 }
 
-// InFlight returns how many files are being checked (by Slack file) and how
+// InFlight returns how many files are being checked (by file id) and how
 // many hashes are being analysed.
 func (f *Files) InFlight() (files, hashes int) {
 	f.mu.Lock()
@@ -308,21 +310,27 @@ func (f *Files) MaxBytes() int64 { return f.opt.MaxBytes }
 
 // Precheck returns why ref is not checked, as a sentence to show the user
 // ("it is larger than the 30 MB limit (45.2 MB)"), or "" when it is. It
-// sends nothing: external files, files over the limit by Slack's size, and
-// file types in FileOptions.SkipTypes are skipped.
+// sends nothing: external files, files over the limit by the source's
+// size, file types in FileOptions.SkipTypes and files without a Source are
+// skipped (the Fetcher words why an external or sourceless file cannot be
+// fetched).
 func (f *Files) Precheck(ref FileRef) string {
 	switch {
-	case ref.IsExternal:
-		return "it is stored outside Slack (an external file), so the bot cannot fetch it"
+	case ref.External:
+		return f.unfetchable(ref)
 	case ref.Size > f.opt.MaxBytes:
 		return fmt.Sprintf("it is larger than the %s limit (%s)", FormatBytes(f.opt.MaxBytes), FormatBytes(ref.Size))
 	case f.skipType(ref):
 		t := cmp.Or(ref.Filetype, ref.Mimetype)
 		return fmt.Sprintf("files of type %q are not checked", t)
-	case strings.TrimSpace(ref.URLPrivateDownload) == "":
-		return "Slack gave no download link for it"
+	case strings.TrimSpace(ref.Source) == "":
+		return f.unfetchable(ref)
 	}
 	return ""
+}
+
+func (f *Files) unfetchable(ref FileRef) string {
+	return cmp.Or(f.fetcher.Unfetchable(ref), "the bot cannot fetch it")
 }
 
 func (f *Files) skipType(ref FileRef) bool {
@@ -347,7 +355,7 @@ func (f *Files) skipType(ref FileRef) bool {
 	return false
 }
 
-// Check returns the verdict for a Slack file. It never returns an error:
+// Check returns the verdict for a file. It never returns an error:
 // a file not checked on purpose is a verdict of level Skipped, a failure one
 // of level Unknown, each with a user-safe Problem. If ctx ends first, the
 // verdict says so and the shared analysis carries on for whoever else
@@ -358,7 +366,7 @@ func (f *Files) Check(ctx context.Context, ref FileRef, o FileCheckOptions) File
 	}
 	key := ref.ID
 	if key == "" {
-		key = "url:" + ref.URLPrivateDownload
+		key = "url:" + ref.Source
 	}
 	if !o.Fresh {
 		if sha, ok := f.byID.Get(key); ok {
@@ -772,14 +780,13 @@ func (f *Files) findLostUpload(ctx context.Context, sha string) string {
 	return tasks[0].ID
 }
 
-// fetch downloads ref into a new temporary file, hashing on the way,
-// trying again after transient failures.
+// fetch reads ref into a new temporary file with the Fetcher, hashing on
+// the way, trying again after transient failures.
 func (f *Files) fetch(ctx context.Context, ref FileRef) (*tempFile, error) {
 	tf, err := newTempFile(f.opt.TempDir)
 	if err != nil {
 		return nil, err
 	}
-	opts := []DownloadOption{ExpectHTML(isHTMLRef(ref))}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if err := tf.reset(); err != nil {
@@ -787,19 +794,22 @@ func (f *Files) fetch(ctx context.Context, ref FileRef) (*tempFile, error) {
 				return nil, err
 			}
 		}
-		n, err := f.dl.Download(ctx, ref.URLPrivateDownload, f.opt.MaxBytes, tf, opts...)
+		n, err := f.fetcher.Fetch(ctx, ref, f.opt.MaxBytes, tf)
+		if err == nil && n > f.opt.MaxBytes { // a Fetcher that did not stop
+			err = fmt.Errorf("%w (more than %d bytes)", ErrTooLarge, f.opt.MaxBytes)
+		}
 		if err == nil {
 			tf.finish(n)
 			return tf, nil
 		}
-		var de *DownloadError
-		if !errors.As(err, &de) || !de.Retryable() || attempt >= f.opt.DownloadRetries || ctx.Err() != nil {
+		var fe FetchError
+		if !errors.As(err, &fe) || !fe.Retryable() || attempt >= f.opt.DownloadRetries || ctx.Err() != nil {
 			tf.remove()
 			return nil, err
 		}
 		delay := f.opt.RetryDelay << attempt
-		if de.RetryAfter > delay {
-			delay = min(de.RetryAfter, 30*time.Second)
+		if w := fe.RetryWait(); w > delay {
+			delay = min(w, 30*time.Second)
 		}
 		f.log.Warn("file download failed, trying again", "file", ref.ID, "error", err, "in", delay)
 		select {
@@ -873,11 +883,11 @@ func (f *Files) downloadFailed(err error) FileVerdict {
 }
 
 // FileProblem turns an error of the file pipeline into a sentence that is
-// safe to show in Slack.
+// safe to show users.
 func FileProblem(err error) string {
 	var (
 		tf *sandbox.TaskFailedError
-		de *DownloadError
+		fe FetchError
 	)
 	switch {
 	case err == nil:
@@ -892,18 +902,8 @@ func FileProblem(err error) string {
 		return "it is empty"
 	case errors.Is(err, context.Canceled):
 		return "the check was stopped (the bot is shutting down)"
-	case errors.As(err, &de):
-		switch {
-		case errors.Is(err, ErrUntrustedHost):
-			return "its download link does not point to Slack, so the bot did not fetch it"
-		case errors.Is(err, ErrSignInPage):
-			return "Slack answered a sign-in page instead of the file (the bot needs the files:read scope and access to the file)"
-		case de.StatusCode == 404 || de.StatusCode == 410:
-			return "the file is no longer available in Slack"
-		case errors.Is(err, ErrWrite):
-			return "the bot could not store the file to check it"
-		}
-		return "the file could not be downloaded from Slack"
+	case errors.As(err, &fe):
+		return cmp.Or(fe.Problem(), "the file could not be fetched")
 	case errors.Is(err, errTempFile):
 		return "the bot could not store the file to check it"
 	}
@@ -931,23 +931,7 @@ func (v FileVerdict) withHashes(h FileVerdict) FileVerdict {
 	return v
 }
 
-// isHTMLRef reports whether Slack says the file is an HTML document.
-func isHTMLRef(ref FileRef) bool {
-	switch strings.ToLower(ref.Filetype) {
-	case "html", "htm", "xhtml", "shtml":
-		return true
-	}
-	if isHTMLType(ref.Mimetype) {
-		return true
-	}
-	switch strings.ToLower(path.Ext(ref.Name)) {
-	case ".html", ".htm", ".xhtml", ".shtml":
-		return true
-	}
-	return false
-}
-
-// uploadName is the name the sandbox is given: Slack's, or the file id.
+// uploadName is the name the sandbox is given: the source's, or the file id.
 func uploadName(ref FileRef) string {
 	return cmp.Or(strings.TrimSpace(ref.Name), ref.ID, "sample")
 }

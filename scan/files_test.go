@@ -14,15 +14,11 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/slack-go/slack"
-
-	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -55,15 +51,13 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// fileEnv is a fake Slack, the simulator and a file pipeline between them,
-// all over real HTTP.
+// fileEnv is a file pipeline between the simulator (over real HTTP) and
+// files on disk read by LocalFiles.
 type fileEnv struct {
 	t     *testing.T
-	fake  *slackfake.Server
-	api   *slack.Client
+	src   *testFetcher
 	sim   *sim.Server
 	sb    *sandbox.Client
-	dl    *Downloader
 	files *Files
 	opt   FileOptions
 	tmp   string
@@ -72,18 +66,13 @@ type fileEnv struct {
 
 func newFileEnv(t *testing.T, cfg sim.Config, mod func(*FileOptions)) *fileEnv {
 	t.Helper()
-	e := &fileEnv{t: t, fake: slackfake.Start(t), tmp: t.TempDir(), logs: &syncBuffer{}}
-	e.api = slack.New(e.fake.BotToken(), slack.OptionAPIURL(e.fake.APIURL()))
+	e := &fileEnv{t: t, src: newTestFetcher(t), tmp: t.TempDir(), logs: &syncBuffer{}}
 	var base string
 	e.sim, base = sim.Start(t, cfg)
 	var err error
 	e.sb, err = sandbox.New(base, simKey,
 		sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}),
 		sandbox.WithRetries(2, time.Millisecond, 5*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.dl, err = NewDownloader(e.fake.BotToken(), e.fake.APIURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,20 +83,17 @@ func newFileEnv(t *testing.T, cfg sim.Config, mod func(*FileOptions)) *fileEnv {
 	if mod != nil {
 		mod(&e.opt)
 	}
-	e.files = NewFiles(e.sb, e.dl, e.opt)
+	e.files = NewFiles(e.sb, e.src, e.opt)
 	t.Cleanup(func() {
 		e.files.Close()
 		if left, _ := filepathGlob(e.tmp); len(left) != 0 {
 			t.Errorf("temporary files left: %v", left)
 		}
-		if strings.Contains(e.logs.String(), e.fake.BotToken()) {
-			t.Error("the bot token appears in the logs")
-		}
 	})
 	return e
 }
 
-// restart replaces the pipeline with a new one (same Slack, sandbox and
+// restart replaces the pipeline with a new one (same files, sandbox and
 // options, mod applied), as a restarted process would have.
 func (e *fileEnv) restart(mod func(*FileOptions)) {
 	e.files.Close()
@@ -115,33 +101,28 @@ func (e *fileEnv) restart(mod func(*FileOptions)) {
 	if mod != nil {
 		mod(&opt)
 	}
-	e.files = NewFiles(e.sb, e.dl, opt)
+	e.files = NewFiles(e.sb, e.src, opt)
 }
 
-// share hosts a file in the fake and returns its files.info as a FileRef,
-// the way the bot gets it.
+// share writes a file for the pipeline and returns its FileRef.
 func (e *fileEnv) share(name string, content []byte) FileRef {
 	e.t.Helper()
-	f := e.fake.AddFile(slackfake.File{Name: name, User: "U0ALICE", Content: content, Channels: []string{"C0SEC"}})
-	return e.info(f.ID)
+	return e.src.add(e.t, FileRef{Name: name}, content)
 }
 
+// info returns the FileRef of a file shared earlier.
 func (e *fileEnv) info(id string) FileRef {
 	e.t.Helper()
-	info, _, _, err := e.api.GetFileInfoContext(e.t.Context(), id, 0, 0)
-	if err != nil {
-		e.t.Fatal(err)
+	e.src.mu.Lock()
+	defer e.src.mu.Unlock()
+	ref, ok := e.src.refs[id]
+	if !ok {
+		e.t.Fatalf("no file %s", id)
 	}
-	return refFromSlack(info)
+	return ref
 }
 
-// refFromSlack is how the bot turns files.info into a FileRef.
-func refFromSlack(f *slack.File) FileRef {
-	return FileRef{ID: f.ID, Name: f.Name, Filetype: f.Filetype, Mimetype: f.Mimetype, Size: int64(f.Size),
-		IsExternal: f.IsExternal, URLPrivateDownload: f.URLPrivateDownload}
-}
-
-func (e *fileEnv) downloads() int { return len(e.fake.Calls(slackfake.MethodFileDownload)) }
+func (e *fileEnv) downloads() int { return int(e.src.fetches.Load()) }
 func (e *fileEnv) uploads() int   { return e.sim.Count(sim.ServiceSandbox, sim.OpCreateFile) }
 
 func filepathGlob(dir string) ([]string, error) { return filepath.Glob(filepath.Join(dir, "*")) }
@@ -269,7 +250,7 @@ func TestKnownHashIsNotUploaded(t *testing.T) {
 	if n := e.uploads(); n != 1 {
 		t.Fatalf("%d uploads, want 1 (the earlier one)", n)
 	}
-	// Another Slack file with the same bytes: the verdict cache (by sha256).
+	// Another file with the same bytes: the verdict cache (by sha256).
 	v2 := e.files.Check(t.Context(), e.share("third.exe", content), FileCheckOptions{})
 	if !v2.Cached || v2.TaskID != v.TaskID || v2.Name != "third.exe" || e.uploads() != 1 {
 		t.Fatalf("second check %+v (uploads %d)", v2, e.uploads())
@@ -279,7 +260,7 @@ func TestKnownHashIsNotUploaded(t *testing.T) {
 	if shots, err := e.files.Screenshots(t.Context(), v2.TaskID); err != nil || len(shots) != 1 || !isImage(shots[0].Data) {
 		t.Fatalf("screenshots of a cached verdict: %d, %v", len(shots), err)
 	}
-	// The same Slack file again: no download either.
+	// The same file again: no download either.
 	before := e.downloads()
 	v3 := e.files.Check(t.Context(), e.info(v2.FileID), FileCheckOptions{})
 	if !v3.Cached || e.downloads() != before {
@@ -317,7 +298,7 @@ func TestSameFileCheckedConcurrently(t *testing.T) {
 		wg.Wait()
 		return out
 	}
-	// The same Slack file in ten messages: one download, one upload.
+	// The same file in ten messages: one download, one upload.
 	refs := make([]FileRef, 10)
 	for i := range refs {
 		refs[i] = ref
@@ -331,7 +312,7 @@ func TestSameFileCheckedConcurrently(t *testing.T) {
 		t.Fatalf("%d downloads, %d uploads; want 1 and 1", d, u)
 	}
 
-	// Ten Slack files with the same new bytes: ten downloads (the hash is
+	// Ten files with the same new bytes: ten downloads (the hash is
 	// only known after one), one upload.
 	content2 := []byte("MZ uploaded ten times by ten people SIM:MALSCORE=5")
 	for i := range refs {
@@ -352,17 +333,16 @@ func TestSkippedWithoutDownload(t *testing.T) {
 	t.Parallel()
 	e := newFileEnv(t, sim.Config{}, func(o *FileOptions) { o.MaxBytes = 1000 })
 	big := e.share("big.iso", bytes.Repeat([]byte("A"), 1500))
-	ext := e.fake.AddFile(slackfake.File{Name: "budget.xlsx", User: "U0ALICE", IsExternal: true,
-		ExternalURL: "https://docs.google.com/spreadsheets/d/1", Channels: []string{"C0SEC"}})
-	canvas := e.fake.AddFile(slackfake.File{Name: "Team notes", Filetype: "quip", User: "U0ALICE", Content: []byte("notes"), Channels: []string{"C0SEC"}})
+	ext := e.src.add(t, FileRef{Name: "budget.xlsx", External: true}, []byte("a link"))
+	canvas := e.src.add(t, FileRef{Name: "Team notes", Filetype: "quip"}, []byte("notes"))
 	for _, tc := range []struct {
 		ref  FileRef
 		want string
 	}{
 		{big, "it is larger than the 1 kB limit (1.5 kB)"},
-		{e.info(ext.ID), "it is stored outside Slack (an external file), so the bot cannot fetch it"},
-		{e.info(canvas.ID), `files of type "quip" are not checked`},
-		{FileRef{ID: "F0NOLINK", Name: "x"}, "Slack gave no download link for it"},
+		{ext, "it is not a file on this machine"}, // the Fetcher's words
+		{canvas, `files of type "quip" are not checked`},
+		{FileRef{ID: "F0NOLINK", Name: "x"}, "it is not a file on this machine"},
 	} {
 		if got := e.files.Precheck(tc.ref); got != tc.want {
 			t.Errorf("Precheck(%s) = %q, want %q", tc.ref.Name, got, tc.want)
@@ -376,7 +356,7 @@ func TestSkippedWithoutDownload(t *testing.T) {
 		t.Fatalf("%d downloads, %d uploads; want none", d, u)
 	}
 
-	// Slack's size was wrong: the download stops at the limit.
+	// The source's size was wrong: the fetch stops at the limit.
 	liar := e.share("small.bin", bytes.Repeat([]byte("B"), 5000))
 	liar.Size = 10
 	v := e.files.Check(t.Context(), liar, FileCheckOptions{})
@@ -395,71 +375,8 @@ func TestSkippedWithoutDownload(t *testing.T) {
 		t.Errorf("image/*: %q", got)
 	}
 	e.restart(func(o *FileOptions) { o.SkipTypes = []string{} })
-	if got := e.files.Precheck(e.info(canvas.ID)); got != "" {
+	if got := e.files.Precheck(canvas); got != "" {
 		t.Errorf("empty skip list: %q", got)
-	}
-}
-
-// The token never goes to another host: a file whose download link is not
-// on Slack is not fetched, and the host is never contacted.
-func TestForeignDownloadLinkIsRefused(t *testing.T) {
-	t.Parallel()
-	e := newFileEnv(t, sim.Config{}, nil)
-	foreign := newHitCounter(t)
-	ref := FileRef{ID: "F0EVIL", Name: "evil.exe", Filetype: "binary", Size: 18, URLPrivateDownload: foreign.URL + "/files-pri/T1-F0EVIL/download/evil.exe"}
-	v := e.files.Check(t.Context(), ref, FileCheckOptions{})
-	if v.Level != verdict.Unknown || v.Problem != "its download link does not point to Slack, so the bot did not fetch it" {
-		t.Fatalf("verdict %+v", v)
-	}
-	if foreign.hits.Load() != 0 || e.uploads() != 0 {
-		t.Fatalf("foreign hits %d, uploads %d", foreign.hits.Load(), e.uploads())
-	}
-}
-
-// A download without the right token gets Slack's sign-in page: a clear
-// could-not-check, nothing sent to the sandbox.
-func TestSignInPageIsNotAnalysed(t *testing.T) {
-	t.Parallel()
-	e := newFileEnv(t, sim.Config{}, nil)
-	ref := e.share("invoice.pdf", []byte("%PDF-1.7 SIM:MALSCORE=9"))
-	wrong, err := NewDownloader("xoxb-not-the-bot", e.fake.APIURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := NewFiles(e.sb, wrong, e.opt)
-	defer f.Close()
-	v := f.Check(t.Context(), ref, FileCheckOptions{})
-	if v.Level != verdict.Unknown || !strings.Contains(v.Problem, "sign-in page") || e.uploads() != 0 {
-		t.Fatalf("verdict %+v, uploads %d", v, e.uploads())
-	}
-	if n := e.downloads(); n != 1 {
-		t.Errorf("%d download attempts, want 1 (a sign-in page is not retried)", n)
-	}
-	if strings.Contains(e.logs.String(), "xoxb-not-the-bot") || strings.Contains(fmt.Sprint(v.Err), "xoxb-not-the-bot") {
-		t.Error("the token appears in the logs or the error")
-	}
-	// An HTML attachment (phishing pages often are) is analysed as a file.
-	page := e.share("login.html", []byte("<!DOCTYPE html><html><form>password SIM:MALSCORE=7.7</form></html>"))
-	v = e.files.Check(t.Context(), page, FileCheckOptions{})
-	if v.Level != verdict.Malicious || v.MalScore != 7.7 {
-		t.Fatalf("HTML file: %+v", v)
-	}
-}
-
-func TestDownloadRetriedAfterTransientFailure(t *testing.T) {
-	t.Parallel()
-	e := newFileEnv(t, sim.Config{}, nil)
-	ref := e.share("flaky.exe", []byte("MZ flaky SIM:MALSCORE=1"))
-	e.fake.InjectFault(slackfake.Fault{Method: slackfake.MethodFileDownload, Times: 1, Status: 503})
-	v := e.files.Check(t.Context(), ref, FileCheckOptions{})
-	if v.Level != verdict.Clean || e.downloads() != 2 {
-		t.Fatalf("verdict %+v after %d downloads", v, e.downloads())
-	}
-	// A file that is gone is not retried.
-	gone := FileRef{ID: "F0GONE", Name: "gone.exe", URLPrivateDownload: e.fake.URL() + "/files-pri/T0-F0GONE/download/gone.exe"}
-	v = e.files.Check(t.Context(), gone, FileCheckOptions{})
-	if v.Level != verdict.Unknown || v.Problem != "the file is no longer available in Slack" || e.downloads() != 3 {
-		t.Fatalf("gone: %+v after %d downloads", v, e.downloads())
 	}
 }
 
@@ -481,7 +398,7 @@ func TestSeveralTasksTakeTheWorst(t *testing.T) {
 	t.Parallel()
 	e := newFileEnv(t, sim.Config{}, nil)
 	multi := &twoTasks{SandboxAPI: e.sb, second: []byte(eicar)}
-	f := NewFiles(multi, e.dl, e.opt)
+	f := NewFiles(multi, e.src, e.opt)
 	defer f.Close()
 	v := f.Check(t.Context(), e.share("archive.zip", []byte("PK clean member")), FileCheckOptions{})
 	if v.Level != verdict.Malicious || v.Family != "EICAR" || len(v.TaskIDs) != 2 || v.TaskID != v.TaskIDs[1] {
@@ -545,7 +462,7 @@ func TestScreenshotsAskedOnceAndKeepOnlyImages(t *testing.T) {
 	t.Parallel()
 	e := newFileEnv(t, sim.Config{}, nil)
 	odd := &oddShots{SandboxAPI: e.sb}
-	f := NewFiles(odd, e.dl, e.opt)
+	f := NewFiles(odd, e.src, e.opt)
 	defer f.Close()
 	v := f.Check(t.Context(), e.share("shots.exe", []byte("MZ SIM:SHOTS=4 SIM:MALSCORE=7")), FileCheckOptions{})
 	if v.Level != verdict.Malicious || odd.calls.Load() != 0 {
@@ -575,7 +492,7 @@ func TestScreenshotsHaveADeadline(t *testing.T) {
 	hang.hang.Store(true)
 	opt := e.opt
 	opt.ScreenshotTimeout = 200 * time.Millisecond
-	f := NewFiles(hang, e.dl, opt)
+	f := NewFiles(hang, e.src, opt)
 	defer f.Close()
 	start := time.Now()
 	shots, err := f.Screenshots(t.Context(), "1000")

@@ -143,7 +143,14 @@ func TestProblemNamesEitherServicesFailure(t *testing.T) {
 	if got := Problem("sandbox", err); got != "the sandbox said: Task does not exist" {
 		t.Errorf("sandbox refusal: %q (%v)", got, err)
 	}
-	if got := Problem("sandbox", &DownloadError{StatusCode: 503, Err: errors.New("x")}); got != "the sandbox answered with an error" {
-		t.Errorf("download 503: %q", got)
+	if got := Problem("sandbox", reasonError("server")); got != "the sandbox answered with an error" {
+		t.Errorf("a failure whose Reason is server: %q", got)
 	}
 }
+
+// reasonError is a failure that classifies itself, as a fetcher's errors do
+// (slackfile.DownloadError).
+type reasonError string
+
+func (e reasonError) Error() string  { return "failed: " + string(e) }
+func (e reasonError) Reason() string { return string(e) }

@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	stdlog "log"
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -184,22 +179,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if len(fileIdx) > 0 {
-		paths := make([]string, len(fileIdx))
-		for n, i := range fileIdx {
-			paths[n] = targets[i]
-		}
-		lf, err := serveLocalFiles(paths)
-		if err != nil {
-			return fail("%v", err)
-		}
-		defer lf.close()
-		files, err := checkFilePipeline(cfg, lf, *timeout, logger)
+		files, err := checkFilePipeline(cfg, *timeout, logger)
 		if err != nil {
 			return fail("%v", err)
 		}
 		defer files.Close()
 		for n, i := range fileIdx {
-			ref, err := lf.ref(n)
+			ref, err := localRef(n, targets[i])
 			if err != nil {
 				results[i].level, results[i].Problem = verdict.Unknown, err.Error()
 				continue
@@ -341,15 +327,12 @@ func checkURLPipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*sc
 		Wait: reputation.WaitOptions{Deadline: deadline}, Logger: log.With("component", "scan")}), nil
 }
 
-// checkFilePipeline is the bot's file pipeline, fed from lf instead of
-// Slack: the same download-and-hash, lookup by sha256, upload, wait and
-// report as for a file shared in a channel.
-func checkFilePipeline(cfg *Config, lf *localFiles, timeout time.Duration, log *slog.Logger) (*scan.Files, error) {
+// checkFilePipeline is the bot's file pipeline, reading local files
+// (scan.LocalFiles) instead of downloading from Slack: the same
+// fetch-and-hash, lookup by sha256, upload, wait and report as for a file
+// shared in a channel.
+func checkFilePipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*scan.Files, error) {
 	sb, err := newSandbox(cfg, log, nil)
-	if err != nil {
-		return nil, err
-	}
-	dl, err := scan.NewDownloader(lf.token, lf.base+"/")
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +340,7 @@ func checkFilePipeline(cfg *Config, lf *localFiles, timeout time.Duration, log *
 	if timeout > 0 {
 		deadline = timeout
 	}
-	return scan.NewFiles(sb, dl, scan.FileOptions{
+	return scan.NewFiles(sb, scan.LocalFiles{}, scan.FileOptions{
 		MaxBytes: cfg.MaxFileBytes, MaxScreenshots: -1, // no images needed
 		SkipTypes: []string{}, // Slack's document types do not apply to local files
 		Wait:      sandbox.WaitOptions{Deadline: deadline},
@@ -365,54 +348,9 @@ func checkFilePipeline(cfg *Config, lf *localFiles, timeout time.Duration, log *
 	}), nil
 }
 
-// localFiles serves the files given on the command line to the file
-// pipeline, on a loopback port, to requests bearing a random token (the
-// pipeline's Downloader sends it to no other host).
-type localFiles struct {
-	base, token string
-	paths       []string
-	srv         *http.Server
-	done        chan struct{}
-}
-
-func serveLocalFiles(paths []string) (*localFiles, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("local file server: %w", err)
-	}
-	tok := make([]byte, 16)
-	_, _ = rand.Read(tok)
-	lf := &localFiles{base: "http://" + ln.Addr().String(), token: hex.EncodeToString(tok), paths: paths, done: make(chan struct{})}
-	lf.srv = &http.Server{Handler: http.HandlerFunc(lf.serve), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: stdlog.New(io.Discard, "", 0)}
-	go func() { defer close(lf.done); _ = lf.srv.Serve(ln) }()
-	return lf, nil
-}
-
-func (lf *localFiles) serve(w http.ResponseWriter, r *http.Request) {
-	n, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/f/"))
-	auth := []byte(r.Header.Get("Authorization"))
-	if r.Method != http.MethodGet || err != nil || n < 0 || n >= len(lf.paths) ||
-		subtle.ConstantTimeCompare(auth, []byte("Bearer "+lf.token)) != 1 {
-		http.NotFound(w, r)
-		return
-	}
-	f, err := os.Open(lf.paths[n])
-	if err != nil {
-		http.Error(w, "cannot read the file", http.StatusInternalServerError)
-		return
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil {
-		w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = io.Copy(w, f)
-}
-
-// ref is the pipeline's reference to file n.
-func (lf *localFiles) ref(n int) (scan.FileRef, error) {
-	path := lf.paths[n]
+// localRef is the pipeline's reference to the file at path, the n-th file
+// argument; a file that cannot be opened is reported at once.
+func localRef(n int, path string) (scan.FileRef, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return scan.FileRef{}, fmt.Errorf("cannot read the file: %v", errors.Unwrap(err))
@@ -422,24 +360,9 @@ func (lf *localFiles) ref(n int) (scan.FileRef, error) {
 	if err != nil {
 		return scan.FileRef{}, err
 	}
-	head := make([]byte, 512)
-	k, _ := io.ReadFull(f, head)
-	mimetype := "application/octet-stream"
-	if scan.LooksLikeHTML(head[:k]) {
-		mimetype = "text/html" // the file is HTML: not a sign-in page
-	}
 	return scan.FileRef{ID: "local-" + strconv.Itoa(n), Name: filepath.Base(path),
-		Filetype: strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")), Mimetype: mimetype,
-		Size: st.Size(), URLPrivateDownload: lf.base + "/f/" + strconv.Itoa(n)}, nil
-}
-
-func (lf *localFiles) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if lf.srv.Shutdown(ctx) != nil {
-		lf.srv.Close()
-	}
-	<-lf.done
+		Filetype: strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")),
+		Size:     st.Size(), Source: path}, nil
 }
 
 func urlResult(r checkResult, v scan.URLVerdict) checkResult {

@@ -30,6 +30,7 @@ import (
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -243,7 +244,7 @@ func (a *app) wireFiles() error {
 	if err != nil {
 		return err
 	}
-	dl, err := scan.NewDownloader(cfg.SlackBotToken.Reveal(), apiURL(cfg.SlackAPIURL))
+	dl, err := slackfile.NewDownloader(cfg.SlackBotToken.Reveal(), apiURL(cfg.SlackAPIURL))
 	if err != nil {
 		return err
 	}

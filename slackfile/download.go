@@ -1,4 +1,10 @@
-package scan
+// Package slackfile downloads files shared in Slack with the bot token, for
+// the file pipeline: a *Downloader is a scan.Fetcher. The token goes only
+// to https Slack hosts and to the Slack API URL's host, checked before
+// every request and redirect; Slack's HTML sign-in page, its answer to a
+// token that cannot read the file, is recognised and never taken for the
+// file.
+package slackfile
 
 import (
 	"bufio"
@@ -10,16 +16,13 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
-)
 
-// DefaultMaxFileBytes is the largest file the pipeline downloads and
-// uploads (VERDICTBOT_MAX_FILE_BYTES): CAPE's max_sample_size, which the
-// sandbox enforces with "File size exceeds API limit"
-// (notes/analysis-services.md §1.2, §4.2).
-const DefaultMaxFileBytes int64 = 30_000_000
+	"github.com/verdictbot/verdictbot/scan"
+)
 
 // DefaultDownloadTimeout bounds one download, from connecting to the last
 // byte: 30 MB at 1 Mbit/s takes 4 minutes.
@@ -52,10 +55,11 @@ var (
 	// ErrSignInPage: Slack answered its HTML sign-in page instead of the
 	// file, which is what it does for a missing or wrong token, or a token
 	// without files:read (notes slack-platform.md §4.4, pitfall 15).
-	ErrSignInPage = errors.New("Slack answered an HTML sign-in page instead of the file (missing files:read scope, or no access to the file)") //nolint:staticcheck // a sentence shown in logs
+	//lint:ignore ST1005 a sentence shown in logs, starting with a name
+	ErrSignInPage = errors.New("Slack answered an HTML sign-in page instead of the file (missing files:read scope, or no access to the file)")
 	// ErrTooLarge: the file is larger than the limit; the download stopped
-	// at the limit.
-	ErrTooLarge = errors.New("file larger than the limit")
+	// at the limit. It is scan.ErrTooLarge, which the pipeline reads.
+	ErrTooLarge = scan.ErrTooLarge
 	// ErrDownloadStatus: Slack answered an HTTP status other than 200.
 	ErrDownloadStatus = errors.New("unexpected HTTP status")
 	// ErrWrite: writing the downloaded bytes failed locally (a full disk).
@@ -124,6 +128,25 @@ func (e *DownloadError) Reason() string {
 	return "transport"
 }
 
+// RetryWait is Slack's Retry-After (scan.FetchError).
+func (e *DownloadError) RetryWait() time.Duration { return e.RetryAfter }
+
+// Problem says what went wrong in a sentence safe to show users
+// (scan.FetchError).
+func (e *DownloadError) Problem() string {
+	switch {
+	case errors.Is(e.Err, ErrUntrustedHost):
+		return "its download link does not point to Slack, so the bot did not fetch it"
+	case errors.Is(e.Err, ErrSignInPage):
+		return "Slack answered a sign-in page instead of the file (the bot needs the files:read scope and access to the file)"
+	case e.StatusCode == 404 || e.StatusCode == 410:
+		return "the file is no longer available in Slack"
+	case errors.Is(e.Err, ErrWrite):
+		return "the bot could not store the file to check it"
+	}
+	return "the file could not be downloaded from Slack"
+}
+
 // Downloader fetches Slack files with the bot token. It sends the token
 // only to https hosts under slackFileDomains and to the scheme and host of
 // the Slack API URL (SLACK_API_URL: a test Slack, a proxy), and checks
@@ -161,14 +184,14 @@ func WithDownloadTimeout(t time.Duration) DownloaderOption {
 // scheme and host, port included, may receive the token too.
 func NewDownloader(botToken, apiURL string, opts ...DownloaderOption) (*Downloader, error) {
 	if strings.TrimSpace(botToken) == "" {
-		return nil, errors.New("scan: NewDownloader: empty bot token")
+		return nil, errors.New("slackfile: NewDownloader: empty bot token")
 	}
 	if apiURL == "" {
 		apiURL = "https://slack.com/api/"
 	}
 	api, err := url.Parse(apiURL)
 	if err != nil || (api.Scheme != "http" && api.Scheme != "https") || api.Host == "" || api.User != nil {
-		return nil, fmt.Errorf("scan: NewDownloader: the Slack API URL must be an http(s) URL with a host and no user info")
+		return nil, fmt.Errorf("slackfile: NewDownloader: the Slack API URL must be an http(s) URL with a host and no user info")
 	}
 	d := &Downloader{token: botToken, api: api, timeout: DefaultDownloadTimeout}
 	for _, o := range opts {
@@ -275,7 +298,7 @@ func ExpectHTML(yes bool) DownloadOption { return func(s *downloadSettings) { s.
 //     only the redirect counts.
 //   - A Content-Length over max is refused before reading; otherwise the
 //     copy stops after max bytes (ErrTooLarge, dst then holds max+1 bytes
-//     and should be discarded). max <= 0 means DefaultMaxFileBytes.
+//     and should be discarded). max <= 0 means scan.DefaultMaxFileBytes.
 //
 // Errors are *DownloadError.
 func (d *Downloader) Download(ctx context.Context, rawURL string, max int64, dst io.Writer, opts ...DownloadOption) (int64, error) {
@@ -286,7 +309,7 @@ func (d *Downloader) Download(ctx context.Context, rawURL string, max int64, dst
 		}
 	}
 	if max <= 0 {
-		max = DefaultMaxFileBytes
+		max = scan.DefaultMaxFileBytes
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || !d.mayReceiveToken(u) {
@@ -348,6 +371,43 @@ func (d *Downloader) Download(ctx context.Context, rawURL string, max int64, dst
 		return n, d.fail(final.Host, resp.StatusCode, 0, fmt.Errorf("%w (more than %d bytes)", ErrTooLarge, max))
 	}
 	return n, nil
+}
+
+var _ scan.Fetcher = (*Downloader)(nil)
+
+// Fetch downloads ref.Source, Slack's url_private_download, into dst (the
+// scan.Fetcher side of Download). An HTML body is the file when Slack says
+// the file is an HTML document (its filetype, mimetype or name).
+func (d *Downloader) Fetch(ctx context.Context, ref scan.FileRef, max int64, dst io.Writer) (int64, error) {
+	return d.Download(ctx, ref.Source, max, dst, ExpectHTML(isHTMLRef(ref)))
+}
+
+// Unfetchable words why an external file (stored outside Slack) or a file
+// without a download link cannot be fetched.
+func (d *Downloader) Unfetchable(ref scan.FileRef) string {
+	if ref.External {
+		return "it is stored outside Slack (an external file), so the bot cannot fetch it"
+	}
+	if strings.TrimSpace(ref.Source) == "" {
+		return "Slack gave no download link for it"
+	}
+	return ""
+}
+
+// isHTMLRef reports whether Slack says the file is an HTML document.
+func isHTMLRef(ref scan.FileRef) bool {
+	switch strings.ToLower(ref.Filetype) {
+	case "html", "htm", "xhtml", "shtml":
+		return true
+	}
+	if isHTMLType(ref.Mimetype) {
+		return true
+	}
+	switch strings.ToLower(path.Ext(ref.Name)) {
+	case ".html", ".htm", ".xhtml", ".shtml":
+		return true
+	}
+	return false
 }
 
 // copyLimited copies up to max+1 bytes from src to dst; write failures are
