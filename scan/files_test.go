@@ -24,8 +24,11 @@ import (
 
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -36,24 +39,6 @@ const eicar = `X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H
 var fastSandboxWait = sandbox.WaitOptions{
 	Backoff:  apiclient.Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond},
 	Deadline: 10 * time.Second,
-}
-
-// syncBuffer is a log sink shared by goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // fileEnv is a fake Slack, the simulator and a file pipeline between them,
@@ -68,15 +53,16 @@ type fileEnv struct {
 	files *Files
 	opt   FileOptions
 	tmp   string
-	logs  *syncBuffer
+	logs  *testutil.SyncBuffer
 }
 
 func newFileEnv(t *testing.T, cfg sim.Config, mod func(*FileOptions)) *fileEnv {
 	t.Helper()
-	e := &fileEnv{t: t, fake: slackfake.Start(t), tmp: t.TempDir(), logs: &syncBuffer{}}
+	logger, logs := testutil.Logger(slog.LevelDebug)
+	e := &fileEnv{t: t, fake: slackfaketest.Start(t), tmp: t.TempDir(), logs: logs}
 	e.api = slack.New(e.fake.BotToken(), slack.OptionAPIURL(e.fake.APIURL()))
 	var base string
-	e.sim, base = sim.Start(t, cfg)
+	e.sim, base = simtest.Start(t, cfg)
 	var err error
 	e.sb, err = sandbox.New(base, simKey,
 		sandbox.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
@@ -90,7 +76,7 @@ func newFileEnv(t *testing.T, cfg sim.Config, mod func(*FileOptions)) *fileEnv {
 	}
 	e.opt = FileOptions{
 		Wait: fastSandboxWait, TempDir: e.tmp, RetryDelay: time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger: logger,
 	}
 	if mod != nil {
 		mod(&e.opt)

@@ -10,6 +10,7 @@ import (
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -22,7 +23,7 @@ var fastWait = reputation.WaitOptions{
 
 func newURLs(t *testing.T, cfg sim.Config, mod func(*URLOptions)) (*URLs, *sim.Server) {
 	t.Helper()
-	srv, base := sim.Start(t, cfg)
+	srv, base := simtest.Start(t, cfg)
 	rep, err := reputation.New(base, simKey,
 		reputation.WithRateLimits(apiclient.Limit{}, apiclient.Limit{}),
 		reputation.WithRetries(2, time.Millisecond, 2*time.Millisecond))
