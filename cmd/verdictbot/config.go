@@ -188,153 +188,237 @@ func (c *Config) trim() {
 	}
 }
 
-// Validate checks the settings `run` needs. Messages are exact and tested.
+// Validate checks the settings `run` needs (needSlack false: the ones
+// `check` needs) and derives the thresholds. It returns the first
+// problem, in configRules order. Messages are exact and tested.
 func (c *Config) Validate(needSlack bool) error {
-	if needSlack {
-		switch {
-		case c.SlackBotToken == "":
-			return errors.New("SLACK_BOT_TOKEN is not set (the bot token, xoxb-…)")
-		case !strings.HasPrefix(string(c.SlackBotToken), "xoxb-"):
-			return errors.New("SLACK_BOT_TOKEN must start with xoxb- (a bot token)")
-		case c.SlackAppToken == "":
-			return errors.New("SLACK_APP_TOKEN is not set (the app-level token with connections:write, xapp-…)")
-		case !strings.HasPrefix(string(c.SlackAppToken), "xapp-"):
-			return errors.New("SLACK_APP_TOKEN must start with xapp- (an app-level token)")
-		}
-		if err := checkBaseURL("SLACK_API_URL", c.SlackAPIURL); err != nil {
-			return err
-		}
-		if c.ReputationURL == "" {
-			return errors.New("REPUTATION_URL is not set (the URL reputation service's base URL)")
-		}
-		if c.ReputationAPIKey == "" {
-			return errors.New("REPUTATION_API_KEY is not set")
-		}
+	if errs := c.problems(needSlack); len(errs) > 0 {
+		return errs[0]
 	}
-	if c.ReputationURL != "" {
-		if err := checkBaseURL("REPUTATION_URL", c.ReputationURL); err != nil {
-			return err
+	c.thresholds = verdict.Thresholds{}
+	for _, t := range thresholdSettings(c) {
+		b, _ := verdict.ParseBand(t.val) // checked by configRules
+		c.thresholds[t.cat] = b
+	}
+	return nil
+}
+
+// problems returns one error for each rule of configRules that c breaks,
+// in table order.
+func (c *Config) problems(needSlack bool) []error {
+	var errs []error
+	for _, r := range configRules {
+		if r.slackOnly && !needSlack {
+			continue
+		}
+		if err := r.check(c); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if c.SandboxURL != "" {
-		if err := checkBaseURL("SANDBOX_URL", c.SandboxURL); err != nil {
-			return err
+	return errs
+}
+
+// configRule is one check of a setting: check returns the message for
+// the setting's value, or nil. A slackOnly rule applies only when the
+// bot talks to Slack (`run`, `shell`), not to `check`.
+type configRule struct {
+	setting   string
+	slackOnly bool
+	check     func(c *Config) error
+}
+
+// configRules is every check Validate makes, one row per rule, in the
+// order the first problem is reported.
+var configRules = []configRule{
+	{"SLACK_BOT_TOKEN", true, func(c *Config) error {
+		return token(c.SlackBotToken, "xoxb-", "SLACK_BOT_TOKEN is not set (the bot token, xoxb-…)",
+			"SLACK_BOT_TOKEN must start with xoxb- (a bot token)")
+	}},
+	{"SLACK_APP_TOKEN", true, func(c *Config) error {
+		return token(c.SlackAppToken, "xapp-", "SLACK_APP_TOKEN is not set (the app-level token with connections:write, xapp-…)",
+			"SLACK_APP_TOKEN must start with xapp- (an app-level token)")
+	}},
+	{"SLACK_API_URL", true, func(c *Config) error { return checkBaseURL("SLACK_API_URL", c.SlackAPIURL) }},
+	{"REPUTATION_URL", true, func(c *Config) error {
+		return set(c.ReputationURL != "", "REPUTATION_URL is not set (the URL reputation service's base URL)")
+	}},
+	{"REPUTATION_API_KEY", true, func(c *Config) error { return set(c.ReputationAPIKey != "", "REPUTATION_API_KEY is not set") }},
+	{"REPUTATION_URL", false, func(c *Config) error { return optionalBaseURL("REPUTATION_URL", c.ReputationURL) }},
+	{"SANDBOX_URL", false, func(c *Config) error { return optionalBaseURL("SANDBOX_URL", c.SandboxURL) }},
+	{"SANDBOX_API_KEY", true, func(c *Config) error {
+		return set(c.SandboxURL == "" || c.SandboxAPIKey != "", "SANDBOX_API_KEY is not set (SANDBOX_URL is)")
+	}},
+	oneOf("VERDICTBOT_CHANNEL_MODE", func(c *Config) string { return c.ChannelMode }, "quiet, verbose or off", "quiet", "verbose", "off"),
+	oneOf("VERDICTBOT_URL_QUERY", func(c *Config) string { return c.URLQuery }, "keep or strip", "keep", "strip"),
+	oneOf("VERDICTBOT_REPORTERS", func(c *Config) string { return c.Reporters }, "anyone or admins", "anyone", "admins"),
+	{"VERDICTBOT_ADMINS", false, func(c *Config) error {
+		for _, id := range c.Admins {
+			if !isUserID(id) {
+				return fmt.Errorf("VERDICTBOT_ADMINS: %q is not a Slack user id (U… or W…)", id)
+			}
 		}
-		if c.SandboxAPIKey == "" && needSlack {
-			return errors.New("SANDBOX_API_KEY is not set (SANDBOX_URL is)")
+		return nil
+	}},
+	{"VERDICTBOT_ADMIN_GROUP", false, func(c *Config) error {
+		g := c.AdminGroup
+		if g == "" || (len(g) >= 3 && g[0] == 'S' && strings.ToUpper(g) == g) {
+			return nil
 		}
-	}
-	switch c.ChannelMode {
-	case "quiet", "verbose", "off":
-	default:
-		return fmt.Errorf("VERDICTBOT_CHANNEL_MODE=%q: want quiet, verbose or off", c.ChannelMode)
-	}
-	switch c.URLQuery {
-	case "keep", "strip":
-	default:
-		return fmt.Errorf("VERDICTBOT_URL_QUERY=%q: want keep or strip", c.URLQuery)
-	}
-	switch c.Reporters {
-	case "anyone", "admins":
-	default:
-		return fmt.Errorf("VERDICTBOT_REPORTERS=%q: want anyone or admins", c.Reporters)
-	}
-	for _, id := range c.Admins {
-		if !isUserID(id) {
-			return fmt.Errorf("VERDICTBOT_ADMINS: %q is not a Slack user id (U… or W…)", id)
+		return fmt.Errorf("VERDICTBOT_ADMIN_GROUP=%q: want a user group id (S…), not a handle", g)
+	}},
+	between("VERDICTBOT_MAX_LINKS", func(c *Config) int { return c.MaxLinks }, 1, 40, "want 1 to 40 (a card holds at most 50 blocks)"),
+	atLeast("VERDICTBOT_VERDICT_TTL", func(c *Config) time.Duration { return c.VerdictTTL }, 0, "must not be negative"),
+	atLeast("VERDICTBOT_URL_DEADLINE", func(c *Config) time.Duration { return c.URLDeadline }, 10*time.Second, "want at least 10s"),
+	{"VERDICTBOT_RECHECK_SCHEDULE", false, func(c *Config) error {
+		if _, err := cron.ParseStandard(c.RecheckSchedule); err != nil {
+			return fmt.Errorf("VERDICTBOT_RECHECK_SCHEDULE=%q: not a cron schedule (five fields, e.g. \"*/15 * * * *\"): %v", c.RecheckSchedule, err)
 		}
-	}
-	if c.AdminGroup != "" && (len(c.AdminGroup) < 3 || c.AdminGroup[0] != 'S' || strings.ToUpper(c.AdminGroup) != c.AdminGroup) {
-		return fmt.Errorf("VERDICTBOT_ADMIN_GROUP=%q: want a user group id (S…), not a handle", c.AdminGroup)
-	}
-	if c.MaxLinks < 1 || c.MaxLinks > 40 {
-		return fmt.Errorf("VERDICTBOT_MAX_LINKS=%d: want 1 to 40 (a card holds at most 50 blocks)", c.MaxLinks)
-	}
-	if c.VerdictTTL < 0 {
-		return fmt.Errorf("VERDICTBOT_VERDICT_TTL=%s: must not be negative", c.VerdictTTL)
-	}
-	if c.URLDeadline < 10*time.Second {
-		return fmt.Errorf("VERDICTBOT_URL_DEADLINE=%s: want at least 10s", c.URLDeadline)
-	}
-	if _, err := cron.ParseStandard(c.RecheckSchedule); err != nil {
-		return fmt.Errorf("VERDICTBOT_RECHECK_SCHEDULE=%q: not a cron schedule (five fields, e.g. \"*/15 * * * *\"): %v", c.RecheckSchedule, err)
-	}
-	for i, d := range c.RecheckAfter {
-		if d <= 0 || (i > 0 && d <= c.RecheckAfter[i-1]) {
-			return fmt.Errorf("VERDICTBOT_RECHECK_AFTER: want increasing positive durations (e.g. 1h,6h,24h,72h)")
+		return nil
+	}},
+	{"VERDICTBOT_RECHECK_AFTER", false, func(c *Config) error {
+		for i, d := range c.RecheckAfter {
+			if d <= 0 || (i > 0 && d <= c.RecheckAfter[i-1]) {
+				return errors.New("VERDICTBOT_RECHECK_AFTER: want increasing positive durations (e.g. 1h,6h,24h,72h)")
+			}
 		}
-	}
-	if c.MaxFileBytes < 1 {
-		return fmt.Errorf("VERDICTBOT_MAX_FILE_BYTES=%d: want a positive number of bytes", c.MaxFileBytes)
-	}
-	if c.SandboxDeadline < time.Minute {
-		return fmt.Errorf("VERDICTBOT_SANDBOX_DEADLINE=%s: want at least 1m (sandbox runs take minutes)", c.SandboxDeadline)
-	}
-	if c.MaxScreenshots < 0 || c.MaxScreenshots > 10 {
-		return fmt.Errorf("VERDICTBOT_MAX_SCREENSHOTS=%d: want 0 to 10", c.MaxScreenshots)
-	}
-	if c.ScreenshotTimeout < time.Second || c.ScreenshotTimeout > 30*time.Minute {
-		return fmt.Errorf("VERDICTBOT_SCREENSHOT_TIMEOUT=%s: want 1s to 30m", c.ScreenshotTimeout)
-	}
-	if c.FileVerdictTTL < 0 {
-		return fmt.Errorf("VERDICTBOT_FILE_VERDICT_TTL=%s: must not be negative", c.FileVerdictTTL)
-	}
-	if c.SandboxRunRate <= 0 || c.SandboxReportRate <= 0 {
-		return errors.New("VERDICTBOT_SANDBOX_RUN_RATE and VERDICTBOT_SANDBOX_REPORT_RATE must be above 0 (requests per second)")
-	}
-	if c.RecheckMax < 1 {
-		return fmt.Errorf("VERDICTBOT_RECHECK_MAX=%d: want at least 1", c.RecheckMax)
-	}
-	if c.AlertChannel != "" && !isChannelID(c.AlertChannel) {
-		return fmt.Errorf("VERDICTBOT_ALERT_CHANNEL=%q: want a channel id (C…, G…), not a name", c.AlertChannel)
-	}
-	if c.Workers < 1 || c.Workers > 256 {
-		return fmt.Errorf("VERDICTBOT_WORKERS=%d: want 1 to 256", c.Workers)
-	}
-	if c.QueueSize < 1 {
-		return fmt.Errorf("VERDICTBOT_QUEUE_SIZE=%d: want at least 1", c.QueueSize)
-	}
-	if c.ReputationRunRate <= 0 || c.ReputationReportRate <= 0 {
-		return errors.New("VERDICTBOT_REPUTATION_RUN_RATE and VERDICTBOT_REPUTATION_REPORT_RATE must be above 0 (requests per second)")
-	}
-	if c.ServiceCAFile != "" {
+		return nil
+	}},
+	atLeast("VERDICTBOT_MAX_FILE_BYTES", func(c *Config) int64 { return c.MaxFileBytes }, 1, "want a positive number of bytes"),
+	atLeast("VERDICTBOT_SANDBOX_DEADLINE", func(c *Config) time.Duration { return c.SandboxDeadline }, time.Minute, "want at least 1m (sandbox runs take minutes)"),
+	between("VERDICTBOT_MAX_SCREENSHOTS", func(c *Config) int { return c.MaxScreenshots }, 0, 10, "want 0 to 10"),
+	between("VERDICTBOT_SCREENSHOT_TIMEOUT", func(c *Config) time.Duration { return c.ScreenshotTimeout }, time.Second, 30*time.Minute, "want 1s to 30m"),
+	atLeast("VERDICTBOT_FILE_VERDICT_TTL", func(c *Config) time.Duration { return c.FileVerdictTTL }, 0, "must not be negative"),
+	{"VERDICTBOT_SANDBOX_RUN_RATE", false, func(c *Config) error {
+		return set(c.SandboxRunRate > 0 && c.SandboxReportRate > 0,
+			"VERDICTBOT_SANDBOX_RUN_RATE and VERDICTBOT_SANDBOX_REPORT_RATE must be above 0 (requests per second)")
+	}},
+	atLeast("VERDICTBOT_RECHECK_MAX", func(c *Config) int { return c.RecheckMax }, 1, "want at least 1"),
+	{"VERDICTBOT_ALERT_CHANNEL", false, func(c *Config) error {
+		if c.AlertChannel != "" && !isChannelID(c.AlertChannel) {
+			return fmt.Errorf("VERDICTBOT_ALERT_CHANNEL=%q: want a channel id (C…, G…), not a name", c.AlertChannel)
+		}
+		return nil
+	}},
+	between("VERDICTBOT_WORKERS", func(c *Config) int { return c.Workers }, 1, 256, "want 1 to 256"),
+	atLeast("VERDICTBOT_QUEUE_SIZE", func(c *Config) int { return c.QueueSize }, 1, "want at least 1"),
+	{"VERDICTBOT_REPUTATION_RUN_RATE", false, func(c *Config) error {
+		return set(c.ReputationRunRate > 0 && c.ReputationReportRate > 0,
+			"VERDICTBOT_REPUTATION_RUN_RATE and VERDICTBOT_REPUTATION_REPORT_RATE must be above 0 (requests per second)")
+	}},
+	{"VERDICTBOT_SERVICE_CA_FILE", false, func(c *Config) error {
+		if c.ServiceCAFile == "" {
+			return nil
+		}
 		if _, err := os.Stat(c.ServiceCAFile); err != nil {
 			return fmt.Errorf("VERDICTBOT_SERVICE_CA_FILE: %v", err)
 		}
-	}
-	if c.HTTPAddr != "off" {
+		return nil
+	}},
+	{"VERDICTBOT_HTTP_ADDR", false, func(c *Config) error {
+		if c.HTTPAddr == "off" {
+			return nil
+		}
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			return fmt.Errorf("VERDICTBOT_HTTP_ADDR=%q: want host:port (e.g. 127.0.0.1:8080), or off", c.HTTPAddr)
 		}
+		return nil
+	}},
+	oneOf("VERDICTBOT_LOG_LEVEL", func(c *Config) string { return c.LogLevel }, "debug, info, warn or error", "debug", "info", "warn", "error"),
+	oneOf("VERDICTBOT_LOG_FORMAT", func(c *Config) string { return c.LogFormat }, "text or json", "text", "json"),
+	threshold(verdict.CatPhishing),
+	threshold(verdict.CatAdvertising),
+	threshold(verdict.CatMalicious),
+	threshold(verdict.CatIllegal),
+}
+
+// set returns msg as an error unless ok.
+func set(ok bool, msg string) error {
+	if ok {
+		return nil
 	}
-	switch strings.ToLower(c.LogLevel) {
-	case "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("VERDICTBOT_LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel)
+	return errors.New(msg)
+}
+
+// token checks a Slack token: set, and with its kind's prefix.
+func token(s Secret, prefix, notSet, wrongPrefix string) error {
+	switch {
+	case s == "":
+		return errors.New(notSet)
+	case !strings.HasPrefix(string(s), prefix):
+		return errors.New(wrongPrefix)
 	}
-	switch strings.ToLower(c.LogFormat) {
-	case "text", "json":
-	default:
-		return fmt.Errorf("VERDICTBOT_LOG_FORMAT=%q: want text or json", c.LogFormat)
+	return nil
+}
+
+// optionalBaseURL checks v as checkBaseURL does, when it is set.
+func optionalBaseURL(name, v string) error {
+	if v == "" {
+		return nil
 	}
-	c.thresholds = verdict.Thresholds{}
-	for _, t := range []struct {
-		name string
-		cat  verdict.Category
-		val  string
-	}{
+	return checkBaseURL(name, v)
+}
+
+// oneOf is a rule: the setting is one of allowed, in any case;
+// otherwise `NAME="value": want <want>`.
+func oneOf(name string, get func(*Config) string, want string, allowed ...string) configRule {
+	return configRule{setting: name, check: func(c *Config) error {
+		if v := get(c); !slices.Contains(allowed, strings.ToLower(v)) {
+			return fmt.Errorf("%s=%q: want %s", name, v, want)
+		}
+		return nil
+	}}
+}
+
+// between is a rule: lo <= value <= hi; otherwise `NAME=value: <want>`.
+func between[T ~int | ~int64](name string, get func(*Config) T, lo, hi T, want string) configRule {
+	return configRule{setting: name, check: func(c *Config) error {
+		if v := get(c); v < lo || v > hi {
+			return fmt.Errorf("%s=%v: %s", name, v, want)
+		}
+		return nil
+	}}
+}
+
+// atLeast is a rule: value >= lo; otherwise `NAME=value: <want>`.
+func atLeast[T ~int | ~int64](name string, get func(*Config) T, lo T, want string) configRule {
+	return configRule{setting: name, check: func(c *Config) error {
+		if v := get(c); v < lo {
+			return fmt.Errorf("%s=%v: %s", name, v, want)
+		}
+		return nil
+	}}
+}
+
+// thresholdSetting is one VERDICTBOT_THRESHOLD_* setting.
+type thresholdSetting struct {
+	name string
+	cat  verdict.Category
+	val  string
+}
+
+func thresholdSettings(c *Config) []thresholdSetting {
+	return []thresholdSetting{
 		{"VERDICTBOT_THRESHOLD_PHISHING", verdict.CatPhishing, c.ThresholdPhishing},
 		{"VERDICTBOT_THRESHOLD_ADVERTISING", verdict.CatAdvertising, c.ThresholdAdvertising},
 		{"VERDICTBOT_THRESHOLD_MALICIOUS", verdict.CatMalicious, c.ThresholdMalicious},
 		{"VERDICTBOT_THRESHOLD_ILLEGAL", verdict.CatIllegal, c.ThresholdIllegal},
-	} {
-		b, err := verdict.ParseBand(t.val)
-		if err != nil {
-			return fmt.Errorf("%s=%s", t.name, err)
-		}
-		c.thresholds[t.cat] = b
 	}
-	return nil
+}
+
+// threshold is a rule: the band of cat parses (verdict.ParseBand).
+func threshold(cat verdict.Category) configRule {
+	name := "VERDICTBOT_THRESHOLD_" + strings.ToUpper(string(cat))
+	return configRule{setting: name, check: func(c *Config) error {
+		for _, t := range thresholdSettings(c) {
+			if t.cat != cat {
+				continue
+			}
+			if _, err := verdict.ParseBand(t.val); err != nil {
+				return fmt.Errorf("%s=%s", t.name, err)
+			}
+		}
+		return nil
+	}}
 }
 
 func checkBaseURL(name, v string) error {
