@@ -37,84 +37,135 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // Reveal returns the secret itself, for the one place that must send it.
 func (s Secret) Reveal() string { return string(s) }
 
-// Config is every setting, read from the environment. Names are the
+// Config is every setting, read from the environment over defaultConfig
+// (the one place defaults are written). Names are the
 // contract: keep them, and keep the README's settings table in sync.
 type Config struct {
 	SlackBotToken Secret `envconfig:"SLACK_BOT_TOKEN"`
 	SlackAppToken Secret `envconfig:"SLACK_APP_TOKEN"`
-	SlackAPIURL   string `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
+	SlackAPIURL   string `envconfig:"SLACK_API_URL"`
 
 	ReputationURL    string `envconfig:"REPUTATION_URL"`
 	ReputationAPIKey Secret `envconfig:"REPUTATION_API_KEY"`
 	SandboxURL       string `envconfig:"SANDBOX_URL"`
 	SandboxAPIKey    Secret `envconfig:"SANDBOX_API_KEY"`
 
-	DataDir         string        `envconfig:"VERDICTBOT_DATA_DIR" default:"./data"`
+	DataDir         string        `envconfig:"VERDICTBOT_DATA_DIR"`
 	Admins          []string      `envconfig:"VERDICTBOT_ADMINS"`
 	AdminGroup      string        `envconfig:"VERDICTBOT_ADMIN_GROUP"`
-	Reporters       string        `envconfig:"VERDICTBOT_REPORTERS" default:"anyone"`
-	ChannelMode     string        `envconfig:"VERDICTBOT_CHANNEL_MODE" default:"quiet"`
+	Reporters       string        `envconfig:"VERDICTBOT_REPORTERS"`
+	ChannelMode     string        `envconfig:"VERDICTBOT_CHANNEL_MODE"`
 	AllowDomains    []string      `envconfig:"VERDICTBOT_ALLOW_DOMAINS"`
 	InternalDomains []string      `envconfig:"VERDICTBOT_INTERNAL_DOMAINS"`
-	MaxLinks        int           `envconfig:"VERDICTBOT_MAX_LINKS" default:"10"`
-	VerdictTTL      time.Duration `envconfig:"VERDICTBOT_VERDICT_TTL" default:"1h"`
-	URLDeadline     time.Duration `envconfig:"VERDICTBOT_URL_DEADLINE" default:"10m"`
-	CleanReaction   string        `envconfig:"VERDICTBOT_CLEAN_REACTION" default:"white_check_mark"`
-	ResolveHosts    bool          `envconfig:"VERDICTBOT_RESOLVE_HOSTS" default:"true"`
-	URLQuery        string        `envconfig:"VERDICTBOT_URL_QUERY" default:"keep"`
-	ScanFiles       bool          `envconfig:"VERDICTBOT_SCAN_FILES" default:"true"`
+	MaxLinks        int           `envconfig:"VERDICTBOT_MAX_LINKS"`
+	VerdictTTL      time.Duration `envconfig:"VERDICTBOT_VERDICT_TTL"`
+	URLDeadline     time.Duration `envconfig:"VERDICTBOT_URL_DEADLINE"`
+	CleanReaction   string        `envconfig:"VERDICTBOT_CLEAN_REACTION"`
+	ResolveHosts    bool          `envconfig:"VERDICTBOT_RESOLVE_HOSTS"`
+	URLQuery        string        `envconfig:"VERDICTBOT_URL_QUERY"`
+	ScanFiles       bool          `envconfig:"VERDICTBOT_SCAN_FILES"`
 
-	ThresholdPhishing    string `envconfig:"VERDICTBOT_THRESHOLD_PHISHING" default:"0.5,0.8"`
-	ThresholdAdvertising string `envconfig:"VERDICTBOT_THRESHOLD_ADVERTISING" default:"0.8,off"`
-	ThresholdMalicious   string `envconfig:"VERDICTBOT_THRESHOLD_MALICIOUS" default:"0.5,0.8"`
-	ThresholdIllegal     string `envconfig:"VERDICTBOT_THRESHOLD_ILLEGAL" default:"0.5,0.8"`
+	ThresholdPhishing    string `envconfig:"VERDICTBOT_THRESHOLD_PHISHING"`
+	ThresholdAdvertising string `envconfig:"VERDICTBOT_THRESHOLD_ADVERTISING"`
+	ThresholdMalicious   string `envconfig:"VERDICTBOT_THRESHOLD_MALICIOUS"`
+	ThresholdIllegal     string `envconfig:"VERDICTBOT_THRESHOLD_ILLEGAL"`
 
-	MaxFileBytes      int64         `envconfig:"VERDICTBOT_MAX_FILE_BYTES" default:"30000000"`
-	SkipFiletypes     []string      `envconfig:"VERDICTBOT_SKIP_FILETYPES" default:"post,space,quip,canvas"`
-	SandboxDeadline   time.Duration `envconfig:"VERDICTBOT_SANDBOX_DEADLINE" default:"45m"`
-	MaxScreenshots    int           `envconfig:"VERDICTBOT_MAX_SCREENSHOTS" default:"3"`
-	ScreenshotTimeout time.Duration `envconfig:"VERDICTBOT_SCREENSHOT_TIMEOUT" default:"2m"`
-	FileVerdictTTL    time.Duration `envconfig:"VERDICTBOT_FILE_VERDICT_TTL" default:"24h"`
-	SandboxRunRate    float64       `envconfig:"VERDICTBOT_SANDBOX_RUN_RATE" default:"1"`
-	SandboxReportRate float64       `envconfig:"VERDICTBOT_SANDBOX_REPORT_RATE" default:"5"`
+	MaxFileBytes      int64         `envconfig:"VERDICTBOT_MAX_FILE_BYTES"`
+	SkipFiletypes     []string      `envconfig:"VERDICTBOT_SKIP_FILETYPES"`
+	SandboxDeadline   time.Duration `envconfig:"VERDICTBOT_SANDBOX_DEADLINE"`
+	MaxScreenshots    int           `envconfig:"VERDICTBOT_MAX_SCREENSHOTS"`
+	ScreenshotTimeout time.Duration `envconfig:"VERDICTBOT_SCREENSHOT_TIMEOUT"`
+	FileVerdictTTL    time.Duration `envconfig:"VERDICTBOT_FILE_VERDICT_TTL"`
+	SandboxRunRate    float64       `envconfig:"VERDICTBOT_SANDBOX_RUN_RATE"`
+	SandboxReportRate float64       `envconfig:"VERDICTBOT_SANDBOX_REPORT_RATE"`
 
-	RecheckSchedule string          `envconfig:"VERDICTBOT_RECHECK_SCHEDULE" default:"*/15 * * * *"`
-	RecheckAfter    []time.Duration `envconfig:"VERDICTBOT_RECHECK_AFTER" default:"1h,6h,24h,72h"`
-	RecheckMax      int             `envconfig:"VERDICTBOT_RECHECK_MAX" default:"200"`
+	RecheckSchedule string          `envconfig:"VERDICTBOT_RECHECK_SCHEDULE"`
+	RecheckAfter    []time.Duration `envconfig:"VERDICTBOT_RECHECK_AFTER"`
+	RecheckMax      int             `envconfig:"VERDICTBOT_RECHECK_MAX"`
 	AlertChannel    string          `envconfig:"VERDICTBOT_ALERT_CHANNEL"`
 
-	Workers   int `envconfig:"VERDICTBOT_WORKERS" default:"8"`
-	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE" default:"10000"`
+	Workers   int `envconfig:"VERDICTBOT_WORKERS"`
+	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE"`
 
-	ReputationRunRate    float64 `envconfig:"VERDICTBOT_REPUTATION_RUN_RATE" default:"1"`
-	ReputationReportRate float64 `envconfig:"VERDICTBOT_REPUTATION_REPORT_RATE" default:"5"`
+	ReputationRunRate    float64 `envconfig:"VERDICTBOT_REPUTATION_RUN_RATE"`
+	ReputationReportRate float64 `envconfig:"VERDICTBOT_REPUTATION_REPORT_RATE"`
 	ServiceCAFile        string  `envconfig:"VERDICTBOT_SERVICE_CA_FILE"`
-	ServiceInsecureTLS   bool    `envconfig:"VERDICTBOT_SERVICE_INSECURE_TLS" default:"false"`
+	ServiceInsecureTLS   bool    `envconfig:"VERDICTBOT_SERVICE_INSECURE_TLS"`
 
-	HTTPAddr  string `envconfig:"VERDICTBOT_HTTP_ADDR" default:"127.0.0.1:8080"`
-	LogLevel  string `envconfig:"VERDICTBOT_LOG_LEVEL" default:"info"`
-	LogFormat string `envconfig:"VERDICTBOT_LOG_FORMAT" default:"text"`
+	HTTPAddr  string `envconfig:"VERDICTBOT_HTTP_ADDR"`
+	LogLevel  string `envconfig:"VERDICTBOT_LOG_LEVEL"`
+	LogFormat string `envconfig:"VERDICTBOT_LOG_FORMAT"`
 
 	// Derived by Validate.
 	thresholds verdict.Thresholds
 }
 
+// defaultConfig is every setting at its default: the one place defaults
+// are written (the struct has no `default` tags). loadConfig reads the
+// environment over it; the shell starts from it.
+func defaultConfig() *Config {
+	cfg := &Config{
+		SlackAPIURL: "https://slack.com/api/",
+
+		DataDir:       "./data",
+		Reporters:     "anyone",
+		ChannelMode:   "quiet",
+		MaxLinks:      10,
+		VerdictTTL:    time.Hour,
+		URLDeadline:   10 * time.Minute,
+		CleanReaction: "white_check_mark",
+		ResolveHosts:  true,
+		URLQuery:      "keep",
+		ScanFiles:     true,
+
+		ThresholdPhishing:    "0.5,0.8",
+		ThresholdAdvertising: "0.8,off",
+		ThresholdMalicious:   "0.5,0.8",
+		ThresholdIllegal:     "0.5,0.8",
+
+		MaxFileBytes:      30_000_000,
+		SkipFiletypes:     []string{"post", "space", "quip", "canvas"},
+		SandboxDeadline:   45 * time.Minute,
+		MaxScreenshots:    3,
+		ScreenshotTimeout: 2 * time.Minute,
+		FileVerdictTTL:    24 * time.Hour,
+		SandboxRunRate:    1,
+		SandboxReportRate: 5,
+
+		RecheckSchedule: "*/15 * * * *",
+		RecheckAfter:    []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour},
+		RecheckMax:      200,
+
+		Workers:   8,
+		QueueSize: 10000,
+
+		ReputationRunRate:    1,
+		ReputationReportRate: 5,
+
+		HTTPAddr:  "127.0.0.1:8080",
+		LogLevel:  "info",
+		LogFormat: "text",
+	}
+	cfg.trim()
+	return cfg
+}
+
 // loadConfig reads the environment over the defaults and validates the
 // result. The error is one line naming the setting.
 func loadConfig() (*Config, error) {
-	var cfg Config
-	if err := envconfig.Process("", &cfg); err != nil {
+	cfg := defaultConfig()
+	if err := envconfig.Process("", cfg); err != nil {
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("%s=%q: not a valid %s", pe.KeyName, pe.Value, typeWord(pe.TypeName))
 		}
 		return nil, err
 	}
-	if err := checkUnknown(&cfg); err != nil {
+	if err := checkUnknown(cfg); err != nil {
 		return nil, err
 	}
 	cfg.trim()
-	return &cfg, nil
+	return cfg, nil
 }
 
 func typeWord(t string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,17 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 	}
 	if n := len(bad.problems(false)); n >= len(errs) {
 		t.Errorf("check (no Slack) sees %d problems, want fewer than run's %d", n, len(errs))
+	}
+}
+
+// TestDefaultsAreWrittenOnce: defaultConfig is the only place a default
+// is written; a `default` tag would be a second one (envconfig would apply
+// it in loadConfig, the shell would not see it).
+func TestDefaultsAreWrittenOnce(t *testing.T) {
+	ct := reflect.TypeFor[Config]()
+	for i := range ct.NumField() {
+		if def, ok := ct.Field(i).Tag.Lookup("default"); ok {
+			t.Errorf("%s has a default tag %q: write it in defaultConfig", ct.Field(i).Name, def)
+		}
 	}
 }

@@ -100,7 +100,7 @@ func startBotSeeded(t testing.TB, env map[string]string, simCfg sim.Config, with
 	log := newLogger(logs, "json", "debug", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, log) }()
+	go func() { done <- serve(ctx, cfg, log, nil) }()
 	var once sync.Once
 	var result error
 	stop := func() error {

@@ -162,10 +162,7 @@ func TestDefaultConfigIsLoadConfigInAnEmptyEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, err := defaultConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	def := defaultConfig()
 	if !reflect.DeepEqual(loaded, def) {
 		t.Fatalf("defaultConfig differs from loadConfig's defaults:\n got %+v\nwant %+v", def, loaded)
 	}
