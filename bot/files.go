@@ -348,7 +348,7 @@ func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, l
 	}
 	max := f.MaxScreenshots
 	if max <= 0 {
-		max = 3
+		max = scan.DefaultMaxScreenshots
 	}
 	posted := 0
 	for i, img := range imgs {

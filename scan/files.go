@@ -136,7 +136,8 @@ type FileOptions struct {
 	// default DefaultMaxFileBytes).
 	MaxBytes int64
 	// MaxScreenshots is how many screenshots Screenshots reads
-	// (VERDICTBOT_MAX_SCREENSHOTS; 0 means the default 3, negative none).
+	// (VERDICTBOT_MAX_SCREENSHOTS; 0 means DefaultMaxScreenshots, negative
+	// none).
 	MaxScreenshots int
 	// ScreenshotTimeout bounds one Screenshots call, every request of it
 	// (VERDICTBOT_SCREENSHOT_TIMEOUT; 0 means DefaultScreenshotTimeout).
@@ -264,7 +265,7 @@ func NewFiles(sb SandboxAPI, dl *Downloader, opt FileOptions) *Files {
 	}
 	switch {
 	case opt.MaxScreenshots == 0:
-		opt.MaxScreenshots = 3
+		opt.MaxScreenshots = DefaultMaxScreenshots
 	case opt.MaxScreenshots < 0:
 		opt.MaxScreenshots = 0
 	}
@@ -698,6 +699,11 @@ func (f *Files) details(ctx context.Context, v *FileVerdict) {
 // DefaultScreenshotTimeout bounds one Screenshots call when
 // FileOptions.ScreenshotTimeout is zero.
 const DefaultScreenshotTimeout = 2 * time.Minute
+
+// DefaultMaxScreenshots is how many screenshots of a file are read and
+// posted when FileOptions.MaxScreenshots is zero (and the default of
+// VERDICTBOT_MAX_SCREENSHOTS).
+const DefaultMaxScreenshots = 3
 
 // Screenshots reads up to FileOptions.MaxScreenshots images of a reported
 // task, within FileOptions.ScreenshotTimeout: the archive, listed by the

@@ -14,6 +14,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"github.com/robfig/cron/v3"
 
+	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -126,7 +127,7 @@ func defaultConfig() *Config {
 		MaxFileBytes:      30_000_000,
 		SkipFiletypes:     []string{"post", "space", "quip", "canvas"},
 		SandboxDeadline:   45 * time.Minute,
-		MaxScreenshots:    3,
+		MaxScreenshots:    scan.DefaultMaxScreenshots,
 		ScreenshotTimeout: 2 * time.Minute,
 		FileVerdictTTL:    24 * time.Hour,
 		SandboxRunRate:    1,
