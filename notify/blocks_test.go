@@ -119,7 +119,7 @@ func TestBlocksGoldenFacts(t *testing.T) {
 	}
 
 	s, _ = js(cards["file_screenshots"])
-	for _, want := range []string{"file `invoice.pdf.exe`", "716.8 KiB", "malscore *8.5*/10", "family `Emotet`",
+	for _, want := range []string{"file `invoice.pdf.exe`", "734 kB", "malscore *8.5*/10", "family `Emotet`",
 		"SHA256 `e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855`", "added 2026-11-22 10:00:01",
 		"2 screenshots in this thread"} {
 		if !strings.Contains(s, want) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/bytesize"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -382,7 +383,7 @@ func fileRows(m markup, l *Line, cp caps) []string {
 		info = append(info, m.code(showLiteral(f.Type, cp.word, false)))
 	}
 	if f.Size > 0 {
-		info = append(info, humanSize(f.Size))
+		info = append(info, bytesize.Format(f.Size))
 	}
 	// A malscore exists once the analysis finished (verdict.MalscoreLevel).
 	if l.Level >= verdict.Clean && l.Level != verdict.Unknown || f.MalScore > 0 {

@@ -11,13 +11,13 @@ import (
 	"math"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	gocache "github.com/patrickmn/go-cache"
 
+	"github.com/verdictbot/verdictbot/internal/bytesize"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -339,7 +339,7 @@ func (f *Files) Precheck(ref FileRef) string {
 	case ref.IsExternal:
 		return "it is stored outside Slack (an external file), so the bot cannot fetch it"
 	case ref.Size > f.opt.MaxBytes:
-		return fmt.Sprintf("it is larger than the %s limit (%s)", FormatBytes(f.opt.MaxBytes), FormatBytes(ref.Size))
+		return fmt.Sprintf("it is larger than the %s limit (%s)", bytesize.Format(f.opt.MaxBytes), bytesize.Format(ref.Size))
 	case f.skipType(ref):
 		t := cmp.Or(ref.Filetype, ref.Mimetype)
 		return fmt.Sprintf("files of type %q are not checked", t)
@@ -893,7 +893,7 @@ func (f *Files) unknown(v FileVerdict, err error, problem string) FileVerdict {
 // limit is Skipped, anything else Unknown.
 func (f *Files) downloadFailed(err error) FileVerdict {
 	if errors.Is(err, ErrTooLarge) {
-		return f.skipped(FileVerdict{}, fmt.Sprintf("it is larger than the %s limit", FormatBytes(f.opt.MaxBytes)))
+		return f.skipped(FileVerdict{}, fmt.Sprintf("it is larger than the %s limit", bytesize.Format(f.opt.MaxBytes)))
 	}
 	f.log.Warn("file download failed", "error", err)
 	v := f.unknown(FileVerdict{}, err, "")
@@ -998,24 +998,4 @@ func isSHA256(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil
-}
-
-// FormatBytes writes a size in decimal units as people read file sizes:
-// "30 MB", "1.5 kB", "512 bytes".
-func FormatBytes(n int64) string {
-	trim := func(f float64) string {
-		s := strconv.FormatFloat(f, 'f', 1, 64)
-		return strings.TrimSuffix(s, ".0")
-	}
-	switch {
-	case n >= 1_000_000_000:
-		return trim(float64(n)/1e9) + " GB"
-	case n >= 1_000_000:
-		return trim(float64(n)/1e6) + " MB"
-	case n >= 1_000:
-		return trim(float64(n)/1e3) + " kB"
-	case n == 1:
-		return "1 byte"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }

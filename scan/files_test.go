@@ -515,16 +515,6 @@ func TestCheckInterruptedByCaller(t *testing.T) {
 	}
 }
 
-func TestFormatBytes(t *testing.T) {
-	t.Parallel()
-	for n, want := range map[int64]string{0: "0 bytes", 1: "1 byte", 999: "999 bytes", 1500: "1.5 kB",
-		30_000_000: "30 MB", 45_200_000: "45.2 MB", 2_000_000_000: "2 GB"} {
-		if got := FormatBytes(n); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 // Screenshots are asked for once: a failed archive request is not followed
 // by a second, numbered walk (the client already falls back when the
 // archive is unusable), and only real images are kept.
