@@ -2,6 +2,7 @@ package cards
 
 import (
 	"errors"
+
 	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/verdictbot/verdictbot/store"

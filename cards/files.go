@@ -3,6 +3,7 @@ package cards
 import (
 	"context"
 	"fmt"
+
 	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/slack-go/slack"
@@ -256,7 +257,7 @@ func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, l
 	}
 	max := f.MaxScreenshots
 	if max <= 0 {
-		max = 3
+		max = scan.DefaultMaxScreenshots
 	}
 	posted := 0
 	for i, img := range imgs {

@@ -3,9 +3,10 @@ package cards
 import (
 	"context"
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"strings"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/scan"

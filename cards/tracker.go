@@ -2,6 +2,7 @@ package cards
 
 import (
 	"context"
+
 	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/verdictbot/verdictbot/store"

@@ -3,13 +3,15 @@ package cards
 import (
 	"bytes"
 	"context"
-	"github.com/verdictbot/verdictbot/card"
 	"image"
 	"image/png"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -34,7 +36,7 @@ type env struct {
 
 func newEnv(t *testing.T, urls URLChecker, mode string) *env {
 	t.Helper()
-	fake := slackfake.Start(t)
+	fake := slackfaketest.Start(t)
 	api := slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL()))
 	poster := notify.NewPoster(api, notify.PosterOptions{MinUpdateInterval: 5 * time.Millisecond, PostInterval: 5 * time.Millisecond})
 	t.Cleanup(func() { _ = poster.Close(context.Background()) })

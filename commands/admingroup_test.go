@@ -1,11 +1,9 @@
 package commands_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +11,8 @@ import (
 
 	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 )
 
 const (
@@ -23,37 +23,19 @@ const (
 	uCarol       = "U0CAROL001"
 )
 
-// syncBuffer is a log sink the group's goroutine and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newAdminGroup returns an AdminGroup on a real *slack.Client pointed at a
 // fake Slack that has the group with alice and bob, and its log.
-func newAdminGroup(t *testing.T, refresh time.Duration) (*commands.AdminGroup, *slackfake.Server, *syncBuffer) {
+func newAdminGroup(t *testing.T, refresh time.Duration) (*commands.AdminGroup, *slackfake.Server, *testutil.SyncBuffer) {
 	t.Helper()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	f.AddUserGroup(adminGroupID, "secops-admins", uAlice, uBob)
-	logs := &syncBuffer{}
+	logger, logs := testutil.Logger(slog.LevelInfo)
 	g := &commands.AdminGroup{
 		Group:   adminGroupID,
 		API:     slack.New(f.BotToken(), slack.OptionAPIURL(f.APIURL())),
 		Refresh: refresh,
 		Timeout: 5 * time.Second,
-		Log:     slog.New(slog.NewTextHandler(logs, nil)),
+		Log:     logger,
 	}
 	t.Cleanup(g.Stop)
 	return g, f, logs

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/slack-go/slack"
 

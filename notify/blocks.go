@@ -3,10 +3,11 @@ package notify
 import (
 	"errors"
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/slack-go/slack"
 

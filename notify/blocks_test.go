@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/slack-go/slack"
 
@@ -120,7 +121,7 @@ func TestBlocksGoldenFacts(t *testing.T) {
 	}
 
 	s, _ = js(cards["file_screenshots"])
-	for _, want := range []string{"file `invoice.pdf.exe`", "716.8 KiB", "malscore *8.5*/10", "family `Emotet`",
+	for _, want := range []string{"file `invoice.pdf.exe`", "734 kB", "malscore *8.5*/10", "family `Emotet`",
 		"SHA256 `e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855`", "added 2026-11-22 10:00:01",
 		"2 screenshots in this thread"} {
 		if !strings.Contains(s, want) {

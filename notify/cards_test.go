@@ -1,8 +1,9 @@
 package notify
 
 import (
-	"github.com/verdictbot/verdictbot/card"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/verdictbot/verdictbot/verdict"
 )

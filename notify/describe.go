@@ -2,13 +2,15 @@ package notify
 
 import (
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
+
+	"github.com/verdictbot/verdictbot/internal/bytesize"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -383,7 +385,7 @@ func fileRows(m markup, l *card.Line, cp caps) []string {
 		info = append(info, m.code(showLiteral(f.Type, cp.word, false)))
 	}
 	if f.Size > 0 {
-		info = append(info, humanSize(f.Size))
+		info = append(info, bytesize.Format(f.Size))
 	}
 	// A malscore exists once the analysis finished (verdict.MalscoreLevel).
 	if l.Level >= verdict.Clean && l.Level != verdict.Unknown || f.MalScore > 0 {

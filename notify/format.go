@@ -370,18 +370,3 @@ func showText(s string, limit int) string {
 func showLiteral(s string, limit int, tail bool) string {
 	return clip(defangLinks(sanitize(s)), limit, tail)
 }
-
-// humanSize prints a byte count in binary units: "512 B", "1.2 MiB".
-func humanSize(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, unit := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		v /= 1024
-		if v < 1024 || unit == "TiB" {
-			return fmt.Sprintf("%.1f %s", v, unit)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
-}

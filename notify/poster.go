@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/slack-go/slack"
 	"golang.org/x/time/rate"

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
+
 	"github.com/slack-go/slack"
 
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -750,11 +752,11 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 // logger and OnCall, since no caller waits for it.
 func TestUpdateNonFinalErrorLogged(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	logger, buf := testutil.Logger(slog.LevelInfo)
 	var failed atomic.Int32
 	p, f := newTestPoster(t, PosterOptions{
 		MinUpdateInterval: 10 * time.Millisecond,
-		Logger:            slog.New(slog.NewTextHandler(&buf, nil)),
+		Logger:            logger,
 		OnCall: func(method string, err error, d time.Duration) {
 			if method == "chat.update" && ErrorCode(err) == "not_in_channel" {
 				failed.Add(1)
@@ -777,23 +779,6 @@ func TestUpdateNonFinalErrorLogged(t *testing.T) {
 	if failed.Load() != 1 {
 		t.Errorf("OnCall saw %d failures", failed.Load())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestRetryClassification: only 429s, and 5xx for idempotent methods, are

@@ -2,9 +2,10 @@ package notify
 
 import (
 	"encoding/json"
-	"github.com/verdictbot/verdictbot/card"
 	"strings"
 	"testing"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/verdictbot/verdictbot/verdict"
 )

@@ -1,10 +1,11 @@
 package notify
 
 import (
-	"github.com/verdictbot/verdictbot/card"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/verdictbot/verdictbot/verdict"
 )

@@ -1,10 +1,11 @@
 package notify
 
 import (
-	"github.com/verdictbot/verdictbot/card"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/verdictbot/verdictbot/card"
 )
 
 func TestTextGolden(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verdictbot/verdictbot/sim/simtest"
+
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -15,7 +17,7 @@ import (
 // reason, its sentinel and no key in its text.
 func TestFailuresAreThePackagesOwnTypes(t *testing.T) {
 	t.Parallel()
-	srv, base := sim.Start(t, sim.Config{ReputationLimits: sim.Limits{Quota: 3}})
+	srv, base := simtest.Start(t, sim.Config{ReputationLimits: sim.Limits{Quota: 3}})
 	c := client(t, base, reputation.WithRetries(-1, 0, 0))
 	unknown := strings.Repeat("ab", 16)
 	check := func(what string, err error, want reputation.Reason) {
@@ -78,7 +80,7 @@ func TestFailuresAreThePackagesOwnTypes(t *testing.T) {
 // The observer receives the package's Event with the request's reason.
 func TestObserverGetsThePackagesEvent(t *testing.T) {
 	t.Parallel()
-	_, base := sim.Start(t, sim.Config{})
+	_, base := simtest.Start(t, sim.Config{})
 	var events []reputation.Event
 	c := client(t, base, reputation.WithObserver(func(e reputation.Event) { events = append(events, e) }))
 	_, _ = c.Status(t.Context(), strings.Repeat("ab", 16))

@@ -13,6 +13,7 @@ import (
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
 const simKey = "sim-key-0042"
@@ -49,7 +50,7 @@ func completedTask(t *testing.T, c *reputation.Client, url string) string {
 
 func TestEveryOperationAgainstTheSimulator(t *testing.T) {
 	t.Parallel()
-	srv, base := sim.Start(t, sim.Config{Keys: []string{simKey}})
+	srv, base := simtest.Start(t, sim.Config{Keys: []string{simKey}})
 	c := client(t, base)
 	ctx := t.Context()
 	const url = "https://secure-login.phish.test/account/verify"
@@ -123,7 +124,7 @@ func TestEveryErrorTextFromTheSimulator(t *testing.T) {
 	for _, strict := range []bool{false, true} {
 		t.Run(fmt.Sprintf("strictHTTP=%v", strict), func(t *testing.T) {
 			t.Parallel()
-			_, base := sim.Start(t, sim.Config{Keys: []string{simKey}, StrictHTTP: strict})
+			_, base := simtest.Start(t, sim.Config{Keys: []string{simKey}, StrictHTTP: strict})
 			c := client(t, base)
 			ctx := t.Context()
 			task := completedTask(t, c, "https://example.com/")
@@ -168,7 +169,7 @@ func TestScanErrorTextsOverRawHTTP(t *testing.T) {
 	// The client always sends valid JSON with POST, so the scan and search
 	// error texts are checked with raw requests, decoded by the client's
 	// own envelope type.
-	_, base := sim.Start(t, sim.Config{})
+	_, base := simtest.Start(t, sim.Config{})
 	for _, tc := range []struct{ method, path, body, want string }{
 		{"GET", "/api/k/scan/", "", "invalid method"},
 		{"POST", "/api/k/scan/", "{", "invalid json"},
@@ -191,7 +192,7 @@ func TestScanErrorTextsOverRawHTTP(t *testing.T) {
 
 func TestUnknownKeyIsAClearErrorWithoutTheKey(t *testing.T) {
 	t.Parallel()
-	_, base := sim.Start(t, sim.Config{Keys: []string{"the-right-key"}})
+	_, base := simtest.Start(t, sim.Config{Keys: []string{"the-right-key"}})
 	c := client(t, base)
 	_, err := c.Scan(t.Context(), "https://example.com/")
 	if !errors.Is(err, reputation.ErrInvalidKey) || reputation.ReasonOf(err) != reputation.ReasonAuth {
@@ -204,7 +205,7 @@ func TestUnknownKeyIsAClearErrorWithoutTheKey(t *testing.T) {
 
 func TestKeyNeverLeaksUnderFaults(t *testing.T) {
 	t.Parallel()
-	srv, base := sim.Start(t, sim.Config{Keys: []string{simKey}})
+	srv, base := simtest.Start(t, sim.Config{Keys: []string{simKey}})
 	c := client(t, base, reputation.WithTimeout(50*time.Millisecond))
 	for _, f := range []sim.Faults{
 		{ErrorEvery: 1, ErrorStatus: 502},
@@ -237,7 +238,7 @@ func TestKeyNeverLeaksUnderFaults(t *testing.T) {
 
 func TestSubmissionNotRepeatedAfterA5xx(t *testing.T) {
 	t.Parallel()
-	srv, base := sim.Start(t, sim.Config{Faults: sim.Faults{ErrorEvery: 1, ErrorStatus: 503}})
+	srv, base := simtest.Start(t, sim.Config{Faults: sim.Faults{ErrorEvery: 1, ErrorStatus: 503}})
 	c := client(t, base)
 	if _, err := c.Scan(t.Context(), "https://example.com/"); err == nil {
 		t.Fatal("want an error")
@@ -254,7 +255,7 @@ func TestSubmissionNotRepeatedAfterA5xx(t *testing.T) {
 
 func TestSubmissionRetriedAfter429(t *testing.T) {
 	t.Parallel()
-	srv, base := sim.Start(t, sim.Config{Faults: sim.Faults{Throttle: []sim.Throttle{{Bucket: sim.BucketRun, Count: 1, RetryAfter: time.Second}}}})
+	srv, base := simtest.Start(t, sim.Config{Faults: sim.Faults{Throttle: []sim.Throttle{{Bucket: sim.BucketRun, Count: 1, RetryAfter: time.Second}}}})
 	c := client(t, base)
 	start := time.Now()
 	sub, err := c.Scan(t.Context(), "https://example.com/")
@@ -274,7 +275,7 @@ func TestBudgetsKeepUnderTheServiceLimits(t *testing.T) {
 	// The simulator allows 2 runs/s and 10 reports/s (burst 2 and 10).
 	// The client's budgets (1.5/s and 8/s) must mean no request is ever
 	// refused with 429, however hard the callers push.
-	srv, base := sim.Start(t, sim.Config{ReputationLimits: sim.Limits{RunRate: 2, RunBurst: 2, ReportRate: 10, ReportBurst: 10}})
+	srv, base := simtest.Start(t, sim.Config{ReputationLimits: sim.Limits{RunRate: 2, RunBurst: 2, ReportRate: 10, ReportBurst: 10}})
 	c := client(t, base, reputation.WithRateLimits(reputation.Limit{Rate: 1.5, Burst: 2}, reputation.Limit{Rate: 8, Burst: 8}),
 		reputation.WithRetries(-1, time.Millisecond, time.Millisecond))
 	var wg sync.WaitGroup
@@ -316,7 +317,7 @@ func TestBudgetsKeepUnderTheServiceLimits(t *testing.T) {
 
 func TestCancellationStopsAWait(t *testing.T) {
 	t.Parallel()
-	_, base := sim.Start(t, sim.Config{})
+	_, base := simtest.Start(t, sim.Config{})
 	c := client(t, base)
 	sub, err := c.Scan(t.Context(), "https://pending.test/")
 	if err != nil {
@@ -333,7 +334,7 @@ func TestCancellationStopsAWait(t *testing.T) {
 
 func TestScoreScale100(t *testing.T) {
 	t.Parallel()
-	_, base := sim.Start(t, sim.Config{ScoreScale: 100})
+	_, base := simtest.Start(t, sim.Config{ScoreScale: 100})
 	c := client(t, base)
 	task := completedTask(t, c, "https://casino.test/")
 	res, err := c.Result(t.Context(), task)

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
 // statusCalls counts the status requests the simulator received for task id.
@@ -28,8 +30,8 @@ func statusCalls(srv *sim.Server, id string) int {
 // fewer calls than DefaultBackoff and sees the end sooner.
 func TestWaitLearnedScheduleAgainstTheSimulator(t *testing.T) {
 	t.Parallel()
-	clock := sim.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-	srv, base := sim.Start(t, sim.Config{Now: clock.Now, Profile: sim.RealisticProfile()})
+	clock := testutil.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv, base := simtest.Start(t, sim.Config{Now: clock.Now, Profile: sim.RealisticProfile()})
 	c := client(t, base)
 	sleep := func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }
 	learned := reputation.NewLearnedSchedule()

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,10 +9,11 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/verdictbot/verdictbot/internal/testutil"
 )
 
 const (
@@ -542,8 +542,8 @@ func TestLogsNeverShowKey(t *testing.T) {
 			writeJSON(w, 200, `{"error": true, "error_value": "Screenshot does not exist"}`)
 		}
 	})
-	var buf syncBuffer
-	c := f.client(WithLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))), WithRetries(1, time.Millisecond, time.Millisecond))
+	logger, buf := testutil.Logger(slog.LevelDebug)
+	c := f.client(WithLogger(logger), WithRetries(1, time.Millisecond, time.Millisecond))
 	clock := newFakeClock()
 	if _, err := c.Wait(t.Context(), "1", WaitOptions{Sleep: clock.Sleep, Now: clock.Now}); err != nil {
 		t.Fatal(err)
@@ -560,21 +560,4 @@ func TestLogsNeverShowKey(t *testing.T) {
 			t.Fatalf("key form %q in logs:\n%s", f, logs)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

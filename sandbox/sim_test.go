@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/internal/apiclient"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
 const simKey = "sim-S3CRET key"
@@ -36,7 +38,7 @@ func startSim(t *testing.T, cfg sim.Config, opts ...Option) (*sim.Server, *Clien
 func startSimBase(t *testing.T, cfg sim.Config, opts ...Option) (*sim.Server, *Client, string) {
 	t.Helper()
 	cfg.Keys = append(cfg.Keys, simKey)
-	srv, base := sim.Start(t, cfg)
+	srv, base := simtest.Start(t, cfg)
 	c, err := New(base, simKey, append([]Option{
 		WithRetries(2, time.Millisecond, 5*time.Millisecond),
 		WithRateLimits(Limit{}, Limit{}),
@@ -394,7 +396,7 @@ func TestSimWaitChaosAndTransientFaults(t *testing.T) {
 // deadline is measured on the client's own clock.
 func TestSimWaitStuckPendingOnClientClock(t *testing.T) {
 	t.Parallel()
-	serverClock := sim.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	serverClock := testutil.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	_, c := startSim(t, sim.Config{Profile: sim.RealisticProfile(), Now: serverClock.Now, Location: time.FixedZone("ICT", 7*3600)})
 	sub, err := c.CreateFile(t.Context(), "p.bin", strings.NewReader("pending forever"))
 	if err != nil {

@@ -6,34 +6,17 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/verdictbot/verdictbot/internal/testutil"
 )
 
-// fakeClock is the client's clock; its Sleep advances it and records the
+// newFakeClock is the client's clock; its Sleep advances it and records the
 // delays asked for.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	slept []time.Duration
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.slept = append(c.slept, d)
-	c.mu.Unlock()
-	return ctx.Err()
+func newFakeClock() *testutil.Clock {
+	return testutil.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // statusScript serves the given answers to successive status polls (the
@@ -93,15 +76,16 @@ func TestWaitFollowsStatusesToReported(t *testing.T) {
 		}
 	}
 	// Default schedule: first check within ~1s, doubling, capped at ~60s.
-	if d := clock.slept[0]; d < 900*time.Millisecond || d > 1100*time.Millisecond {
+	slept := clock.Slept()
+	if d := slept[0]; d < 900*time.Millisecond || d > 1100*time.Millisecond {
 		t.Errorf("first check after %s, want ~1s", d)
 	}
-	for i := 1; i < len(clock.slept); i++ {
-		if clock.slept[i] > 66*time.Second {
-			t.Errorf("delay %d = %s, above the cap", i, clock.slept[i])
+	for i := 1; i < len(slept); i++ {
+		if slept[i] > 66*time.Second {
+			t.Errorf("delay %d = %s, above the cap", i, slept[i])
 		}
 	}
-	if d := clock.slept[len(clock.slept)-1]; d < 54*time.Second {
+	if d := slept[len(slept)-1]; d < 54*time.Second {
 		t.Errorf("delay after 8 checks = %s, want the ~60s cap", d)
 	}
 }

@@ -10,13 +10,13 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	gocache "github.com/patrickmn/go-cache"
 
+	"github.com/verdictbot/verdictbot/internal/bytesize"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -113,7 +113,8 @@ type FileOptions struct {
 	// default DefaultMaxFileBytes).
 	MaxBytes int64
 	// MaxScreenshots is how many screenshots Screenshots reads
-	// (VERDICTBOT_MAX_SCREENSHOTS; 0 means the default 3, negative none).
+	// (VERDICTBOT_MAX_SCREENSHOTS; 0 means DefaultMaxScreenshots, negative
+	// none).
 	MaxScreenshots int
 	// ScreenshotTimeout bounds one Screenshots call, every request of it
 	// (VERDICTBOT_SCREENSHOT_TIMEOUT; 0 means DefaultScreenshotTimeout).
@@ -243,7 +244,7 @@ func NewFiles(sb SandboxAPI, fetcher Fetcher, opt FileOptions) *Files {
 	}
 	switch {
 	case opt.MaxScreenshots == 0:
-		opt.MaxScreenshots = 3
+		opt.MaxScreenshots = DefaultMaxScreenshots
 	case opt.MaxScreenshots < 0:
 		opt.MaxScreenshots = 0
 	}
@@ -319,7 +320,7 @@ func (f *Files) Precheck(ref FileRef) string {
 	case ref.External:
 		return f.unfetchable(ref)
 	case ref.Size > f.opt.MaxBytes:
-		return fmt.Sprintf("it is larger than the %s limit (%s)", FormatBytes(f.opt.MaxBytes), FormatBytes(ref.Size))
+		return fmt.Sprintf("it is larger than the %s limit (%s)", bytesize.Format(f.opt.MaxBytes), bytesize.Format(ref.Size))
 	case f.skipType(ref):
 		t := cmp.Or(ref.Filetype, ref.Mimetype)
 		return fmt.Sprintf("files of type %q are not checked", t)
@@ -684,6 +685,11 @@ func (f *Files) details(ctx context.Context, v *FileVerdict) {
 // FileOptions.ScreenshotTimeout is zero.
 const DefaultScreenshotTimeout = 2 * time.Minute
 
+// DefaultMaxScreenshots is how many screenshots of a file are read and
+// posted when FileOptions.MaxScreenshots is zero (and the default of
+// VERDICTBOT_MAX_SCREENSHOTS).
+const DefaultMaxScreenshots = 3
+
 // Screenshots reads up to FileOptions.MaxScreenshots images of a reported
 // task, within FileOptions.ScreenshotTimeout: the archive, listed by the
 // client, which itself falls back to numbered shots (a few misses in a row
@@ -874,7 +880,7 @@ func (f *Files) unknown(v FileVerdict, err error, problem string) FileVerdict {
 // limit is Skipped, anything else Unknown.
 func (f *Files) downloadFailed(err error) FileVerdict {
 	if errors.Is(err, ErrTooLarge) {
-		return f.skipped(FileVerdict{}, fmt.Sprintf("it is larger than the %s limit", FormatBytes(f.opt.MaxBytes)))
+		return f.skipped(FileVerdict{}, fmt.Sprintf("it is larger than the %s limit", bytesize.Format(f.opt.MaxBytes)))
 	}
 	f.log.Warn("file download failed", "error", err)
 	v := f.unknown(FileVerdict{}, err, "")
@@ -953,24 +959,4 @@ func isSHA256(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil
-}
-
-// FormatBytes writes a size in decimal units as people read file sizes:
-// "30 MB", "1.5 kB", "512 bytes".
-func FormatBytes(n int64) string {
-	trim := func(f float64) string {
-		s := strconv.FormatFloat(f, 'f', 1, 64)
-		return strings.TrimSuffix(s, ".0")
-	}
-	switch {
-	case n >= 1_000_000_000:
-		return trim(float64(n)/1e9) + " GB"
-	case n >= 1_000_000:
-		return trim(float64(n)/1e6) + " MB"
-	case n >= 1_000:
-		return trim(float64(n)/1e3) + " kB"
-	case n == 1:
-		return "1 byte"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }

@@ -19,8 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -33,24 +35,6 @@ var fastSandboxWait = sandbox.WaitOptions{
 	Deadline: 10 * time.Second,
 }
 
-// syncBuffer is a log sink shared by goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fileEnv is a file pipeline between the simulator (over real HTTP) and
 // files on disk read by LocalFiles.
 type fileEnv struct {
@@ -61,14 +45,15 @@ type fileEnv struct {
 	files *Files
 	opt   FileOptions
 	tmp   string
-	logs  *syncBuffer
+	logs  *testutil.SyncBuffer
 }
 
 func newFileEnv(t *testing.T, cfg sim.Config, mod func(*FileOptions)) *fileEnv {
 	t.Helper()
-	e := &fileEnv{t: t, src: newTestFetcher(t), tmp: t.TempDir(), logs: &syncBuffer{}}
+	logger, logs := testutil.Logger(slog.LevelDebug)
+	e := &fileEnv{t: t, src: newTestFetcher(t), tmp: t.TempDir(), logs: logs}
 	var base string
-	e.sim, base = sim.Start(t, cfg)
+	e.sim, base = simtest.Start(t, cfg)
 	var err error
 	e.sb, err = sandbox.New(base, simKey,
 		sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}),
@@ -78,7 +63,7 @@ func newFileEnv(t *testing.T, cfg sim.Config, mod func(*FileOptions)) *fileEnv {
 	}
 	e.opt = FileOptions{
 		Wait: fastSandboxWait, TempDir: e.tmp, RetryDelay: time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger: logger,
 	}
 	if mod != nil {
 		mod(&e.opt)
@@ -442,16 +427,6 @@ func TestCheckInterruptedByCaller(t *testing.T) {
 	v = e.files.Check(t.Context(), ref, FileCheckOptions{})
 	if v.Level != verdict.Malicious || e.uploads() != 1 {
 		t.Fatalf("verdict %+v, uploads %d", v, e.uploads())
-	}
-}
-
-func TestFormatBytes(t *testing.T) {
-	t.Parallel()
-	for n, want := range map[int64]string{0: "0 bytes", 1: "1 byte", 999: "999 bytes", 1500: "1.5 kB",
-		30_000_000: "30 MB", 45_200_000: "45.2 MB", 2_000_000_000: "2 GB"} {
-		if got := FormatBytes(n); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
-		}
 	}
 }
 

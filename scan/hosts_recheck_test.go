@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/cards"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -26,13 +28,13 @@ func (g *switchGate) CheckURL(context.Context, string) (string, bool) {
 // verdict; the next age of the schedule stays due.
 func TestRecheckOfAHostNowInternalIsNotSent(t *testing.T) {
 	t.Parallel()
-	srv, base := sim.Start(t, sim.Config{})
+	srv, base := simtest.Start(t, sim.Config{})
 	rep, err := reputation.New(base, "k", reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
-	clock := &fakeClock{t: t0}
+	clock := testutil.NewClock(t0)
 	db, err := store.Open(t.TempDir(), store.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
 // latencyWorkload is one stream of URL analyses against its own simulator.
@@ -110,7 +111,7 @@ func BenchmarkPollToVerdictLatency(b *testing.B) {
 }
 
 func runLatencyWorkload(b *testing.B, w latencyWorkload) latencyRun {
-	srv, base := sim.Start(b, sim.Config{Profile: sim.RealisticProfile(), MaxLog: 1 << 20})
+	srv, base := simtest.Start(b, sim.Config{Profile: sim.RealisticProfile(), MaxLog: 1 << 20})
 	var waits atomic.Int64
 	var waited atomic.Int64
 	rep, err := reputation.New(base, "bench-key", reputation.WithObserver(func(ev reputation.Event) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verdictbot/verdictbot/sim/simtest"
+
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -58,7 +60,7 @@ func TestURLStatusAndReportGoThroughScan(t *testing.T) {
 
 func TestURLLookupClassifiesKeyAndQuota(t *testing.T) {
 	t.Parallel()
-	_, base := sim.Start(t, sim.Config{Keys: []string{"the-right-key"}, ReputationLimits: sim.Limits{Quota: 1}})
+	_, base := simtest.Start(t, sim.Config{Keys: []string{"the-right-key"}, ReputationLimits: sim.Limits{Quota: 1}})
 	wrong, err := reputation.New(base, "the-wrong-key", reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}),
 		reputation.WithRetries(-1, 0, 0))
 	if err != nil {
@@ -128,7 +130,7 @@ func TestFilesTaskAndSampleGoThroughScan(t *testing.T) {
 
 func TestProblemNamesEitherServicesFailure(t *testing.T) {
 	t.Parallel()
-	_, base := sim.Start(t, sim.Config{ReputationLimits: sim.Limits{Quota: 1}})
+	_, base := simtest.Start(t, sim.Config{ReputationLimits: sim.Limits{Quota: 1}})
 	rep, err := reputation.New(base, simKey, reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}), reputation.WithRetries(-1, 0, 0))
 	if err != nil {
 		t.Fatal(err)

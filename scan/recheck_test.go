@@ -9,27 +9,21 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/cards"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 type recheckRig struct {
 	sim   *sim.Server
 	db    *store.DB
 	urls  *scan.URLs
 	r     *scan.Recheck
-	clock *fakeClock
+	clock *testutil.Clock
 	t0    time.Time
 	mu    sync.Mutex
 	seen  []scan.Change
@@ -37,14 +31,14 @@ type recheckRig struct {
 
 func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
 	t.Helper()
-	srv, base := sim.Start(t, simCfg)
+	srv, base := simtest.Start(t, simCfg)
 	rep, err := reputation.New(base, "k", reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}),
 		reputation.WithRetries(1, time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
-	clock := &fakeClock{t: t0}
+	clock := testutil.NewClock(t0)
 	db, err := store.Open(t.TempDir(), store.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)

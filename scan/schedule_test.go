@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -26,7 +27,7 @@ func statusCalls(srv *sim.Server, id string) int {
 // how long the service takes, and counts each analysis's status calls.
 func TestURLsLearnHowLongAnalysesTake(t *testing.T) {
 	t.Parallel()
-	clock := sim.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := testutil.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	sleep := func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }
 	u, srv := newURLs(t, sim.Config{Now: clock.Now, Profile: sim.RealisticProfile()}, func(o *URLOptions) {
 		o.Wait = reputation.WaitOptions{Sleep: sleep}

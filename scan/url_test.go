@@ -9,6 +9,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -21,7 +22,7 @@ var fastWait = reputation.WaitOptions{
 
 func newURLs(t *testing.T, cfg sim.Config, mod func(*URLOptions)) (*URLs, *sim.Server) {
 	t.Helper()
-	srv, base := sim.Start(t, cfg)
+	srv, base := simtest.Start(t, cfg)
 	rep, err := reputation.New(base, simKey,
 		reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}),
 		reputation.WithRetries(2, time.Millisecond, 2*time.Millisecond))

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
 // t0 is the start of every manual clock in these tests.
@@ -25,7 +27,7 @@ type harness struct {
 	t     *testing.T
 	srv   *sim.Server
 	base  string
-	clock *sim.ManualClock
+	clock *testutil.Clock
 	hc    *http.Client
 }
 
@@ -33,11 +35,11 @@ type harness struct {
 // brings its own clock.
 func setup(t *testing.T, cfg sim.Config) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: sim.NewManualClock(t0)}
+	h := &harness{t: t, clock: testutil.NewClock(t0)}
 	if cfg.Now == nil {
 		cfg.Now = h.clock.Now
 	}
-	h.srv, h.base = sim.Start(t, cfg)
+	h.srv, h.base = simtest.Start(t, cfg)
 	h.hc = &http.Client{
 		Timeout:       10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/sim"
 )
 
@@ -359,7 +360,7 @@ func TestConcurrentUse(t *testing.T) {
 
 func TestStartAndClock(t *testing.T) {
 	t.Parallel()
-	c := sim.NewManualClock(t0)
+	c := testutil.NewClock(t0)
 	c.Advance(time.Minute)
 	if !c.Now().Equal(t0.Add(time.Minute)) {
 		t.Errorf("clock %v", c.Now())

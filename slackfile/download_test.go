@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 )
 
 const testToken = "xoxb-1111-2222-S3CRETtok3n"
@@ -105,7 +106,7 @@ func TestDownloaderHostPolicy(t *testing.T) {
 // another host is refused before any request.
 func TestDownloadRefusesForeignHostBeforeAnyRequest(t *testing.T) {
 	t.Parallel()
-	fake := slackfake.Start(t)
+	fake := slackfaketest.Start(t)
 	foreign := newHitCounter(t)
 	d, err := NewDownloader(fake.BotToken(), fake.APIURL())
 	if err != nil {
@@ -176,7 +177,7 @@ func TestDownloadRefusesRedirectToForeignHost(t *testing.T) {
 
 func TestDownloadFromTheFake(t *testing.T) {
 	t.Parallel()
-	fake := slackfake.Start(t)
+	fake := slackfaketest.Start(t)
 	content := []byte("%PDF-1.7 a document")
 	file := fake.AddFile(slackfake.File{Name: "invoice.pdf", User: "U1", Content: content, Channels: []string{"C1"}})
 	d, err := NewDownloader(fake.BotToken(), fake.APIURL())
@@ -198,7 +199,7 @@ func TestDownloadFromTheFake(t *testing.T) {
 // a clear error, never a file to analyse.
 func TestDownloadSignInPage(t *testing.T) {
 	t.Parallel()
-	fake := slackfake.Start(t)
+	fake := slackfaketest.Start(t)
 	file := fake.AddFile(slackfake.File{Name: "invoice.pdf", User: "U1", Content: []byte("%PDF-1.7"), Channels: []string{"C1"}})
 	page := fake.AddFile(slackfake.File{Name: "page.html", User: "U1", Content: []byte("<!DOCTYPE html><html><body>hi</body></html>"), Channels: []string{"C1"}})
 	wrong, err := NewDownloader("xoxb-someone-else", fake.APIURL())

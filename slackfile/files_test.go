@@ -15,10 +15,13 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/internal/testutil"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 
 	"github.com/slack-go/slack"
 
@@ -38,24 +41,6 @@ var fastSandboxWait = sandbox.WaitOptions{
 	Deadline: 10 * time.Second,
 }
 
-// syncBuffer is a log sink shared by goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fileEnv is a fake Slack, the simulator and a file pipeline between them.
 type fileEnv struct {
 	t     *testing.T
@@ -66,15 +51,15 @@ type fileEnv struct {
 	dl    *Downloader
 	files *scan.Files
 	opt   scan.FileOptions
-	logs  *syncBuffer
+	logs  *testutil.SyncBuffer
 }
 
 func newFileEnv(t *testing.T, cfg sim.Config, mod func(*scan.FileOptions)) *fileEnv {
 	t.Helper()
-	e := &fileEnv{t: t, fake: slackfake.Start(t), logs: &syncBuffer{}}
+	e := &fileEnv{t: t, fake: slackfaketest.Start(t), logs: &testutil.SyncBuffer{}}
 	e.api = slack.New(e.fake.BotToken(), slack.OptionAPIURL(e.fake.APIURL()))
 	var base string
-	e.sim, base = sim.Start(t, cfg)
+	e.sim, base = simtest.Start(t, cfg)
 	var err error
 	e.sb, err = sandbox.New(base, simKey,
 		sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}),

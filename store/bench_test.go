@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	bolt "go.etcd.io/bbolt"
 

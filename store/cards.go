@@ -2,8 +2,9 @@ package store
 
 import (
 	"errors"
-	"github.com/verdictbot/verdictbot/card"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
 )
 
 // CardRef names a card by the message it answers.

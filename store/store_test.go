@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/verdictbot/verdictbot/verdict"
 )

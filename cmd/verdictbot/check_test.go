@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
 // checkEnv clears the service settings (tests set what they need).
@@ -147,7 +148,7 @@ func TestCheckJSON(t *testing.T) {
 // any upload, HTML files are files (not a sign-in page), and skipped links
 // never reach the service.
 func TestCheckAgainstConfiguredServices(t *testing.T) {
-	srv, base := sim.Start(t, sim.Config{Profile: quickSandbox})
+	srv, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
 	checkEnv(t, map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey})
 	sample := writeFile(t, "eicar.txt", eicar)
 	page := writeFile(t, "page.txt", "<!DOCTYPE html><html><body>hello</body></html>")

@@ -14,6 +14,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"github.com/robfig/cron/v3"
 
+	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -37,84 +38,135 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // Reveal returns the secret itself, for the one place that must send it.
 func (s Secret) Reveal() string { return string(s) }
 
-// Config is every setting, read from the environment. Names are the
+// Config is every setting, read from the environment over defaultConfig
+// (the one place defaults are written). Names are the
 // contract: keep them, and keep the README's settings table in sync.
 type Config struct {
 	SlackBotToken Secret `envconfig:"SLACK_BOT_TOKEN"`
 	SlackAppToken Secret `envconfig:"SLACK_APP_TOKEN"`
-	SlackAPIURL   string `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
+	SlackAPIURL   string `envconfig:"SLACK_API_URL"`
 
 	ReputationURL    string `envconfig:"REPUTATION_URL"`
 	ReputationAPIKey Secret `envconfig:"REPUTATION_API_KEY"`
 	SandboxURL       string `envconfig:"SANDBOX_URL"`
 	SandboxAPIKey    Secret `envconfig:"SANDBOX_API_KEY"`
 
-	DataDir         string        `envconfig:"VERDICTBOT_DATA_DIR" default:"./data"`
+	DataDir         string        `envconfig:"VERDICTBOT_DATA_DIR"`
 	Admins          []string      `envconfig:"VERDICTBOT_ADMINS"`
 	AdminGroup      string        `envconfig:"VERDICTBOT_ADMIN_GROUP"`
-	Reporters       string        `envconfig:"VERDICTBOT_REPORTERS" default:"anyone"`
-	ChannelMode     string        `envconfig:"VERDICTBOT_CHANNEL_MODE" default:"quiet"`
+	Reporters       string        `envconfig:"VERDICTBOT_REPORTERS"`
+	ChannelMode     string        `envconfig:"VERDICTBOT_CHANNEL_MODE"`
 	AllowDomains    []string      `envconfig:"VERDICTBOT_ALLOW_DOMAINS"`
 	InternalDomains []string      `envconfig:"VERDICTBOT_INTERNAL_DOMAINS"`
-	MaxLinks        int           `envconfig:"VERDICTBOT_MAX_LINKS" default:"10"`
-	VerdictTTL      time.Duration `envconfig:"VERDICTBOT_VERDICT_TTL" default:"1h"`
-	URLDeadline     time.Duration `envconfig:"VERDICTBOT_URL_DEADLINE" default:"10m"`
-	CleanReaction   string        `envconfig:"VERDICTBOT_CLEAN_REACTION" default:"white_check_mark"`
-	ResolveHosts    bool          `envconfig:"VERDICTBOT_RESOLVE_HOSTS" default:"true"`
-	URLQuery        string        `envconfig:"VERDICTBOT_URL_QUERY" default:"keep"`
-	ScanFiles       bool          `envconfig:"VERDICTBOT_SCAN_FILES" default:"true"`
+	MaxLinks        int           `envconfig:"VERDICTBOT_MAX_LINKS"`
+	VerdictTTL      time.Duration `envconfig:"VERDICTBOT_VERDICT_TTL"`
+	URLDeadline     time.Duration `envconfig:"VERDICTBOT_URL_DEADLINE"`
+	CleanReaction   string        `envconfig:"VERDICTBOT_CLEAN_REACTION"`
+	ResolveHosts    bool          `envconfig:"VERDICTBOT_RESOLVE_HOSTS"`
+	URLQuery        string        `envconfig:"VERDICTBOT_URL_QUERY"`
+	ScanFiles       bool          `envconfig:"VERDICTBOT_SCAN_FILES"`
 
-	ThresholdPhishing    string `envconfig:"VERDICTBOT_THRESHOLD_PHISHING" default:"0.5,0.8"`
-	ThresholdAdvertising string `envconfig:"VERDICTBOT_THRESHOLD_ADVERTISING" default:"0.8,off"`
-	ThresholdMalicious   string `envconfig:"VERDICTBOT_THRESHOLD_MALICIOUS" default:"0.5,0.8"`
-	ThresholdIllegal     string `envconfig:"VERDICTBOT_THRESHOLD_ILLEGAL" default:"0.5,0.8"`
+	ThresholdPhishing    string `envconfig:"VERDICTBOT_THRESHOLD_PHISHING"`
+	ThresholdAdvertising string `envconfig:"VERDICTBOT_THRESHOLD_ADVERTISING"`
+	ThresholdMalicious   string `envconfig:"VERDICTBOT_THRESHOLD_MALICIOUS"`
+	ThresholdIllegal     string `envconfig:"VERDICTBOT_THRESHOLD_ILLEGAL"`
 
-	MaxFileBytes      int64         `envconfig:"VERDICTBOT_MAX_FILE_BYTES" default:"30000000"`
-	SkipFiletypes     []string      `envconfig:"VERDICTBOT_SKIP_FILETYPES" default:"post,space,quip,canvas"`
-	SandboxDeadline   time.Duration `envconfig:"VERDICTBOT_SANDBOX_DEADLINE" default:"45m"`
-	MaxScreenshots    int           `envconfig:"VERDICTBOT_MAX_SCREENSHOTS" default:"3"`
-	ScreenshotTimeout time.Duration `envconfig:"VERDICTBOT_SCREENSHOT_TIMEOUT" default:"2m"`
-	FileVerdictTTL    time.Duration `envconfig:"VERDICTBOT_FILE_VERDICT_TTL" default:"24h"`
-	SandboxRunRate    float64       `envconfig:"VERDICTBOT_SANDBOX_RUN_RATE" default:"1"`
-	SandboxReportRate float64       `envconfig:"VERDICTBOT_SANDBOX_REPORT_RATE" default:"5"`
+	MaxFileBytes      int64         `envconfig:"VERDICTBOT_MAX_FILE_BYTES"`
+	SkipFiletypes     []string      `envconfig:"VERDICTBOT_SKIP_FILETYPES"`
+	SandboxDeadline   time.Duration `envconfig:"VERDICTBOT_SANDBOX_DEADLINE"`
+	MaxScreenshots    int           `envconfig:"VERDICTBOT_MAX_SCREENSHOTS"`
+	ScreenshotTimeout time.Duration `envconfig:"VERDICTBOT_SCREENSHOT_TIMEOUT"`
+	FileVerdictTTL    time.Duration `envconfig:"VERDICTBOT_FILE_VERDICT_TTL"`
+	SandboxRunRate    float64       `envconfig:"VERDICTBOT_SANDBOX_RUN_RATE"`
+	SandboxReportRate float64       `envconfig:"VERDICTBOT_SANDBOX_REPORT_RATE"`
 
-	RecheckSchedule string          `envconfig:"VERDICTBOT_RECHECK_SCHEDULE" default:"*/15 * * * *"`
-	RecheckAfter    []time.Duration `envconfig:"VERDICTBOT_RECHECK_AFTER" default:"1h,6h,24h,72h"`
-	RecheckMax      int             `envconfig:"VERDICTBOT_RECHECK_MAX" default:"200"`
+	RecheckSchedule string          `envconfig:"VERDICTBOT_RECHECK_SCHEDULE"`
+	RecheckAfter    []time.Duration `envconfig:"VERDICTBOT_RECHECK_AFTER"`
+	RecheckMax      int             `envconfig:"VERDICTBOT_RECHECK_MAX"`
 	AlertChannel    string          `envconfig:"VERDICTBOT_ALERT_CHANNEL"`
 
-	Workers   int `envconfig:"VERDICTBOT_WORKERS" default:"8"`
-	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE" default:"10000"`
+	Workers   int `envconfig:"VERDICTBOT_WORKERS"`
+	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE"`
 
-	ReputationRunRate    float64 `envconfig:"VERDICTBOT_REPUTATION_RUN_RATE" default:"1"`
-	ReputationReportRate float64 `envconfig:"VERDICTBOT_REPUTATION_REPORT_RATE" default:"5"`
+	ReputationRunRate    float64 `envconfig:"VERDICTBOT_REPUTATION_RUN_RATE"`
+	ReputationReportRate float64 `envconfig:"VERDICTBOT_REPUTATION_REPORT_RATE"`
 	ServiceCAFile        string  `envconfig:"VERDICTBOT_SERVICE_CA_FILE"`
-	ServiceInsecureTLS   bool    `envconfig:"VERDICTBOT_SERVICE_INSECURE_TLS" default:"false"`
+	ServiceInsecureTLS   bool    `envconfig:"VERDICTBOT_SERVICE_INSECURE_TLS"`
 
-	HTTPAddr  string `envconfig:"VERDICTBOT_HTTP_ADDR" default:"127.0.0.1:8080"`
-	LogLevel  string `envconfig:"VERDICTBOT_LOG_LEVEL" default:"info"`
-	LogFormat string `envconfig:"VERDICTBOT_LOG_FORMAT" default:"text"`
+	HTTPAddr  string `envconfig:"VERDICTBOT_HTTP_ADDR"`
+	LogLevel  string `envconfig:"VERDICTBOT_LOG_LEVEL"`
+	LogFormat string `envconfig:"VERDICTBOT_LOG_FORMAT"`
 
 	// Derived by Validate.
 	thresholds verdict.Thresholds
 }
 
+// defaultConfig is every setting at its default: the one place defaults
+// are written (the struct has no `default` tags). loadConfig reads the
+// environment over it; the shell starts from it.
+func defaultConfig() *Config {
+	cfg := &Config{
+		SlackAPIURL: "https://slack.com/api/",
+
+		DataDir:       "./data",
+		Reporters:     "anyone",
+		ChannelMode:   "quiet",
+		MaxLinks:      10,
+		VerdictTTL:    time.Hour,
+		URLDeadline:   10 * time.Minute,
+		CleanReaction: "white_check_mark",
+		ResolveHosts:  true,
+		URLQuery:      "keep",
+		ScanFiles:     true,
+
+		ThresholdPhishing:    "0.5,0.8",
+		ThresholdAdvertising: "0.8,off",
+		ThresholdMalicious:   "0.5,0.8",
+		ThresholdIllegal:     "0.5,0.8",
+
+		MaxFileBytes:      30_000_000,
+		SkipFiletypes:     []string{"post", "space", "quip", "canvas"},
+		SandboxDeadline:   45 * time.Minute,
+		MaxScreenshots:    scan.DefaultMaxScreenshots,
+		ScreenshotTimeout: 2 * time.Minute,
+		FileVerdictTTL:    24 * time.Hour,
+		SandboxRunRate:    1,
+		SandboxReportRate: 5,
+
+		RecheckSchedule: "*/15 * * * *",
+		RecheckAfter:    []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour},
+		RecheckMax:      200,
+
+		Workers:   8,
+		QueueSize: 10000,
+
+		ReputationRunRate:    1,
+		ReputationReportRate: 5,
+
+		HTTPAddr:  "127.0.0.1:8080",
+		LogLevel:  "info",
+		LogFormat: "text",
+	}
+	cfg.trim()
+	return cfg
+}
+
 // loadConfig reads the environment over the defaults and validates the
 // result. The error is one line naming the setting.
 func loadConfig() (*Config, error) {
-	var cfg Config
-	if err := envconfig.Process("", &cfg); err != nil {
+	cfg := defaultConfig()
+	if err := envconfig.Process("", cfg); err != nil {
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("%s=%q: not a valid %s", pe.KeyName, pe.Value, typeWord(pe.TypeName))
 		}
 		return nil, err
 	}
-	if err := checkUnknown(&cfg); err != nil {
+	if err := checkUnknown(cfg); err != nil {
 		return nil, err
 	}
 	cfg.trim()
-	return &cfg, nil
+	return cfg, nil
 }
 
 func typeWord(t string) string {
@@ -188,153 +240,237 @@ func (c *Config) trim() {
 	}
 }
 
-// Validate checks the settings `run` needs. Messages are exact and tested.
+// Validate checks the settings `run` needs (needSlack false: the ones
+// `check` needs) and derives the thresholds. It returns the first
+// problem, in configRules order. Messages are exact and tested.
 func (c *Config) Validate(needSlack bool) error {
-	if needSlack {
-		switch {
-		case c.SlackBotToken == "":
-			return errors.New("SLACK_BOT_TOKEN is not set (the bot token, xoxb-…)")
-		case !strings.HasPrefix(string(c.SlackBotToken), "xoxb-"):
-			return errors.New("SLACK_BOT_TOKEN must start with xoxb- (a bot token)")
-		case c.SlackAppToken == "":
-			return errors.New("SLACK_APP_TOKEN is not set (the app-level token with connections:write, xapp-…)")
-		case !strings.HasPrefix(string(c.SlackAppToken), "xapp-"):
-			return errors.New("SLACK_APP_TOKEN must start with xapp- (an app-level token)")
-		}
-		if err := checkBaseURL("SLACK_API_URL", c.SlackAPIURL); err != nil {
-			return err
-		}
-		if c.ReputationURL == "" {
-			return errors.New("REPUTATION_URL is not set (the URL reputation service's base URL)")
-		}
-		if c.ReputationAPIKey == "" {
-			return errors.New("REPUTATION_API_KEY is not set")
-		}
+	if errs := c.problems(needSlack); len(errs) > 0 {
+		return errs[0]
 	}
-	if c.ReputationURL != "" {
-		if err := checkBaseURL("REPUTATION_URL", c.ReputationURL); err != nil {
-			return err
+	c.thresholds = verdict.Thresholds{}
+	for _, t := range thresholdSettings(c) {
+		b, _ := verdict.ParseBand(t.val) // checked by configRules
+		c.thresholds[t.cat] = b
+	}
+	return nil
+}
+
+// problems returns one error for each rule of configRules that c breaks,
+// in table order.
+func (c *Config) problems(needSlack bool) []error {
+	var errs []error
+	for _, r := range configRules {
+		if r.slackOnly && !needSlack {
+			continue
+		}
+		if err := r.check(c); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if c.SandboxURL != "" {
-		if err := checkBaseURL("SANDBOX_URL", c.SandboxURL); err != nil {
-			return err
+	return errs
+}
+
+// configRule is one check of a setting: check returns the message for
+// the setting's value, or nil. A slackOnly rule applies only when the
+// bot talks to Slack (`run`, `shell`), not to `check`.
+type configRule struct {
+	setting   string
+	slackOnly bool
+	check     func(c *Config) error
+}
+
+// configRules is every check Validate makes, one row per rule, in the
+// order the first problem is reported.
+var configRules = []configRule{
+	{"SLACK_BOT_TOKEN", true, func(c *Config) error {
+		return token(c.SlackBotToken, "xoxb-", "SLACK_BOT_TOKEN is not set (the bot token, xoxb-…)",
+			"SLACK_BOT_TOKEN must start with xoxb- (a bot token)")
+	}},
+	{"SLACK_APP_TOKEN", true, func(c *Config) error {
+		return token(c.SlackAppToken, "xapp-", "SLACK_APP_TOKEN is not set (the app-level token with connections:write, xapp-…)",
+			"SLACK_APP_TOKEN must start with xapp- (an app-level token)")
+	}},
+	{"SLACK_API_URL", true, func(c *Config) error { return checkBaseURL("SLACK_API_URL", c.SlackAPIURL) }},
+	{"REPUTATION_URL", true, func(c *Config) error {
+		return set(c.ReputationURL != "", "REPUTATION_URL is not set (the URL reputation service's base URL)")
+	}},
+	{"REPUTATION_API_KEY", true, func(c *Config) error { return set(c.ReputationAPIKey != "", "REPUTATION_API_KEY is not set") }},
+	{"REPUTATION_URL", false, func(c *Config) error { return optionalBaseURL("REPUTATION_URL", c.ReputationURL) }},
+	{"SANDBOX_URL", false, func(c *Config) error { return optionalBaseURL("SANDBOX_URL", c.SandboxURL) }},
+	{"SANDBOX_API_KEY", true, func(c *Config) error {
+		return set(c.SandboxURL == "" || c.SandboxAPIKey != "", "SANDBOX_API_KEY is not set (SANDBOX_URL is)")
+	}},
+	oneOf("VERDICTBOT_CHANNEL_MODE", func(c *Config) string { return c.ChannelMode }, "quiet, verbose or off", "quiet", "verbose", "off"),
+	oneOf("VERDICTBOT_URL_QUERY", func(c *Config) string { return c.URLQuery }, "keep or strip", "keep", "strip"),
+	oneOf("VERDICTBOT_REPORTERS", func(c *Config) string { return c.Reporters }, "anyone or admins", "anyone", "admins"),
+	{"VERDICTBOT_ADMINS", false, func(c *Config) error {
+		for _, id := range c.Admins {
+			if !isUserID(id) {
+				return fmt.Errorf("VERDICTBOT_ADMINS: %q is not a Slack user id (U… or W…)", id)
+			}
 		}
-		if c.SandboxAPIKey == "" && needSlack {
-			return errors.New("SANDBOX_API_KEY is not set (SANDBOX_URL is)")
+		return nil
+	}},
+	{"VERDICTBOT_ADMIN_GROUP", false, func(c *Config) error {
+		g := c.AdminGroup
+		if g == "" || (len(g) >= 3 && g[0] == 'S' && strings.ToUpper(g) == g) {
+			return nil
 		}
-	}
-	switch c.ChannelMode {
-	case "quiet", "verbose", "off":
-	default:
-		return fmt.Errorf("VERDICTBOT_CHANNEL_MODE=%q: want quiet, verbose or off", c.ChannelMode)
-	}
-	switch c.URLQuery {
-	case "keep", "strip":
-	default:
-		return fmt.Errorf("VERDICTBOT_URL_QUERY=%q: want keep or strip", c.URLQuery)
-	}
-	switch c.Reporters {
-	case "anyone", "admins":
-	default:
-		return fmt.Errorf("VERDICTBOT_REPORTERS=%q: want anyone or admins", c.Reporters)
-	}
-	for _, id := range c.Admins {
-		if !isUserID(id) {
-			return fmt.Errorf("VERDICTBOT_ADMINS: %q is not a Slack user id (U… or W…)", id)
+		return fmt.Errorf("VERDICTBOT_ADMIN_GROUP=%q: want a user group id (S…), not a handle", g)
+	}},
+	between("VERDICTBOT_MAX_LINKS", func(c *Config) int { return c.MaxLinks }, 1, 40, "want 1 to 40 (a card holds at most 50 blocks)"),
+	atLeast("VERDICTBOT_VERDICT_TTL", func(c *Config) time.Duration { return c.VerdictTTL }, 0, "must not be negative"),
+	atLeast("VERDICTBOT_URL_DEADLINE", func(c *Config) time.Duration { return c.URLDeadline }, 10*time.Second, "want at least 10s"),
+	{"VERDICTBOT_RECHECK_SCHEDULE", false, func(c *Config) error {
+		if _, err := cron.ParseStandard(c.RecheckSchedule); err != nil {
+			return fmt.Errorf("VERDICTBOT_RECHECK_SCHEDULE=%q: not a cron schedule (five fields, e.g. \"*/15 * * * *\"): %v", c.RecheckSchedule, err)
 		}
-	}
-	if c.AdminGroup != "" && (len(c.AdminGroup) < 3 || c.AdminGroup[0] != 'S' || strings.ToUpper(c.AdminGroup) != c.AdminGroup) {
-		return fmt.Errorf("VERDICTBOT_ADMIN_GROUP=%q: want a user group id (S…), not a handle", c.AdminGroup)
-	}
-	if c.MaxLinks < 1 || c.MaxLinks > 40 {
-		return fmt.Errorf("VERDICTBOT_MAX_LINKS=%d: want 1 to 40 (a card holds at most 50 blocks)", c.MaxLinks)
-	}
-	if c.VerdictTTL < 0 {
-		return fmt.Errorf("VERDICTBOT_VERDICT_TTL=%s: must not be negative", c.VerdictTTL)
-	}
-	if c.URLDeadline < 10*time.Second {
-		return fmt.Errorf("VERDICTBOT_URL_DEADLINE=%s: want at least 10s", c.URLDeadline)
-	}
-	if _, err := cron.ParseStandard(c.RecheckSchedule); err != nil {
-		return fmt.Errorf("VERDICTBOT_RECHECK_SCHEDULE=%q: not a cron schedule (five fields, e.g. \"*/15 * * * *\"): %v", c.RecheckSchedule, err)
-	}
-	for i, d := range c.RecheckAfter {
-		if d <= 0 || (i > 0 && d <= c.RecheckAfter[i-1]) {
-			return fmt.Errorf("VERDICTBOT_RECHECK_AFTER: want increasing positive durations (e.g. 1h,6h,24h,72h)")
+		return nil
+	}},
+	{"VERDICTBOT_RECHECK_AFTER", false, func(c *Config) error {
+		for i, d := range c.RecheckAfter {
+			if d <= 0 || (i > 0 && d <= c.RecheckAfter[i-1]) {
+				return errors.New("VERDICTBOT_RECHECK_AFTER: want increasing positive durations (e.g. 1h,6h,24h,72h)")
+			}
 		}
-	}
-	if c.MaxFileBytes < 1 {
-		return fmt.Errorf("VERDICTBOT_MAX_FILE_BYTES=%d: want a positive number of bytes", c.MaxFileBytes)
-	}
-	if c.SandboxDeadline < time.Minute {
-		return fmt.Errorf("VERDICTBOT_SANDBOX_DEADLINE=%s: want at least 1m (sandbox runs take minutes)", c.SandboxDeadline)
-	}
-	if c.MaxScreenshots < 0 || c.MaxScreenshots > 10 {
-		return fmt.Errorf("VERDICTBOT_MAX_SCREENSHOTS=%d: want 0 to 10", c.MaxScreenshots)
-	}
-	if c.ScreenshotTimeout < time.Second || c.ScreenshotTimeout > 30*time.Minute {
-		return fmt.Errorf("VERDICTBOT_SCREENSHOT_TIMEOUT=%s: want 1s to 30m", c.ScreenshotTimeout)
-	}
-	if c.FileVerdictTTL < 0 {
-		return fmt.Errorf("VERDICTBOT_FILE_VERDICT_TTL=%s: must not be negative", c.FileVerdictTTL)
-	}
-	if c.SandboxRunRate <= 0 || c.SandboxReportRate <= 0 {
-		return errors.New("VERDICTBOT_SANDBOX_RUN_RATE and VERDICTBOT_SANDBOX_REPORT_RATE must be above 0 (requests per second)")
-	}
-	if c.RecheckMax < 1 {
-		return fmt.Errorf("VERDICTBOT_RECHECK_MAX=%d: want at least 1", c.RecheckMax)
-	}
-	if c.AlertChannel != "" && !isChannelID(c.AlertChannel) {
-		return fmt.Errorf("VERDICTBOT_ALERT_CHANNEL=%q: want a channel id (C…, G…), not a name", c.AlertChannel)
-	}
-	if c.Workers < 1 || c.Workers > 256 {
-		return fmt.Errorf("VERDICTBOT_WORKERS=%d: want 1 to 256", c.Workers)
-	}
-	if c.QueueSize < 1 {
-		return fmt.Errorf("VERDICTBOT_QUEUE_SIZE=%d: want at least 1", c.QueueSize)
-	}
-	if c.ReputationRunRate <= 0 || c.ReputationReportRate <= 0 {
-		return errors.New("VERDICTBOT_REPUTATION_RUN_RATE and VERDICTBOT_REPUTATION_REPORT_RATE must be above 0 (requests per second)")
-	}
-	if c.ServiceCAFile != "" {
+		return nil
+	}},
+	atLeast("VERDICTBOT_MAX_FILE_BYTES", func(c *Config) int64 { return c.MaxFileBytes }, 1, "want a positive number of bytes"),
+	atLeast("VERDICTBOT_SANDBOX_DEADLINE", func(c *Config) time.Duration { return c.SandboxDeadline }, time.Minute, "want at least 1m (sandbox runs take minutes)"),
+	between("VERDICTBOT_MAX_SCREENSHOTS", func(c *Config) int { return c.MaxScreenshots }, 0, 10, "want 0 to 10"),
+	between("VERDICTBOT_SCREENSHOT_TIMEOUT", func(c *Config) time.Duration { return c.ScreenshotTimeout }, time.Second, 30*time.Minute, "want 1s to 30m"),
+	atLeast("VERDICTBOT_FILE_VERDICT_TTL", func(c *Config) time.Duration { return c.FileVerdictTTL }, 0, "must not be negative"),
+	{"VERDICTBOT_SANDBOX_RUN_RATE", false, func(c *Config) error {
+		return set(c.SandboxRunRate > 0 && c.SandboxReportRate > 0,
+			"VERDICTBOT_SANDBOX_RUN_RATE and VERDICTBOT_SANDBOX_REPORT_RATE must be above 0 (requests per second)")
+	}},
+	atLeast("VERDICTBOT_RECHECK_MAX", func(c *Config) int { return c.RecheckMax }, 1, "want at least 1"),
+	{"VERDICTBOT_ALERT_CHANNEL", false, func(c *Config) error {
+		if c.AlertChannel != "" && !isChannelID(c.AlertChannel) {
+			return fmt.Errorf("VERDICTBOT_ALERT_CHANNEL=%q: want a channel id (C…, G…), not a name", c.AlertChannel)
+		}
+		return nil
+	}},
+	between("VERDICTBOT_WORKERS", func(c *Config) int { return c.Workers }, 1, 256, "want 1 to 256"),
+	atLeast("VERDICTBOT_QUEUE_SIZE", func(c *Config) int { return c.QueueSize }, 1, "want at least 1"),
+	{"VERDICTBOT_REPUTATION_RUN_RATE", false, func(c *Config) error {
+		return set(c.ReputationRunRate > 0 && c.ReputationReportRate > 0,
+			"VERDICTBOT_REPUTATION_RUN_RATE and VERDICTBOT_REPUTATION_REPORT_RATE must be above 0 (requests per second)")
+	}},
+	{"VERDICTBOT_SERVICE_CA_FILE", false, func(c *Config) error {
+		if c.ServiceCAFile == "" {
+			return nil
+		}
 		if _, err := os.Stat(c.ServiceCAFile); err != nil {
 			return fmt.Errorf("VERDICTBOT_SERVICE_CA_FILE: %v", err)
 		}
-	}
-	if c.HTTPAddr != "off" {
+		return nil
+	}},
+	{"VERDICTBOT_HTTP_ADDR", false, func(c *Config) error {
+		if c.HTTPAddr == "off" {
+			return nil
+		}
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			return fmt.Errorf("VERDICTBOT_HTTP_ADDR=%q: want host:port (e.g. 127.0.0.1:8080), or off", c.HTTPAddr)
 		}
+		return nil
+	}},
+	oneOf("VERDICTBOT_LOG_LEVEL", func(c *Config) string { return c.LogLevel }, "debug, info, warn or error", "debug", "info", "warn", "error"),
+	oneOf("VERDICTBOT_LOG_FORMAT", func(c *Config) string { return c.LogFormat }, "text or json", "text", "json"),
+	threshold(verdict.CatPhishing),
+	threshold(verdict.CatAdvertising),
+	threshold(verdict.CatMalicious),
+	threshold(verdict.CatIllegal),
+}
+
+// set returns msg as an error unless ok.
+func set(ok bool, msg string) error {
+	if ok {
+		return nil
 	}
-	switch strings.ToLower(c.LogLevel) {
-	case "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("VERDICTBOT_LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel)
+	return errors.New(msg)
+}
+
+// token checks a Slack token: set, and with its kind's prefix.
+func token(s Secret, prefix, notSet, wrongPrefix string) error {
+	switch {
+	case s == "":
+		return errors.New(notSet)
+	case !strings.HasPrefix(string(s), prefix):
+		return errors.New(wrongPrefix)
 	}
-	switch strings.ToLower(c.LogFormat) {
-	case "text", "json":
-	default:
-		return fmt.Errorf("VERDICTBOT_LOG_FORMAT=%q: want text or json", c.LogFormat)
+	return nil
+}
+
+// optionalBaseURL checks v as checkBaseURL does, when it is set.
+func optionalBaseURL(name, v string) error {
+	if v == "" {
+		return nil
 	}
-	c.thresholds = verdict.Thresholds{}
-	for _, t := range []struct {
-		name string
-		cat  verdict.Category
-		val  string
-	}{
+	return checkBaseURL(name, v)
+}
+
+// oneOf is a rule: the setting is one of allowed, in any case;
+// otherwise `NAME="value": want <want>`.
+func oneOf(name string, get func(*Config) string, want string, allowed ...string) configRule {
+	return configRule{setting: name, check: func(c *Config) error {
+		if v := get(c); !slices.Contains(allowed, strings.ToLower(v)) {
+			return fmt.Errorf("%s=%q: want %s", name, v, want)
+		}
+		return nil
+	}}
+}
+
+// between is a rule: lo <= value <= hi; otherwise `NAME=value: <want>`.
+func between[T ~int | ~int64](name string, get func(*Config) T, lo, hi T, want string) configRule {
+	return configRule{setting: name, check: func(c *Config) error {
+		if v := get(c); v < lo || v > hi {
+			return fmt.Errorf("%s=%v: %s", name, v, want)
+		}
+		return nil
+	}}
+}
+
+// atLeast is a rule: value >= lo; otherwise `NAME=value: <want>`.
+func atLeast[T ~int | ~int64](name string, get func(*Config) T, lo T, want string) configRule {
+	return configRule{setting: name, check: func(c *Config) error {
+		if v := get(c); v < lo {
+			return fmt.Errorf("%s=%v: %s", name, v, want)
+		}
+		return nil
+	}}
+}
+
+// thresholdSetting is one VERDICTBOT_THRESHOLD_* setting.
+type thresholdSetting struct {
+	name string
+	cat  verdict.Category
+	val  string
+}
+
+func thresholdSettings(c *Config) []thresholdSetting {
+	return []thresholdSetting{
 		{"VERDICTBOT_THRESHOLD_PHISHING", verdict.CatPhishing, c.ThresholdPhishing},
 		{"VERDICTBOT_THRESHOLD_ADVERTISING", verdict.CatAdvertising, c.ThresholdAdvertising},
 		{"VERDICTBOT_THRESHOLD_MALICIOUS", verdict.CatMalicious, c.ThresholdMalicious},
 		{"VERDICTBOT_THRESHOLD_ILLEGAL", verdict.CatIllegal, c.ThresholdIllegal},
-	} {
-		b, err := verdict.ParseBand(t.val)
-		if err != nil {
-			return fmt.Errorf("%s=%s", t.name, err)
-		}
-		c.thresholds[t.cat] = b
 	}
-	return nil
+}
+
+// threshold is a rule: the band of cat parses (verdict.ParseBand).
+func threshold(cat verdict.Category) configRule {
+	name := "VERDICTBOT_THRESHOLD_" + strings.ToUpper(string(cat))
+	return configRule{setting: name, check: func(c *Config) error {
+		for _, t := range thresholdSettings(c) {
+			if t.cat != cat {
+				continue
+			}
+			if _, err := verdict.ParseBand(t.val); err != nil {
+				return fmt.Errorf("%s=%s", t.name, err)
+			}
+		}
+		return nil
+	}}
 }
 
 func checkBaseURL(name, v string) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,63 @@ func TestKubernetesServiceVariablesAreNotUnknownSettings(t *testing.T) {
 	})
 	if _, err := loadConfig(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConfigRulesEachNameTheirSetting: with every setting wrong, each rule
+// of the table reports one problem, and its message starts with the
+// setting the row names; Validate returns the first.
+func TestConfigRulesEachNameTheirSetting(t *testing.T) {
+	known := map[string]bool{}
+	for _, tag := range settingTags() {
+		known[tag] = true
+	}
+	bad := &Config{
+		SlackBotToken: "xapp-no", SlackAppToken: "xoxb-no", SlackAPIURL: "ftp://x",
+		ReputationURL: "", ReputationAPIKey: "", SandboxURL: "gopher://x", SandboxAPIKey: "",
+		ChannelMode: "loud", URLQuery: "drop", Reporters: "everyone", Admins: []string{"alice"}, AdminGroup: "@admins",
+		MaxLinks: 41, VerdictTTL: -1, URLDeadline: time.Second, RecheckSchedule: "often",
+		RecheckAfter: []time.Duration{time.Hour, time.Minute}, MaxFileBytes: 0, SandboxDeadline: time.Second,
+		MaxScreenshots: 11, ScreenshotTimeout: time.Hour, FileVerdictTTL: -1, SandboxRunRate: 0, RecheckMax: 0,
+		AlertChannel: "#alerts", Workers: 0, QueueSize: 0, ReputationRunRate: 0, ServiceCAFile: "/nonexistent/ca.pem",
+		HTTPAddr: "8080", LogLevel: "loud", LogFormat: "xml",
+		ThresholdPhishing: "x", ThresholdAdvertising: "x", ThresholdMalicious: "x", ThresholdIllegal: "x",
+	}
+	errs := bad.problems(true)
+	// REPUTATION_URL unset is a problem once (not set); its URL form is
+	// not checked when it is empty.
+	if len(errs) != len(configRules)-1 {
+		t.Fatalf("%d problems for %d rules: %v", len(errs), len(configRules), errs)
+	}
+	i := 0
+	for _, r := range configRules {
+		if !known[r.setting] {
+			t.Errorf("rule for %s: not a setting Config reads", r.setting)
+		}
+		if r.setting == "REPUTATION_URL" && !r.slackOnly {
+			continue
+		}
+		if !strings.HasPrefix(errs[i].Error(), r.setting) {
+			t.Errorf("rule for %s says %q", r.setting, errs[i])
+		}
+		i++
+	}
+	if err := bad.Validate(true); err == nil || err.Error() != errs[0].Error() {
+		t.Errorf("Validate = %v, want the first problem %v", err, errs[0])
+	}
+	if n := len(bad.problems(false)); n >= len(errs) {
+		t.Errorf("check (no Slack) sees %d problems, want fewer than run's %d", n, len(errs))
+	}
+}
+
+// TestDefaultsAreWrittenOnce: defaultConfig is the only place a default
+// is written; a `default` tag would be a second one (envconfig would apply
+// it in loadConfig, the shell would not see it).
+func TestDefaultsAreWrittenOnce(t *testing.T) {
+	ct := reflect.TypeFor[Config]()
+	for i := range ct.NumField() {
+		if def, ok := ct.Field(i).Tag.Lookup("default"); ok {
+			t.Errorf("%s has a default tag %q: write it in defaultConfig", ct.Field(i).Name, def)
+		}
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
 // TestHealthReadinessMetricsAndShutdown runs the real process: /healthz is
@@ -24,9 +26,9 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real process")
 	}
-	fake := slackfake.Start(t)
+	fake := slackfaketest.Start(t)
 	// Analyses take 30 s: they are in flight when SIGTERM arrives.
-	srv, base := sim.Start(t, sim.Config{Profile: sim.Profile{Name: "slow", URLPending: 10 * time.Second, URLProcessing: 20 * time.Second}})
+	srv, base := simtest.Start(t, sim.Config{Profile: sim.Profile{Name: "slow", URLPending: 10 * time.Second, URLProcessing: 20 * time.Second}})
 	addr := freeAddr(t)
 	env := map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/slack-go/slack"
 
@@ -543,7 +544,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	logs := newLogWatch(t0)
 	log := newLogger(logs, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	b.StartTimer()
-	go func() { done <- serve(ctx, cfg, log) }()
+	go func() { done <- serve(ctx, cfg, log, nil) }()
 
 	deadline := time.NewTimer(window + 10*time.Second)
 	defer deadline.Stop()

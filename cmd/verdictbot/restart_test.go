@@ -12,13 +12,16 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
 // process is a real verdictbot process (this test binary, see TestMain).
 type process struct {
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *testutil.SyncBuffer
 }
 
 func startProcess(t *testing.T, env map[string]string) *process {
@@ -28,7 +31,7 @@ func startProcess(t *testing.T, env map[string]string) *process {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -55,8 +58,8 @@ func TestKill9InTheMiddleOf100AnalysesThenRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	fake := slackfake.Start(t)
-	srv, base := sim.Start(t, sim.Config{})
+	fake := slackfaketest.Start(t)
+	srv, base := simtest.Start(t, sim.Config{})
 	env := map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey,
@@ -187,8 +190,8 @@ func TestCorruptStoreStopsStartUpWithAClearLine(t *testing.T) {
 	if err := os.WriteFile(dir+"/verdictbot.db", garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fake := slackfake.Start(t)
-	_, base := sim.Start(t, sim.Config{})
+	fake := slackfaketest.Start(t)
+	_, base := simtest.Start(t, sim.Config{})
 	for k, v := range map[string]string{"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": dir, "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0"} {
 		t.Setenv(k, v)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/verdictbot/verdictbot/card"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/robfig/cron/v3"
 	"github.com/slack-go/slack"
@@ -48,7 +49,7 @@ func runBot(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey)
-	return serve(ctx, cfg, log)
+	return serve(ctx, cfg, log, nil)
 }
 
 // app is everything `run` wires together.
@@ -424,14 +425,18 @@ func (a *app) pruneEvents(ctx context.Context) {
 	}
 }
 
-func serve(ctx context.Context, cfg *Config, log *slog.Logger) error {
+// serve wires the app and runs the bot until ctx ends or a fatal error.
+// attach, when not nil, is the shell's adapter: it gets the wired app
+// before the bot starts (verdictbot shell reads the cards from a.db, the
+// one handle bbolt allows on the file; shell_env.go).
+func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)) error {
 	a, err := newApp(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.db.Close()
-	if hook := appHook(ctx); hook != nil {
-		hook(a) // verdictbot shell reads the cards from a.db (shell.go)
+	if attach != nil {
+		attach(a)
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()

@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
 // The end-to-end tests below run `verdictbot run`'s real wiring (serve)
@@ -27,30 +30,12 @@ const (
 	adminUser  = "U0ADMIN"
 )
 
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type harness struct {
 	t      testing.TB
 	slack  *slackfake.Server
 	sim    *sim.Server
 	simURL string
-	logs   *syncBuffer
+	logs   *testutil.SyncBuffer
 	stop   func() error
 }
 
@@ -75,14 +60,14 @@ func startBotWith(t testing.TB, env map[string]string, simCfg sim.Config, withSa
 
 func startBotSeeded(t testing.TB, env map[string]string, simCfg sim.Config, withSandbox bool, seed seedSlack, opts ...slackfake.Option) *harness {
 	t.Helper()
-	fake := slackfake.Start(t, opts...)
+	fake := slackfaketest.Start(t, opts...)
 	if seed != nil {
 		seed(fake)
 	}
 	if simCfg.Profile == (sim.Profile{}) {
 		simCfg.Profile = quickProfile
 	}
-	srv, base := sim.Start(t, simCfg)
+	srv, base := simtest.Start(t, simCfg)
 	settings := map[string]string{
 		"SLACK_BOT_TOKEN":         fake.BotToken(),
 		"SLACK_APP_TOKEN":         fake.AppToken(),
@@ -111,11 +96,11 @@ func startBotSeeded(t testing.TB, env map[string]string, simCfg sim.Config, with
 	if err := cfg.Validate(true); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	log := newLogger(logs, "json", "debug", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, log) }()
+	go func() { done <- serve(ctx, cfg, log, nil) }()
 	var once sync.Once
 	var result error
 	stop := func() error {
@@ -475,9 +460,9 @@ func TestEditThatChangesLinksRescansUnfurlDoesNot(t *testing.T) {
 }
 
 func TestFatalAuthExitsNonZeroWithAClearLine(t *testing.T) {
-	fake := slackfake.Start(t)
+	fake := slackfaketest.Start(t)
 	fake.Fail("auth.test", 0, "invalid_auth")
-	_, base := sim.Start(t, sim.Config{})
+	_, base := simtest.Start(t, sim.Config{})
 	for k, v := range map[string]string{"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0"} {
 		t.Setenv(k, v)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
 // runShellScript runs `verdictbot shell` through Main, as `printf … |
@@ -108,7 +109,7 @@ func TestShellScriptedSession(t *testing.T) {
 // With REPUTATION_URL and SANDBOX_URL set, the shell uses those services:
 // here a simulator the test can inspect, which must receive the report.
 func TestShellUsesTheConfiguredServices(t *testing.T) {
-	srv, base := sim.Start(t, sim.Config{Profile: quickSandbox})
+	srv, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
 	env := map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey}
 	code, out, errOut := runShellScript(t, env, "see https://login.phish.test/account\nfp 1\nquit\nnever read\n")
 	if code != 0 {
@@ -161,10 +162,7 @@ func TestDefaultConfigIsLoadConfigInAnEmptyEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, err := defaultConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	def := defaultConfig()
 	if !reflect.DeepEqual(loaded, def) {
 		t.Fatalf("defaultConfig differs from loadConfig's defaults:\n got %+v\nwant %+v", def, loaded)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"strings"
@@ -155,4 +156,49 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Config, string, error) 
 	}
 	cfg.Location = loc
 	return cfg, *addr, nil
+}
+
+// Simulator profiles for the built-in services. demo is realistic but
+// quick, so a card shows "scanning…" before its verdict; quick is for
+// tests and scripts.
+var (
+	simDemoProfile = sim.Profile{Name: "demo",
+		URLPending: 500 * time.Millisecond, URLProcessing: 1500 * time.Millisecond,
+		SandboxPending: time.Second, SandboxRunning: 3 * time.Second,
+		SandboxCompleted: 200 * time.Millisecond, SandboxReporting: 800 * time.Millisecond}
+	simQuickProfile = sim.Profile{Name: "quick",
+		URLPending: 100 * time.Millisecond, URLProcessing: 200 * time.Millisecond,
+		SandboxPending: 100 * time.Millisecond, SandboxRunning: 200 * time.Millisecond,
+		SandboxCompleted: 50 * time.Millisecond, SandboxReporting: 100 * time.Millisecond}
+)
+
+func simProfile(name string) (sim.Profile, error) {
+	switch name {
+	case "demo":
+		return simDemoProfile, nil
+	case "quick":
+		return simQuickProfile, nil
+	}
+	return sim.Profile{}, fmt.Errorf("%w: --sim-profile: want demo or quick, got %q", errUsage, name)
+}
+
+// startLocalSim serves a simulator of both services on a free loopback
+// port and returns its base URL.
+func startLocalSim(cfg sim.Config) (base string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("simulator: %w", err)
+	}
+	srv := &http.Server{Handler: sim.New(cfg), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: stdlog.New(io.Discard, "", 0)}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
+		<-done
+	}, nil
 }

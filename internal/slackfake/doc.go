@@ -16,9 +16,10 @@
 //     slack-go v0.30+ sends the bot token only to https Slack hosts or to the
 //     OptionAPIURL host (misc.go ensureURLMayReceiveToken).
 //
-// A test starts one with Start, points the bot at it and drives it:
+// A test starts one with slackfaketest.Start (New and Close elsewhere),
+// points the bot at it and drives it:
 //
-//	fake := slackfake.Start(t)
+//	fake := slackfaketest.Start(t)
 //	api := slack.New(fake.BotToken(),
 //		slack.OptionAppLevelToken(fake.AppToken()),
 //		slack.OptionAPIURL(fake.APIURL()))

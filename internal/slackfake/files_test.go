@@ -10,11 +10,12 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 )
 
 func TestFileInfoAndDownload(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	api := newAPI(f)
 	ctx := testCtx(t)
 	img := makePNG(t)
@@ -76,7 +77,7 @@ func TestFileInfoAndDownload(t *testing.T) {
 
 func TestExternalFileIsNotDownloadedWithTheToken(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	api := newAPI(f)
 	ctx := testCtx(t)
 	file := f.AddFile(slackfake.File{Name: "report.docx", User: alice, IsExternal: true, ExternalURL: "https://drive.example.com/file/d/1"})
@@ -91,7 +92,7 @@ func TestExternalFileIsNotDownloadedWithTheToken(t *testing.T) {
 
 func TestUploadFileToThread(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	f.AddChannel(slackfake.Channel{ID: chanSec, Name: "security"})
 	api := newAPI(f)
 	ctx := testCtx(t)

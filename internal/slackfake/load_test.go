@@ -10,13 +10,14 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 )
 
 func TestDeliverEventsAckedExactlyOnce(t *testing.T) {
 	t.Parallel()
 	// The ack timeout is out of the way: this checks bookkeeping, and a
 	// burst under the race detector on two shared cores is slow.
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false),
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false),
 		slackfake.WithAckTimeout(time.Minute))
 	b := runSocket(t, f)
 	b.autoAck(t)

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -202,17 +201,6 @@ func New(opts ...Option) (*Server, error) {
 		_ = s.http.Serve(ln) // returns http.ErrServerClosed on Close
 	}()
 	return s, nil
-}
-
-// Start starts a fake for a test and closes it when the test ends.
-func Start(t testing.TB, opts ...Option) *Server {
-	t.Helper()
-	s, err := New(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 // Close closes every socket, stops every timer and the HTTP server, and

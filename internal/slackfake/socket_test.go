@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 )
 
 func eventsAPI(t *testing.T, ev socketmode.Event) (slackevents.EventsAPIEvent, *slackevents.EventsAPICallbackEvent) {
@@ -42,7 +43,7 @@ func messageEvent(t *testing.T, ev socketmode.Event) *slackevents.MessageEvent {
 
 func TestHelloEventAndAck(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
 	b := runSocket(t, f)
 	ctx := testCtx(t)
 
@@ -108,7 +109,7 @@ func TestHelloEventAndAck(t *testing.T) {
 
 func TestRedeliveryUntilAcked(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond),
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond),
 		slackfake.WithAckTimeout(150*time.Millisecond), slackfake.WithEchoOwnMessages(false))
 	b := runSocket(t, f)
 	ctx := testCtx(t)
@@ -167,7 +168,7 @@ func TestRedeliveryUntilAcked(t *testing.T) {
 
 func TestRedeliveryGivesUpAfterMaxRetries(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithAckTimeout(50*time.Millisecond),
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithAckTimeout(50*time.Millisecond),
 		slackfake.WithMaxRetries(2), slackfake.WithEchoOwnMessages(false))
 	b := runSocket(t, f)
 	ctx := testCtx(t)
@@ -195,7 +196,7 @@ func TestRedeliveryGivesUpAfterMaxRetries(t *testing.T) {
 
 func TestDuplicateAndUnknownAcksAreCounted(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
 	b := runSocket(t, f)
 	ctx := testCtx(t)
 	if err := f.WaitConnected(ctx, 1); err != nil {
@@ -221,7 +222,7 @@ func TestDuplicateAndUnknownAcksAreCounted(t *testing.T) {
 
 func TestDisconnectAndDropMakeSlackGoReconnect(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
 	b := runSocket(t, f)
 	b.autoAck(t)
 	ctx := testCtx(t)
@@ -256,7 +257,7 @@ func TestDisconnectAndDropMakeSlackGoReconnect(t *testing.T) {
 
 func TestEventsQueuedWhileDisconnectedArriveAsRetries(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
 	b := runSocket(t, f)
 	ctx := testCtx(t)
 	b.next(t, ctx, socketmode.EventTypeHello)
@@ -294,7 +295,7 @@ func TestEventsQueuedWhileDisconnectedArriveAsRetries(t *testing.T) {
 
 func TestConnectionsOpenInvalidAuthIsFatal(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	f.Fail("apps.connections.open", 0, "invalid_auth")
 	sm := socketmode.New(newAPI(f))
 	ctx := testCtx(t)
@@ -306,7 +307,7 @@ func TestConnectionsOpenInvalidAuthIsFatal(t *testing.T) {
 
 func TestConnectionsOpenTokenRules(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	ctx := testCtx(t)
 
 	if _, u, err := newAPI(f).StartSocketModeContext(ctx); err != nil || !strings.HasPrefix(u, "ws://127.0.0.1:") || !strings.Contains(u, "/link/?ticket=") {
@@ -348,7 +349,7 @@ func TestConnectionsOpenTokenRules(t *testing.T) {
 
 func TestUndecodableEnvelopes(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond),
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond),
 		slackfake.WithAckTimeout(200*time.Millisecond), slackfake.WithEchoOwnMessages(false))
 	b := runSocket(t, f)
 	ctx := testCtx(t)
@@ -403,7 +404,7 @@ func TestPings(t *testing.T) {
 	t.Parallel()
 	t.Run("keep slack-go connected", func(t *testing.T) {
 		t.Parallel()
-		f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond))
+		f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond))
 		runSocket(t, f, socketmode.OptionPingInterval(400*time.Millisecond))
 		ctx := testCtx(t)
 		if err := f.WaitConnected(ctx, 1); err != nil {
@@ -416,7 +417,7 @@ func TestPings(t *testing.T) {
 	})
 	t.Run("none make slack-go reconnect", func(t *testing.T) {
 		t.Parallel()
-		f := slackfake.Start(t, slackfake.WithPingInterval(0))
+		f := slackfaketest.Start(t, slackfake.WithPingInterval(0))
 		runSocket(t, f, socketmode.OptionPingInterval(300*time.Millisecond))
 		if err := f.WaitConnected(testCtx(t), 2); err != nil {
 			t.Fatal(err)
@@ -426,7 +427,7 @@ func TestPings(t *testing.T) {
 
 func TestConnectionLifetimeRefresh(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithConnectionLifetime(300*time.Millisecond))
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithConnectionLifetime(300*time.Millisecond))
 	b := runSocket(t, f)
 	ctx := testCtx(t)
 	b.next(t, ctx, socketmode.EventTypeHello)
@@ -438,7 +439,7 @@ func TestConnectionLifetimeRefresh(t *testing.T) {
 
 func TestSlashCommandAckPayloadAndResponseURL(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
 	f.AddChannel(slackfake.Channel{ID: chanSec, Name: "security"})
 	f.AddUser(slackfake.User{ID: alice, Name: "alice"})
 	b := runSocket(t, f)
@@ -498,7 +499,7 @@ func TestSlashCommandAckPayloadAndResponseURL(t *testing.T) {
 
 func TestBlockActionOnCard(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
 	b := runSocket(t, f)
 	ctx := testCtx(t)
 	if err := f.WaitConnected(ctx, 1); err != nil {
@@ -553,7 +554,7 @@ func TestBlockActionOnCard(t *testing.T) {
 
 func TestMessageShortcut(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
 	b := runSocket(t, f)
 	ctx := testCtx(t)
 	if err := f.WaitConnected(ctx, 1); err != nil {
@@ -574,7 +575,7 @@ func TestMessageShortcut(t *testing.T) {
 
 func TestOwnActionsComeBackAsEvents(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond))
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond))
 	f.AddChannel(slackfake.Channel{ID: chanSec, Name: "security"})
 	b := runSocket(t, f)
 	ctx := testCtx(t)
@@ -635,7 +636,7 @@ func TestOwnActionsComeBackAsEvents(t *testing.T) {
 
 func TestUserMessageVariants(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
+	f := slackfaketest.Start(t, slackfake.WithPingInterval(100*time.Millisecond), slackfake.WithEchoOwnMessages(false))
 	b := runSocket(t, f)
 	ctx := testCtx(t)
 	if err := f.WaitConnected(ctx, 1); err != nil {
@@ -700,7 +701,7 @@ func TestUserMessageVariants(t *testing.T) {
 
 func TestInteractionsNeedAConnection(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	if _, err := f.DeliverSlashCommand(slackfake.SlashCommand{Command: "/scan", UserID: alice, ChannelID: chanSec}); !errors.Is(err, slackfake.ErrNotConnected) {
 		t.Errorf("slash command without a socket: %v", err)
 	}

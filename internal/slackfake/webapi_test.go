@@ -13,11 +13,12 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 )
 
 func TestAuthTestAndBotsInfo(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	api := newAPI(f)
 	ctx := testCtx(t)
 
@@ -45,7 +46,7 @@ func TestAuthTestAndBotsInfo(t *testing.T) {
 
 func TestAuthErrorsAndUnknownMethod(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	ctx := testCtx(t)
 
 	wrong := slack.New("xoxb-not-the-bot", slack.OptionAPIURL(f.APIURL()))
@@ -88,7 +89,7 @@ func TestAuthErrorsAndUnknownMethod(t *testing.T) {
 
 func TestChatLifecycle(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithEchoOwnMessages(false))
+	f := slackfaketest.Start(t, slackfake.WithEchoOwnMessages(false))
 	f.AddChannel(slackfake.Channel{ID: chanSec, Name: "security"})
 	api := newAPI(f)
 	ctx := testCtx(t)
@@ -173,7 +174,7 @@ func third(_, _ string, err error) error     { return err }
 
 func TestCannotTouchUsersMessages(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	d := must[slackfake.Delivery](t)(f.DeliverMessage(slackfake.MessageEvent{Channel: chanSec, User: alice, Text: "mine"}))
 	api := newAPI(f)
 	ctx := testCtx(t)
@@ -187,7 +188,7 @@ func TestCannotTouchUsersMessages(t *testing.T) {
 
 func TestReactions(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	d := must[slackfake.Delivery](t)(f.DeliverMessage(slackfake.MessageEvent{Channel: chanSec, User: alice, Text: "<https://ok.example>"}))
 	api := newAPI(f)
 	ctx := testCtx(t)
@@ -226,7 +227,7 @@ func errString(err error) string {
 
 func TestConversationsUsersUsergroups(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	f.AddChannel(slackfake.Channel{ID: "G0PRIV0001", Name: "incident", Private: true, Members: []string{alice, bob}})
 	f.AddUser(slackfake.User{ID: alice, Name: "alice", RealName: "Alice Adams", Email: "alice@example.com", IsAdmin: true})
 	f.AddUserGroup("S0SECTEAM1", "secteam", alice, bob)
@@ -274,7 +275,7 @@ func TestConversationsUsersUsergroups(t *testing.T) {
 
 func TestFaults(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	f.AddChannel(slackfake.Channel{ID: chanSec})
 	api := newAPI(f)
 	ctx := testCtx(t)
@@ -329,7 +330,7 @@ func TestPostPacing(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	t.Run("recorded", func(t *testing.T) {
-		f := slackfake.Start(t)
+		f := slackfaketest.Start(t)
 		f.AddChannel(slackfake.Channel{ID: chanSec})
 		f.AddChannel(slackfake.Channel{ID: "C0OTHER001"})
 		api := newAPI(f)
@@ -344,7 +345,7 @@ func TestPostPacing(t *testing.T) {
 		}
 	})
 	t.Run("enforced", func(t *testing.T) {
-		f := slackfake.Start(t, slackfake.WithPostPacing(true))
+		f := slackfaketest.Start(t, slackfake.WithPostPacing(true))
 		f.AddChannel(slackfake.Channel{ID: chanSec})
 		api := newAPI(f)
 		if _, _, err := api.PostMessageContext(ctx, chanSec, slack.MsgOptionText("x", false)); err != nil {
@@ -359,7 +360,7 @@ func TestPostPacing(t *testing.T) {
 
 func TestInvalidBlocks(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t)
+	f := slackfaketest.Start(t)
 	f.AddChannel(slackfake.Channel{ID: chanSec})
 	api := newAPI(f)
 	ctx := testCtx(t)
@@ -395,7 +396,7 @@ func TestInvalidBlocks(t *testing.T) {
 
 func TestListenOnAllInterfacesHandsOutDialableURLs(t *testing.T) {
 	t.Parallel()
-	f := slackfake.Start(t, slackfake.WithAddr("0.0.0.0:0"))
+	f := slackfaketest.Start(t, slackfake.WithAddr("0.0.0.0:0"))
 	if !strings.HasPrefix(f.APIURL(), "http://127.0.0.1:") {
 		t.Fatalf("APIURL = %q", f.APIURL())
 	}

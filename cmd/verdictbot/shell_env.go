@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/sim"
+)
+
+// shellEnv is what the shell runs in: its state directory and log file,
+// and the two services (the environment's, else the built-in simulator).
+type shellEnv struct {
+	dir      string
+	keepLogs bool // dir is VERDICTBOT_DATA_DIR: say where the logs are
+	logFile  *os.File
+
+	repURL, repName string
+	repKey          Secret
+	sbURL, sbName   string
+	sbKey           Secret
+
+	closers []func() // run by close, last first
+}
+
+// openShellEnv reads VERDICTBOT_DATA_DIR and the services' settings, and
+// starts the simulator for a service the environment does not name.
+func openShellEnv(profile sim.Profile) (_ *shellEnv, err error) {
+	env := &shellEnv{}
+	defer func() {
+		if err != nil {
+			env.close()
+		}
+	}()
+	// State: VERDICTBOT_DATA_DIR, or a directory removed on the way out.
+	env.dir = strings.TrimSpace(os.Getenv("VERDICTBOT_DATA_DIR"))
+	env.keepLogs = env.dir != ""
+	if env.dir == "" {
+		tmp, err := os.MkdirTemp("", "verdictbot-shell-")
+		if err != nil {
+			return nil, err
+		}
+		env.closers = append(env.closers, func() { os.RemoveAll(tmp) })
+		env.dir = tmp
+	} else if err := os.MkdirAll(env.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("VERDICTBOT_DATA_DIR: %w", err)
+	}
+	env.logFile, err = os.OpenFile(filepath.Join(env.dir, "shell.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("VERDICTBOT_DATA_DIR: %w", err)
+	}
+	env.closers = append(env.closers, func() { env.logFile.Close() })
+
+	// The services: the environment's, else the built-in simulator.
+	env.repURL, env.repKey = strings.TrimSpace(os.Getenv("REPUTATION_URL")), Secret(os.Getenv("REPUTATION_API_KEY"))
+	env.sbURL, env.sbKey = strings.TrimSpace(os.Getenv("SANDBOX_URL")), Secret(os.Getenv("SANDBOX_API_KEY"))
+	if env.repURL != "" && env.repKey == "" {
+		return nil, errors.New("REPUTATION_API_KEY is not set (REPUTATION_URL is)")
+	}
+	env.repName, env.sbName = env.repURL, env.sbURL
+	if env.repURL == "" || env.sbURL == "" {
+		base, stop, err := startLocalSim(sim.Config{Profile: profile})
+		if err != nil {
+			return nil, err
+		}
+		env.closers = append(env.closers, stop)
+		if env.repURL == "" {
+			env.repURL, env.repKey, env.repName = base, shellSimKey, "built-in simulator"
+		}
+		if env.sbURL == "" {
+			env.sbURL, env.sbKey, env.sbName = base, shellSimKey, "built-in simulator"
+		}
+	}
+	return env, nil
+}
+
+// close stops the simulator, closes the log and removes a temporary
+// state directory.
+func (env *shellEnv) close() {
+	for i := len(env.closers) - 1; i >= 0; i-- {
+		env.closers[i]()
+	}
+	env.closers = nil
+}
+
+// startShellSlack starts the fake Slack on a free loopback port, with the
+// shell's channel and its one user, an admin.
+func startShellSlack() (*slackfake.Server, error) {
+	fake, err := slackfake.New() // 127.0.0.1, a free port
+	if err != nil {
+		return nil, err
+	}
+	fake.AddChannel(slackfake.Channel{ID: shellChannel, Name: shellChannelName, Members: []string{shellUser}})
+	fake.AddUser(slackfake.User{ID: shellUser, Name: shellUserName, RealName: shellUserName, IsAdmin: true})
+	return fake, nil
+}
+
+// config is the bot's configuration in the shell: the defaults, pointed at
+// the fake Slack and the services, every message carded at once, no ops
+// port.
+func (env *shellEnv) config(fake *slackfake.Server) (*Config, error) {
+	cfg := defaultConfig()
+	cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackAPIURL = Secret(fake.BotToken()), Secret(fake.AppToken()), fake.APIURL()
+	cfg.ReputationURL, cfg.ReputationAPIKey = env.repURL, env.repKey
+	cfg.SandboxURL, cfg.SandboxAPIKey = env.sbURL, env.sbKey
+	cfg.DataDir = env.dir
+	cfg.Admins = []string{shellUser}
+	cfg.ChannelMode = "verbose" // a card for every message with a link, shown at once
+	cfg.HTTPAddr = "off"        // no health or metrics port
+	if err := cfg.Validate(true); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// shellBot is serve running for the shell.
+type shellBot struct {
+	app    *app          // the wired app: the shell reads cards from app.db
+	served chan struct{} // closed when serve returns, with err set
+	err    error
+	cancel context.CancelFunc
+	stderr io.Writer
+}
+
+// startShellBot runs serve, the same as `run`, and waits until the bot is
+// connected to the fake. serve hands the wired app to the shell before
+// the bot starts: bbolt lets one handle per file, so the shell cannot open
+// the store a second time.
+func startShellBot(ctx context.Context, cfg *Config, logger *slog.Logger, fake *slackfake.Server, stderr io.Writer) (*shellBot, error) {
+	botCtx, cancel := context.WithCancel(ctx)
+	b := &shellBot{served: make(chan struct{}), cancel: cancel, stderr: stderr}
+	ready := make(chan *app, 1)
+	go func() {
+		defer close(b.served)
+		b.err = serve(botCtx, cfg, logger, func(a *app) { ready <- a })
+	}()
+	select {
+	case b.app = <-ready:
+	case <-b.served:
+		b.stop()
+		return nil, fmt.Errorf("the bot did not start: %w", errOrStopped(b.err))
+	}
+	cctx, cancelWait := context.WithTimeout(ctx, 15*time.Second)
+	go func() { // stop waiting if serve gives up
+		select {
+		case <-b.served:
+			cancelWait()
+		case <-cctx.Done():
+		}
+	}()
+	err := fake.WaitConnected(cctx, 1)
+	cancelWait()
+	select {
+	case <-b.served:
+		b.stop()
+		return nil, fmt.Errorf("the bot did not start: %w", errOrStopped(b.err))
+	default:
+	}
+	if err != nil {
+		b.stop()
+		return nil, fmt.Errorf("the bot did not connect: %w", err)
+	}
+	return b, nil
+}
+
+// stopped is the error for the bot having stopped on its own.
+func (b *shellBot) stopped() error {
+	return fmt.Errorf("the bot stopped: %w", errOrStopped(b.err))
+}
+
+// stop stops the bot and waits for serve to return, for at most 20s.
+func (b *shellBot) stop() {
+	b.cancel()
+	select {
+	case <-b.served:
+	case <-time.After(20 * time.Second):
+		fmt.Fprintln(b.stderr, "verdictbot shell: the bot did not stop within 20s")
+	}
+}
+
+func errOrStopped(err error) error {
+	if err == nil {
+		return errors.New("it stopped")
+	}
+	return err
+}
+
+// isTerminal reports whether f is an *os.File open on a terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := file.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
