@@ -32,9 +32,11 @@ test: ## vet, then every test with the race detector (fuzz seeds included)
 test-short: ## quick tests without the race detector
 	$(GO) test -short $(PKGS)
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet, staticcheck (pinned in go.mod as a tool) and go mod tidy -diff
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+	$(GO) mod tidy -diff
 
 bench: ## run the benchmarks matching BENCH (default all; figures in docs/PERFORMANCE.md)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)

@@ -162,6 +162,8 @@ func (b *Bot) QueueDepth() int {
 
 // ErrAuth wraps a fatal authentication failure: the process should exit
 // non-zero so that it is restarted and someone is alerted.
+//
+//lint:ignore ST1005 Slack is a name
 var ErrAuth = errors.New("Slack refused the credentials")
 
 // Run learns the bot's identity, connects, and processes envelopes until ctx

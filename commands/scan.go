@@ -91,7 +91,6 @@ type Scan struct {
 	DefaultFiles bool
 	// AllowChanged is called after the runtime allowlist changed.
 	AllowChanged func()
-	Now          func() time.Time
 }
 
 // NewScanRegistry builds the /scan registry with its handlers. With a nil
@@ -121,13 +120,6 @@ func NewScanRegistry(s *Scan) *Registry {
 		return s.Respond(ctx, req, r.Help())
 	}})
 	return r
-}
-
-func (s *Scan) now() time.Time {
-	if s.Now == nil {
-		return time.Now()
-	}
-	return s.Now()
 }
 
 // scanURLs is /scan <url>…: every word must be a URL that may be sent;

@@ -326,9 +326,8 @@ func joinRows(rows []string, limit int) string {
 	if len(rows) == 0 {
 		return " "
 	}
-	rs := []rune(rows[0])
 	out, used := make([]rune, 0, limit), 0
-	for _, r := range rs {
+	for _, r := range rows[0] {
 		if used+runeLen(r) > limit-1 {
 			break
 		}

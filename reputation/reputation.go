@@ -33,8 +33,10 @@ var (
 	ErrWrongTaskID       = errors.New("wrong task id")
 	ErrTaskNotCompleted  = errors.New("task not completed yet")
 	ErrFailedToGetResult = errors.New("failed to get result")
-	ErrVerdictType       = errors.New("verdict_type error.")
-	ErrOption            = errors.New("Option error.") //nolint:staticcheck // the service's exact text
+	//lint:ignore ST1005 the service's exact text (specs/url-reputation-api.md)
+	ErrVerdictType = errors.New("verdict_type error.")
+	//lint:ignore ST1005 the service's exact text (specs/url-reputation-api.md)
+	ErrOption = errors.New("Option error.")
 	// ErrInvalidKey is the simulator's text for an unknown key; the spec does
 	// not say what the real service answers.
 	ErrInvalidKey = errors.New("invalid api key")

@@ -17,34 +17,38 @@ import (
 // Message is the text as sent; errors.Is(err, ErrX) matches it. Keep in sync with sentinels and prefixes below.
 var (
 	// ErrNoFile: CreateFile sent no `file` part (notes §1.2).
-	ErrNoFile = errors.New("No file was submitted") //nolint:staticcheck // the service's exact text
+	//lint:ignore ST1005 the service's exact text (specs/sandbox-api.md)
+	ErrNoFile = errors.New("No file was submitted")
 	// ErrEmptyFile: CreateFile sent zero bytes (notes §1.2).
-	ErrEmptyFile = errors.New("You submitted an empty file") //nolint:staticcheck // the service's exact text
+	//lint:ignore ST1005 the service's exact text (specs/sandbox-api.md)
+	ErrEmptyFile = errors.New("You submitted an empty file")
 	// ErrFileTooLarge: the sample exceeds the service's upload limit (notes §1.2).
-	ErrFileTooLarge = errors.New("File size exceeds API limit") //nolint:staticcheck // the service's exact text
+	ErrFileTooLarge = errors.New("File size exceeds API limit") // the service's exact text
 	// ErrSampleNotFound: FileView of an unknown hash (notes §1.3); also
 	// matches CAPE's multitenancy text "Sample not found".
-	ErrSampleNotFound = errors.New("Sample not found in database") //nolint:staticcheck // the service's exact text
+	//lint:ignore ST1005 the service's exact text (specs/sandbox-api.md)
+	ErrSampleNotFound = errors.New("Sample not found in database")
 	// ErrTaskNotFound: TaskInfo of an unknown id (notes §1.5); also matches
 	// CAPE's multitenancy text "Task not found".
-	ErrTaskNotFound = errors.New("Task not found in database") //nolint:staticcheck // the service's exact text
+	ErrTaskNotFound = errors.New("Task not found in database") // the service's exact text
 	// ErrTaskDoesNotExist: Status, SimpleReport or a screenshot operation
 	// on an unknown id (notes §1.6, §1.7).
-	ErrTaskDoesNotExist = errors.New("Task does not exist") //nolint:staticcheck // the service's exact text
+	ErrTaskDoesNotExist = errors.New("Task does not exist") // the service's exact text
 	// ErrStillAnalyzing: SimpleReport or a screenshot operation before the
 	// task is reported (notes §1.7, §4.2). CAPE 2021 also answers this for
 	// failed tasks.
-	ErrStillAnalyzing = errors.New("Task is still being analyzed") //nolint:staticcheck // the service's exact text
+	ErrStillAnalyzing = errors.New("Task is still being analyzed") // the service's exact text
 	// ErrTaskFailed: SimpleReport or a screenshot operation on a failed
 	// task (CAPE HEAD, notes §1.7); Wait's *TaskFailedError matches it too.
-	ErrTaskFailed = errors.New("Task failed") //nolint:staticcheck // the service's exact text
+	ErrTaskFailed = errors.New("Task failed") // the service's exact text
 	// ErrNoScreenshots: the task has no screenshots; the service's text is
 	// "No screenshots created for task <id>" (notes §1.7). Screenshots
 	// turns it into an empty result.
-	ErrNoScreenshots = errors.New("No screenshots created for task") //nolint:staticcheck // the service's exact text
+	//lint:ignore ST1005 the service's exact text (specs/sandbox-api.md)
+	ErrNoScreenshots = errors.New("No screenshots created for task")
 	// ErrScreenshotNotFound: Screenshot of a number the task does not have
 	// (notes §1.7).
-	ErrScreenshotNotFound = errors.New("Screenshot does not exist") //nolint:staticcheck // the service's exact text
+	ErrScreenshotNotFound = errors.New("Screenshot does not exist") // the service's exact text
 	// ErrInvalidKey is the simulator's text for an unknown key (HTTP 403,
 	// notes §4, an invented text: what the real service answers is not
 	// documented).

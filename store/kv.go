@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // backend is the ordered key-value layer the store's logic runs on: bbolt
@@ -65,7 +66,7 @@ func openBolt(path string, noSync bool) (*boltBackend, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: noSync})
 	if err != nil {
 		switch {
-		case errors.Is(err, bolt.ErrTimeout):
+		case errors.Is(err, berrors.ErrTimeout):
 			return nil, fmt.Errorf("store %s is locked by another process (is another verdictbot running with the same VERDICTBOT_DATA_DIR?)", path)
 		case errors.Is(err, os.ErrPermission):
 			return nil, fmt.Errorf("store %s cannot be opened: %w", path, err)
