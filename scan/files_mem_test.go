@@ -4,73 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"math/rand/v2"
 	"runtime"
-	"runtime/metrics"
-	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/verdictbot/verdictbot/internal/testutil"
 
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
 const thirtyMB = 30_000_000
-
-// synthetic returns size bytes of incompressible content determined by seed.
-func synthetic(seed uint64, size int64) io.Reader {
-	var key [32]byte
-	for i := range 8 {
-		key[i] = byte(seed >> (8 * i))
-	}
-	return io.LimitReader(rand.NewChaCha8(key), size)
-}
-
-// heapSampler records the peak of the live-and-unswept heap while it runs.
-type heapSampler struct {
-	stop chan struct{}
-	done chan struct{}
-	peak atomic.Uint64
-}
-
-func startHeapSampler() *heapSampler {
-	h := &heapSampler{stop: make(chan struct{}), done: make(chan struct{})}
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() {
-		metrics.Read(sample)
-		if v := sample[0].Value.Uint64(); v > h.peak.Load() {
-			h.peak.Store(v)
-		}
-	}
-	read()
-	go func() {
-		defer close(h.done)
-		t := time.NewTicker(500 * time.Microsecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-h.stop:
-				read()
-				return
-			case <-t.C:
-				read()
-			}
-		}
-	}()
-	return h
-}
-
-func (h *heapSampler) finish() uint64 {
-	close(h.stop)
-	<-h.done
-	return h.peak.Load()
-}
-
-func heapObjects() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
 
 // A 30 MB file is fetched, hashed and uploaded with the heap growing by a
 // small fraction of its size: it is streamed through a temporary file,
@@ -82,7 +25,7 @@ func TestMemoryStaysFlatFor30MB(t *testing.T) {
 	}
 	e := newFileEnv(t, sim.Config{}, nil)
 	h := sha256.New()
-	content, _ := io.ReadAll(io.TeeReader(synthetic(1, thirtyMB), h))
+	content, _ := io.ReadAll(io.TeeReader(testutil.Synthetic(1, thirtyMB), h))
 	want := hex.EncodeToString(h.Sum(nil))
 	ref := e.src.add(t, FileRef{Name: "big.iso"}, content)
 	content = nil
@@ -90,10 +33,10 @@ func TestMemoryStaysFlatFor30MB(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	base := heapObjects()
-	s := startHeapSampler()
+	base := testutil.HeapObjects()
+	s := testutil.StartHeapSampler()
 	v := e.files.Check(t.Context(), ref, FileCheckOptions{})
-	peak := s.finish()
+	peak := s.Finish()
 	runtime.ReadMemStats(&after)
 	if v.Err != nil || v.Level == verdict.Unknown || v.Size != thirtyMB || v.SHA256 != want || e.uploads() != 1 {
 		t.Fatalf("verdict %+v", v)

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/verdictbot/verdictbot/internal/testutil"
+
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/sim"
@@ -57,7 +59,7 @@ func TestFileHostHelper(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-		_, _ = io.Copy(w, synthetic(seed, size))
+		_, _ = io.Copy(w, testutil.Synthetic(seed, size))
 	}))
 	defer files.Close()
 	sb := httptest.NewServer(sim.New(sim.Config{}))
@@ -166,8 +168,8 @@ func BenchmarkFileMemory(b *testing.B) {
 				runtime.GC()
 				debug.FreeOSMemory()
 				resetPeakRSS()
-				rss0, heap0 := procStatus("VmRSS"), heapObjects()
-				s := startHeapSampler()
+				rss0, heap0 := procStatus("VmRSS"), testutil.HeapObjects()
+				s := testutil.StartHeapSampler()
 				b.StartTimer()
 
 				var wg sync.WaitGroup
@@ -178,7 +180,7 @@ func BenchmarkFileMemory(b *testing.B) {
 				wg.Wait()
 
 				b.StopTimer()
-				heapPeak := s.finish()
+				heapPeak := s.Finish()
 				hwm := procStatus("VmHWM")
 				for _, v := range vs {
 					if v.Err != nil || v.Size != thirtyMB || v.TaskID == "" {

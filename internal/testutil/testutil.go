@@ -1,6 +1,7 @@
 // Package testutil holds the helpers tests across the module share: a
-// goroutine-safe log sink, a logger that writes to one, and a clock that
-// moves only when told. It imports only the standard library (no testing
+// goroutine-safe log sink, a logger that writes to one, a clock that moves
+// only when told, and a heap sampler with synthetic content for memory
+// bounds. It imports only the standard library (no testing
 // package either), so any package's tests can use it without a cycle, and
 // the production binary never links it.
 package testutil
