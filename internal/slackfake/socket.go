@@ -238,6 +238,7 @@ func (s *Server) popFrameLocked(c *wsConn) (outFrame, bool) {
 		f.env.SentAt, f.env.ConnID = time.Now(), c.id
 		c.info.Sent++
 		s.startAckTimerLocked(f.env)
+		s.notifyLocked() // SentAt and ConnID are set: wake WaitFor
 	}
 	return f, true
 }
