@@ -78,8 +78,9 @@ func WithDeliveryPolicy(p DeliveryPolicy) Option {
 }
 
 // WithMaxConnections sets how many Socket Mode connections may be open at
-// once (default DefaultMaxConnections, Slack's 10). A WebSocket beyond it
-// is refused as Slack does: see handleSocket.
+// once (default, and for n < 1, DefaultMaxConnections: Slack's 10). A
+// WebSocket beyond it is refused as Slack does (see refuseSocket) and
+// counted in State.RefusedConnections.
 func WithMaxConnections(n int) Option { return func(c *config) { c.maxConns = n } }
 
 // SetDeliveryPolicy replaces the delivery policy for the envelopes routed

@@ -172,6 +172,9 @@ func New(opts ...Option) (*Server, error) {
 	if cfg.policy == nil {
 		cfg.policy = RandomDelivery(DefaultDeliverySeed)
 	}
+	if cfg.maxConns < 1 {
+		cfg.maxConns = DefaultMaxConnections
+	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return nil, fmt.Errorf("slackfake: listen on %s: %w", cfg.addr, err)

@@ -251,7 +251,7 @@ type Envelope struct {
 	Frame   json.RawMessage // the exact text frame
 	Created time.Time
 	SentAt  time.Time // zero until written to a socket
-	ConnID  int
+	ConnID  int       // the connection it was written to (Connection.ID); 0 until then
 	Acks    []Ack
 	// TimedOut is set when no ack came within the ack timeout.
 	TimedOut bool
