@@ -11,6 +11,20 @@
 //     envelopes (events_api, slash_commands, interactive), records acks,
 //     redelivers unacked events and can send disconnect frames or drop the
 //     socket;
+//   - several Socket Mode connections per app, as N bot replicas sharing one
+//     app token open them: at most 10 at once (WithMaxConnections; the next
+//     WebSocket gets {"type":"disconnect","reason":"too_many_websockets"}
+//     instead of hello); each envelope goes to exactly one open connection,
+//     chosen by a DeliveryPolicy (RandomDelivery seeded by default,
+//     RoundRobinDelivery, DeliverToConnection, or any func); an event not
+//     acked within the ack window (WithAckTimeout, Slack's 3 s by default) is
+//     redelivered as a new envelope (retry_attempt+1, retry_reason
+//     "timeout") to whichever connection the policy picks, possibly another
+//     one, and so are the unacked events of a socket that dropped; slash
+//     commands and interactions are delivered once and never retried, as on
+//     Slack. Retries follow one another an ack window apart (at most
+//     WithMaxRetries, 3 as on Slack), not on Slack's "almost immediately,
+//     after 1 minute, after 5 minutes" schedule, so tests stay short;
 //   - file hosting (url_private, url_private_download) and the upload URL of
 //     the files.getUploadURLExternal flow, on the same host as the Web API:
 //     slack-go v0.30+ sends the bot token only to https Slack hosts or to the
@@ -27,6 +41,17 @@
 //	fake.WaitConnected(ctx, 1)
 //	d, _ := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "see <https://example.com>"})
 //	replies, err := fake.WaitMessages(ctx, "C1", d.TS, 1)
+//
+// With several replicas, a test waits for their sockets and then looks at
+// where each envelope went:
+//
+//	ids, _ := fake.WaitOpenConns(ctx, 3) // open, not closing
+//	fake.SetDeliveryPolicy(slackfake.DeliverToConnection(ids[0]))
+//	d, _ := fake.DeliverMessage(…)
+//	_ = fake.WaitAcked(ctx)
+//	envs := fake.EventEnvelopes(d.EventID) // each attempt's ConnID and Acks
+//	_ = fake.DropConn(ids[0])              // or DisconnectConn(id, reason)
+//	conns := fake.Conns()                  // per connection: Sent, Acks, ClosedAt
 //
 // Everything the bot does is recorded (State): every Web API call, the
 // messages per channel and thread with their current Block Kit JSON and all

@@ -45,6 +45,8 @@ type config struct {
 	disconnectGrace           time.Duration
 	echoOwn                   bool
 	enforcePacing             bool
+	maxConns                  int
+	policy                    DeliveryPolicy
 	logf                      func(format string, args ...any)
 }
 
@@ -68,6 +70,7 @@ func defaultConfig() config {
 		maxRetries:      3,
 		disconnectGrace: 2 * time.Second,
 		echoOwn:         true,
+		maxConns:        DefaultMaxConnections,
 	}
 }
 
@@ -149,7 +152,7 @@ type Server struct {
 	faults   []*faultRule
 	conns    map[int]*wsConn
 	connSeq  int
-	rr       int
+	policy   DeliveryPolicy
 	pending  []*Envelope
 	tickets  map[string]time.Time
 	timers   map[string]*time.Timer
@@ -166,12 +169,19 @@ func New(opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.policy == nil {
+		cfg.policy = RandomDelivery(DefaultDeliverySeed)
+	}
+	if cfg.maxConns < 1 {
+		cfg.maxConns = DefaultMaxConnections
+	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return nil, fmt.Errorf("slackfake: listen on %s: %w", cfg.addr, err)
 	}
 	s := &Server{
 		cfg:      cfg,
+		policy:   cfg.policy,
 		ln:       ln,
 		base:     "http://" + reachableAddr(ln.Addr()),
 		done:     make(chan struct{}),

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -42,6 +41,7 @@ type wsConn struct {
 	closeOnce  sync.Once
 
 	// Guarded by Server.mu.
+	info    *Connection // its record in State
 	queue   []outFrame
 	closing bool // a disconnect frame is queued: route nothing more here
 }
@@ -94,9 +94,21 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 		_ = ws.Close()
 		return
 	}
+	if len(s.conns) >= s.cfg.maxConns {
+		s.st.refused++
+		s.wg.Add(1)
+		s.notifyLocked()
+		s.mu.Unlock()
+		defer s.wg.Done()
+		s.logf("refused a WebSocket: %d connections already open (too_many_websockets)", s.cfg.maxConns)
+		s.refuseSocket(ws)
+		return
+	}
 	s.wg.Add(2) // this handler and the writer
 	s.connSeq++
 	c.id = s.connSeq
+	c.info = &Connection{ID: c.id, OpenedAt: time.Now()}
+	s.st.conns = append(s.st.conns, c.info)
 	s.conns[c.id] = c
 	s.st.openConns++
 	s.st.totalConns++
@@ -120,17 +132,69 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	delete(s.conns, c.id)
 	s.st.openConns--
-	// Frames never written: events wait for the next connection (their
-	// delivery attempt did not happen); other frames are lost.
-	for _, f := range c.queue {
-		if f.env != nil && f.env.Type == EnvelopeEventsAPI {
-			s.pending = append(s.pending, f.env)
+	c.info.ClosedAt = time.Now()
+	// Frames never written: their delivery attempt did not happen. Events
+	// go to another open connection, or wait for the next one; a slash
+	// command or interaction is lost (Slack does not retry those; the user
+	// sees the failure); hello and disconnect frames are dropped.
+	queued := c.queue
+	c.queue = nil
+	for _, f := range queued {
+		switch {
+		case f.env == nil:
+		case f.env.Type == EnvelopeEventsAPI:
+			if o := s.pickConnLocked(f.env); o != nil {
+				s.enqueueLocked(o, f)
+			} else {
+				s.pending = append(s.pending, f.env)
+			}
+		default:
+			s.st.lose(f.env)
 		}
 	}
-	c.queue = nil
 	s.notifyLocked()
 	s.mu.Unlock()
-	s.logf("connection %d closed", c.id)
+	s.logf("connection %d closed (%d frames not written)", c.id, len(queued))
+}
+
+// refuseSocket answers a WebSocket beyond the app's allowance as Slack does:
+// no hello, a {"type":"disconnect","reason":"too_many_websockets"} frame,
+// then the socket closes once the client has, or after the disconnect
+// grace. The frame's shape is the one logged by clients
+// (slackapi/bolt-js#2238); that it comes instead of hello, on the new
+// socket, follows from the Node SDK receiving it "in state 'connecting'",
+// before any hello (slackapi/bolt-js#2225). apps.connections.open itself
+// succeeds. slack-go treats the frame as any disconnect and reconnects at
+// once.
+func (s *Server) refuseSocket(ws *websocket.Conn) {
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-s.done:
+		case <-stop:
+		}
+		_ = ws.Close()
+	}()
+	_ = ws.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if err := ws.WriteMessage(websocket.TextMessage, disconnectFrame("too_many_websockets", "applink-fake-refused")); err != nil {
+		return
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(max(s.cfg.disconnectGrace, time.Millisecond)))
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			return
+		}
+	}
+}
+
+func disconnectFrame(reason, host string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"type":       "disconnect",
+		"reason":     reason,
+		"debug_info": map[string]any{"host": host},
+	})
+	return b
 }
 
 func (s *Server) helloFrameLocked(c *wsConn) []byte {
@@ -172,7 +236,9 @@ func (s *Server) popFrameLocked(c *wsConn) (outFrame, bool) {
 	}
 	if f.env != nil {
 		f.env.SentAt, f.env.ConnID = time.Now(), c.id
+		c.info.Sent++
 		s.startAckTimerLocked(f.env)
+		s.notifyLocked() // SentAt and ConnID are set: wake WaitFor
 	}
 	return f, true
 }
@@ -280,6 +346,7 @@ func (s *Server) handleClientFrame(c *wsConn, at time.Time, data []byte) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	c.info.Acks++
 	env := s.st.envByID[a.EnvelopeID]
 	if env == nil {
 		a.Unknown = true
@@ -391,23 +458,6 @@ func envelopeFrame(e *Envelope) []byte {
 	return b
 }
 
-// pickConnLocked chooses the connection for the next envelope, round robin
-// over the open ones (Slack promises no distribution pattern).
-func (s *Server) pickConnLocked() *wsConn {
-	ids := make([]int, 0, len(s.conns))
-	for id, c := range s.conns {
-		if !c.closing {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	slices.Sort(ids)
-	s.rr++
-	return s.conns[ids[s.rr%len(ids)]]
-}
-
 // routeLocked records an envelope and queues it on a connection. With no
 // connection open an event waits for the next one; other envelopes fail
 // with ErrNotConnected and are not recorded.
@@ -415,7 +465,7 @@ func (s *Server) routeLocked(env *Envelope) error {
 	if s.closed {
 		return ErrClosed
 	}
-	c := s.pickConnLocked()
+	c := s.pickConnLocked(env)
 	if c == nil && env.Type != EnvelopeEventsAPI {
 		return ErrNotConnected
 	}
@@ -462,17 +512,14 @@ func (s *Server) Disconnect(reason string) {
 }
 
 func (s *Server) disconnectConn(c *wsConn, reason string) {
-	b, _ := json.Marshal(map[string]any{
-		"type":       "disconnect",
-		"reason":     reason,
-		"debug_info": map[string]any{"host": "applink-fake-" + strconv.Itoa(c.id)},
-	})
+	b := disconnectFrame(reason, "applink-fake-"+strconv.Itoa(c.id))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c.closing {
 		return
 	}
 	c.closing = true
+	c.info.Closing = true
 	s.enqueueLocked(c, outFrame{data: b, closeAfter: max(s.cfg.disconnectGrace, time.Millisecond)})
 	s.notifyLocked()
 }

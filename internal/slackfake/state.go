@@ -251,12 +251,15 @@ type Envelope struct {
 	Frame   json.RawMessage // the exact text frame
 	Created time.Time
 	SentAt  time.Time // zero until written to a socket
-	ConnID  int
+	ConnID  int       // the connection it was written to (Connection.ID); 0 until then
 	Acks    []Ack
 	// TimedOut is set when no ack came within the ack timeout.
 	TimedOut bool
 	// Undelivered is set on an event raised while no socket was open: Slack's
-	// attempt failed and its retry waits for the next connection.
+	// attempt failed and its retry waits for the next connection. It is also
+	// set on a slash command or interaction that was queued on a connection
+	// which closed before writing it: it is lost, never retried, and
+	// WaitAcked without IDs no longer waits for it.
 	Undelivered bool
 	// Exhausted is set on the last attempt of an event that was never acked
 	// after the maximum number of retries.
@@ -349,6 +352,8 @@ type State struct {
 
 	openConns  int
 	totalConns int
+	conns      []*Connection // every accepted connection, by ID (ID i+1 at i)
+	refused    int
 
 	ackTimeout time.Duration
 	// eventAcked tells, per event ID, whether an attempt was acked;
@@ -417,6 +422,18 @@ func (st *State) recordFirstAck(e *Envelope) {
 			st.outstanding--
 		}
 	default:
+		st.outstanding--
+	}
+}
+
+// lose accounts for a slash command or interaction that never reached a
+// socket: nobody can ack it.
+func (st *State) lose(e *Envelope) {
+	if e.Undelivered || len(e.Acks) > 0 {
+		return
+	}
+	e.Undelivered = true
+	if e.Type != EnvelopeRaw && e.Type != EnvelopeEventsAPI {
 		st.outstanding--
 	}
 }
@@ -707,6 +724,7 @@ func (st *State) firstUnacked(ids []string) string {
 		switch {
 		case e.Type == EnvelopeRaw || len(e.Acks) > 0:
 		case e.Type == EnvelopeEventsAPI && acked[e.EventID]:
+		case e.Type != EnvelopeEventsAPI && e.Undelivered:
 		default:
 			return e.ID
 		}
