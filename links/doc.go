@@ -7,7 +7,8 @@
 // the links skipped with a reason, and how many were left out over the
 // per-message cap. Set and SameLinks compare the links of two versions of a
 // message, so that an edit that only adds unfurls does not trigger a scan.
-// Defang and DefangTruncate make URLs safe to show in cards and logs.
+// Defang, DefangTruncate, DefangLinks and DefangText make URLs and untrusted
+// text safe to show in cards and logs; they are the bot's only defanger.
 //
 // # Where links are found
 //

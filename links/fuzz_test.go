@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -205,14 +206,7 @@ func FuzzDefang(f *testing.F) {
 		f.Add(s, 20)
 	}
 	f.Fuzz(func(t *testing.T, u string, limit int) {
-		d := Defang(u)
-		if again := Defang(d); again != d {
-			t.Fatalf("Defang(%q) = %q, then %q", u, d, again)
-		}
-		if strings.HasPrefix(strings.ToLower(d), "http") && strings.Contains(d, "://") && schemeLen(d) > 0 &&
-			(strings.EqualFold(d[:schemeLen(d)], "http") || strings.EqualFold(d[:schemeLen(d)], "https")) {
-			t.Fatalf("Defang(%q) = %q keeps an http scheme", u, d)
-		}
+		checkDefanged(t, u)
 		tr := DefangTruncate(u, limit)
 		if n := utf8.RuneCountInString(tr); n > max(limit, 0) {
 			t.Fatalf("DefangTruncate(%q, %d) = %q has %d runes", u, limit, tr, n)
@@ -220,7 +214,98 @@ func FuzzDefang(f *testing.F) {
 		if utf8.ValidString(u) && !utf8.ValidString(tr) {
 			t.Fatalf("DefangTruncate(%q, %d) = %q is not valid UTF-8", u, limit, tr)
 		}
+		if d := Defang(u); limit > 0 && tr != d && (!strings.HasSuffix(tr, "…") || !strings.HasPrefix(d, strings.TrimSuffix(tr, "…"))) {
+			t.Fatalf("DefangTruncate(%q, %d) = %q is not a cut of %q", u, limit, tr, d)
+		}
 	})
+}
+
+var (
+	// liveScheme is an http(s) scheme the defangers must have rewritten: at
+	// the start or after a byte that cannot be in a scheme (leading
+	// digits, '+', '-', '.' aside), before a colon.
+	liveScheme = regexp.MustCompile(`(?i)(^|[^a-z0-9+.\-])[0-9+.\-]*https?:`)
+	// liveSchemeText is the same in text, where "HTTP: 503" may stay.
+	liveSchemeText = regexp.MustCompile(`(?i)(^|[^a-z0-9+.\-])[0-9+.\-]*https?:[/\\\pL\pN]`)
+)
+
+// checkDefanged asserts the invariants of Defang, DefangLinks and
+// DefangText on u: idempotent, nothing removed, no live http(s) scheme,
+// and no dot left bare in an authority (after "://", after a leading
+// "http:", or a whole URL with no colon).
+func checkDefanged(t *testing.T, u string) {
+	t.Helper()
+	for _, f := range []struct {
+		name   string
+		fn     func(string) string
+		text   bool
+		live   *regexp.Regexp
+		prefix bool // the input is a URL, whose start is its authority
+	}{
+		{"Defang", Defang, false, liveScheme, true},
+		{"DefangLinks", DefangLinks, true, liveSchemeText, false},
+		{"DefangText", DefangText, true, liveSchemeText, false},
+	} {
+		d := f.fn(u)
+		if again := f.fn(d); again != d {
+			t.Fatalf("%s(%q) = %q, then %q", f.name, u, d, again)
+		}
+		if len(d) < len(u) {
+			t.Fatalf("%s(%q) = %q is shorter", f.name, u, d)
+		}
+		if loc := f.live.FindStringIndex(d); loc != nil {
+			t.Fatalf("%s(%q) = %q keeps a live scheme at %d", f.name, u, d, loc[0])
+		}
+		var starts []int
+		for i := 0; ; {
+			j := strings.Index(d[i:], "://")
+			if j < 0 {
+				break
+			}
+			starts = append(starts, i+j+1)
+			i += j + 1
+		}
+		if f.prefix {
+			if n := schemeLen(u); n == 4 || n == 5 {
+				if s := strings.ToLower(u[:n]); s == "http" || s == "https" {
+					starts = append(starts, n+1)
+				}
+			}
+			if !strings.Contains(u, ":") {
+				starts = append(starts, 0)
+			}
+		}
+		for _, start := range starts {
+			rest := strings.TrimLeft(d[start:], `/\`)
+			end := strings.IndexFunc(rest, func(r rune) bool { return endsAuthority(r, f.text) })
+			if end < 0 {
+				end = len(rest)
+			}
+			auth := strings.ReplaceAll(rest[:end], "[.]", "")
+			if strings.ContainsFunc(auth, isDot) {
+				t.Fatalf("%s(%q) = %q leaves a dot in the authority %q", f.name, u, d, rest[:end])
+			}
+		}
+	}
+}
+
+// TestDefangProperties runs the defang invariants over URLs and texts
+// assembled from hostile parts, so that plain "go test" exercises them.
+func TestDefangProperties(t *testing.T) {
+	t.Parallel()
+	parts := []string{"http", "HTTPS", "ftp", "hxxp", "x", "1", ":", "://", ":\\\\", "/", "\\", ".", "。", "．", "｡",
+		"[.]", "[", "]", "evil", "example", "@", "?", "#", " ", "\"", "`", "<", ">", "|", "=", "-", "+", "é", "\xff"}
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, s := range seeds {
+		checkDefanged(t, s)
+	}
+	for range 20000 {
+		var b strings.Builder
+		for range 1 + r.IntN(12) {
+			b.WriteString(parts[r.IntN(len(parts))])
+		}
+		checkDefanged(t, b.String())
+	}
 }
 
 // TestNormalizeProperties runs the fuzz invariants over URLs assembled from
