@@ -234,11 +234,6 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
-func isUniqueViolation(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
-}
-
 // ---- jobs and events ----
 
 // RecordJobs stores jobs in one transaction; a job whose EventID was seen
@@ -928,7 +923,9 @@ func (db *DB) SetChannelMode(channel, mode string) error {
 }
 
 // ChannelFiles returns a channel's file-scanning switch ("on", "off", or "").
-func (db *DB) ChannelFiles(channel string) (string, error) { return db.channelSetting("files", channel) }
+func (db *DB) ChannelFiles(channel string) (string, error) {
+	return db.channelSetting("files", channel)
+}
 
 // SetChannelFiles sets a channel's file-scanning switch; "" removes it.
 func (db *DB) SetChannelFiles(channel, v string) error {
@@ -979,4 +976,3 @@ func lockID(database, schema string) int64 {
 	return int64(h.Sum64() >> 1)
 }
 
-var _ = isUniqueViolation
