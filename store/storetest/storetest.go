@@ -428,7 +428,6 @@ func cardRoundTrip(t *testing.T, db store.State, c *Clock) {
 	must(t, db.PutCard(in))
 	out, err := db.Card(in.Ref())
 	must(t, err)
-	a, b := fmt.Sprintf("%+v", *in), fmt.Sprintf("%+v", *out)
 	a2, b2 := fmt.Sprintf("%+v %+v", in.Card.Lines[0].File, in.Card.Lines[0].CheckedAt.UTC()), fmt.Sprintf("%+v %+v", out.Card.Lines[0].File, out.Card.Lines[0].CheckedAt.UTC())
 	if !out.Updated.Equal(in.Updated) || !out.Card.Lines[0].CheckedAt.Equal(at) || a2 != b2 {
 		t.Fatalf("round trip:\n in %s\nout %s", a2, b2)
@@ -438,7 +437,7 @@ func cardRoundTrip(t *testing.T, db store.State, c *Clock) {
 	in.Card.Lines[0].CheckedAt, out.Card.Lines[0].CheckedAt = time.Time{}, time.Time{}
 	in.Card.Lines[0].Reports[0].At, out.Card.Lines[0].Reports[0].At = time.Time{}, time.Time{}
 	in.Card.Lines[0].File, out.Card.Lines[0].File = nil, nil
-	a, b = fmt.Sprintf("%+v", *in), fmt.Sprintf("%+v", *out)
+	a, b := fmt.Sprintf("%+v", *in), fmt.Sprintf("%+v", *out)
 	if a != b {
 		t.Fatalf("round trip:\n in %s\nout %s", a, b)
 	}
