@@ -975,4 +975,3 @@ func lockID(database, schema string) int64 {
 	h.Write([]byte("verdictbot migrations " + database + "." + schema))
 	return int64(h.Sum64() >> 1)
 }
-
