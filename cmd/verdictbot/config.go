@@ -230,6 +230,11 @@ func checkUnknown(cfg *Config) error {
 		if !strings.HasPrefix(name, "VERDICTBOT_") || slices.Contains(known, name) || kubernetesServiceVar(name) {
 			continue
 		}
+		// VERDICTBOT_TEST_* (VERDICTBOT_TEST_DATABASE_URL) configure the
+		// test suite, which CI exports for every test; they are not settings.
+		if strings.HasPrefix(name, "VERDICTBOT_TEST_") {
+			continue
+		}
 		msg := fmt.Sprintf("unknown setting %s", name)
 		if near := nearest(name, known); near != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", near)

@@ -174,6 +174,8 @@ func TestKubernetesServiceVariablesAreNotUnknownSettings(t *testing.T) {
 	setEnv(t, map[string]string{
 		"VERDICTBOT_METRICS_SERVICE_HOST": "10.0.0.1", "VERDICTBOT_METRICS_SERVICE_PORT": "8080",
 		"VERDICTBOT_METRICS_PORT": "tcp://10.0.0.1:8080", "VERDICTBOT_METRICS_PORT_8080_TCP_ADDR": "10.0.0.1",
+		// The test suite's own variable, exported by CI, is not a setting either.
+		"VERDICTBOT_TEST_DATABASE_URL": "postgres://postgres@127.0.0.1:5432/test",
 	})
 	if _, err := loadConfig(); err != nil {
 		t.Fatal(err)
