@@ -160,18 +160,9 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 		if recheck {
 			tg.Rechecks++
 		}
-		tg.NextCheck = time.Time{}
-		if tg.Kind == "url" {
-			// Skip ages already passed (a long outage): plan the next one
-			// still ahead, counting the skipped as done.
-			for next := schedule.next(&tg); !next.IsZero(); next = schedule.next(&tg) {
-				if next.After(v.At) {
-					tg.NextCheck = next
-					break
-				}
-				tg.Rechecks++
-			}
-		}
+		// Skip ages already passed (a long outage): plan the next one
+		// still ahead, counting the skipped as done.
+		schedule.PlanNext(&tg, v.At)
 		if !tg.NextCheck.IsZero() {
 			if err := t.put(bDue, timeKey(tg.NextCheck)+tg.Target, nil); err != nil {
 				return err
@@ -284,14 +275,7 @@ func (db *DB) RecheckFailed(target string, schedule Schedule) error {
 			}
 		}
 		tg.Rechecks++
-		tg.NextCheck = time.Time{}
-		for next := schedule.next(&tg); !next.IsZero(); next = schedule.next(&tg) {
-			if next.After(now) {
-				tg.NextCheck = next
-				break
-			}
-			tg.Rechecks++
-		}
+		schedule.PlanNext(&tg, now)
 		if !tg.NextCheck.IsZero() {
 			if err := t.put(bDue, timeKey(tg.NextCheck)+tg.Target, nil); err != nil {
 				return err

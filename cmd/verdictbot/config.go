@@ -38,6 +38,43 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // Reveal returns the secret itself, for the one place that must send it.
 func (s Secret) Reveal() string { return string(s) }
 
+// DatabaseURL is a PostgreSQL connection string. It prints with its
+// password masked (postgres://user:xxxxx@host/db), so a config dump, a %v
+// of the struct or an error never shows the password.
+type DatabaseURL string
+
+func (d DatabaseURL) String() string {
+	if d == "" {
+		return ""
+	}
+	u, err := url.Parse(string(d))
+	if err != nil {
+		return "<unparsable database URL>"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// GoString keeps %#v quiet too.
+func (d DatabaseURL) GoString() string { return d.String() }
+
+// MarshalText keeps JSON and text encodings quiet.
+func (d DatabaseURL) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Reveal returns the URL itself, for the one place that connects.
+func (d DatabaseURL) Reveal() string { return string(d) }
+
+// Password returns the URL's password ("" if none), for the log redactor.
+func (d DatabaseURL) Password() Secret {
+	if u, err := url.Parse(string(d)); err == nil && u.User != nil {
+		p, _ := u.User.Password()
+		return Secret(p)
+	}
+	return ""
+}
+
 // Config is every setting, read from the environment over defaultConfig
 // (the one place defaults are written). Names are the
 // contract: keep them, and keep the README's settings table in sync.
@@ -52,6 +89,7 @@ type Config struct {
 	SandboxAPIKey    Secret `envconfig:"SANDBOX_API_KEY"`
 
 	DataDir         string        `envconfig:"VERDICTBOT_DATA_DIR"`
+	DatabaseURL     DatabaseURL   `envconfig:"VERDICTBOT_DATABASE_URL"`
 	Admins          []string      `envconfig:"VERDICTBOT_ADMINS"`
 	AdminGroup      string        `envconfig:"VERDICTBOT_ADMIN_GROUP"`
 	Reporters       string        `envconfig:"VERDICTBOT_REPORTERS"`
@@ -192,6 +230,11 @@ func checkUnknown(cfg *Config) error {
 		if !strings.HasPrefix(name, "VERDICTBOT_") || slices.Contains(known, name) || kubernetesServiceVar(name) {
 			continue
 		}
+		// VERDICTBOT_TEST_* (VERDICTBOT_TEST_DATABASE_URL) configure the
+		// test suite, which CI exports for every test; they are not settings.
+		if strings.HasPrefix(name, "VERDICTBOT_TEST_") {
+			continue
+		}
 		msg := fmt.Sprintf("unknown setting %s", name)
 		if near := nearest(name, known); near != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", near)
@@ -299,6 +342,17 @@ var configRules = []configRule{
 	{"SANDBOX_URL", false, func(c *Config) error { return optionalBaseURL("SANDBOX_URL", c.SandboxURL) }},
 	{"SANDBOX_API_KEY", true, func(c *Config) error {
 		return set(c.SandboxURL == "" || c.SandboxAPIKey != "", "SANDBOX_API_KEY is not set (SANDBOX_URL is)")
+	}},
+	{"VERDICTBOT_DATABASE_URL", false, func(c *Config) error {
+		if c.DatabaseURL == "" {
+			return nil
+		}
+		u, err := url.Parse(string(c.DatabaseURL))
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+			// The value is not echoed: it may hold a password.
+			return errors.New("VERDICTBOT_DATABASE_URL: want a postgres:// or postgresql:// URL (postgres://user:password@host:5432/db?sslmode=require)")
+		}
+		return nil
 	}},
 	oneOf("VERDICTBOT_CHANNEL_MODE", func(c *Config) string { return c.ChannelMode }, "quiet, verbose or off", "quiet", "verbose", "off"),
 	oneOf("VERDICTBOT_URL_QUERY", func(c *Config) string { return c.URLQuery }, "keep or strip", "keep", "strip"),

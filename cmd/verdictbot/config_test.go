@@ -101,6 +101,47 @@ func TestSecretsNeverPrint(t *testing.T) {
 	}
 }
 
+// The database URL's password never prints, in a config dump or in the
+// message of a malformed URL; only postgres:// and postgresql:// URLs pass.
+func TestDatabaseURLPasswordNeverPrints(t *testing.T) {
+	const pw = "Hunter2-pw"
+	setEnv(t, validEnv)
+	setEnv(t, map[string]string{"VERDICTBOT_DATABASE_URL": "postgres://bot:" + pw + "@db.internal:5432/verdictbot?sslmode=require"})
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(true); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprint(cfg.DatabaseURL)} {
+		if strings.Contains(s, pw) {
+			t.Fatalf("password printed: %s", s)
+		}
+	}
+	if got := cfg.DatabaseURL.String(); got != "postgres://bot:xxxxx@db.internal:5432/verdictbot?sslmode=require" {
+		t.Fatalf("String() = %q", got)
+	}
+	if cfg.DatabaseURL.Password().Reveal() != pw || !strings.Contains(cfg.DatabaseURL.Reveal(), pw) {
+		t.Fatal("Reveal/Password lost the password")
+	}
+	for _, u := range []string{"postgresql://bot:" + pw + "@db/verdictbot", ""} {
+		c := *cfg
+		c.DatabaseURL = DatabaseURL(u)
+		if err := c.Validate(true); err != nil {
+			t.Errorf("%q refused: %v", u, err)
+		}
+	}
+	for _, u := range []string{"mysql://bot:" + pw + "@db/x", "bot:" + pw + "@db/x", "postgres://", "postgres://bot:" + pw + "@db:notaport/x"} {
+		c := *cfg
+		c.DatabaseURL = DatabaseURL(u)
+		err := c.Validate(true)
+		if err == nil || !strings.HasPrefix(err.Error(), "VERDICTBOT_DATABASE_URL: want a postgres:// or postgresql:// URL") || strings.Contains(err.Error(), pw) {
+			t.Errorf("%q: %v", u, err)
+		}
+	}
+}
+
 func TestEveryReadSettingIsKnown(t *testing.T) {
 	// The unknown-setting check and the README table both rely on
 	// settingTags; every VERDICTBOT_ tag must be listed once.
@@ -133,6 +174,8 @@ func TestKubernetesServiceVariablesAreNotUnknownSettings(t *testing.T) {
 	setEnv(t, map[string]string{
 		"VERDICTBOT_METRICS_SERVICE_HOST": "10.0.0.1", "VERDICTBOT_METRICS_SERVICE_PORT": "8080",
 		"VERDICTBOT_METRICS_PORT": "tcp://10.0.0.1:8080", "VERDICTBOT_METRICS_PORT_8080_TCP_ADDR": "10.0.0.1",
+		// The test suite's own variable, exported by CI, is not a setting either.
+		"VERDICTBOT_TEST_DATABASE_URL": "postgres://postgres@127.0.0.1:5432/test",
 	})
 	if _, err := loadConfig(); err != nil {
 		t.Fatal(err)
@@ -155,7 +198,7 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		RecheckAfter: []time.Duration{time.Hour, time.Minute}, MaxFileBytes: 0, SandboxDeadline: time.Second,
 		MaxScreenshots: 11, ScreenshotTimeout: time.Hour, FileVerdictTTL: -1, SandboxRunRate: 0, RecheckMax: 0,
 		AlertChannel: "#alerts", Workers: 0, QueueSize: 0, ReputationRunRate: 0, ServiceCAFile: "/nonexistent/ca.pem",
-		HTTPAddr: "8080", LogLevel: "loud", LogFormat: "xml",
+		HTTPAddr: "8080", LogLevel: "loud", LogFormat: "xml", DatabaseURL: "mysql://u:p@h/db",
 		ThresholdPhishing: "x", ThresholdAdvertising: "x", ThresholdMalicious: "x", ThresholdIllegal: "x",
 	}
 	errs := bad.problems(true)

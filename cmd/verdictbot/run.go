@@ -33,6 +33,7 @@ import (
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/pg"
 )
 
 // runBot is `verdictbot run`: it reads the environment, connects to Slack
@@ -48,7 +49,8 @@ func runBot(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := cfg.Validate(true); err != nil {
 		return err
 	}
-	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey)
+	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey,
+		cfg.DatabaseURL.Password())
 	return serve(ctx, cfg, log, nil)
 }
 
@@ -60,7 +62,7 @@ type app struct {
 	sm       *socketmode.Client
 	rep      *reputation.Client
 	urls     *scan.URLs
-	db       *store.DB
+	db       store.State
 	cards    *cards.Cards
 	poster   *notify.Poster
 	messages *cards.Messages
@@ -87,8 +89,25 @@ func apiURL(u string) string {
 // (store.Options.WriteFault).
 var storeWriteFault func() error
 
+// openState opens the state layer: PostgreSQL when VERDICTBOT_DATABASE_URL
+// is set (its schema migrated first, under the migration lock), else the
+// embedded file in VERDICTBOT_DATA_DIR.
+func openState(ctx context.Context, cfg *Config, log *slog.Logger) (store.State, error) {
+	if cfg.DatabaseURL == "" {
+		return store.Open(cfg.DataDir, store.Options{WriteFault: storeWriteFault})
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	db, err := pg.Open(ctx, cfg.DatabaseURL.Reveal(), pg.Options{})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("state in PostgreSQL", "database", pg.Describe(cfg.DatabaseURL.Reveal()), "schema", pg.SchemaVersion)
+	return db, nil
+}
+
 func newApp(cfg *Config, log *slog.Logger) (*app, error) {
-	db, err := store.Open(cfg.DataDir, store.Options{WriteFault: storeWriteFault})
+	db, err := openState(context.Background(), cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +298,13 @@ func (a *app) ready() (bool, string) {
 	}
 	if n := a.bot.Spooled(); n > 0 {
 		return false, fmt.Sprintf("the store cannot be written: %d acked envelope(s) held in memory until it can", n)
+	}
+	if p, ok := a.db.(interface{ Ping(context.Context) error }); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := p.Ping(ctx); err != nil {
+			return false, "the database does not answer: " + err.Error()
+		}
 	}
 	return true, ""
 }

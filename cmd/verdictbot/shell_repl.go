@@ -78,7 +78,7 @@ func readLines(r io.Reader, out chan<- string, stop <-chan struct{}) {
 type shell struct {
 	out         io.Writer
 	fake        *slackfake.Server
-	db          *store.DB
+	db          store.State
 	wait        time.Duration
 	interactive bool
 	color       bool

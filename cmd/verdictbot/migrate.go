@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/pg"
+)
+
+const migrateHelp = `Usage: verdictbot migrate
+
+Brings the state's schema up to date and exits, printing its version:
+PostgreSQL when VERDICTBOT_DATABASE_URL is set (under the migration lock,
+so it is safe while replicas start), else the embedded file in
+VERDICTBOT_DATA_DIR. "verdictbot run" does the same at start; run this
+alone before a rolling upgrade, or to check a database.
+`
+
+// runMigrate is `verdictbot migrate`.
+func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+			fmt.Fprint(stdout, migrateHelp)
+			return nil
+		}
+		return fmt.Errorf("migrate takes no arguments (settings come from the environment)\n\n%s", migrateHelp)
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(false); err != nil {
+		return err
+	}
+	if cfg.DatabaseURL == "" {
+		db, err := store.Open(cfg.DataDir, store.Options{})
+		if err != nil {
+			return err
+		}
+		if err := db.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: schema version %d\n", filepath.Join(cfg.DataDir, store.FileName), store.SchemaVersion)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	v, err := pg.Migrate(ctx, cfg.DatabaseURL.Reveal(), pg.Options{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: schema version %d\n", pg.Describe(cfg.DatabaseURL.Reveal()), v)
+	return nil
+}

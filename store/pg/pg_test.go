@@ -1,0 +1,150 @@
+package pg_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/pg"
+	"github.com/verdictbot/verdictbot/store/pg/pgtest"
+	"github.com/verdictbot/verdictbot/store/storetest"
+)
+
+func open(t *testing.T, schema, base string, now func() time.Time) *pg.DB {
+	t.Helper()
+	db, err := pg.Open(context.Background(), base, pg.Options{Now: now, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestPostgres holds every test of the backend, so that without
+// VERDICTBOT_TEST_DATABASE_URL they skip with one line.
+func TestPostgres(t *testing.T) {
+	base := pgtest.URL(t)
+	// The conformance suite, each case in a schema of its own.
+	t.Run("Conformance", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T, now func() time.Time) store.State {
+			schema, _ := pgtest.Schema(t)
+			return open(t, schema, base, now)
+		})
+	})
+	t.Run("MigrationsRunOnceUnderTheLock", migrationsRunOnce)
+	t.Run("NewerSchemaIsRefused", newerSchemaIsRefused)
+	t.Run("PasswordNeverInErrors", passwordNeverInErrors)
+}
+
+func schemaVersion(t *testing.T, schemaURL string) (int64, int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v int64
+	var rows int
+	if err := conn.QueryRow(ctx, `SELECT MAX(version_id), COUNT(*) FROM goose_db_version`).Scan(&v, &rows); err != nil {
+		t.Fatal(err)
+	}
+	return v, rows
+}
+
+// Replicas that start together migrate once, under the lock; a second
+// start finds the schema current.
+func migrationsRunOnce(t *testing.T) {
+	_, schemaURL := pgtest.Schema(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 5)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := pg.Open(context.Background(), schemaURL, pg.Options{})
+			if err == nil {
+				db.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, rows := schemaVersion(t, schemaURL)
+	if v != pg.SchemaVersion || rows != 1+pg.SchemaVersion {
+		t.Fatalf("version %d, %d rows in goose_db_version (a migration ran twice?)", v, rows)
+	}
+	got, err := pg.Migrate(context.Background(), schemaURL, pg.Options{})
+	if err != nil || got != pg.SchemaVersion {
+		t.Fatalf("Migrate = %d, %v", got, err)
+	}
+}
+
+// A database migrated by a newer verdictbot is refused with one line.
+func newerSchemaIsRefused(t *testing.T) {
+	schema, schemaURL := pgtest.Schema(t)
+	db := open(t, schema, pgtest.URL(t), nil)
+	db.Close()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (7, true)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pg.Open(ctx, schemaURL, pg.Options{})
+	want := "database schema 7 is newer than this verdictbot (1); upgrade verdictbot"
+	var newer *pg.NewerSchemaError
+	if err == nil || err.Error() != want || !errors.As(err, &newer) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	if _, err := pg.Migrate(ctx, schemaURL, pg.Options{}); err == nil || err.Error() != want {
+		t.Fatalf("Migrate: %v", err)
+	}
+}
+
+// The password of the URL never appears in an error: wrong credentials,
+// an unreachable host, a malformed URL.
+func passwordNeverInErrors(t *testing.T) {
+	const secret = "s3cr3t-Pa55word"
+	base := pgtest.URL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for name, u := range map[string]string{
+		"unknown role":     strings.Replace(base, "postgres://postgres@", "postgres://nosuchrole:"+secret+"@", 1),
+		"unknown database": strings.Replace(strings.Replace(base, "/test?", "/nosuchdb?", 1), "postgres://postgres@", "postgres://postgres:"+secret+"@", 1),
+		"unreachable host": "postgres://postgres:" + secret + "@127.0.0.1:1/test?sslmode=disable&connect_timeout=2",
+		"bad port":         "postgres://postgres:" + secret + "@127.0.0.1:notaport/test",
+		"bad option":       "postgres://postgres:" + secret + "@127.0.0.1:5432/test?sslmode=bogus",
+		"keyword form":     "host=127.0.0.1 port=1 user=postgres password=" + secret + " dbname=test connect_timeout=2",
+	} {
+		_, err := pg.Open(ctx, u, pg.Options{Timeout: 5 * time.Second})
+		if err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: the password is in the error: %v", name, err)
+		}
+		t.Logf("%s: %v", name, err)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	if got := pg.Describe("postgres://bot:pw@db.internal:5432/verdictbot?sslmode=require"); got != "postgres://bot@db.internal:5432/verdictbot" {
+		t.Fatal(got)
+	}
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"time"
+
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// State is the state layer as the app uses it: every domain record the bot
+// keeps, behind one method set that both backends implement — the embedded
+// file (*DB, bbolt) and PostgreSQL (package store/pg). Package
+// store/storetest is the conformance suite both must pass.
+//
+// Each method is one transaction: what it changes is changed entirely or
+// not at all, and the read-modify-write methods (UpdateCard, UpsertCard,
+// RecordJobs, RecordVerdict, FinishAnalysis, RecheckFailed, AddCard) are
+// atomic against concurrent callers, in this process or, on PostgreSQL, in
+// another replica.
+//
+// File-only operations (Size, Counts, the offline migration of the file)
+// stay on *DB.
+type State interface {
+	// Jobs and event ids (jobs.go).
+	RecordJobs(jobs []*Job) ([]bool, error)
+	SeenEvent(eventID string) (bool, error)
+	FinishJob(id uint64) error
+	PendingJobs() ([]Job, error)
+	PruneEvents(cutoff time.Time, limit int) (int, error)
+
+	// Cards (cards.go, index.go).
+	PutCard(rec *CardRecord) error
+	Card(ref CardRef) (*CardRecord, error)
+	CardByTS(channel, cardTS string) (*CardRecord, error)
+	UpdateCard(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error)
+	UpsertCard(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error)
+	UnfinishedCards() ([]*CardRecord, error)
+	RecentCards(channel string, n int) ([]*CardRecord, error)
+	CardsOfTask(taskID string) ([]*CardRecord, error)
+
+	// Analyses in flight, targets, verdict history, rechecks (targets.go).
+	PutAnalysis(a Analysis) error
+	Analysis(service, target string) (Analysis, error)
+	DeleteAnalysis(service, target string) error
+	Analyses() ([]Analysis, error)
+	RecordVerdict(v Verdict, card *CardRef, schedule Schedule, recheck bool) (Target, verdict.Level, error)
+	FinishAnalysis(service string, v Verdict, schedule Schedule, recheck bool) (Target, verdict.Level, error)
+	AddCard(target string, card CardRef) error
+	Target(target string) (Target, error)
+	History(target string) ([]Verdict, error)
+	Due(now time.Time, limit int) ([]Target, error)
+	RecheckFailed(target string, schedule Schedule) error
+	TargetOfTask(taskID string) (string, error)
+
+	// Reports, channel settings, the runtime allowlist (audit.go,
+	// channelfiles.go).
+	RecordReport(r Report) error
+	Reports(target string) ([]Report, error)
+	ChannelMode(channel string) (string, error)
+	SetChannelMode(channel, mode string) error
+	ChannelFiles(channel string) (string, error)
+	SetChannelFiles(channel, v string) error
+	Allow(domain, by string) error
+	Disallow(domain string) (bool, error)
+	AllowList() ([]AllowEntry, error)
+
+	Close() error
+}
+
+var _ State = (*DB)(nil)
+
+// PlanNext plans a target's next recheck after a check at `at`: the next
+// age of the schedule still ahead of at, counting the ages already passed
+// (a long outage) as done. Files are never rechecked. Both backends use it.
+func (s Schedule) PlanNext(tg *Target, at time.Time) {
+	tg.NextCheck = time.Time{}
+	if tg.Kind != "url" {
+		return
+	}
+	for next := s.next(tg); !next.IsZero(); next = s.next(tg) {
+		if next.After(at) {
+			tg.NextCheck = next
+			return
+		}
+		tg.Rechecks++
+	}
+}
