@@ -1,7 +1,7 @@
 // Command verdictbot is a Slack app that scans the links and files posted in
 // the channels it is in and answers in the thread with a verdict card.
 //
-// Subcommands: run | shell | check | sim | version. Only this package reads
+// Subcommands: run | shell | check | sim | compact | healthcheck | version. Only this package reads
 // the environment and turns signals into a cancelled context.
 package main
 
@@ -37,6 +37,8 @@ Usage:
   verdictbot check [--json] [--sim] <url|file>…   scan links and files once, for scripts and CI; exit status
                                                   0 clean, 1 suspicious, 2 malicious, 3 could not check, 4 usage
   verdictbot sim [--addr 127.0.0.1:8099] [flags]   serve a simulator of both analysis services
+  verdictbot compact [--data-dir DIR]             shrink the store file to its live records (offline: stop
+                                                  the bot first; keeps the original as verdictbot.db.precompact)
   verdictbot healthcheck [addr]                   exit 0 if /healthz answers (for container health checks)
   verdictbot version                              print version and commit
 
@@ -79,6 +81,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		err = runBot(ctx, args[1:], stderr)
+	case "compact":
+		err = runCompact(args[1:], stdout, stderr)
 	case "healthcheck":
 		err = runHealthcheck(ctx, args[1:], stdout)
 	case "shell":
