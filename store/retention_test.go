@@ -28,7 +28,7 @@ func TestPruneRemovesWhatIsOlderThanTheWindowOnly(t *testing.T) {
 		sched := Schedule{time.Hour}
 		// Day 0: old records.
 		oldRef := CardRef{Channel: "C1", SourceTS: slackTS(start, 1)}
-		openRef := CardRef{Channel: "C1", SourceTS: slackTS(start, 2)}   // never finished
+		openRef := CardRef{Channel: "C1", SourceTS: slackTS(start, 2)}    // never finished
 		postingRef := CardRef{Channel: "C2", SourceTS: slackTS(start, 3)} // post interrupted
 		mustPut(t, db, &CardRecord{Card: card.Card{Channel: "C1", SourceTS: oldRef.SourceTS, CardTS: slackTS(start, 9), Final: true,
 			Lines: []card.Line{{Kind: card.KindURL, Target: "https://old.example/", TaskID: "t-old"}}}})
@@ -73,9 +73,9 @@ func TestPruneRemovesWhatIsOlderThanTheWindowOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The old card; the old verdicts of old, shown (the cached one is
-		// dated day 0 too) and rechecked; old's report; the targets old
-		// (its card is gone) and shown?  No: shown is on the new card.
+		// Pruned: the old card; the day-0 verdicts of old, shown (its cached
+		// verdict is dated day 0 too) and rechecked; old's report; the target
+		// old (its card is gone; shown stays, a kept card shows it).
 		want := PruneStats{Cards: 1, Verdicts: 4, Reports: 1, Targets: 1, Events: 1}
 		if st != want {
 			t.Errorf("Prune = %+v, want %+v", st, want)
