@@ -123,6 +123,8 @@ type Config struct {
 	RecheckMax      int             `envconfig:"VERDICTBOT_RECHECK_MAX"`
 	AlertChannel    string          `envconfig:"VERDICTBOT_ALERT_CHANNEL"`
 
+	Retention time.Duration `envconfig:"VERDICTBOT_RETENTION"`
+
 	Workers   int `envconfig:"VERDICTBOT_WORKERS"`
 	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE"`
 
@@ -174,6 +176,8 @@ func defaultConfig() *Config {
 		RecheckSchedule: "*/15 * * * *",
 		RecheckAfter:    []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour},
 		RecheckMax:      200,
+
+		Retention: 2160 * time.Hour,
 
 		Workers:   8,
 		QueueSize: 10000,
@@ -399,6 +403,8 @@ var configRules = []configRule{
 			"VERDICTBOT_SANDBOX_RUN_RATE and VERDICTBOT_SANDBOX_REPORT_RATE must be above 0 (requests per second)")
 	}},
 	atLeast("VERDICTBOT_RECHECK_MAX", func(c *Config) int { return c.RecheckMax }, 1, "want at least 1"),
+	atLeast("VERDICTBOT_RETENTION", func(c *Config) time.Duration { return c.Retention }, 48*time.Hour,
+		"want at least 48h (event ids are kept 48 h for Slack's retries; the default 2160h is 90 days)"),
 	{"VERDICTBOT_ALERT_CHANNEL", false, func(c *Config) error {
 		if c.AlertChannel != "" && !isChannelID(c.AlertChannel) {
 			return fmt.Errorf("VERDICTBOT_ALERT_CHANNEL=%q: want a channel id (C…, G…), not a name", c.AlertChannel)

@@ -67,6 +67,7 @@ func TestConfigErrorsAreOneClearLine(t *testing.T) {
 		{map[string]string{"VERDICTBOT_SCAN_FILES": "yes please"}, `VERDICTBOT_SCAN_FILES="yes please": not a valid boolean (true or false)`},
 		{map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": "500ms"}, "VERDICTBOT_SCREENSHOT_TIMEOUT=500ms: want 1s to 30m"},
 		{map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": "2h"}, "VERDICTBOT_SCREENSHOT_TIMEOUT=2h0m0s: want 1s to 30m"},
+		{map[string]string{"VERDICTBOT_RETENTION": "24h"}, "VERDICTBOT_RETENTION=24h0m0s: want at least 48h (event ids are kept 48 h for Slack's retries; the default 2160h is 90 days)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {

@@ -1,7 +1,7 @@
 // Command verdictbot is a Slack app that scans the links and files posted in
 // the channels it is in and answers in the thread with a verdict card.
 //
-// Subcommands: run | shell | check | sim | migrate | healthcheck | version. Only this package reads
+// Subcommands: run | shell | check | sim | migrate | compact | healthcheck | version. Only this package reads
 // the environment and turns signals into a cancelled context.
 package main
 
@@ -39,6 +39,8 @@ Usage:
   verdictbot sim [--addr 127.0.0.1:8099] [flags]   serve a simulator of both analysis services
   verdictbot migrate                              bring the state's schema up to date (PostgreSQL when
                                                   VERDICTBOT_DATABASE_URL is set, else the file) and exit
+  verdictbot compact [--data-dir DIR]             shrink the store file to its live records (offline: stop
+                                                  the bot first; keeps the original as verdictbot.db.precompact)
   verdictbot healthcheck [addr]                   exit 0 if /healthz answers (for container health checks)
   verdictbot version                              print version and commit
 
@@ -83,6 +85,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runBot(ctx, args[1:], stderr)
 	case "migrate":
 		err = runMigrate(ctx, args[1:], stdout)
+	case "compact":
+		err = runCompact(args[1:], stdout, stderr)
 	case "healthcheck":
 		err = runHealthcheck(ctx, args[1:], stdout)
 	case "shell":

@@ -469,6 +469,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 	var bgDone sync.WaitGroup
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.pruneEvents(bg) }()
+	bgDone.Add(1)
+	go func() { defer bgDone.Done(); a.pruneRetention(bg, pruneFirstDelay, time.Hour) }()
 	waitRecheck := a.startRecheck(bg)
 	if cfg.HTTPAddr != "off" {
 		ops, err := startOps(cfg.HTTPAddr, a.metrics, a.ready, log)

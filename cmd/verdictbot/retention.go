@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/verdictbot/verdictbot/store"
+)
+
+// pruneFirstDelay is how long after start the first retention prune runs:
+// late enough not to slow the start (resuming cards and analyses), early
+// enough that a bot restarted often still prunes. Tests shorten it.
+var pruneFirstDelay = 2 * time.Minute
+
+// pruneRetention removes what is older than VERDICTBOT_RETENTION from the
+// store: once first after the given delay, then every interval, until ctx
+// ends. Each run logs what it removed and feeds
+// verdictbot_store_pruned_total.
+func (a *app) pruneRetention(ctx context.Context, first, every time.Duration) {
+	count := a.metrics.WatchPrune()
+	wait := first
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = every
+		start := time.Now()
+		pruner, ok := a.db.(interface {
+			Prune(cutoff time.Time) (store.PruneStats, error)
+		})
+		if !ok {
+			a.log.Warn("retention: this state backend cannot prune yet")
+			return
+		}
+		st, err := pruner.Prune(start.Add(-a.cfg.Retention))
+		for _, k := range []struct {
+			kind string
+			n    int
+		}{{"cards", st.Cards}, {"verdicts", st.Verdicts}, {"reports", st.Reports}, {"targets", st.Targets}, {"events", st.Events}, {"jobs", st.Jobs}} {
+			count(k.kind, k.n)
+		}
+		attrs := []any{"retention", a.cfg.Retention.String(), "cards", st.Cards, "verdicts", st.Verdicts, "reports", st.Reports,
+			"targets", st.Targets, "events", st.Events, "jobs", st.Jobs, "took", time.Since(start).Round(time.Millisecond).String(),
+			"store_bytes", storeSize(a.db)}
+		if err != nil {
+			a.log.Warn("retention: pruning the store failed; it is tried again at the next run", append(attrs, "error", err)...)
+			continue
+		}
+		a.log.Info("retention: pruned the store", attrs...)
+	}
+}
+
+// storeSize is the embedded file's size, or -1 for a backend without one.
+func storeSize(db store.State) int64 {
+	if s, ok := db.(interface{ Size() int64 }); ok {
+		return s.Size()
+	}
+	return -1
+}
