@@ -9,7 +9,6 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
-	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -21,7 +20,7 @@ type FileChecker interface {
 	Check(ctx context.Context, ref scan.FileRef, o scan.FileCheckOptions) scan.FileVerdict
 	// Screenshots reads a reported task's screenshots, within its own
 	// deadline; it is called after the verdict is shown.
-	Screenshots(ctx context.Context, taskID string) ([]sandbox.Image, error)
+	Screenshots(ctx context.Context, taskID string) ([]scan.Screenshot, error)
 }
 
 // FileInfo reads a file's metadata (files.info; *slack.Client).
@@ -246,7 +245,7 @@ func (f *Files) wantsShots(mode string, c card.Card, line int, v scan.FileVerdic
 // records on its line how many were posted, or that they could not be
 // fetched (err, or every upload failed). ok is false when the card did not
 // change (no screenshots, or a newer generation took over).
-func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, line int, v scan.FileVerdict, imgs []sandbox.Image, err error) (card.Card, bool) {
+func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, line int, v scan.FileVerdict, imgs []scan.Screenshot, err error) (card.Card, bool) {
 	m := f.Messages
 	rec, ok := m.Cards.Get(channel, src)
 	if !ok || rec.Gen != gen || line >= len(rec.Card.Lines) || rec.Card.Lines[line].File == nil || rec.Card.Lines[line].File.Screenshots > 0 {

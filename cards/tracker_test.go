@@ -19,7 +19,6 @@ import (
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
-	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -243,14 +242,14 @@ func (c *fileChecker) Check(_ context.Context, ref scan.FileRef, o scan.FileChec
 	return scan.FileVerdict{FileID: ref.ID, Name: ref.Name, SHA256: "ab12", TaskID: "77", Level: verdict.Malicious, MalScore: 9, CheckedAt: time.Now()}
 }
 
-func (c *fileChecker) Screenshots(ctx context.Context, taskID string) ([]sandbox.Image, error) {
+func (c *fileChecker) Screenshots(ctx context.Context, taskID string) ([]scan.Screenshot, error) {
 	c.shots.Add(1)
 	select {
 	case <-c.release:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return []sandbox.Image{{Name: "0001.png", ContentType: "image/png", Data: c.png}}, nil
+	return []scan.Screenshot{{Name: "0001.png", ContentType: "image/png", Data: c.png}}, nil
 }
 
 // A file card is shown final as soon as the verdict is in, while its

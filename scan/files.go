@@ -102,11 +102,6 @@ type FileVerdict struct {
 	CheckedAt time.Time
 }
 
-// DefaultSkipTypes are Slack filetypes that are not downloadable files the
-// sandbox can run: posts and canvases (Slack documents). Everything else,
-// images included, is checked.
-var DefaultSkipTypes = []string{"post", "space", "quip", "canvas"}
-
 // FileOptions configures the file side of the pipeline.
 type FileOptions struct {
 	// MaxBytes is the largest file checked (VERDICTBOT_MAX_FILE_BYTES,
@@ -129,8 +124,8 @@ type FileOptions struct {
 	// TempDir holds the downloaded files ("" means os.TempDir()).
 	TempDir string
 	// SkipTypes are filetypes (or, with a "/", mimetypes; "image/*"
-	// matches a family) that are not checked. nil means DefaultSkipTypes;
-	// an empty non-nil slice skips nothing.
+	// matches a family) that are not checked (the fetcher's own kinds of
+	// non-file, e.g. slackfile.DefaultSkipTypes); none by default.
 	SkipTypes []string
 	// MaxDownloads bounds the files being downloaded or uploaded at once,
 	// and so the temporary files on disk (default 4); the others wait,
@@ -253,9 +248,6 @@ func NewFiles(sb SandboxAPI, fetcher Fetcher, opt FileOptions) *Files {
 	}
 	if opt.TTL <= 0 {
 		opt.TTL = 24 * time.Hour
-	}
-	if opt.SkipTypes == nil {
-		opt.SkipTypes = DefaultSkipTypes
 	}
 	if opt.MaxDownloads <= 0 {
 		opt.MaxDownloads = 4
@@ -690,13 +682,21 @@ const DefaultScreenshotTimeout = 2 * time.Minute
 // VERDICTBOT_MAX_SCREENSHOTS).
 const DefaultMaxScreenshots = 3
 
+// Screenshot is one image of a sandbox task, as the pipeline hands it on:
+// JPEG or PNG bytes (checked), with the service's file name.
+type Screenshot struct {
+	Name        string // "0001.jpg", without directories
+	ContentType string // "image/jpeg" or "image/png"
+	Data        []byte
+}
+
 // Screenshots reads up to FileOptions.MaxScreenshots images of a reported
 // task, within FileOptions.ScreenshotTimeout: the archive, listed by the
 // client, which itself falls back to numbered shots (a few misses in a row
 // end that) when the archive is unusable. It is asked once: a failure is
 // returned, not retried. Only JPEG and PNG bytes are kept. A task without
 // screenshots gives none and a nil error.
-func (f *Files) Screenshots(ctx context.Context, taskID string) ([]sandbox.Image, error) {
+func (f *Files) Screenshots(ctx context.Context, taskID string) ([]Screenshot, error) {
 	n := f.opt.MaxScreenshots
 	if n <= 0 || taskID == "" {
 		return nil, nil
@@ -711,13 +711,13 @@ func (f *Files) Screenshots(ctx context.Context, taskID string) ([]sandbox.Image
 		f.log.Warn("screenshots could not be fetched", "task_id", taskID, "error", err)
 		return nil, err
 	}
-	out := make([]sandbox.Image, 0, min(len(imgs), n))
+	out := make([]Screenshot, 0, min(len(imgs), n))
 	for _, img := range imgs {
 		if len(out) == n {
 			break
 		}
 		if isImage(img.Data) {
-			out = append(out, img)
+			out = append(out, Screenshot{Name: img.Name, ContentType: img.ContentType, Data: img.Data})
 		}
 	}
 	return out, nil

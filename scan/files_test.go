@@ -63,7 +63,7 @@ func newFileEnv(t *testing.T, cfg sim.Config, mod func(*FileOptions)) *fileEnv {
 	}
 	e.opt = FileOptions{
 		Wait: fastSandboxWait, TempDir: e.tmp, RetryDelay: time.Millisecond,
-		Logger: logger,
+		Logger: logger, SkipTypes: []string{"post", "space", "quip", "canvas"},
 	}
 	if mod != nil {
 		mod(&e.opt)
@@ -175,7 +175,7 @@ func TestFileVerdictsFromTheSimulator(t *testing.T) {
 			if v.FileID != ref.ID || v.Name != tc.name || v.TaskID == "" || v.Reused || v.Cached || v.Polls < 1 {
 				t.Errorf("verdict %+v", v)
 			}
-			var shots []sandbox.Image
+			var shots []Screenshot
 			if tc.level != verdict.Unknown {
 				var err error
 				if shots, err = e.files.Screenshots(t.Context(), v.TaskID); err != nil {

@@ -24,6 +24,12 @@ import (
 	"github.com/verdictbot/verdictbot/scan"
 )
 
+// DefaultSkipTypes are Slack filetypes that are not downloadable files the
+// sandbox can run: posts and canvases (Slack documents), Quip and Spaces
+// documents (VERDICTBOT_SKIP_FILETYPES' default). Everything else, images
+// included, is checked.
+var DefaultSkipTypes = []string{"post", "space", "quip", "canvas"}
+
 // DefaultDownloadTimeout bounds one download, from connecting to the last
 // byte: 30 MB at 1 Mbit/s takes 4 minutes.
 const DefaultDownloadTimeout = 5 * time.Minute

@@ -70,7 +70,8 @@ func newFileEnv(t *testing.T, cfg sim.Config, mod func(*scan.FileOptions)) *file
 	}
 	e.opt = scan.FileOptions{
 		Wait: fastSandboxWait, TempDir: t.TempDir(), RetryDelay: time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:    slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		SkipTypes: DefaultSkipTypes,
 	}
 	if mod != nil {
 		mod(&e.opt)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verdictbot/verdictbot/slackfile"
+
 	"github.com/kelseyhightower/envconfig"
 	"github.com/robfig/cron/v3"
 
@@ -165,7 +167,7 @@ func defaultConfig() *Config {
 		ThresholdIllegal:     "0.5,0.8",
 
 		MaxFileBytes:      30_000_000,
-		SkipFiletypes:     []string{"post", "space", "quip", "canvas"},
+		SkipFiletypes:     slices.Clone(slackfile.DefaultSkipTypes),
 		SandboxDeadline:   45 * time.Minute,
 		MaxScreenshots:    scan.DefaultMaxScreenshots,
 		ScreenshotTimeout: 2 * time.Minute,
