@@ -87,6 +87,10 @@ type Messages struct {
 	once sync.Once
 	sem  chan struct{}
 	wg   sync.WaitGroup
+	// unsaved holds the ts of cards posted while the store could not
+	// record it (a full or failing disk), keyed by channel and source ts,
+	// until the store has it: such a card is updated, never posted again.
+	unsaved sync.Map
 }
 
 func (m *Messages) init() {
@@ -321,6 +325,14 @@ func (m *Messages) own(msg *slack.Msg) bool {
 // bracketed in the store (PostStarted, then the ts): if the process died in
 // between, the card is looked for in the thread before posting again.
 func (m *Messages) show(ctx context.Context, c *card.Card) {
+	key := c.Channel + "/" + c.SourceTS
+	if ts, ok := m.unsaved.Load(key); ok {
+		// Posted, but the store did not take the ts: try again now.
+		c.CardTS = ts.(string)
+		if _, saved := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = c.CardTS, false }); saved {
+			m.unsaved.Delete(key)
+		}
+	}
 	if c.CardTS == "" {
 		if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok {
 			if rec.Card.CardTS != "" {
@@ -346,7 +358,10 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.PostStarted = false })
 		return
 	}
-	m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = c.CardTS, false })
+	if _, saved := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = c.CardTS, false }); !saved {
+		m.Log.Warn("card posted but its ts could not be saved; it is kept in memory until the store takes it", "channel", c.Channel, "card_ts", c.CardTS)
+		m.unsaved.Store(key, c.CardTS)
+	}
 }
 
 // track checks the URLs of one card (see the generic track).

@@ -3,6 +3,7 @@ package cards
 import (
 	"bytes"
 	"context"
+	"errors"
 	"image"
 	"image/png"
 	"sync"
@@ -300,5 +301,59 @@ func TestFileCardIsFinalBeforeItsScreenshots(t *testing.T) {
 	}
 	if replies := e.botReplies(d.TS); len(replies) != 1 || replies[0].TS != rec.Card.CardTS {
 		t.Fatalf("want the one file card in the thread, got %d messages", len(replies))
+	}
+}
+
+// failTSOnce is a card store that refuses the writes around a card's first
+// post, as a full disk does: the mark that a post is starting, and, once,
+// the post's ts after the post went out.
+type failTSOnce struct {
+	CardStore
+	failed atomic.Bool
+}
+
+func (f *failTSOnce) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	return f.CardStore.UpdateCard(ref, func(rec *store.CardRecord) error {
+		before, started := rec.Card.CardTS, rec.PostStarted
+		if err := fn(rec); err != nil {
+			return err
+		}
+		switch {
+		case before == "" && !started && rec.PostStarted && !f.failed.Load():
+			return errors.New("no space left on device")
+		case before == "" && rec.Card.CardTS != "" && f.failed.CompareAndSwap(false, true):
+			return errors.New("no space left on device")
+		}
+		return nil
+	})
+}
+
+// A card posted while the store cannot record its ts is updated in place
+// afterwards, never posted a second time (the full-disk test found this).
+func TestCardWhoseTSCouldNotBeSavedIsNotPostedAgain(t *testing.T) {
+	const bad, good = "https://login.example.net/", "https://docs.example.org/"
+	gate := make(chan struct{})
+	checker := &urlChecker{levels: map[string]verdict.Level{bad: verdict.Malicious, good: verdict.Clean},
+		gates: map[string]chan struct{}{good: gate}}
+	e := newEnv(t, checker, ModeVerbose)
+	failing := &failTSOnce{CardStore: e.db}
+	e.messages.Cards = NewCards(failing)
+	ts := e.deliver(t, "see <"+bad+"> and <"+good+">", func() {})
+	waitUntil(t, "the first verdict is stored", func() bool {
+		return e.card(t, ts).Card.Lines[0].Level == verdict.Malicious
+	})
+	close(gate)
+	e.messages.Wait()
+	if err := e.poster.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !failing.failed.Load() {
+		t.Fatal("the store never refused the card's ts: the test did not test anything")
+	}
+	if replies := e.botReplies(ts); len(replies) != 1 {
+		t.Fatalf("%d cards in the thread, want 1", len(replies))
+	}
+	if rec := e.card(t, ts); rec.Card.CardTS == "" || !rec.Card.Final {
+		t.Fatalf("the store never got the card's ts, or the card is not final: %+v", rec.Card)
 	}
 }
