@@ -9,3 +9,12 @@ func SetPruneBatch(t testing.TB, n int) {
 	pruneBatch = n
 	t.Cleanup(func() { pruneBatch = old })
 }
+
+// BucketTargets names the targets bucket in Counts.
+const BucketTargets = bTargets
+
+// BoltInUse is the bytes of the file's B+tree pages in use.
+func BoltInUse(tb testing.TB, db *DB) int64 {
+	inuse, _, _, _ := boltUsage(tb, db)
+	return inuse
+}
