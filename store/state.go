@@ -63,6 +63,11 @@ type State interface {
 	Disallow(domain string) (bool, error)
 	AllowList() ([]AllowEntry, error)
 
+	// Prune removes what is older than cutoff (VERDICTBOT_RETENTION), in
+	// short batches, and keeps what is still in use (retention.go: DB.Prune
+	// gives the rules, which both backends follow).
+	Prune(cutoff time.Time) (PruneStats, error)
+
 	Close() error
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
+	"github.com/verdictbot/verdictbot/store/pg"
 	"github.com/verdictbot/verdictbot/store/pg/pgtest"
 )
 
@@ -172,7 +174,7 @@ func TestMigrateCommand(t *testing.T) {
 	_, schemaURL := pgtest.Schema(t)
 	t.Setenv("VERDICTBOT_DATABASE_URL", schemaURL)
 	out.Reset()
-	if code := Main([]string{"migrate"}, strings.NewReader(""), &out, &errOut); code != 0 || !strings.HasSuffix(out.String(), ": schema version 1\n") {
+	if code := Main([]string{"migrate"}, strings.NewReader(""), &out, &errOut); code != 0 || !strings.HasSuffix(out.String(), fmt.Sprintf(": schema version %d\n", pg.SchemaVersion)) {
 		t.Fatalf("postgres: exit %d, %q %q", code, out.String(), errOut.String())
 	}
 	ctx := context.Background()
@@ -187,7 +189,7 @@ func TestMigrateCommand(t *testing.T) {
 	out.Reset()
 	errOut.Reset()
 	code := Main([]string{"migrate"}, strings.NewReader(""), &out, &errOut)
-	if want := "verdictbot migrate: database schema 5 is newer than this verdictbot (1); upgrade verdictbot\n"; code != 1 || errOut.String() != want {
+	if want := fmt.Sprintf("verdictbot migrate: database schema 5 is newer than this verdictbot (%d); upgrade verdictbot\n", pg.SchemaVersion); code != 1 || errOut.String() != want {
 		t.Fatalf("newer: exit %d, %q, want %q", code, errOut.String(), want)
 	}
 }

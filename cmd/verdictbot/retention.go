@@ -27,14 +27,7 @@ func (a *app) pruneRetention(ctx context.Context, first, every time.Duration) {
 		}
 		wait = every
 		start := time.Now()
-		pruner, ok := a.db.(interface {
-			Prune(cutoff time.Time) (store.PruneStats, error)
-		})
-		if !ok {
-			a.log.Warn("retention: this state backend cannot prune yet")
-			return
-		}
-		st, err := pruner.Prune(start.Add(-a.cfg.Retention))
+		st, err := a.db.Prune(start.Add(-a.cfg.Retention))
 		for _, k := range []struct {
 			kind string
 			n    int

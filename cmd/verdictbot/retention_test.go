@@ -1,34 +1,63 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/pg"
+	"github.com/verdictbot/verdictbot/store/pg/pgtest"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
 // TestRetentionPrunesTheStoreAfterStart: the bot prunes what is older
 // than VERDICTBOT_RETENTION shortly after it starts, logs the counts, and
-// keeps what is within the window.
+// keeps what is within the window, on the embedded file.
 func TestRetentionPrunesTheStoreAfterStart(t *testing.T) {
+	dir := t.TempDir()
+	retentionAfterStart(t, map[string]string{"VERDICTBOT_DATA_DIR": dir}, func(now func() time.Time) store.State {
+		db, err := store.Open(dir, store.Options{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}
+
+// TestRetentionPrunesThePostgresStoreAfterStart: the same with
+// VERDICTBOT_DATABASE_URL.
+func TestRetentionPrunesThePostgresStoreAfterStart(t *testing.T) {
+	schema, schemaURL := pgtest.Schema(t)
+	retentionAfterStart(t, map[string]string{"VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_DATABASE_URL": schemaURL},
+		func(now func() time.Time) store.State {
+			db, err := pg.Open(context.Background(), pgtest.URL(t), pg.Options{Now: now, Schema: schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		})
+}
+
+// retentionAfterStart seeds a store opened by open (an old and a recent
+// card, each with a verdict), starts the bot on it with env and a 30-day
+// retention, and checks what the first prune removed.
+func retentionAfterStart(t *testing.T, env map[string]string, open func(now func() time.Time) store.State) {
 	old := pruneFirstDelay
 	pruneFirstDelay = 200 * time.Millisecond
 	t.Cleanup(func() { pruneFirstDelay = old })
 
-	dir := t.TempDir()
 	past := time.Now().Add(-100 * 24 * time.Hour)
 	recent := time.Now().Add(-time.Hour)
+	var mu sync.Mutex
 	at := past
-	db, err := store.Open(dir, store.Options{Now: func() time.Time { return at }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := open(func() time.Time { mu.Lock(); defer mu.Unlock(); return at })
 	oldRef := store.CardRef{Channel: secChannel, SourceTS: fmt.Sprintf("%d.000100", past.Unix())}
 	newRef := store.CardRef{Channel: secChannel, SourceTS: fmt.Sprintf("%d.000100", recent.Unix())}
 	for _, r := range []struct {
@@ -36,7 +65,9 @@ func TestRetentionPrunesTheStoreAfterStart(t *testing.T) {
 		target string
 		when   time.Time
 	}{{oldRef, "https://old.example/", past}, {newRef, "https://new.example/", recent}} {
+		mu.Lock()
 		at = r.when
+		mu.Unlock()
 		if err := db.PutCard(&store.CardRecord{Card: card.Card{Channel: r.ref.Channel, SourceTS: r.ref.SourceTS, Final: true}}); err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +77,8 @@ func TestRetentionPrunesTheStoreAfterStart(t *testing.T) {
 	}
 	db.Close()
 
-	h := startBot(t, map[string]string{"VERDICTBOT_DATA_DIR": dir, "VERDICTBOT_RETENTION": "720h"}, sim.Config{})
+	env["VERDICTBOT_RETENTION"] = "720h"
+	h := startBot(t, env, sim.Config{})
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(h.logs.String(), "retention: pruned the store") {
 		if time.Now().After(deadline) {
@@ -63,10 +95,7 @@ func TestRetentionPrunesTheStoreAfterStart(t *testing.T) {
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = open(time.Now)
 	defer db.Close()
 	if _, err := db.Card(oldRef); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("card older than the retention: %v, want pruned", err)

@@ -49,6 +49,9 @@ type Options struct {
 	Timeout time.Duration
 	// MaxConns is the pool's size (default: pgxpool's, max(4, CPUs)).
 	MaxConns int32
+	// PruneBatch is how many rows one Prune statement deletes at most
+	// (default 2000); tests make it small to cross batch boundaries.
+	PruneBatch int
 }
 
 // DB is the state layer on PostgreSQL. It implements store.State.
@@ -57,6 +60,8 @@ type DB struct {
 	now     func() time.Time
 	timeout time.Duration
 	secret  string // the URL's password, scrubbed from errors
+
+	pruneBatch int // rows per Prune statement
 }
 
 var _ store.State = (*DB)(nil)
@@ -89,7 +94,10 @@ func Migrate(ctx context.Context, rawURL string, opt Options) (int64, error) {
 
 func connect(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 	secret := password(rawURL)
-	db := &DB{now: opt.Now, timeout: opt.Timeout, secret: secret}
+	db := &DB{now: opt.Now, timeout: opt.Timeout, secret: secret, pruneBatch: opt.PruneBatch}
+	if db.pruneBatch <= 0 {
+		db.pruneBatch = defaultPruneBatch
+	}
 	if db.now == nil {
 		db.now = time.Now
 	}
@@ -707,9 +715,13 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, cardRef *store.Car
 				return err
 			}
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO targets (target, kind, first_seen, checked, level) VALUES ($1, $2, $3, $3, $4)
-			ON CONFLICT DO NOTHING`, v.Target, v.Kind, v.At, int(verdict.Pending))
-		if err != nil {
+		// Create the target or lock it, in one statement: a Prune that
+		// deletes it meanwhile makes the insert retry rather than leave
+		// nothing to lock.
+		var created bool
+		if err := tx.QueryRow(ctx, `INSERT INTO targets (target, kind, first_seen, checked, level) VALUES ($1, $2, $3, $3, $4)
+			ON CONFLICT (target) DO UPDATE SET kind = targets.kind RETURNING xmax = 0`,
+			v.Target, v.Kind, v.At, int(verdict.Pending)).Scan(&created); err != nil {
 			return err
 		}
 		tg, err := getTarget(ctx, tx, v.Target, true)
@@ -717,7 +729,7 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, cardRef *store.Car
 			return err
 		}
 		prev = tg.Level
-		if tag.RowsAffected() == 1 {
+		if created {
 			prev = verdict.Pending
 		}
 		tg.Checked, tg.Level, tg.Category, tg.TaskID = v.At, v.Level, v.Category, v.TaskID

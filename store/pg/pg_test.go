@@ -3,6 +3,7 @@ package pg_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,19 @@ func TestPostgres(t *testing.T) {
 		storetest.Run(t, func(t *testing.T, now func() time.Time) store.State {
 			schema, _ := pgtest.Schema(t)
 			return open(t, schema, base, now)
+		})
+	})
+	// The retention cases again with one row per Prune statement, so that
+	// every step loops over batches.
+	t.Run("PruneInSmallBatches", func(t *testing.T) {
+		storetest.RunPrune(t, func(t *testing.T, now func() time.Time) store.State {
+			schema, _ := pgtest.Schema(t)
+			db, err := pg.Open(context.Background(), base, pg.Options{Now: now, Schema: schema, PruneBatch: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
 		})
 	})
 	t.Run("MigrationsRunOnceUnderTheLock", migrationsRunOnce)
@@ -106,7 +120,7 @@ func newerSchemaIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = pg.Open(ctx, schemaURL, pg.Options{})
-	want := "database schema 7 is newer than this verdictbot (1); upgrade verdictbot"
+	want := fmt.Sprintf("database schema 7 is newer than this verdictbot (%d); upgrade verdictbot", pg.SchemaVersion)
 	var newer *pg.NewerSchemaError
 	if err == nil || err.Error() != want || !errors.As(err, &newer) {
 		t.Fatalf("got %v, want %q", err, want)

@@ -1,0 +1,6 @@
+package pg
+
+import "github.com/jackc/pgx/v5/pgxpool"
+
+// Pool is the store's pool, for the tests' own queries.
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
