@@ -34,7 +34,7 @@ type txn interface {
 	count(bucket string) int
 }
 
-var buckets = []string{bMeta, bEvents, bEventTimes, bJobs, bCards, bCardTS, bAnalyses, bTargets, bDue, bHistory, bReports, bChannels, bAllow}
+var buckets = []string{bMeta, bEvents, bEventTimes, bJobs, bCards, bCardTS, bAnalyses, bTargets, bDue, bReports, bChannels, bAllow}
 
 const (
 	bMeta       = "meta"
@@ -44,9 +44,9 @@ const (
 	bCards      = "cards"       // channel/source ts → CardRecord
 	bCardTS     = "card_ts"     // channel/card ts → channel/source ts
 	bAnalyses   = "analyses"    // service \x00 target → Analysis
-	bTargets    = "targets"     // target → Target
-	bDue        = "due"         // next check time + target → nil
-	bHistory    = "history"     // target \x00 time \x00 seq → Verdict
+	bTargets    = "targets"     // target id → Target and its history (encode3.go)
+	bDue        = "due"         // next check time + target id → nil
+	bHistory    = "history"     // schema 2 only: target \x00 time \x00 seq → Verdict
 	bReports    = "reports"     // target \x00 time \x00 seq → Report
 	bChannels   = "channels"    // channel → mode
 	bAllow      = "allow"       // domain → AllowEntry
