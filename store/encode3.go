@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"compress/flate"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -39,13 +40,31 @@ func init() { buckets = append(buckets, bIDs) }
 
 func idKey(id uint64) string { return seqKey(id) }
 
+// idsKey is the ids bucket's key for target: 8 bytes of its sha256. Its
+// value is the ids of the targets with that hash (one, but for a
+// collision); each record holds its own target, which tells them apart.
+func idsKey(target string) string {
+	h := sha256.Sum256([]byte(target))
+	return string(h[:8])
+}
+
 // targetID returns the id of target, or "" when it has none.
 func targetID(t txn, target string) string {
-	v := t.get(bIDs, target)
-	if len(v) != 8 {
-		return ""
+	v := t.get(bIDs, idsKey(target))
+	for ; len(v) >= 8; v = v[8:] {
+		if raw := t.get(bTargets, string(v[:8])); raw != nil && recordTarget(raw) == target {
+			return string(v[:8])
+		}
 	}
-	return string(v)
+	return ""
+}
+
+// recordTarget returns the target of an encoded record without decoding
+// the rest.
+func recordTarget(raw []byte) string {
+	r := &rbuf{b: raw}
+	r.uvarint()
+	return r.str()
 }
 
 // newTargetID allocates the next id and maps target to it.
@@ -59,7 +78,24 @@ func newTargetID(t txn, target string) (string, error) {
 	if err := t.put(bMeta, "target_seq", []byte(id)); err != nil {
 		return "", err
 	}
-	return id, t.put(bIDs, target, []byte(id))
+	k := idsKey(target)
+	return id, t.put(bIDs, k, append(t.get(bIDs, k), id...))
+}
+
+// dropTargetID removes id from target's ids entry.
+func dropTargetID(t txn, target, id string) error {
+	k := idsKey(target)
+	v := t.get(bIDs, k)
+	var keep []byte
+	for ; len(v) >= 8; v = v[8:] {
+		if string(v[:8]) != id {
+			keep = append(keep, v[:8]...)
+		}
+	}
+	if len(keep) == 0 {
+		return t.del(bIDs, k)
+	}
+	return t.put(bIDs, k, keep)
 }
 
 // targetRecord is a target with its history, as schema 3 stores it.
@@ -141,7 +177,12 @@ func taskTarget(t txn, v []byte) (id, target string, err error) {
 
 const targetFormat = 1
 
-type wbuf struct{ b []byte }
+// Times after the first are written relative to base (the target's first
+// seen time), in a few bytes instead of eight or nine.
+type wbuf struct {
+	b    []byte
+	base int64
+}
 
 func (w *wbuf) uvarint(n uint64) { w.b = binary.AppendUvarint(w.b, n) }
 func (w *wbuf) str(s string)     { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
@@ -150,8 +191,25 @@ func (w *wbuf) time(t time.Time) {
 		w.b = binary.AppendVarint(w.b, math.MinInt64)
 		return
 	}
-	w.b = binary.AppendVarint(w.b, t.UnixNano())
+	w.b = binary.AppendVarint(w.b, t.UnixNano()-w.base)
 }
+
+// enum writes s as its index in list plus one, or 0 and s.
+func (w *wbuf) enum(s string, list []string) {
+	if i := slices.Index(list, s); i >= 0 {
+		w.uvarint(uint64(i + 1))
+		return
+	}
+	w.uvarint(0)
+	w.str(s)
+}
+
+var (
+	kinds      = []string{"url", "file"}
+	sources    = []string{"scan", "recheck"}
+	categories = []string{"", string(verdict.CatPhishing), string(verdict.CatAdvertising), string(verdict.CatMalicious), string(verdict.CatIllegal)}
+)
+
 func (w *wbuf) float(f float64) { w.str(strconv.FormatFloat(f, 'g', -1, 64)) }
 func (w *wbuf) task(s string) {
 	if b, ok := packHex(s); ok {
@@ -183,8 +241,23 @@ func (w *wbuf) scores(s verdict.Scores) {
 var errShort = errors.New("record ends early")
 
 type rbuf struct {
-	b   []byte
-	err error
+	b    []byte
+	base int64
+	err  error
+}
+
+func (r *rbuf) enum(list []string) string {
+	i := r.uvarint()
+	switch {
+	case r.err != nil:
+		return ""
+	case i == 0:
+		return r.str()
+	case i <= uint64(len(list)):
+		return list[i-1]
+	}
+	r.err = fmt.Errorf("bad code %d", i)
+	return ""
 }
 
 func (r *rbuf) uvarint() uint64 {
@@ -225,7 +298,7 @@ func (r *rbuf) time() time.Time {
 	if n == math.MinInt64 {
 		return time.Time{}
 	}
-	return time.Unix(0, n).UTC()
+	return time.Unix(0, n+r.base).UTC()
 }
 func (r *rbuf) float() float64 {
 	s := r.str()
@@ -282,11 +355,14 @@ func encodeTarget(rec *targetRecord) []byte {
 	tg := &rec.Target
 	w.uvarint(targetFormat)
 	w.str(tg.Target)
-	w.str(tg.Kind)
+	w.enum(tg.Kind, kinds)
 	w.time(tg.FirstSeen)
+	if !tg.FirstSeen.IsZero() {
+		w.base = tg.FirstSeen.UnixNano()
+	}
 	w.time(tg.Checked)
 	w.uvarint(uint64(tg.Level))
-	w.str(string(tg.Category))
+	w.enum(string(tg.Category), categories)
 	w.task(tg.TaskID)
 	w.uvarint(uint64(tg.Rechecks))
 	w.time(tg.NextCheck)
@@ -297,15 +373,15 @@ func encodeTarget(rec *targetRecord) []byte {
 	}
 	w.uvarint(uint64(len(rec.History)))
 	for _, v := range rec.History {
-		w.str(v.Kind)
+		w.enum(v.Kind, kinds)
 		w.task(v.TaskID)
 		w.uvarint(uint64(v.Level))
-		w.str(string(v.Category))
+		w.enum(string(v.Category), categories)
 		w.scores(v.Scores)
 		w.float(v.MalScore)
 		w.str(v.Family)
 		w.time(v.At)
-		w.str(v.Source)
+		w.enum(v.Source, sources)
 	}
 	return w.b
 }
@@ -318,11 +394,14 @@ func decodeTarget(b []byte) (targetRecord, error) {
 	}
 	tg := &rec.Target
 	tg.Target = r.str()
-	tg.Kind = r.str()
+	tg.Kind = r.enum(kinds)
 	tg.FirstSeen = r.time()
+	if !tg.FirstSeen.IsZero() {
+		r.base = tg.FirstSeen.UnixNano()
+	}
 	tg.Checked = r.time()
 	tg.Level = verdict.Level(r.uvarint())
-	tg.Category = verdict.Category(r.str())
+	tg.Category = verdict.Category(r.enum(categories))
 	tg.TaskID = r.task()
 	tg.Rechecks = int(r.uvarint())
 	tg.NextCheck = r.time()
@@ -339,15 +418,15 @@ func decodeTarget(b []byte) (targetRecord, error) {
 		for i := range rec.History {
 			v := &rec.History[i]
 			v.Target = tg.Target
-			v.Kind = r.str()
+			v.Kind = r.enum(kinds)
 			v.TaskID = r.task()
 			v.Level = verdict.Level(r.uvarint())
-			v.Category = verdict.Category(r.str())
+			v.Category = verdict.Category(r.enum(categories))
 			v.Scores = r.scores()
 			v.MalScore = r.float()
 			v.Family = r.str()
 			v.At = r.time()
-			v.Source = r.str()
+			v.Source = r.enum(sources)
 		}
 	} else if n > 0 {
 		r.err = errShort

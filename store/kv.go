@@ -96,11 +96,21 @@ func (b *boltBackend) size() int64 {
 
 type boltTxn struct{ tx *bolt.Tx }
 
+// fillPercent is how full bbolt fills a page before splitting it, for the
+// buckets whose keys mostly arrive in order (bbolt's default, 0.5, leaves
+// the pages of such buckets half empty): targets (ids from a sequence),
+// cards and card_ts (channel / Slack ts: in order within each channel, so
+// a split page is not written again).
+var fillPercent = map[string]float64{bTargets: 0.95, bCards: 0.95, bCardTS: 0.95, bJobs: 0.95}
+
 func (t boltTxn) bucket(name string) *bolt.Bucket {
 	if t.tx.Writable() {
 		b, err := t.tx.CreateBucketIfNotExists([]byte(name))
 		if err != nil {
 			return nil
+		}
+		if fill, ok := fillPercent[name]; ok {
+			b.FillPercent = fill
 		}
 		return b
 	}

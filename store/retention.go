@@ -242,10 +242,8 @@ func (db *DB) pruneTargets(cutoff time.Time) (verdicts, targets int, err error) 
 		if err := dropTask(t, rec.TaskID, id); err != nil {
 			return false, err
 		}
-		if targetID(t, k) == id {
-			if err := t.del(bIDs, k); err != nil {
-				return false, err
-			}
+		if err := dropTargetID(t, k, id); err != nil {
+			return false, err
 		}
 		return true, t.del(bTargets, id)
 	})
