@@ -210,7 +210,19 @@ var (
 	categories = []string{"", string(verdict.CatPhishing), string(verdict.CatAdvertising), string(verdict.CatMalicious), string(verdict.CatIllegal)}
 )
 
-func (w *wbuf) float(f float64) { w.str(strconv.FormatFloat(f, 'g', -1, 64)) }
+// float writes f as k<<1|1 when f is exactly k/10000 (scores such as
+// 0.123: two bytes), else as its shortest decimal text, length<<1 first.
+func (w *wbuf) float(f float64) {
+	if f >= 0 && f < 1e12 {
+		if k := math.Round(f * 1e4); k/1e4 == f {
+			w.uvarint(uint64(k)<<1 | 1)
+			return
+		}
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	w.uvarint(uint64(len(s)) << 1)
+	w.b = append(w.b, s...)
+}
 func (w *wbuf) task(s string) {
 	if b, ok := packHex(s); ok {
 		w.uvarint(1)
@@ -301,7 +313,11 @@ func (r *rbuf) time() time.Time {
 	return time.Unix(0, n+r.base).UTC()
 }
 func (r *rbuf) float() float64 {
-	s := r.str()
+	n := r.uvarint()
+	if n&1 == 1 {
+		return float64(n>>1) / 1e4
+	}
+	s := string(r.bytes(n >> 1))
 	if r.err != nil {
 		return 0
 	}
