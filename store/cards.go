@@ -46,7 +46,7 @@ func (db *DB) PutCard(rec *CardRecord) error {
 
 func putCard(t txn, rec *CardRecord) error {
 	key := rec.Ref().Key()
-	if err := t.put(bCards, key, enc(rec)); err != nil {
+	if err := t.put(bCards, key, encodeCard(rec)); err != nil {
 		return err
 	}
 	if rec.Card.CardTS != "" {
@@ -71,11 +71,7 @@ func getCard(t txn, key string) (*CardRecord, error) {
 	if v == nil {
 		return nil, ErrNotFound
 	}
-	var rec CardRecord
-	if err := dec(v, &rec); err != nil {
-		return nil, err
-	}
-	return &rec, nil
+	return decodeCard(v)
 }
 
 // CardByTS returns the card posted at (channel, cardTS), or ErrNotFound.
@@ -119,12 +115,12 @@ func (db *DB) UnfinishedCards() ([]*CardRecord, error) {
 	var derr error
 	err := db.be.view(func(t txn) error {
 		t.scan(bCards, "", "", func(_ string, v []byte) bool {
-			var rec CardRecord
-			if derr = dec(v, &rec); derr != nil {
+			var rec *CardRecord
+			if rec, derr = decodeCard(v); derr != nil {
 				return false
 			}
 			if !rec.Card.Final || rec.PostStarted {
-				out = append(out, &rec)
+				out = append(out, rec)
 			}
 			return true
 		})

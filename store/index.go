@@ -16,19 +16,22 @@ func indexTask(t txn, taskID, target string) error {
 	if taskID == "" || target == "" {
 		return nil
 	}
-	return t.put(bTasks, taskID, []byte(target))
+	return t.put(bTasks, taskKey(taskID), taskValue(t, target))
 }
 
 // TargetOfTask returns the target a task analysed, or ErrNotFound.
 func (db *DB) TargetOfTask(taskID string) (string, error) {
 	var target string
 	err := db.be.view(func(t txn) error {
-		v := t.get(bTasks, strings.TrimSpace(taskID))
+		v := t.get(bTasks, taskKey(strings.TrimSpace(taskID)))
 		if v == nil {
 			return ErrNotFound
 		}
-		target = string(v)
-		return nil
+		var err error
+		if _, target, err = taskTarget(t, v); err == nil && target == "" {
+			return ErrNotFound
+		}
+		return err
 	})
 	return target, err
 }
@@ -71,16 +74,16 @@ func (db *DB) CardsOfTask(taskID string) ([]*CardRecord, error) {
 	taskID = strings.TrimSpace(taskID)
 	var out []*CardRecord
 	err := db.be.view(func(t txn) error {
-		target := t.get(bTasks, taskID)
-		if target == nil {
+		v := t.get(bTasks, taskKey(taskID))
+		if v == nil {
 			return nil
 		}
-		raw := t.get(bTargets, string(target))
-		if raw == nil {
-			return nil
+		_, target, err := taskTarget(t, v)
+		if err != nil || target == "" {
+			return err
 		}
-		var tg Target
-		if err := dec(raw, &tg); err != nil {
+		_, tg, ok, err := getTarget(t, target)
+		if err != nil || !ok {
 			return err
 		}
 		for _, ref := range tg.Cards {

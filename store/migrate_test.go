@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"compress/flate"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -19,7 +21,14 @@ import (
 // issue 12, schema 1; see testdata/README) into a fresh directory and opens it.
 func openV1Fixture(t *testing.T) (*DB, string) {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/v1.db")
+	return openFixture(t, "testdata/v1.db")
+}
+
+// openFixture copies a store file of testdata into a fresh directory and
+// opens it.
+func openFixture(t *testing.T, file string) (*DB, string) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +38,7 @@ func openV1Fixture(t *testing.T) (*DB, string) {
 	}
 	db, err := Open(dir, Options{Now: func() time.Time { return time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC) }})
 	if err != nil {
-		t.Fatalf("open the schema 1 store: %v", err)
+		t.Fatalf("open the store %s: %v", file, err)
 	}
 	return db, dir
 }
@@ -67,17 +76,33 @@ func v1Card1() card.Card {
 func TestMigrateV1FindsEverything(t *testing.T) {
 	db, dir := openV1Fixture(t)
 	defer db.Close()
+	checkMigratedFixture(t, db, dir, 1)
+}
 
-	if _, err := os.Stat(filepath.Join(dir, FileName+".schema1.bak")); err != nil {
+// TestMigrateV2FindsEverything opens a store written by the code of schema
+// 2 (testdata/v2.db: v1.db migrated to schema 2 by that code; targets and
+// history keyed by URL, JSON records) and finds every record in schema 3.
+func TestMigrateV2FindsEverything(t *testing.T) {
+	db, dir := openFixture(t, "testdata/v2.db")
+	defer db.Close()
+	checkMigratedFixture(t, db, dir, 2)
+}
+
+// checkMigratedFixture checks the fixture's records in a store migrated
+// from schema from to SchemaVersion (3).
+func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
+	if _, err := os.Stat(filepath.Join(dir, FileName+".schema"+strconv.Itoa(from)+".bak")); err != nil {
 		t.Errorf("no backup before the migration: %v", err)
 	}
 	var schema string
 	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
-	if schema != strconv.Itoa(SchemaVersion) || SchemaVersion != 2 {
+	if schema != strconv.Itoa(SchemaVersion) || SchemaVersion != 3 {
 		t.Errorf("schema after migration = %q, want %d", schema, SchemaVersion)
 	}
+	// Schema 3: no history bucket (history lives in the target records),
+	// one id per target and the id sequence in meta.
 	want := map[string]int{"allow": 2, "analyses": 3, "card_ts": 2, "cards": 3, "channel_files": 1, "channels": 2, "due": 1,
-		"event_times": 1, "events": 1, "history": 3, "jobs": 1, "meta": 1, "reports": 2, "targets": 2, "tasks": 5}
+		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "reports": 2, "targets": 2, "tasks": 5}
 	if got := db.Counts(); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts after migration:\n got %v\nwant %v", got, want)
 	}
@@ -183,9 +208,16 @@ func TestMigrateV1FindsEverything(t *testing.T) {
 		t.Errorf("event Ev1 is new after the migration (%v, %v): a redelivery would run again", fresh, err)
 	}
 
-	// The card is now stored in schema 2's format.
-	var raw []byte
-	_ = db.be.view(func(t txn) error { raw = t.get(bCards, v1Ref.Key()); return nil })
+	// The card is now stored in schema 2's JSON format, deflated (schema 3).
+	var stored []byte
+	_ = db.be.view(func(t txn) error { stored = t.get(bCards, v1Ref.Key()); return nil })
+	if len(stored) == 0 || stored[0] != cardMagic {
+		t.Fatalf("migrated card is not deflated: %q", stored)
+	}
+	raw, err := io.ReadAll(flate.NewReaderDict(bytes.NewReader(stored[1:]), cardDict))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var keys struct {
 		Card map[string]json.RawMessage `json:"card"`
 	}

@@ -50,13 +50,10 @@ func (db *DB) Prune(cutoff time.Time) (PruneStats, error) {
 	if st.Cards, err = db.pruneCards(cutoff); err != nil {
 		return st, err
 	}
-	if st.Verdicts, err = db.pruneTimed(bHistory, cutoff, true); err != nil {
+	if st.Reports, err = db.pruneTimed(bReports, cutoff); err != nil {
 		return st, err
 	}
-	if st.Reports, err = db.pruneTimed(bReports, cutoff, false); err != nil {
-		return st, err
-	}
-	if st.Targets, err = db.pruneTargets(cutoff); err != nil {
+	if st.Verdicts, st.Targets, err = db.pruneTargets(cutoff); err != nil {
 		return st, err
 	}
 	if err = db.pruneOrphanTasks(); err != nil {
@@ -160,10 +157,8 @@ func slackTime(ts string) (time.Time, bool) {
 }
 
 // pruneTimed removes the entries of a target \x00 time \x00 seq bucket
-// (history, reports) recorded before cutoff. For verdicts, the task index
-// entry of a pruned verdict goes too, unless its task is still the
-// target's current one (cards and /scan report name it).
-func (db *DB) pruneTimed(bucket string, cutoff time.Time, verdicts bool) (int, error) {
+// (reports) recorded before cutoff.
+func (db *DB) pruneTimed(bucket string, cutoff time.Time) (int, error) {
 	limit := timeKey(cutoff)
 	return db.sweep(bucket, func(t txn, k string, v []byte) (bool, error) {
 		i := len(k) - 17 // target \x00 time(8) seq(8)
@@ -173,100 +168,110 @@ func (db *DB) pruneTimed(bucket string, cutoff time.Time, verdicts bool) (int, e
 		if k[i+1:i+9] >= limit {
 			return false, nil
 		}
-		if verdicts {
-			if err := dropVerdictTask(t, k[:i], v); err != nil {
-				return false, err
-			}
-		}
 		return true, t.del(bucket, k)
 	})
 }
 
-// dropVerdictTask removes the task index entry of a pruned verdict of
-// target, unless the target's current task is that task.
-func dropVerdictTask(t txn, target string, raw []byte) error {
-	var v Verdict
-	if err := dec(raw, &v); err != nil {
-		return err
-	}
-	if v.TaskID == "" || string(t.get(bTasks, v.TaskID)) != target {
+// dropTask removes the task index entry of taskID if it points to the
+// target with this id.
+func dropTask(t txn, taskID, id string) error {
+	if taskID == "" {
 		return nil
 	}
-	if tr := t.get(bTargets, target); tr != nil {
-		var tg Target
-		if err := dec(tr, &tg); err != nil {
-			return err
-		}
-		if tg.TaskID == v.TaskID {
-			return nil
-		}
+	k := taskKey(taskID)
+	if v := t.get(bTasks, k); len(v) == 9 && v[0] == 0 && string(v[1:]) == id {
+		return t.del(bTasks, k)
 	}
-	return t.del(bTasks, v.TaskID)
+	return nil
 }
 
-// pruneTargets removes targets last checked before cutoff that nothing
-// keeps: no recheck planned, no analysis in flight, no verdict left in the
-// history, no card left. Refs to cards that are gone are dropped from the
-// targets that stay.
-func (db *DB) pruneTargets(cutoff time.Time) (int, error) {
-	return db.sweep(bTargets, func(t txn, k string, v []byte) (bool, error) {
-		var tg Target
-		if err := dec(v, &tg); err != nil {
+// pruneTargets removes, from each target's history, the verdicts recorded
+// before cutoff (with their task index entries, unless the task is still
+// the target's current one: cards and /scan report name it); then it
+// removes targets last checked before cutoff that nothing keeps: no
+// recheck planned, no analysis in flight, no verdict left in the history,
+// no card left. Refs to cards that are gone are dropped from the targets
+// that stay. It returns the verdicts and the targets removed.
+func (db *DB) pruneTargets(cutoff time.Time) (verdicts, targets int, err error) {
+	targets, err = db.sweep(bTargets, func(t txn, id string, v []byte) (bool, error) {
+		rec, err := decodeTarget(v)
+		if err != nil {
 			return false, err
 		}
-		live := tg.Cards[:0:0]
-		for _, ref := range tg.Cards {
+		changed := false
+		hist := rec.History[:0:0]
+		for _, h := range rec.History {
+			if !h.At.Before(cutoff) {
+				hist = append(hist, h)
+				continue
+			}
+			verdicts++
+			changed = true
+			if h.TaskID != rec.TaskID {
+				if err := dropTask(t, h.TaskID, id); err != nil {
+					return false, err
+				}
+			}
+		}
+		if len(hist) == 0 {
+			hist = nil
+		}
+		rec.History = hist
+		live := rec.Cards[:0:0]
+		for _, ref := range rec.Cards {
 			if t.get(bCards, ref.Key()) != nil {
 				live = append(live, ref)
 			}
 		}
-		keep := !tg.Checked.Before(cutoff) || !tg.NextCheck.IsZero() || len(live) > 0 ||
-			t.get(bAnalyses, analysisKey("reputation", k)) != nil || t.get(bAnalyses, analysisKey("sandbox", k)) != nil
-		if !keep {
-			p := k + "\x00"
-			t.scan(bHistory, p, prefixEnd(p), func(string, []byte) bool { keep = true; return false })
+		if len(live) != len(rec.Cards) {
+			changed = true
+			rec.Cards = live
+			if len(rec.Cards) == 0 {
+				rec.Cards = nil
+			}
 		}
+		k := rec.Target.Target
+		keep := !rec.Checked.Before(cutoff) || !rec.NextCheck.IsZero() || len(rec.Cards) > 0 || len(rec.History) > 0 ||
+			t.get(bAnalyses, analysisKey("reputation", k)) != nil || t.get(bAnalyses, analysisKey("sandbox", k)) != nil
 		if keep {
-			if len(live) != len(tg.Cards) {
-				tg.Cards = live
-				if len(tg.Cards) == 0 {
-					tg.Cards = nil
-				}
-				return false, t.put(bTargets, k, enc(tg))
+			if changed {
+				return false, t.put(bTargets, id, encodeTarget(&rec))
 			}
 			return false, nil
 		}
-		if tg.TaskID != "" && string(t.get(bTasks, tg.TaskID)) == k {
-			if err := t.del(bTasks, tg.TaskID); err != nil {
-				return false, err
-			}
+		if err := dropTask(t, rec.TaskID, id); err != nil {
+			return false, err
 		}
-		return true, t.del(bTargets, k)
+		if err := dropTargetID(t, k, id); err != nil {
+			return false, err
+		}
+		return true, t.del(bTargets, id)
 	})
+	return verdicts, targets, err
 }
 
 // pruneOrphanTasks removes task index entries whose target is gone (an
 // analysis that failed leaves its task indexed without a verdict).
 func (db *DB) pruneOrphanTasks() error {
 	_, err := db.sweep(bTasks, func(t txn, k string, v []byte) (bool, error) {
-		if t.get(bTargets, string(v)) != nil {
+		id, target, err := taskTarget(t, v)
+		if err != nil {
+			return false, err
+		}
+		if id != "" && target != "" {
+			return false, nil // its target's record is there
+		}
+		if id == "" && targetID(t, target) != "" && t.get(bTargets, targetID(t, target)) != nil {
 			return false, nil
 		}
-		for _, svc := range []string{"reputation", "sandbox"} {
-			if t.get(bAnalyses, analysisKey(svc, string(v))) != nil {
-				return false, nil
+		if target != "" {
+			for _, svc := range []string{"reputation", "sandbox"} {
+				if t.get(bAnalyses, analysisKey(svc, target)) != nil {
+					return false, nil
+				}
 			}
 		}
 		return true, t.del(bTasks, k)
 	})
 	return err
-}
-
-// decodeCard decodes a stored card record.
-func decodeCard(v []byte) (*CardRecord, error) {
-	var rec CardRecord
-	if err := dec(v, &rec); err != nil {
-		return nil, err
-	}
-	return &rec, nil
 }

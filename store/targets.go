@@ -129,7 +129,6 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 	if v.At.IsZero() {
 		v.At = db.now()
 	}
-	seq := db.nextSeq()
 	var saved Target
 	var prev verdict.Level
 	err := db.be.update(func(t txn) error {
@@ -138,18 +137,24 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 				return err
 			}
 		}
-		var tg Target
-		if raw := t.get(bTargets, v.Target); raw != nil {
-			if err := dec(raw, &tg); err != nil {
-				return err
-			}
-			prev = tg.Level
-		} else {
-			tg = Target{Target: v.Target, Kind: v.Kind, FirstSeen: v.At}
-			prev = verdict.Pending
+		id, rec, ok, err := getTarget(t, v.Target)
+		if err != nil {
+			return err
 		}
+		if ok {
+			prev = rec.Level
+		} else {
+			rec = targetRecord{Target: Target{Target: v.Target, Kind: v.Kind, FirstSeen: v.At}}
+			prev = verdict.Pending
+			if id == "" {
+				if id, err = newTargetID(t, v.Target); err != nil {
+					return err
+				}
+			}
+		}
+		tg := &rec.Target
 		if !tg.NextCheck.IsZero() {
-			if err := t.del(bDue, timeKey(tg.NextCheck)+tg.Target); err != nil {
+			if err := t.del(bDue, timeKey(tg.NextCheck)+id); err != nil {
 				return err
 			}
 		}
@@ -162,20 +167,18 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 		}
 		// Skip ages already passed (a long outage): plan the next one
 		// still ahead, counting the skipped as done.
-		schedule.PlanNext(&tg, v.At)
+		schedule.PlanNext(tg, v.At)
 		if !tg.NextCheck.IsZero() {
-			if err := t.put(bDue, timeKey(tg.NextCheck)+tg.Target, nil); err != nil {
+			if err := t.put(bDue, timeKey(tg.NextCheck)+id, nil); err != nil {
 				return err
 			}
 		}
-		if err := t.put(bTargets, tg.Target, enc(tg)); err != nil {
+		rec.addVerdict(v)
+		if err := t.put(bTargets, id, encodeTarget(&rec)); err != nil {
 			return err
 		}
-		saved = tg
-		if err := indexTask(t, v.TaskID, v.Target); err != nil {
-			return err
-		}
-		return t.put(bHistory, v.Target+"\x00"+timeKey(v.At)+seqKey(seq), enc(v))
+		saved = rec.Target
+		return indexTask(t, v.TaskID, v.Target)
 	})
 	return saved, prev, err
 }
@@ -183,19 +186,18 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 // AddCard remembers that card shows target (without a new verdict).
 func (db *DB) AddCard(target string, card CardRef) error {
 	return db.be.update(func(t txn) error {
-		raw := t.get(bTargets, target)
-		if raw == nil {
-			return ErrNotFound
-		}
-		var tg Target
-		if err := dec(raw, &tg); err != nil {
+		id, rec, ok, err := getTarget(t, target)
+		if err != nil {
 			return err
 		}
-		if slices.Contains(tg.Cards, card) {
+		if !ok {
+			return ErrNotFound
+		}
+		if slices.Contains(rec.Cards, card) {
 			return nil
 		}
-		tg.Cards = append(tg.Cards, card)
-		return t.put(bTargets, target, enc(tg))
+		rec.Cards = append(rec.Cards, card)
+		return t.put(bTargets, id, encodeTarget(&rec))
 	})
 }
 
@@ -203,11 +205,15 @@ func (db *DB) AddCard(target string, card CardRef) error {
 func (db *DB) Target(target string) (Target, error) {
 	var tg Target
 	err := db.be.view(func(t txn) error {
-		raw := t.get(bTargets, target)
-		if raw == nil {
+		_, rec, ok, err := getTarget(t, target)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return ErrNotFound
 		}
-		return dec(raw, &tg)
+		tg = rec.Target
+		return nil
 	})
 	return tg, err
 }
@@ -215,18 +221,10 @@ func (db *DB) Target(target string) (Target, error) {
 // History returns a target's verdicts, oldest first.
 func (db *DB) History(target string) ([]Verdict, error) {
 	var out []Verdict
-	var derr error
 	err := db.be.view(func(t txn) error {
-		p := target + "\x00"
-		t.scan(bHistory, p, prefixEnd(p), func(_ string, raw []byte) bool {
-			var v Verdict
-			if derr = dec(raw, &v); derr != nil {
-				return false
-			}
-			out = append(out, v)
-			return true
-		})
-		return derr
+		_, rec, _, err := getTarget(t, target)
+		out = rec.History
+		return err
 	})
 	return out, err
 }
@@ -243,11 +241,11 @@ func (db *DB) Due(now time.Time, limit int) ([]Target, error) {
 			if raw == nil {
 				return true
 			}
-			var tg Target
-			if derr = dec(raw, &tg); derr != nil {
+			var rec targetRecord
+			if rec, derr = decodeTarget(raw); derr != nil {
 				return false
 			}
-			out = append(out, tg)
+			out = append(out, rec.Target)
 			return len(out) < limit
 		})
 		return derr
@@ -261,26 +259,26 @@ func (db *DB) Due(now time.Time, limit int) ([]Target, error) {
 func (db *DB) RecheckFailed(target string, schedule Schedule) error {
 	now := db.now()
 	return db.be.update(func(t txn) error {
-		raw := t.get(bTargets, target)
-		if raw == nil {
-			return ErrNotFound
-		}
-		var tg Target
-		if err := dec(raw, &tg); err != nil {
+		id, rec, ok, err := getTarget(t, target)
+		if err != nil {
 			return err
 		}
+		if !ok {
+			return ErrNotFound
+		}
+		tg := &rec.Target
 		if !tg.NextCheck.IsZero() {
-			if err := t.del(bDue, timeKey(tg.NextCheck)+tg.Target); err != nil {
+			if err := t.del(bDue, timeKey(tg.NextCheck)+id); err != nil {
 				return err
 			}
 		}
 		tg.Rechecks++
-		schedule.PlanNext(&tg, now)
+		schedule.PlanNext(tg, now)
 		if !tg.NextCheck.IsZero() {
-			if err := t.put(bDue, timeKey(tg.NextCheck)+tg.Target, nil); err != nil {
+			if err := t.put(bDue, timeKey(tg.NextCheck)+id, nil); err != nil {
 				return err
 			}
 		}
-		return t.put(bTargets, tg.Target, enc(tg))
+		return t.put(bTargets, id, encodeTarget(&rec))
 	})
 }

@@ -167,7 +167,7 @@ func TestMigrateCommand(t *testing.T) {
 	t.Setenv("VERDICTBOT_DATA_DIR", dir)
 	t.Setenv("VERDICTBOT_DATABASE_URL", "")
 	var out, errOut strings.Builder
-	if code := Main([]string{"migrate"}, strings.NewReader(""), &out, &errOut); code != 0 || out.String() != filepath.Join(dir, "verdictbot.db")+": schema version 2\n" {
+	if code := Main([]string{"migrate"}, strings.NewReader(""), &out, &errOut); code != 0 || out.String() != filepath.Join(dir, "verdictbot.db")+": schema version 3\n" {
 		t.Fatalf("file: exit %d, %q %q", code, out.String(), errOut.String())
 	}
 
