@@ -69,7 +69,7 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 	m.slackErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slack_api_errors_total",
 		Help: "Slack Web API errors, by method and Slack error code (ratelimited for 429)."}, []string{"method", "error"})
 	m.rechecks = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "recheck_runs_total",
-		Help: "Recheck runs, by result (ran, skipped: the previous run was still going)."}, []string{"result"})
+		Help: "Recheck ticks, by result (ran; skipped: the previous run was still going; follower: another replica leads the recheck)."}, []string{"result"})
 	m.flips = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "recheck_flips_total",
 		Help: "Verdicts a recheck changed."})
 	m.recheckTime = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "recheck_run_seconds",
@@ -194,6 +194,10 @@ func (m *Metrics) SlackCall(method, code string) {
 func (m *Metrics) RecheckRun(st scan.RunStats) {
 	if st.Skipped {
 		m.rechecks.WithLabelValues("skipped").Inc()
+		return
+	}
+	if st.Follower {
+		m.rechecks.WithLabelValues("follower").Inc()
 		return
 	}
 	m.rechecks.WithLabelValues("ran").Inc()

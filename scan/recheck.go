@@ -57,8 +57,12 @@ type Recheck struct {
 	OnChange func(ctx context.Context, changes []Change)
 	// OnRun, if set, is told the outcome of every run (for metrics).
 	OnRun func(RunStats)
-	Now   func() time.Time
-	Log   *slog.Logger
+	// Lead, if set, is asked before each run whether this process leads
+	// the recheck (several replicas on one database: one of them runs each
+	// tick); release ends the lead after the run. Unset: always leads.
+	Lead func(ctx context.Context) (release func(), ok bool, err error)
+	Now  func() time.Time
+	Log  *slog.Logger
 
 	running atomic.Bool
 }
@@ -67,6 +71,7 @@ type Recheck struct {
 type RunStats struct {
 	Due, Checked, Changed, Failed int
 	Skipped                       bool // another run was still going
+	Follower                      bool // another replica leads the recheck
 	Took                          time.Duration
 }
 
@@ -81,6 +86,18 @@ func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
 		return st, ErrRunning
 	}
 	defer r.running.Store(false)
+	if r.Lead != nil {
+		release, ok, err := r.Lead(ctx)
+		if err != nil {
+			return RunStats{}, err
+		}
+		if !ok {
+			st := RunStats{Follower: true}
+			r.report(st)
+			return st, nil
+		}
+		defer release()
+	}
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now

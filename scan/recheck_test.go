@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,5 +185,30 @@ func TestRecheckInterruptedByShutdownStaysDue(t *testing.T) {
 	rig.r.Run(ctx)
 	if due, _ := rig.db.Due(rig.clock.Now(), 10); len(due) != 1 {
 		t.Fatalf("an interrupted recheck must stay due: %+v", due)
+	}
+}
+
+// countingDue counts the Due calls of a recheck.
+type countingDue struct{ calls atomic.Int32 }
+
+func (c *countingDue) Due(time.Time, int) ([]scan.DueURL, error) { c.calls.Add(1); return nil, nil }
+func (c *countingDue) RecheckFailed(string) error                { return nil }
+
+// With several replicas on one database, only the one that leads runs a
+// tick; the others follow and touch nothing.
+func TestRecheckRunsOnlyWhereItLeads(t *testing.T) {
+	due := &countingDue{}
+	leading, released := false, 0
+	r := &scan.Recheck{Store: due, Lead: func(context.Context) (func(), bool, error) {
+		return func() { released++ }, leading, nil
+	}}
+	st, err := r.Run(t.Context())
+	if err != nil || !st.Follower || due.calls.Load() != 0 {
+		t.Fatalf("a follower ran the recheck: %+v, %v, %d Due calls", st, err, due.calls.Load())
+	}
+	leading = true
+	st, err = r.Run(t.Context())
+	if err != nil || st.Follower || due.calls.Load() != 1 || released != 1 {
+		t.Fatalf("the leader: %+v, %v, %d Due calls, %d releases", st, err, due.calls.Load(), released)
 	}
 }

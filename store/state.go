@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"time"
 
 	"github.com/verdictbot/verdictbot/verdict"
@@ -68,10 +69,21 @@ type State interface {
 	// gives the rules, which both backends follow).
 	Prune(cutoff time.Time) (PruneStats, error)
 
+	// Lead tries to become the one process that runs the periodic job
+	// named job (the recheck, retention) until release is called: ok is
+	// false while another process leads it. Leading ends with release, or
+	// with the process (a crash frees it at once). The embedded file is
+	// opened by one process only, so it always leads.
+	Lead(ctx context.Context, job string) (release func(), ok bool, err error)
+
 	Close() error
 }
 
 var _ State = (*DB)(nil)
+
+// Lead always leads: the file is opened by one process at a time (its
+// lock), so there is nobody to share the periodic jobs with.
+func (db *DB) Lead(context.Context, string) (func(), bool, error) { return func() {}, true, nil }
 
 // PlanNext plans a target's next recheck after a check at `at`: the next
 // age of the schedule still ahead of at, counting the ages already passed

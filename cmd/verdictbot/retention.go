@@ -26,8 +26,18 @@ func (a *app) pruneRetention(ctx context.Context, first, every time.Duration) {
 		case <-time.After(wait):
 		}
 		wait = every
+		// One replica prunes at a time (the others would find the same
+		// rows locked or gone).
+		release, lead, err := a.db.Lead(ctx, "retention")
+		if err != nil || !lead {
+			if err != nil {
+				a.log.Warn("retention: could not take the lead; tried again at the next run", "error", err)
+			}
+			continue
+		}
 		start := time.Now()
 		st, err := a.db.Prune(start.Add(-a.cfg.Retention))
+		release()
 		for _, k := range []struct {
 			kind string
 			n    int

@@ -230,7 +230,8 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	announcer := &cards.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
 	a.recheck = &scan.Recheck{Store: memory, URLs: a.urls, Max: cfg.RecheckMax,
-		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck")}
+		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck"),
+		Lead: func(ctx context.Context) (func(), bool, error) { return db.Lead(ctx, "recheck") }}
 	return a, nil
 }
 

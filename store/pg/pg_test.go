@@ -54,6 +54,64 @@ func TestPostgres(t *testing.T) {
 	t.Run("MigrationsRunOnceUnderTheLock", migrationsRunOnce)
 	t.Run("NewerSchemaIsRefused", newerSchemaIsRefused)
 	t.Run("PasswordNeverInErrors", passwordNeverInErrors)
+	t.Run("OneReplicaLeadsAPeriodicJob", func(t *testing.T) {
+		schema, _ := pgtest.Schema(t)
+		another, _ := pgtest.Schema(t)
+		oneReplicaLeads(t, schema, open(t, schema, base, nil), open(t, schema, base, nil), open(t, another, base, nil))
+	})
+}
+
+// oneReplicaLeads: of two replicas on one schema one leads a job at a time,
+// each job on its own; the lead passes on at release, and when the
+// leader's connections close (a replica that died); another schema (an
+// unrelated install on the same database) is not held up.
+func oneReplicaLeads(t *testing.T, schema string, a, b, other *pg.DB) {
+	ctx := context.Background()
+	relA, ok, err := a.Lead(ctx, "recheck")
+	if err != nil || !ok {
+		t.Fatalf("the first replica does not lead: %v %v", ok, err)
+	}
+	if _, ok, err := b.Lead(ctx, "recheck"); err != nil || ok {
+		t.Fatalf("two replicas lead the recheck at once (%v, %v)", ok, err)
+	}
+	relR, ok, err := b.Lead(ctx, "retention")
+	if err != nil || !ok {
+		t.Fatalf("another job is held up by the recheck's lead: %v %v", ok, err)
+	}
+	relR()
+	relO, ok, err := other.Lead(ctx, "recheck")
+	if err != nil || !ok {
+		t.Fatalf("another schema is held up: %v %v", ok, err)
+	}
+	relO()
+	relA()
+	relB, ok, err := b.Lead(ctx, "recheck")
+	if err != nil || !ok {
+		t.Fatalf("the lead did not pass on at release: %v %v", ok, err)
+	}
+	// The leader dies: its session ends (terminated here, as when the
+	// replica's process or node goes) and the lock with it.
+	key := pg.LeadKey(schema, "recheck")
+	var killed int
+	err = a.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+		  AND ((classid::bigint << 32) | objid::bigint) = $1`, key).Scan(&killed)
+	if err != nil || killed != 1 {
+		t.Fatalf("terminating the leader's session: %d, %v", killed, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rel, ok, err := a.Lead(ctx, "recheck")
+		if err == nil && ok {
+			rel()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lead did not pass on when the leader's session ended: %v %v", ok, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	relB() // the dead session's release must not fail or hang
 }
 
 func schemaVersion(t *testing.T, schemaURL string) (int64, int) {
