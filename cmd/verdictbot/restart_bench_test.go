@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/store/storetest"
+
 	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/slack-go/slack"
@@ -291,7 +293,7 @@ func prepareRestart(b *testing.B) *restartState {
 			Poster: fmt.Sprintf("U0PEOPLE%03d", rng.IntN(400)), Final: true, MaxLinks: 10}
 		for l := range 1 + min(rng.IntN(5)/2, 2) {
 			url := fmt.Sprintf("https://%s.%s-%d.com/%s/%d", pick(rng, hostWords), pick(rng, hostWords), rng.IntN(500), pick(rng, pathWords), i*10+l)
-			level, cat, scores := restartVerdict(rng)
+			level, cat, scores := storetest.RandomVerdict(rng)
 			task := fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64())
 			c.Lines = append(c.Lines, card.Line{Kind: card.KindURL, Target: url, Level: level, Category: cat, Scores: scores,
 				Service: "reputation", TaskID: task, CheckedAt: seen, Actions: true})
@@ -408,26 +410,6 @@ var (
 )
 
 func pick(rng *rand.Rand, words []string) string { return words[rng.IntN(len(words))] }
-
-// restartVerdict draws a level (90 % clean, 6 % suspicious, 4 % malicious)
-// and matching scores.
-func restartVerdict(rng *rand.Rand) (verdict.Level, verdict.Category, verdict.Scores) {
-	s := verdict.Scores{}
-	for _, c := range verdict.Categories {
-		s[c] = float64(rng.IntN(200)) / 1000
-	}
-	cat := verdict.Categories[rng.IntN(len(verdict.Categories))]
-	switch r := rng.IntN(100); {
-	case r < 4:
-		s[cat] = 0.8 + float64(rng.IntN(200))/1000
-		return verdict.Malicious, cat, s
-	case r < 10:
-		s[cat] = 0.5 + float64(rng.IntN(300))/1000
-		return verdict.Suspicious, cat, s
-	}
-	cat, _ = s.Top()
-	return verdict.Clean, cat, s
-}
 
 // logWatch timestamps the log lines the benchmark waits for.
 type logWatch struct {

@@ -43,7 +43,7 @@ func SimulateDay(tb testing.TB, db store.State, set func(time.Time), rng *rand.R
 		for range lines {
 			host := fmt.Sprintf("%s%d.%s-%d.%s", words[rng.IntN(len(words))], rng.IntN(100), words[rng.IntN(len(words))], rng.IntN(200), tlds[rng.IntN(len(tlds))])
 			url := fmt.Sprintf("https://%s/%s/%d/%s?id=%x", host, words[rng.IntN(len(words))], rng.IntN(1_000_000), words[rng.IntN(len(words))], rng.Uint64()>>rng.IntN(40))
-			level, cat, scores := simVerdict(rng)
+			level, cat, scores := RandomVerdict(rng)
 			task := fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64())
 			v := store.Verdict{Target: url, Kind: "url", TaskID: task, Level: level, Category: cat, Scores: scores, At: now, Source: "scan"}
 			if _, _, err := db.RecordVerdict(v, &ref, SimSchedule, false); err != nil {
@@ -76,9 +76,9 @@ func SimulateDay(tb testing.TB, db store.State, set func(time.Time), rng *rand.R
 	}
 }
 
-// simVerdict draws a level (90 % clean, 6 % suspicious, 4 % malicious)
-// and matching scores (as store's benchmarks do).
-func simVerdict(rng *rand.Rand) (verdict.Level, verdict.Category, verdict.Scores) {
+// RandomVerdict draws a level (90 % clean, 6 % suspicious, 4 % malicious)
+// and matching scores, for the benchmarks that fill a store.
+func RandomVerdict(rng *rand.Rand) (verdict.Level, verdict.Category, verdict.Scores) {
 	s := verdict.Scores{}
 	for _, c := range verdict.Categories {
 		s[c] = float64(rng.IntN(200)) / 1000
