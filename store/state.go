@@ -76,6 +76,25 @@ type State interface {
 	// opened by one process only, so it always leads.
 	Lead(ctx context.Context, job string) (release func(), ok bool, err error)
 
+	// Replicas sharing the state (replicas.go). The embedded file is opened
+	// by one process: it claims every analysis, has no orphans, and counts
+	// one replica.
+	//
+	// ClaimAnalysis makes this process the one that submits target to
+	// service, or resumes its analysis: with no analysis in flight it
+	// records an intent owned by this process (Claim.Mine, not Existed);
+	// an analysis of a replica that stopped (or of this one) is taken over
+	// (Mine and Existed, with its task if it has one); an analysis a live
+	// replica runs is left to it (not Mine).
+	ClaimAnalysis(service, target string) (Claim, error)
+	// OrphanJobs claims, for this process, the unfinished jobs of replicas
+	// that stopped (no heartbeat within the lease) and returns them, oldest
+	// first; they run here from now on.
+	OrphanJobs() ([]Job, error)
+	// Replicas is how many replicas share the state, this one included
+	// (at least 1), as the last heartbeat saw them.
+	Replicas() int
+
 	Close() error
 }
 

@@ -52,6 +52,15 @@ type Options struct {
 	// PruneBatch is how many rows one Prune statement deletes at most
 	// (default 2000); tests make it small to cross batch boundaries.
 	PruneBatch int
+	// Replica, if set, makes this process one of the replicas sharing the
+	// database under that id (replicas.go): it heartbeats, owns the jobs
+	// and analyses it records, and takes over those of replicas that
+	// stopped. Unset (verdictbot migrate, one-process tools): it owns
+	// nothing and every job and analysis is its own.
+	Replica string
+	// Lease is how soon a stopped replica's work is taken over
+	// (VERDICTBOT_LEASE, default 30s).
+	Lease time.Duration
 }
 
 // DB is the state layer on PostgreSQL. It implements store.State.
@@ -62,6 +71,8 @@ type DB struct {
 	secret  string // the URL's password, scrubbed from errors
 
 	pruneBatch int // rows per Prune statement
+
+	m *membership // nil unless Options.Replica is set
 }
 
 var _ store.State = (*DB)(nil)
@@ -77,6 +88,16 @@ func Open(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 	if _, err := db.migrate(ctx); err != nil {
 		db.pool.Close()
 		return nil, err
+	}
+	if opt.Replica != "" {
+		lease := opt.Lease
+		if lease <= 0 {
+			lease = 30 * time.Second
+		}
+		if err := db.join(ctx, opt.Replica, lease); err != nil {
+			db.pool.Close()
+			return nil, err
+		}
 	}
 	return db, nil
 }
@@ -129,8 +150,12 @@ func connect(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 	return db, nil
 }
 
-// Close closes the pool.
+// Close leaves the replicas (what this one still owns is taken over at
+// the others' next sweep) and closes the pool.
 func (db *DB) Close() error {
+	if db.m != nil {
+		db.leave()
+	}
 	db.pool.Close()
 	return nil
 }
@@ -271,8 +296,8 @@ func (db *DB) RecordJobs(jobs []*store.Job) ([]bool, error) {
 				received = now
 			}
 			var id int64
-			if err := tx.QueryRow(ctx, `INSERT INTO jobs (kind, event_id, payload, received) VALUES ($1, $2, $3, $4) RETURNING id`,
-				j.Kind, j.EventID, []byte(j.Payload), micro(received)).Scan(&id); err != nil {
+			if err := tx.QueryRow(ctx, `INSERT INTO jobs (kind, event_id, payload, received, owner) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+				j.Kind, j.EventID, []byte(j.Payload), micro(received), db.owner()).Scan(&id); err != nil {
 				return err
 			}
 			ids[i] = uint64(id)
@@ -313,8 +338,13 @@ func (db *DB) FinishJob(id uint64) error {
 	return db.result(err)
 }
 
-// PendingJobs returns the unfinished jobs, oldest first.
+// PendingJobs returns the unfinished jobs, oldest first. A replica
+// (Options.Replica) gets only those it takes over from replicas that
+// stopped (OrphanJobs): the others' jobs are running.
 func (db *DB) PendingJobs() ([]store.Job, error) {
+	if db.m != nil {
+		return db.OrphanJobs()
+	}
 	ctx, cancel := db.ctx()
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT id, kind, event_id, payload, received FROM jobs ORDER BY id`)
@@ -572,9 +602,9 @@ func (db *DB) PutAnalysis(a store.Analysis) error {
 		if err := indexTask(ctx, tx, a.TaskID, a.Target); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO analyses (service, target, task_id, submitted_at) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (service, target) DO UPDATE SET task_id = excluded.task_id, submitted_at = excluded.submitted_at`,
-			a.Service, a.Target, a.TaskID, micro(a.SubmittedAt))
+		_, err := tx.Exec(ctx, `INSERT INTO analyses (service, target, task_id, submitted_at, owner) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (service, target) DO UPDATE SET task_id = excluded.task_id, submitted_at = excluded.submitted_at, owner = excluded.owner`,
+			a.Service, a.Target, a.TaskID, micro(a.SubmittedAt), db.owner())
 		return err
 	})
 }

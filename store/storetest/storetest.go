@@ -60,6 +60,7 @@ var cases = []testCase{
 	{"CardsOfTaskFollowsTheIndex", cardsOfTask},
 	{"ChannelFilesSwitchIsKeptApartFromTheMode", channelFiles},
 	{"AbsentRecords", absentRecords},
+	{"ClaimAnalysisOfOneProcess", claimAnalysis},
 }
 
 // Run runs the conformance suite, each case in its own subtest (in
