@@ -19,6 +19,7 @@ type Durable interface {
 	Reports(target string) ([]store.Report, error)
 	Analysis(service, target string) (store.Analysis, error)
 	PutAnalysis(a store.Analysis) error
+	ClaimAnalysis(service, target string) (store.Claim, error)
 	DeleteAnalysis(service, target string) error
 	FinishAnalysis(service string, v store.Verdict, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error)
 	AddCard(target string, ref store.CardRef) error
@@ -60,6 +61,18 @@ func (a analyses) submitting(target string) {
 	if err := a.db.PutAnalysis(store.Analysis{Service: a.service, Target: target}); err != nil {
 		a.warn("could not record a submission intent", err)
 	}
+}
+
+// claim makes this process the one that analyses target (scan.Claimer).
+// A store that cannot answer leaves the target to this process: a
+// duplicate submission is better than a link left unchecked.
+func (a analyses) claim(target string) (string, bool, bool) {
+	c, err := a.db.ClaimAnalysis(a.service, target)
+	if err != nil {
+		a.warn("could not claim an analysis; analysing it here", err)
+		return "", false, true
+	}
+	return c.Analysis.TaskID, c.Existed, c.Mine
 }
 
 // submitted records a submission's task.
@@ -130,6 +143,8 @@ const serviceReputation = "reputation"
 var (
 	_ scan.Memory[scan.URLVerdict] = (*URLMemory)(nil)
 	_ scan.DueTargets              = (*URLMemory)(nil)
+	_ scan.Claimer                 = (*URLMemory)(nil)
+	_ scan.Claimer                 = (*FileMemory)(nil)
 )
 
 func (m *URLMemory) a() analyses {
@@ -155,6 +170,9 @@ func (m *URLMemory) Recall(url string, ttl time.Duration) (scan.URLVerdict, bool
 
 // InFlight returns the task of a submission whose verdict is not known.
 func (m *URLMemory) InFlight(url string) (string, bool) { return m.a().inFlight(url) }
+
+// Claim makes this replica the one that submits url (scan.Claimer).
+func (m *URLMemory) Claim(url string) (string, bool, bool) { return m.a().claim(url) }
 
 // Submitting records the intent to submit url.
 func (m *URLMemory) Submitting(url string) { m.a().submitting(url) }
@@ -233,6 +251,9 @@ func (m *FileMemory) Recall(sha256 string, ttl time.Duration) (scan.FileVerdict,
 
 // InFlight returns the task of an upload whose verdict is not known.
 func (m *FileMemory) InFlight(sha256 string) (string, bool) { return m.a().inFlight(sha256) }
+
+// Claim makes this replica the one that uploads the file (scan.Claimer).
+func (m *FileMemory) Claim(sha256 string) (string, bool, bool) { return m.a().claim(sha256) }
 
 // Submitting records the intent to upload.
 func (m *FileMemory) Submitting(sha256 string) { m.a().submitting(sha256) }

@@ -496,7 +496,8 @@ func (f *Files) runHash(sha string, tf *tempFile, release func(), name string, c
 	}
 	// An analysis cut short by shutdown stays in flight in the memory, so
 	// the next process resumes it; any other end is recorded.
-	if f.opt.Memory != nil && !(v.Err != nil && f.root.Err() != nil) {
+	// A verdict another replica analysed (Cached) is recorded already.
+	if f.opt.Memory != nil && !v.Cached && !(v.Err != nil && f.root.Err() != nil) {
 		f.opt.Memory.Finished(v, "scan")
 	}
 	f.mu.Lock()
@@ -504,7 +505,7 @@ func (f *Files) runHash(sha string, tf *tempFile, release func(), name string, c
 	call.v = v
 	close(call.done)
 	f.mu.Unlock()
-	if f.opt.OnDone != nil {
+	if f.opt.OnDone != nil && !v.Cached {
 		f.opt.OnDone(v)
 	}
 }
@@ -530,7 +531,21 @@ func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, c
 	var ids []string
 	reported := map[string]bool{}
 	if f.opt.Memory != nil {
-		if id, ok := f.opt.Memory.InFlight(sha); ok {
+		// One replica uploads each file: another replica's analysis in
+		// flight is waited for, not uploaded again.
+		c, err := claimOrFollow(ctx, f.opt.Memory, sha, f.opt.TTL, call.setStatus)
+		if err != nil {
+			done()
+			return f.unknown(v, err, "")
+		}
+		if c.followed {
+			done()
+			c.v.MD5, c.v.SHA1, c.v.Size = v.MD5, v.SHA1, v.Size
+			c.v.Cached = true
+			return c.v
+		}
+		if c.existed {
+			id := c.taskID
 			if id == "" {
 				id = f.findLostUpload(ctx, sha)
 			}
@@ -556,9 +571,6 @@ func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, c
 		if err := ctx.Err(); err != nil {
 			done()
 			return f.unknown(v, err, "")
-		}
-		if f.opt.Memory != nil {
-			f.opt.Memory.Submitting(sha)
 		}
 		call.setStatus(FileUploading)
 		var sub *sandbox.Submission

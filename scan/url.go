@@ -286,7 +286,8 @@ func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 	}
 	// An analysis cut short by shutdown stays "in flight" in the memory,
 	// so the next process resumes it; any other end is recorded.
-	if u.opt.Memory != nil && !withheld && !(v.Err != nil && u.root.Err() != nil) {
+	// A verdict another replica analysed (Cached) is recorded already.
+	if u.opt.Memory != nil && !withheld && !v.Cached && !(v.Err != nil && u.root.Err() != nil) {
 		u.opt.Memory.Finished(v, source)
 	}
 	u.mu.Lock()
@@ -294,7 +295,7 @@ func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 	call.v = v
 	close(call.done)
 	u.mu.Unlock()
-	if u.opt.OnDone != nil && !withheld {
+	if u.opt.OnDone != nil && !withheld && !v.Cached {
 		u.opt.OnDone(v)
 	}
 }
@@ -316,6 +317,29 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 			return URLVerdict{URL: url, Level: verdict.Skipped, Problem: InternalHostProblem}
 		}
 	}
+	if taskID == "" && u.opt.Memory != nil {
+		// One replica submits each URL: another replica's analysis in
+		// flight is waited for, not submitted again.
+		c, err := claimOrFollow(ctx, u.opt.Memory, url, u.opt.TTL, call.setStatus)
+		if err != nil {
+			return unknown(url, "", err)
+		}
+		if c.followed {
+			c.v.Cached = true
+			return c.v
+		}
+		if c.existed {
+			inFlight = true
+			id := c.taskID
+			if id == "" {
+				id = u.findLostSubmission(ctx, url)
+			}
+			if id != "" {
+				taskID = id
+				u.log.Info("resuming an analysis submitted earlier", "task_id", id)
+			}
+		}
+	}
 	sem := u.sem
 	if inFlight {
 		sem = u.resumeSem
@@ -326,22 +350,8 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 	case <-ctx.Done():
 		return unknown(url, "", ctx.Err())
 	}
-	if taskID == "" && u.opt.Memory != nil {
-		if id, ok := u.opt.Memory.InFlight(url); ok {
-			if id == "" {
-				id = u.findLostSubmission(ctx, url)
-			}
-			if id != "" {
-				taskID = id
-				u.log.Info("resuming an analysis submitted earlier", "task_id", id)
-			}
-		}
-	}
 	resumed := taskID != ""
 	if !resumed {
-		if u.opt.Memory != nil {
-			u.opt.Memory.Submitting(url)
-		}
 		call.setStatus("submitting")
 		sub, err := u.rep.Scan(ctx, url)
 		if err != nil {
