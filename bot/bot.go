@@ -80,6 +80,9 @@ type Options struct {
 	DedupeTTL time.Duration // how long event ids are remembered (default 24h)
 	Logger    *slog.Logger
 	Observer  Observer
+	// OnTakeOver, if set, is called with the number of jobs taken over
+	// from a replica that stopped (for metrics).
+	OnTakeOver func(jobs int)
 }
 
 // Bot is the Socket Mode adapter.
@@ -181,11 +184,21 @@ func (b *Bot) Run(ctx context.Context, drain time.Duration) error {
 
 	b.pool = NewPool(b.opt.Workers, b.opt.QueueSize, b.log)
 	var journalDone chan struct{}
+	sweepDone := make(chan struct{})
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
 	if b.journal != nil {
 		b.pending = make(chan pendingAck, 4096)
 		journalDone = make(chan struct{})
 		go b.runJournal(ctx, b.pending, journalDone)
 		b.replay(b.log)
+		if o, ok := b.journal.(Orphans); ok && o.SweepEvery() > 0 {
+			go func() { defer close(sweepDone); b.sweep(sweepCtx, o) }()
+		} else {
+			close(sweepDone)
+		}
+	} else {
+		close(sweepDone)
 	}
 	runCtx, stopConn := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
@@ -215,6 +228,8 @@ loop:
 	}
 	b.conn.Store(false)
 	stopConn()
+	stopSweep() // no more work taken over: this replica is stopping
+	<-sweepDone
 	if runErr != nil {
 		go func() { <-runErr }() // RunContext ends with runCtx
 	}

@@ -250,6 +250,14 @@ func (b *Bot) replay(log *slog.Logger) {
 		log.Error("could not read unfinished jobs", "error", err)
 		return
 	}
+	b.resume(jobs, log)
+	if len(jobs) > 0 {
+		log.Info("resumed unfinished work from before the restart", "jobs", len(jobs))
+	}
+}
+
+// resume routes recorded jobs as if their envelopes had just arrived.
+func (b *Bot) resume(jobs []store.Job, log *slog.Logger) {
 	for _, j := range jobs {
 		var p jobPayload
 		if err := json.Unmarshal(j.Payload, &p); err != nil {
@@ -265,8 +273,51 @@ func (b *Bot) replay(log *slog.Logger) {
 		}
 		b.route(evt, &j)
 	}
-	if len(jobs) > 0 {
-		log.Info("resumed unfinished work from before the restart", "jobs", len(jobs))
+}
+
+// Orphans is a journal shared by several replicas (the PostgreSQL state):
+// OrphanJobs claims the unfinished jobs of replicas that stopped, to be
+// called every SweepEvery.
+type Orphans interface {
+	OrphanJobs() ([]store.Job, error)
+	SweepEvery() time.Duration
+}
+
+// sweep takes over, every o.SweepEvery(), the work that replicas which
+// stopped left unfinished, until ctx ends.
+func (b *Bot) sweep(ctx context.Context, o Orphans) {
+	t := time.NewTicker(o.SweepEvery())
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		jobs, err := o.OrphanJobs()
+		if err != nil {
+			if !failing {
+				b.log.Warn("could not look for the work of stopped replicas; trying again", "error", err)
+			}
+			failing = true
+			continue
+		}
+		failing = false
+		if len(jobs) == 0 || ctx.Err() != nil {
+			continue
+		}
+		from := map[string]int{}
+		for _, j := range jobs {
+			from[j.Owner]++
+		}
+		for owner, n := range from {
+			b.log.Info("took over unfinished work of a stopped replica", "replica", owner, "jobs", n)
+		}
+		if b.opt.OnTakeOver != nil {
+			b.opt.OnTakeOver(len(jobs))
+		}
+		b.resume(jobs, b.log)
 	}
 }
 

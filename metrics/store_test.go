@@ -27,3 +27,21 @@ verdictbot_store_pruned_total{kind="verdicts"} 7
 		t.Fatal(err)
 	}
 }
+
+func TestWatchReplicas(t *testing.T) {
+	m := New(func() int { return 0 }, func() int { return 0 }, func() bool { return true })
+	live := 3
+	took := m.WatchReplicas(func() int { return live })
+	took(4)
+	took(2)
+	want := `# HELP verdictbot_jobs_taken_over_total Unfinished jobs taken over from replicas that stopped (VERDICTBOT_LEASE).
+# TYPE verdictbot_jobs_taken_over_total counter
+verdictbot_jobs_taken_over_total 6
+# HELP verdictbot_replicas Replicas sharing the database that this one sees alive, itself included (1 on the embedded file).
+# TYPE verdictbot_replicas gauge
+verdictbot_replicas 3
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "verdictbot_replicas", "verdictbot_jobs_taken_over_total"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -13,6 +13,9 @@ type Job struct {
 	EventID  string          `json:"event_id,omitempty"`
 	Payload  json.RawMessage `json:"payload"`
 	Received time.Time       `json:"received"`
+	// Owner is the replica that recorded the job; OrphanJobs sets it to
+	// the replica the job was taken over from ("" for the embedded file).
+	Owner string `json:"-"`
 }
 
 // RecordJobs stores jobs in one transaction (one fsync for the batch). A

@@ -126,6 +126,7 @@ type Config struct {
 	AlertChannel    string          `envconfig:"VERDICTBOT_ALERT_CHANNEL"`
 
 	Retention time.Duration `envconfig:"VERDICTBOT_RETENTION"`
+	Lease     time.Duration `envconfig:"VERDICTBOT_LEASE"`
 
 	Workers   int `envconfig:"VERDICTBOT_WORKERS"`
 	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE"`
@@ -180,6 +181,7 @@ func defaultConfig() *Config {
 		RecheckMax:      200,
 
 		Retention: 2160 * time.Hour,
+		Lease:     30 * time.Second,
 
 		Workers:   8,
 		QueueSize: 10000,
@@ -407,6 +409,8 @@ var configRules = []configRule{
 	atLeast("VERDICTBOT_RECHECK_MAX", func(c *Config) int { return c.RecheckMax }, 1, "want at least 1"),
 	atLeast("VERDICTBOT_RETENTION", func(c *Config) time.Duration { return c.Retention }, 48*time.Hour,
 		"want at least 48h (event ids are kept 48 h for Slack's retries; the default 2160h is 90 days)"),
+	between("VERDICTBOT_LEASE", func(c *Config) time.Duration { return c.Lease }, 5*time.Second, 10*time.Minute,
+		"want 5s to 10m (how soon a stopped replica's work is taken over; default 30s)"),
 	{"VERDICTBOT_ALERT_CHANNEL", false, func(c *Config) error {
 		if c.AlertChannel != "" && !isChannelID(c.AlertChannel) {
 			return fmt.Errorf("VERDICTBOT_ALERT_CHANNEL=%q: want a channel id (C…, G…), not a name", c.AlertChannel)

@@ -98,11 +98,12 @@ func openState(ctx context.Context, cfg *Config, log *slog.Logger) (store.State,
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	db, err := pg.Open(ctx, cfg.DatabaseURL.Reveal(), pg.Options{})
+	db, err := pg.Open(ctx, cfg.DatabaseURL.Reveal(), pg.Options{Replica: replicaID(), Lease: cfg.Lease})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("state in PostgreSQL", "database", pg.Describe(cfg.DatabaseURL.Reveal()), "schema", pg.SchemaVersion)
+	log.Info("state in PostgreSQL", "database", pg.Describe(cfg.DatabaseURL.Reveal()), "schema", pg.SchemaVersion,
+		"replica", db.Replica(), "lease", cfg.Lease.String())
 	return db, nil
 }
 
@@ -200,7 +201,8 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 				_ = a.poster.Ephemeral(ctx, p.Channel.ID, p.User.ID, msg)
 			}
 		},
-	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot"), Observer: a.metrics})
+	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot"), Observer: a.metrics,
+		OnTakeOver: a.metrics.WatchReplicas(db.Replicas)})
 	a.bot.SetJournal(db)
 	a.metrics.WatchJournal(a.bot.Spooled)
 	a.messages = &cards.Messages{
@@ -297,15 +299,19 @@ func (a *app) ready() (bool, string) {
 	if a.bot == nil || !a.bot.Connected() {
 		return false, "Socket Mode is not connected"
 	}
-	if n := a.bot.Spooled(); n > 0 {
-		return false, fmt.Sprintf("the store cannot be written: %d acked envelope(s) held in memory until it can", n)
-	}
 	if p, ok := a.db.(interface{ Ping(context.Context) error }); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := p.Ping(ctx); err != nil {
-			return false, "the database does not answer: " + err.Error()
+			msg := "database unreachable: " + err.Error()
+			if n := a.bot.Spooled(); n > 0 {
+				msg += fmt.Sprintf(" (%d acked envelope(s) held in memory until it answers)", n)
+			}
+			return false, msg
 		}
+	}
+	if n := a.bot.Spooled(); n > 0 {
+		return false, fmt.Sprintf("the store cannot be written: %d acked envelope(s) held in memory until it can", n)
 	}
 	return true, ""
 }

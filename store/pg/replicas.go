@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -194,19 +195,13 @@ func (db *DB) owner() string { return db.Replica() }
 // seconds.
 const liveSQL = `SELECT id FROM replicas WHERE heartbeat > now() - make_interval(secs => $2)`
 
-// OrphanJob is a job taken over, with the replica that owned it.
-type OrphanJob struct {
-	store.Job
-	From string
-}
-
-// TakeOverJobs claims the jobs of dead replicas (and jobs without an
-// owner) for this one, and returns them oldest first with their former
-// owner. Rows another replica is claiming at the same moment are skipped
+// OrphanJobs claims the jobs of dead replicas (and jobs without an owner)
+// for this one, and returns them oldest first, each with its former owner
+// (Job.Owner). Rows another replica is claiming at the same moment are skipped
 // (FOR UPDATE SKIP LOCKED), so each job is taken by one replica. It
 // returns nothing while this replica's own heartbeat is not healthy for
 // long enough to judge the others'.
-func (db *DB) TakeOverJobs() ([]OrphanJob, error) {
+func (db *DB) OrphanJobs() ([]store.Job, error) {
 	if db.m == nil || !db.mayTakeOver() {
 		return nil, nil
 	}
@@ -221,31 +216,18 @@ func (db *DB) TakeOverJobs() ([]OrphanJob, error) {
 	if err != nil {
 		return nil, db.result(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OrphanJob, error) {
-		var j OrphanJob
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Job, error) {
+		var j store.Job
 		var id int64
 		var payload []byte
-		err := r.Scan(&id, &j.Kind, &j.EventID, &payload, &j.Received, &j.From)
+		err := r.Scan(&id, &j.Kind, &j.EventID, &payload, &j.Received, &j.Owner)
 		j.ID, j.Payload = uint64(id), payload
 		return j, err
 	})
 	if err != nil {
 		return nil, db.result(err)
 	}
-	slices.SortFunc(out, func(a, b OrphanJob) int { return int(a.ID) - int(b.ID) })
-	return out, nil
-}
-
-// OrphanJobs is TakeOverJobs without the former owners.
-func (db *DB) OrphanJobs() ([]store.Job, error) {
-	taken, err := db.TakeOverJobs()
-	if err != nil || len(taken) == 0 {
-		return nil, err
-	}
-	out := make([]store.Job, len(taken))
-	for i := range taken {
-		out[i] = taken[i].Job
-	}
+	slices.SortFunc(out, func(a, b store.Job) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 

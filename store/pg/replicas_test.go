@@ -73,15 +73,15 @@ func TestReplicas(t *testing.T) {
 		for _, db := range []*pg.DB{b, c} {
 			wg.Go(func() {
 				for time.Since(died) < 3*testLease {
-					got, err := db.TakeOverJobs()
+					got, err := db.OrphanJobs()
 					if err != nil {
 						t.Error(err)
 						return
 					}
 					mu.Lock()
 					for _, j := range got {
-						if j.From != "a" {
-							t.Errorf("%s took job %d from %q, want a", db.Replica(), j.ID, j.From)
+						if j.Owner != "a" {
+							t.Errorf("%s took job %d from %q, want a", db.Replica(), j.ID, j.Owner)
 						}
 						if prev, dup := taken[j.ID]; dup {
 							t.Errorf("job %d taken by %s and %s", j.ID, prev, db.Replica())
