@@ -2,6 +2,7 @@ package cards
 
 import (
 	"errors"
+	"time"
 
 	"github.com/verdictbot/verdictbot/card"
 
@@ -23,10 +24,13 @@ type CardStore interface {
 // never interleave.
 type Cards struct {
 	st CardStore
+	// StoreRetry bounds how long Settle retries a store that fails
+	// (default 2 minutes: a database restart, a disk freed).
+	StoreRetry time.Duration
 }
 
 // NewCards returns the card registry over st.
-func NewCards(st CardStore) *Cards { return &Cards{st: st} }
+func NewCards(st CardStore) *Cards { return &Cards{st: st, StoreRetry: 2 * time.Minute} }
 
 var errStaleGen = errors.New("card generation changed")
 
@@ -67,8 +71,31 @@ func (cs *Cards) Get(channel, sourceTS string) (*store.CardRecord, bool) {
 
 // Change applies fn to the card of generation gen (any generation when gen
 // is 0) and returns a copy; ok is false when a newer generation replaced it
-// or the card is gone.
+// or the card is gone, or the store failed.
 func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, bool) {
+	c, err := cs.change(channel, sourceTS, gen, fn)
+	return c, err == nil
+}
+
+// Settle is Change for what must not be lost (a verdict): a store that
+// cannot be written (a database restart, a full disk) is retried with
+// backoff for up to StoreRetry, so the card waits for it rather than the
+// job being dropped unfinished.
+func (cs *Cards) Settle(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, bool) {
+	start := time.Now()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		c, err := cs.change(channel, sourceTS, gen, fn)
+		if err == nil {
+			return c, true
+		}
+		if errors.Is(err, errStaleGen) || errors.Is(err, store.ErrNotFound) || time.Since(start)+wait > cs.StoreRetry {
+			return card.Card{}, false
+		}
+		time.Sleep(wait)
+	}
+}
+
+func (cs *Cards) change(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, error) {
 	rec, err := cs.st.UpdateCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {
 		if gen != 0 && rec.Gen != gen {
 			return errStaleGen
@@ -77,9 +104,9 @@ func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.Ca
 		return nil
 	})
 	if err != nil {
-		return card.Card{}, false
+		return card.Card{}, err
 	}
-	return rec.Card.Clone(), true
+	return rec.Card.Clone(), nil
 }
 
 // Edit calls fn with the card posted at (channel, cardTS) and saves what it

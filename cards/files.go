@@ -165,10 +165,9 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 		done()
 		return
 	}
-	gen, snap, err := m.Cards.Begin(channel, src, draft, mode)
-	if err != nil {
-		m.Log.Error("could not save the file card; the event is left for a retry", "error", err)
-		return
+	gen, snap, ok := m.begin(ctx, channel, src, draft, mode)
+	if !ok {
+		return // the job stays in the journal and resumes after the restart
 	}
 	m.Log.Info("checking files", "channel", channel, "ts", msg.Timestamp, "files", len(draft.Lines), "skipped", len(draft.Skipped), "mode", mode)
 	m.start(ctx, snap, mode, func() bool { return f.track(ctx, channel, src, gen, mode, refs, checks) }, done)

@@ -232,26 +232,36 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 	}
 	res.Targets, draft.Lines = m.lines(res.Targets)
 	draft.Final = len(draft.Lines) == 0
-	// A store that cannot be written (disk full, I/O error) is waited for:
-	// the message was acked, so it must get its card once the disk is back
-	// (docs/OPERATIONS.md, "When the disk fails"). The job stays in the
-	// journal meanwhile, so a restart resumes it too.
-	gen, snap, err := m.Cards.Begin(channel, msg.Timestamp, draft, mode)
-	for wait := 100 * time.Millisecond; err != nil; wait = min(2*wait, 5*time.Second) {
-		if wait == 100*time.Millisecond {
-			m.Log.Error("could not save the card; retrying until the store can be written", "channel", channel, "ts", msg.Timestamp, "error", err)
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return // the job stays in the journal and resumes after the restart
-		}
-		gen, snap, err = m.Cards.Begin(channel, msg.Timestamp, draft, mode)
+	gen, snap, ok := m.begin(ctx, channel, msg.Timestamp, draft, mode)
+	if !ok {
+		return // the job stays in the journal and resumes after the restart
 	}
 	m.Log.Info("scanning message", "channel", channel, "ts", msg.Timestamp, "links", len(res.Targets),
 		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID, "resumed", meta.Replayed)
 
 	m.start(ctx, snap, mode, func() bool { return m.track(ctx, channel, msg.Timestamp, gen, mode, res.Targets) }, meta.done)
+}
+
+// begin starts a card's generation (Cards.Begin). A store that cannot be
+// written (disk full, I/O error, a database restart) is waited for: the
+// message was acked, so it must get its card once the store is back
+// (docs/OPERATIONS.md, "When the disk fails"). The job stays in the
+// journal meanwhile, so a restart resumes it too. ok is false when ctx
+// ends first.
+func (m *Messages) begin(ctx context.Context, channel, src string, draft card.Card, mode string) (int, card.Card, bool) {
+	gen, snap, err := m.Cards.Begin(channel, src, draft, mode)
+	for wait := 100 * time.Millisecond; err != nil; wait = min(2*wait, 5*time.Second) {
+		if wait == 100*time.Millisecond {
+			m.Log.Error("could not save the card; retrying until the store can be written", "channel", channel, "ts", src, "error", err)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return 0, card.Card{}, false
+		}
+		gen, snap, err = m.Cards.Begin(channel, src, draft, mode)
+	}
+	return gen, snap, true
 }
 
 // lines turns targets into the URLs to send and their pending card lines.

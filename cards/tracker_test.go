@@ -357,3 +357,47 @@ func TestCardWhoseTSCouldNotBeSavedIsNotPostedAgain(t *testing.T) {
 		t.Fatalf("the store never got the card's ts, or the card is not final: %+v", rec.Card)
 	}
 }
+
+// failVerdictWrites refuses the first n writes of a verdict onto a card,
+// as a database restarting does.
+type failVerdictWrites struct {
+	CardStore
+	left atomic.Int32
+}
+
+func (f *failVerdictWrites) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	return f.CardStore.UpdateCard(ref, func(rec *store.CardRecord) error {
+		before := rec.Card.Lines[0].Level
+		if err := fn(rec); err != nil {
+			return err
+		}
+		if before == verdict.Pending && rec.Card.Lines[0].Level != verdict.Pending && f.left.Add(-1) >= 0 {
+			return errors.New("FATAL: terminating connection due to administrator command (SQLSTATE 57P01)")
+		}
+		return nil
+	})
+}
+
+// A verdict the store refuses for a while (a database restart) is written
+// once it takes it again: the card still reaches its final state and the
+// job is done, rather than left unfinished.
+func TestVerdictWaitsForTheStoreToComeBack(t *testing.T) {
+	const bad = "https://login.example.net/"
+	checker := &urlChecker{levels: map[string]verdict.Level{bad: verdict.Malicious}}
+	e := newEnv(t, checker, ModeVerbose)
+	failing := &failVerdictWrites{CardStore: e.db}
+	failing.left.Store(3)
+	e.messages.Cards = NewCards(failing)
+	var done atomic.Int32
+	ts := e.deliver(t, "see <"+bad+">", func() { done.Add(1) })
+	e.messages.Wait()
+	if failing.left.Load() >= 0 {
+		t.Fatal("the store never refused the verdict: the test did not test anything")
+	}
+	if rec := e.card(t, ts); !rec.Card.Final || rec.Card.Lines[0].Level != verdict.Malicious {
+		t.Fatalf("card after the store came back: %+v", rec.Card)
+	}
+	if done.Load() != 1 {
+		t.Fatalf("the job was done %d times, want 1", done.Load())
+	}
+}
