@@ -83,6 +83,11 @@ type Messages struct {
 	// MaxTracked bounds the cards being analysed at once (default 20,000);
 	// beyond it the worker waits, and so the queue absorbs the burst.
 	MaxTracked int
+	// PeerPostWait is how long a card whose post is already started (by
+	// another replica sharing the database) is waited for before the
+	// thread is searched and the card posted (0 with one process: a
+	// started post is one a crash interrupted).
+	PeerPostWait time.Duration
 
 	once sync.Once
 	sem  chan struct{}
@@ -344,16 +349,16 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		}
 	}
 	if c.CardTS == "" {
-		if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok {
-			if rec.Card.CardTS != "" {
-				c.CardTS = rec.Card.CardTS
-			} else if rec.PostStarted && m.Finder != nil {
-				if ts, err := m.Finder.FindCard(ctx, c.Channel, c.ThreadTS, c.SourceTS); err == nil && ts != "" {
-					m.Log.Info("found a card posted before a restart", "channel", c.Channel, "card_ts", ts)
-					c.CardTS = ts
-					m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = ts, false })
-				}
-			}
+		// Claim the post: whoever sets PostStarted first posts. A post
+		// already started is another replica's, under way, or one that a
+		// process died in the middle of: its ts is waited for, then the
+		// card is looked for in the thread, before posting.
+		first := false
+		if _, ok := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
+			c.CardTS, first = r.Card.CardTS, !r.PostStarted
+			r.PostStarted = true
+		}); ok && c.CardTS == "" && !first {
+			c.CardTS = m.awaitPost(ctx, c)
 		}
 	}
 	if c.CardTS != "" {
@@ -362,7 +367,6 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		}
 		return
 	}
-	m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.PostStarted = true })
 	if err := m.Poster.Post(ctx, c); err != nil {
 		m.Log.Error("card post failed", "channel", c.Channel, "thread", c.ThreadTS, "error", err)
 		m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.PostStarted = false })
@@ -372,6 +376,33 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		m.Log.Warn("card posted but its ts could not be saved; it is kept in memory until the store takes it", "channel", c.Channel, "card_ts", c.CardTS)
 		m.unsaved.Store(key, c.CardTS)
 	}
+}
+
+// awaitPost returns the ts of a card whose post another replica started
+// (waiting up to PeerPostWait for it to be recorded), or of a card found
+// in the thread (a post a process died in the middle of); "" when there
+// is none: the caller posts it.
+func (m *Messages) awaitPost(ctx context.Context, c *card.Card) string {
+	for deadline := time.Now().Add(m.PeerPostWait); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(250 * time.Millisecond):
+		}
+		if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok && rec.Card.CardTS != "" {
+			return rec.Card.CardTS
+		}
+	}
+	if m.Finder == nil {
+		return ""
+	}
+	ts, err := m.Finder.FindCard(ctx, c.Channel, c.ThreadTS, c.SourceTS)
+	if err != nil || ts == "" {
+		return ""
+	}
+	m.Log.Info("found a card posted before a restart", "channel", c.Channel, "card_ts", ts)
+	m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = ts, false })
+	return ts
 }
 
 // track checks the URLs of one card (see the generic track).

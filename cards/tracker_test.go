@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"sync"
@@ -399,5 +400,47 @@ func TestVerdictWaitsForTheStoreToComeBack(t *testing.T) {
 	}
 	if done.Load() != 1 {
 		t.Fatalf("the job was done %d times, want 1", done.Load())
+	}
+}
+
+// Two replicas that show the same card at once (an edit handled by one
+// while the other finishes the first scan) post it once: the first to
+// mark the post posts, the other waits for its ts and updates the card.
+func TestTwoReplicasShowingOneCardPostItOnce(t *testing.T) {
+	e := newEnv(t, &urlChecker{}, ModeVerbose)
+	other := &Messages{Self: e.messages.Self, Links: e.messages.Links, Poster: e.poster, Cards: NewCards(e.db),
+		Finder: e.messages.Finder, Mode: e.messages.Mode, PeerPostWait: 5 * time.Second}
+	e.messages.PeerPostWait = 5 * time.Second
+	const n = 10
+	var sources []string
+	for i := range n {
+		d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: fmt.Sprintf("message %d", i)})
+		draft := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: d.TS, Lines: []card.Line{{Target: "https://a.test/", Level: verdict.Clean}}, Final: true}
+		if _, _, err := e.messages.Cards.Begin("C1", d.TS, draft, ModeVerbose); err != nil {
+			t.Fatal(err)
+		}
+		sources = append(sources, d.TS)
+	}
+	var wg sync.WaitGroup
+	for _, src := range sources {
+		for _, m := range []*Messages{e.messages, other} {
+			wg.Go(func() {
+				rec, _ := m.Cards.Get("C1", src)
+				c := rec.Card.Clone()
+				m.show(t.Context(), &c)
+			})
+		}
+	}
+	wg.Wait()
+	if err := e.poster.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range sources {
+		if replies := e.botReplies(src); len(replies) != 1 {
+			t.Fatalf("%d cards in the thread of %s, want 1", len(replies), src)
+		}
+		if rec := e.card(t, src); rec.Card.CardTS == "" || rec.PostStarted {
+			t.Fatalf("card record %+v: want its ts saved and the post closed", rec)
+		}
 	}
 }

@@ -219,6 +219,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		StripQuery:    cfg.URLQuery == "strip",
 		Log:           log.With("component", "messages"),
 	}
+	if cfg.DatabaseURL != "" {
+		// Another replica may be posting a card this one is about to post.
+		a.messages.PeerPostWait = 5 * time.Second
+	}
 	a.bot.SetHandler(func(ctx context.Context, ev *slackevents.MessageEvent, m bot.Meta) {
 		a.messages.Handle(ctx, ev, cardsMeta(m))
 	})
