@@ -356,7 +356,7 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		first := false
 		if _, ok := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
 			c.CardTS, first = r.Card.CardTS, !r.PostStarted
-			r.PostStarted = true
+			r.PostStarted = r.PostStarted || c.CardTS == ""
 		}); ok && c.CardTS == "" && !first {
 			c.CardTS = m.awaitPost(ctx, c)
 		}
