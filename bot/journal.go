@@ -231,9 +231,22 @@ func (b *Bot) finish(id uint64) {
 	if id == 0 || b.journal == nil {
 		return
 	}
-	if err := b.journal.FinishJob(id); err != nil {
-		b.log.Warn("could not mark a job finished; it will run again after a restart", "job", id, "error", err)
+	err := b.journal.FinishJob(id)
+	if err == nil {
+		return
 	}
+	b.log.Warn("could not mark a job finished; retrying (if the store stays down, the job runs again after a restart, and its card is updated in place)", "job", id, "error", err)
+	// The store may be back in a moment (a database restart): a job left
+	// in a shared journal would otherwise stay this replica's, unfinished,
+	// until it stops.
+	go func() {
+		for wait := time.Second; wait <= time.Minute; wait *= 2 {
+			time.Sleep(wait)
+			if b.journal.FinishJob(id) == nil {
+				return
+			}
+		}
+	}()
 }
 
 // jobPayload is what a job keeps of its envelope.
