@@ -110,6 +110,7 @@ type Poster struct {
 
 	mu       sync.Mutex
 	closed   bool
+	replicas int                      // the n of the last Share, ≥ 1
 	channels map[string]*rate.Limiter // chat.postMessage pacing per channel
 	slots    map[string]*updateSlot   // per card (channel + ts)
 	seq      uint64
@@ -122,10 +123,11 @@ func NewPoster(api SlackAPI, opts PosterOptions) *Poster {
 	return &Poster{
 		api:        api,
 		opts:       opts,
-		updateRate: rate.NewLimiter(rate.Limit(opts.UpdatesPerMinute/60), opts.UpdateBurst),
+		updateRate: rate.NewLimiter(shareLimit(updateLimit(opts), opts.UpdateBurst, 1)),
 		ctx:        ctx,
 		cancel:     cancel,
 		hurry:      make(chan struct{}),
+		replicas:   1,
 		channels:   map[string]*rate.Limiter{},
 		slots:      map[string]*updateSlot{},
 	}
@@ -530,9 +532,78 @@ func (p *Poster) channelRate(channel string) *rate.Limiter {
 			}
 		}
 	}
-	lim := rate.NewLimiter(rate.Every(p.opts.PostInterval), p.opts.PostBurst)
+	lim := rate.NewLimiter(p.postLimit())
 	p.channels[channel] = lim
 	return lim
+}
+
+// updateLimit is the configured workspace-wide chat.update rate.
+func updateLimit(o PosterOptions) rate.Limit { return rate.Limit(o.UpdatesPerMinute / 60) }
+
+// postLimit returns this replica's share of the per-channel posting pace.
+// p.mu must be held.
+func (p *Poster) postLimit() (rate.Limit, int) {
+	return shareLimit(rate.Every(p.opts.PostInterval), p.opts.PostBurst, p.replicas)
+}
+
+// shareLimit returns one of n replicas' share of a token bucket: rate r/n
+// and burst ceil(burst/n), at least 1 (n ≥ 1).
+func shareLimit(r rate.Limit, burst, n int) (rate.Limit, int) {
+	return r / rate.Limit(n), max((burst+n-1)/n, 1)
+}
+
+// Share divides Slack's per-app limits among n replicas posting as the same
+// app (n < 1 counts as 1), so that together they stay within them: the
+// workspace-wide chat.update budget and the per-channel posting pace (that
+// of every channel seen so far, and of channels seen later) each get
+// rate/n and a burst of ceil(burst/n), at least 1. Tokens above the new
+// burst are dropped. Share(1) restores the configured pacing. Call it again
+// whenever n changes. It is safe for concurrent use with the other
+// methods; a call already waiting for a token keeps the delay it was given.
+func (p *Poster) Share(n int) {
+	n = max(n, 1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.replicas = n
+	r, burst := shareLimit(updateLimit(p.opts), p.opts.UpdateBurst, n)
+	p.updateRate.SetLimit(r)
+	p.updateRate.SetBurst(burst)
+	r, burst = p.postLimit()
+	for _, lim := range p.channels {
+		lim.SetLimit(r)
+		lim.SetBurst(burst)
+	}
+}
+
+// Pacing is a poster's share of Slack's per-app limits (see Poster.Share).
+type Pacing struct {
+	// Replicas is the n of the last Share (1 before any).
+	Replicas int
+	// UpdatesPerMinute and UpdateBurst pace chat.update across the
+	// workspace.
+	UpdatesPerMinute float64
+	UpdateBurst      int
+	// PostInterval and PostBurst pace chat.postMessage and uploads per
+	// channel.
+	PostInterval time.Duration
+	PostBurst    int
+}
+
+// Pacing returns the pacing in force now: the configured one divided by
+// the last Share.
+func (p *Poster) Pacing() Pacing {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.replicas
+	_, updateBurst := shareLimit(updateLimit(p.opts), p.opts.UpdateBurst, n)
+	_, postBurst := p.postLimit()
+	return Pacing{
+		Replicas:         n,
+		UpdatesPerMinute: p.opts.UpdatesPerMinute / float64(n),
+		UpdateBurst:      updateBurst,
+		PostInterval:     p.opts.PostInterval * time.Duration(n),
+		PostBurst:        postBurst,
+	}
 }
 
 // do runs one Web API call: it waits for lim (if any), calls fn, reports to

@@ -87,6 +87,26 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	return &Client{api: api}, nil
 }
 
+// ShareBudgets divides the run and report budgets among n replicas that use
+// the same key (n < 1 counts as 1), so that together they stay within the
+// configured budgets: each gets Rate/n and a burst of ceil(Burst/n), at least
+// 1. An unlimited budget stays unlimited; ShareBudgets(1) restores the
+// configured budgets. Call it again whenever n changes. It is safe for
+// concurrent use with requests, and does nothing on a nil Client.
+func (c *Client) ShareBudgets(n int) {
+	if c == nil {
+		return
+	}
+	c.api.Share(n)
+}
+
+// Budgets returns the run and report budgets in force now (see
+// ShareBudgets). A zero Rate means unlimited.
+func (c *Client) Budgets() (run, report Limit) {
+	r, q := c.api.CurrentLimit(apiclient.Run), c.api.CurrentLimit(apiclient.Report)
+	return Limit{Rate: r.Rate, Burst: r.Burst}, Limit{Rate: q.Rate, Burst: q.Burst}
+}
+
 // Submission is the answer to a scan (spec §4.1).
 type Submission struct {
 	TaskID string

@@ -165,6 +165,26 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	return &Client{api: api, log: log, uploadTimeout: s.uploadTimeout}, nil
 }
 
+// ShareBudgets divides the run and report budgets among n replicas that use
+// the same key (n < 1 counts as 1), so that together they stay within the
+// configured budgets: each gets Rate/n and a burst of ceil(Burst/n), at least
+// 1. An unlimited budget stays unlimited; ShareBudgets(1) restores the
+// configured budgets. Call it again whenever n changes. It is safe for
+// concurrent use with requests, and does nothing on a nil Client.
+func (c *Client) ShareBudgets(n int) {
+	if c == nil {
+		return
+	}
+	c.api.Share(n)
+}
+
+// Budgets returns the run and report budgets in force now (see
+// ShareBudgets). A zero Rate means unlimited.
+func (c *Client) Budgets() (run, report Limit) {
+	r, q := c.api.CurrentLimit(apiclient.Run), c.api.CurrentLimit(apiclient.Report)
+	return Limit{Rate: r.Rate, Burst: r.Burst}, Limit{Rate: q.Rate, Burst: q.Burst}
+}
+
 // do sends req through the HTTP core and returns its failure as this
 // package's error type.
 func (c *Client) do(ctx context.Context, req apiclient.Request, out any) error {

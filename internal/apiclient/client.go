@@ -26,6 +26,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -124,8 +125,11 @@ type Client struct {
 	http     *http.Client
 	red      redactor
 	limiters map[Budget]*rate.Limiter
-	log      *slog.Logger
-	sleep    func(ctx context.Context, d time.Duration) error
+	// shareMu serialises Share, so that a limiter's rate and burst always
+	// come from the same n.
+	shareMu sync.Mutex
+	log     *slog.Logger
+	sleep   func(ctx context.Context, d time.Duration) error
 }
 
 // New validates cfg and builds a client.
@@ -210,11 +214,54 @@ func newLimiter(l Limit) *rate.Limiter {
 	if l.Rate <= 0 {
 		return rate.NewLimiter(rate.Inf, 0)
 	}
-	burst := l.Burst
-	if burst < 1 {
-		burst = 1
+	return rate.NewLimiter(rate.Limit(l.Rate), max(l.Burst, 1))
+}
+
+// configured returns the Limit a budget was configured with.
+func (c *Client) configured(b Budget) Limit {
+	if b == Run {
+		return c.cfg.RunLimit
 	}
-	return rate.NewLimiter(rate.Limit(l.Rate), burst)
+	return c.cfg.ReportLimit
+}
+
+// Share divides every budget among n replicas that call the service with
+// the same key (n < 1 counts as 1): each limiter gets the configured Rate/n
+// and a burst of ceil(Burst/n), at least 1, so that the replicas together
+// stay within the configured budget (up to that rounding of the burst).
+// Tokens above the new burst are dropped. An unlimited budget stays
+// unlimited, and Share(1) restores the configured budgets exactly. It is
+// safe for concurrent use with requests; a request already waiting for a
+// token keeps the delay it was given.
+func (c *Client) Share(n int) {
+	n = max(n, 1)
+	c.shareMu.Lock()
+	defer c.shareMu.Unlock()
+	for b, lim := range c.limiters {
+		l := c.configured(b)
+		if l.Rate <= 0 {
+			continue
+		}
+		r, burst := shareLimit(rate.Limit(l.Rate), max(l.Burst, 1), n)
+		lim.SetLimit(r)
+		lim.SetBurst(burst)
+	}
+}
+
+// shareLimit returns one of n replicas' share of a finite token bucket:
+// rate r/n and burst ceil(burst/n), at least 1 (n ≥ 1).
+func shareLimit(r rate.Limit, burst, n int) (rate.Limit, int) {
+	return r / rate.Limit(n), max((burst+n-1)/n, 1)
+}
+
+// CurrentLimit returns the budget b in force now: the configured one,
+// divided by the last Share. A zero Rate means unlimited.
+func (c *Client) CurrentLimit(b Budget) Limit {
+	lim := c.limiters[b]
+	if lim == nil || lim.Limit() == rate.Inf {
+		return Limit{}
+	}
+	return Limit{Rate: float64(lim.Limit()), Burst: lim.Burst()}
 }
 
 // checkRedirect follows redirects for GET only (Django answers a GET without
