@@ -61,6 +61,7 @@ type app struct {
 	api      *slack.Client
 	sm       *socketmode.Client
 	rep      *reputation.Client
+	sb       *sandbox.Client // nil without SANDBOX_URL
 	urls     *scan.URLs
 	db       store.State
 	cards    *cards.Cards
@@ -233,6 +234,21 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
+	// The vendor budgets and Slack's per-app limits hold for all replicas
+	// together: each takes its share, again whenever a replica comes or goes.
+	var sb budgetSharer
+	if a.sb != nil {
+		sb = a.sb
+	}
+	if r, ok := db.(interface{ OnReplicas(func(n int)) }); ok {
+		r.OnReplicas(func(n int) {
+			shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share))
+			if n > 1 {
+				log.Info("budgets shared between replicas", "replicas", n)
+			}
+		})
+	}
+	a.metrics.WatchBudgets(budgetsInForce(a.rep, a.sb, a.poster))
 	announcer := &cards.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
 	a.recheck = &scan.Recheck{Store: memory, URLs: a.urls, Max: cfg.RecheckMax,
@@ -271,6 +287,7 @@ func (a *app) wireFiles() error {
 	if err != nil {
 		return err
 	}
+	a.sb = sb
 	dl, err := slackfile.NewDownloader(cfg.SlackBotToken.Reveal(), apiURL(cfg.SlackAPIURL))
 	if err != nil {
 		return err
