@@ -70,7 +70,9 @@ USER 65532:65532
 ENV VERDICTBOT_DATA_DIR=/data \
     VERDICTBOT_HTTP_ADDR=0.0.0.0:8080
 # verdictbot.db (bbolt, single writer) and tmp/ (files being sent to the
-# sandbox). Back it up as docs/OPERATIONS.md says.
+# sandbox). Back it up as docs/OPERATIONS.md says. With
+# VERDICTBOT_DATABASE_URL the state is in PostgreSQL and /data holds tmp/
+# only (deploy/compose.yaml mounts a tmpfs there).
 VOLUME ["/data"]
 EXPOSE 8080
 
