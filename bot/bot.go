@@ -390,6 +390,13 @@ func (b *Bot) intake(evt socketmode.Event, start time.Time) {
 func eventID(evt socketmode.Event) string {
 	ev, ok := evt.Data.(slackevents.EventsAPIEvent)
 	if !ok {
+		// A slash command or a click has no event id, and Slack does not
+		// retry it; but an envelope whose ack did not arrive may come again
+		// on another connection (another replica) with the same envelope id.
+		if evt.Request != nil && evt.Request.EnvelopeID != "" &&
+			(evt.Type == socketmode.EventTypeSlashCommand || evt.Type == socketmode.EventTypeInteractive) {
+			return "envelope:" + evt.Request.EnvelopeID
+		}
 		return ""
 	}
 	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {

@@ -270,3 +270,32 @@ func TestSlashReportIsScopedAndSingleLikeTheButtons(t *testing.T) {
 		t.Fatalf("the link was analysed %d times, want 2 (the reported verdict was served from the cache)", n)
 	}
 }
+
+// A slash command whose envelope comes twice (its ack was lost and Slack
+// sent it again, maybe to another replica's connection) is handled once:
+// its envelope id is recorded like an event id.
+func TestSlashEnvelopeDeliveredTwiceIsHandledOnce(t *testing.T) {
+	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
+	h.slash(alice, "help") // the fake makes the channel on a command it delivers itself
+	payload, _ := json.Marshal(map[string]any{"token": "x", "team_id": "T1", "channel_id": secChannel, "user_id": alice,
+		"command": "/scan", "text": "https://login.phish.test/twice", "api_app_id": "A1", "trigger_id": "1.2.3",
+		"is_enterprise_install": "false"})
+	frame, _ := json.Marshal(map[string]any{"envelope_id": "e-dup-1", "type": "slash_commands",
+		"accepts_response_payload": true, "payload": json.RawMessage(payload)})
+	for range 2 {
+		if _, err := h.slack.DeliverRaw(string(frame)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitCard("", func(b string) bool { return strings.Contains(b, "login[.]phish[.]test/twice") })
+	time.Sleep(500 * time.Millisecond) // a second card would be posted by now
+	n := 0
+	for _, m := range h.slack.Messages(secChannel, "") {
+		if m.Bot && strings.Contains(blocksText(m.Blocks), "login[.]phish[.]test/twice") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d cards for one slash command delivered twice, want 1", n)
+	}
+}
