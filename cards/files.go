@@ -83,7 +83,14 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 		return
 	}
 	msg := &slack.Msg{Channel: ev.ChannelID, Timestamp: ts, ThreadTimestamp: thread, User: ev.UserID, Files: []slack.File{*file}}
-	f.handle(ctx, ev.ChannelID, msg, m.Mode(ev.ChannelID), false, meta.done)
+	f.handle(ctx, ev.ChannelID, msg, m.Mode(ev.ChannelID), false, meta.Replayed, meta.done)
+}
+
+// unfinished reports whether the file card of the message at ts exists
+// and is not final.
+func (f *Files) unfinished(channel, ts string) bool {
+	rec, ok := f.Messages.Cards.Get(channel, fileCardTS(ts))
+	return ok && !rec.Card.Final
 }
 
 // shareOf finds the message that shared file in channel.
@@ -99,7 +106,10 @@ func shareOf(file *slack.File, channel string) (ts, thread string) {
 // handle checks the files of one message and shows its file card. done is
 // called once the card is final (or there was nothing to do). onRequest
 // (the shortcut) checks files already handled for this channel again.
-func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode string, onRequest bool, done func()) {
+// resumed (a job resumed after a restart, or taken over from a replica
+// that stopped) carries on a file card that is not final although its
+// files were announced already: the job that announced them is this one.
+func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode string, onRequest, resumed bool, done func()) {
 	m := f.Messages
 	self := m.Self()
 	if mode == ModeOff {
@@ -120,7 +130,7 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 				first = true
 			}
 		}
-		if !first {
+		if !first && !(resumed && f.unfinished(channel, msg.Timestamp)) {
 			continue // already announced by the other event
 		}
 		refs = append(refs, f.ref(ctx, sf))

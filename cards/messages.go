@@ -217,7 +217,7 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 		meta.Done = partDone
 		fmsg := *msg
 		fmsg.Channel = channel
-		m.Files.handle(ctx, channel, &fmsg, mode, requestedBy != "", partDone)
+		m.Files.handle(ctx, channel, &fmsg, mode, requestedBy != "", meta.Replayed, partDone)
 	}
 	res := m.Links.ExtractRaw(msg, rawMsg)
 	_, hadCard := m.Cards.Get(channel, msg.Timestamp)

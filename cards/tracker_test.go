@@ -271,7 +271,7 @@ func TestFileCardIsFinalBeforeItsScreenshots(t *testing.T) {
 	msg := &slack.Msg{Channel: "C1", User: "U1", Timestamp: d.TS, Files: []slack.File{{ID: "F1", Name: "invoice.exe",
 		Filetype: "exe", Size: 1024, URLPrivateDownload: e.fake.URL() + "/files/F1"}}}
 	var done atomic.Int32
-	files.handle(t.Context(), "C1", msg, ModeQuiet, false, func() { done.Add(1) })
+	files.handle(t.Context(), "C1", msg, ModeQuiet, false, false, func() { done.Add(1) })
 
 	src := fileCardTS(d.TS)
 	waitUntil(t, "the final file card is posted", func() bool {
@@ -442,5 +442,54 @@ func TestTwoReplicasShowingOneCardPostItOnce(t *testing.T) {
 		if rec := e.card(t, src); rec.Card.CardTS == "" || rec.PostStarted {
 			t.Fatalf("card record %+v: want its ts saved and the post closed", rec)
 		}
+	}
+}
+
+// A file job resumed after a crash (or taken over from a replica that
+// died) whose file was announced already — by this very job, before the
+// crash — finishes the card rather than taking it for the other event's.
+func TestResumedFileJobFinishesItsCard(t *testing.T) {
+	e := newEnv(t, &urlChecker{}, ModeQuiet)
+	checker := &fileChecker{release: make(chan struct{})}
+	close(checker.release)
+	seen := map[string]bool{}
+	var mu sync.Mutex
+	firstTime := func(key string) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[key] {
+			return false, nil
+		}
+		seen[key] = true
+		return true, nil
+	}
+	files := &Files{Messages: e.messages, Check: checker, Uploader: e.poster, FirstTime: firstTime}
+	e.messages.Files = files
+	e.messages.init()
+	d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "invoice"})
+	msg := &slack.Msg{Channel: "C1", User: "U1", Timestamp: d.TS, Files: []slack.File{{ID: "F1", Name: "invoice.exe",
+		Filetype: "exe", Size: 1024, URLPrivateDownload: e.fake.URL() + "/files/F1"}}}
+	// Before the crash: the file was announced and its card begun.
+	firstTime("file:F1:C1")
+	draft := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: fileCardTS(d.TS), Lines: []card.Line{{Kind: card.KindFile,
+		Target: "invoice.exe", Level: verdict.Pending, File: &card.FileInfo{Name: "invoice.exe"}}}}
+	if _, _, err := e.messages.Cards.Begin("C1", fileCardTS(d.TS), draft, ModeQuiet); err != nil {
+		t.Fatal(err)
+	}
+	// The other event, not resumed, leaves it alone.
+	var done atomic.Int32
+	files.handle(t.Context(), "C1", msg, ModeQuiet, false, false, func() { done.Add(1) })
+	if done.Load() != 1 || e.card(t, fileCardTS(d.TS)).Card.Final {
+		t.Fatal("a fresh duplicate event handled a file already announced")
+	}
+	// The resumed job finishes it.
+	files.handle(t.Context(), "C1", msg, ModeQuiet, false, true, func() { done.Add(1) })
+	waitUntil(t, "the resumed file card is final and posted", func() bool {
+		rec := e.card(t, fileCardTS(d.TS))
+		return rec.Card.Final && rec.Card.CardTS != ""
+	})
+	e.messages.Wait()
+	if done.Load() != 2 {
+		t.Fatalf("done called %d times, want 2", done.Load())
 	}
 }
