@@ -40,6 +40,25 @@ type analyses struct {
 	log     logger
 }
 
+// storeRetry bounds how long a write of the pipelines' memory is retried
+// when the store fails (a database restart of up to a minute, a disk
+// freed): the verdict of an analysis in flight is recorded afterwards, not
+// lost. Tests shorten it.
+var storeRetry = 2 * time.Minute
+
+// retry runs write until it succeeds, with backoff, for up to storeRetry;
+// ErrNotFound is an answer, not a failure.
+func retry(write func() error) error {
+	start := time.Now()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := write()
+		if err == nil || errors.Is(err, store.ErrNotFound) || time.Since(start)+wait > storeRetry {
+			return err
+		}
+		time.Sleep(wait)
+	}
+}
+
 func (a analyses) warn(msg string, err error) {
 	if a.log != nil {
 		a.log.Warn(msg, "service", a.service, "error", err)
@@ -77,14 +96,16 @@ func (a analyses) claim(target string) (string, bool, bool) {
 
 // submitted records a submission's task.
 func (a analyses) submitted(target, taskID string) {
-	if err := a.db.PutAnalysis(store.Analysis{Service: a.service, Target: target, TaskID: taskID}); err != nil {
+	if err := retry(func() error {
+		return a.db.PutAnalysis(store.Analysis{Service: a.service, Target: target, TaskID: taskID})
+	}); err != nil {
 		a.warn("could not record a submission; a restart would submit it again", err)
 	}
 }
 
 // forget clears a submission that ended without a verdict to record.
 func (a analyses) forget(target string) {
-	if err := a.db.DeleteAnalysis(a.service, target); err != nil {
+	if err := retry(func() error { return a.db.DeleteAnalysis(a.service, target) }); err != nil {
 		a.warn("could not clear a finished submission", err)
 	}
 }
@@ -92,7 +113,10 @@ func (a analyses) forget(target string) {
 // finish records v and forgets the submission in one transaction: both,
 // or neither (a restart then resumes the task).
 func (a analyses) finish(v store.Verdict, schedule store.Schedule, recheck bool) {
-	if _, _, err := a.db.FinishAnalysis(a.service, v, schedule, recheck); err != nil {
+	if err := retry(func() error {
+		_, _, err := a.db.FinishAnalysis(a.service, v, schedule, recheck)
+		return err
+	}); err != nil {
 		a.warn("could not record a verdict", err)
 	}
 }
@@ -196,7 +220,7 @@ func (m *URLMemory) Finished(v scan.URLVerdict, source string) {
 
 // AddCard remembers that a card shows target.
 func (m *URLMemory) AddCard(target string, ref store.CardRef) error {
-	err := m.DB.AddCard(target, ref)
+	err := retry(func() error { return m.DB.AddCard(target, ref) })
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // a verdict that was not recorded (failed analysis)
 	}

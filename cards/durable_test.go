@@ -1,9 +1,11 @@
 package cards
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -67,5 +69,42 @@ func TestURLMemoryIsTheRecheckQueue(t *testing.T) {
 	}
 	if due, _ := m.Due(now.Add(6*time.Hour), 10); len(due) != 1 {
 		t.Errorf("not due at the second age after a failed recheck: %+v", due)
+	}
+}
+
+// flakyDurable refuses the first writes of a verdict, as a database that
+// is restarting does.
+type flakyDurable struct {
+	Durable
+	refuse int
+}
+
+func (f *flakyDurable) FinishAnalysis(service string, v store.Verdict, s store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
+	if f.refuse > 0 {
+		f.refuse--
+		return store.Target{}, 0, errors.New("FATAL: the database system is starting up (SQLSTATE 57P03)")
+	}
+	return f.Durable.FinishAnalysis(service, v, s, recheck)
+}
+
+// The verdict of an analysis that ends while the store is down is
+// recorded once the store is back, not lost.
+func TestVerdictIsRecordedOnceTheStoreIsBack(t *testing.T) {
+	db := store.Memory(store.Options{})
+	flaky := &flakyDurable{Durable: db, refuse: 3}
+	m := &URLMemory{DB: flaky}
+	const url = "https://login.example.net/down"
+	m.Claim(url)
+	m.Submitted(url, "t1")
+	m.Finished(scan.URLVerdict{URL: url, TaskID: "t1", Level: verdict.Malicious, CheckedAt: time.Now()}, "scan")
+	if flaky.refuse != 0 {
+		t.Fatalf("%d refusals left: the write was not retried", flaky.refuse)
+	}
+	hist, err := db.History(url)
+	if err != nil || len(hist) != 1 || hist[0].Level != verdict.Malicious {
+		t.Fatalf("history %+v, %v; want the verdict recorded", hist, err)
+	}
+	if _, err := db.Analysis("reputation", url); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the analysis is still in flight: %v", err)
 	}
 }
