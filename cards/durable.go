@@ -43,7 +43,7 @@ type analyses struct {
 // storeRetry bounds how long a write of the pipelines' memory is retried
 // when the store fails (a database restart of up to a minute, a disk
 // freed): the verdict of an analysis in flight is recorded afterwards, not
-// lost. Tests shorten it.
+// lost.
 var storeRetry = 2 * time.Minute
 
 // retry runs write until it succeeds, with backoff, for up to storeRetry;
