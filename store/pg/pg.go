@@ -347,19 +347,22 @@ func (db *DB) PendingJobs() ([]store.Job, error) {
 	}
 	ctx, cancel := db.ctx()
 	defer cancel()
-	rows, err := db.pool.Query(ctx, `SELECT id, kind, event_id, payload, received FROM jobs ORDER BY id`)
+	rows, err := db.pool.Query(ctx, `SELECT id, kind, event_id, payload, received, owner FROM jobs ORDER BY id`)
 	if err != nil {
 		return nil, db.result(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Job, error) {
-		var j store.Job
-		var id int64
-		var payload []byte
-		err := r.Scan(&id, &j.Kind, &j.EventID, &payload, &j.Received)
-		j.ID, j.Payload = uint64(id), payload
-		return j, err
-	})
+	out, err := pgx.CollectRows(rows, scanJob)
 	return out, db.result(err)
+}
+
+// scanJob reads a row of id, kind, event_id, payload, received, owner.
+func scanJob(r pgx.CollectableRow) (store.Job, error) {
+	var j store.Job
+	var id int64
+	var payload []byte
+	err := r.Scan(&id, &j.Kind, &j.EventID, &payload, &j.Received, &j.Owner)
+	j.ID, j.Payload = uint64(id), payload
+	return j, err
 }
 
 // PruneEvents forgets up to limit event ids seen before cutoff, the oldest

@@ -216,14 +216,7 @@ func (db *DB) OrphanJobs() ([]store.Job, error) {
 	if err != nil {
 		return nil, db.result(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Job, error) {
-		var j store.Job
-		var id int64
-		var payload []byte
-		err := r.Scan(&id, &j.Kind, &j.EventID, &payload, &j.Received, &j.Owner)
-		j.ID, j.Payload = uint64(id), payload
-		return j, err
-	})
+	out, err := pgx.CollectRows(rows, scanJob)
 	if err != nil {
 		return nil, db.result(err)
 	}
