@@ -87,10 +87,13 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 }
 
 // unfinished reports whether the file card of the message at ts exists
-// and is not final.
+// and may not have been shown in its final state: not final, its post
+// under way, or not posted (a process may have stopped between the last
+// verdict and the post; a quiet channel's clean card is handled again,
+// which only adds the reaction that is there already).
 func (f *Files) unfinished(channel, ts string) bool {
 	rec, ok := f.Messages.Cards.Get(channel, fileCardTS(ts))
-	return ok && !rec.Card.Final
+	return ok && (!rec.Card.Final || rec.PostStarted || rec.Card.CardTS == "")
 }
 
 // shareOf finds the message that shared file in channel.

@@ -493,3 +493,36 @@ func TestResumedFileJobFinishesItsCard(t *testing.T) {
 		t.Fatalf("done called %d times, want 2", done.Load())
 	}
 }
+
+// The process stopped after the file card's last verdict was saved but
+// before (or while) it was posted: the resumed job posts it.
+func TestResumedFileJobPostsAFinalCardNeverPosted(t *testing.T) {
+	for _, postStarted := range []bool{false, true} {
+		e := newEnv(t, &urlChecker{}, ModeQuiet)
+		checker := &fileChecker{release: make(chan struct{})}
+		close(checker.release)
+		files := &Files{Messages: e.messages, Check: checker, Uploader: e.poster,
+			FirstTime: func(string) (bool, error) { return false, nil }} // announced before the crash
+		e.messages.Files = files
+		e.messages.init()
+		d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "invoice"})
+		msg := &slack.Msg{Channel: "C1", User: "U1", Timestamp: d.TS, Files: []slack.File{{ID: "F1", Name: "invoice.exe",
+			Filetype: "exe", Size: 1024, URLPrivateDownload: e.fake.URL() + "/files/F1"}}}
+		src := fileCardTS(d.TS)
+		draft := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: src, Final: true, Lines: []card.Line{{Kind: card.KindFile,
+			Target: "invoice.exe", Level: verdict.Malicious, File: &card.FileInfo{Name: "invoice.exe"}}}}
+		if _, _, err := e.messages.Cards.Begin("C1", src, draft, ModeQuiet); err != nil {
+			t.Fatal(err)
+		}
+		if postStarted {
+			e.messages.Cards.Change("C1", src, 0, func(r *store.CardRecord) { r.PostStarted = true })
+		}
+		var done atomic.Int32
+		files.handle(t.Context(), "C1", msg, ModeQuiet, false, true, func() { done.Add(1) })
+		waitUntil(t, "the resumed file card is posted", func() bool { return e.card(t, src).Card.CardTS != "" })
+		e.messages.Wait()
+		if replies := e.botReplies(d.TS); len(replies) != 1 || done.Load() != 1 {
+			t.Fatalf("post started %v: %d cards in the thread, done %d; want 1 and 1", postStarted, len(replies), done.Load())
+		}
+	}
+}
