@@ -60,7 +60,7 @@ type LearnedSchedule struct {
 	next    int             // where the next sample goes once full
 
 	plan  atomic.Pointer[learnedPlan] // nil until MinSamples are known
-	prior *learnedPlan                 // from PriorMin–PriorMax; nil without a prior
+	prior *learnedPlan                // from PriorMin–PriorMax; nil without a prior
 }
 
 // LearnedConfig tunes a LearnedSchedule. Zero fields take the values of
