@@ -42,8 +42,11 @@ type WaitOptions struct {
 	// OnEnd, if set, is called once when the wait ends, however it ends,
 	// with the number of status calls made and when the last ones were.
 	OnEnd func(PollStats)
-	// Sleep is injectable for tests.
+	// Sleep and Now are injectable for tests. Now is also the clock of
+	// the elapsed time the schedule sees (nil: the real clock, or with
+	// only Sleep set, the sum of the waits asked for).
 	Sleep func(context.Context, time.Duration) error
+	Now   func() time.Time
 }
 
 // TaskFailedError reports a task that ended in a failure status.
@@ -111,7 +114,7 @@ func (c *Client) Wait(ctx context.Context, taskID string, o WaitOptions) (Status
 	if o.Failed == nil {
 		o.Failed = []Status{StatusFailed, "error"}
 	}
-	cfg := apiclient.WaitConfig{Backoff: o.Backoff.core(), Deadline: o.Deadline, Sleep: o.Sleep}
+	cfg := apiclient.WaitConfig{Backoff: o.Backoff.core(), Deadline: o.Deadline, Sleep: o.Sleep, Now: o.Now}
 	if o.Schedule != nil {
 		cfg.Schedule = o.Schedule
 	}
