@@ -80,7 +80,7 @@ const (
 	// when the service's durations are spread out (issue 14: at most 20
 	// per analysis for durations spread over 5–120 s; a steady service
 	// uses far fewer, see apiclient.LearnedConfig.Budget).
-	LearnedBudget = 18
+	LearnedBudget = 16
 )
 
 // NewLearnedSchedule returns a polling schedule for URL tasks that learns

@@ -204,6 +204,20 @@ const (
 	PriorMax = 5 * time.Minute
 )
 
+// LearnedApproach and LearnedBudget shape a sandbox LearnedSchedule: the
+// checks before the learned durations are LearnedApproach× the elapsed
+// time apart (instead of the core's 3×), so that a task seldom jumps from
+// running to reported between two checks and the near-the-end statuses
+// (which last about a fifth of an analysis, notes §4.2) are seen; that
+// leaves a budget of LearnedBudget calls per minute of mean duration for
+// the learned part. With them, analyses spread over 5–120 s take 15–20
+// status calls and are seen about 1 s after they end, learned or not
+// (BenchmarkFirstVerdictLatency in scan).
+const (
+	LearnedApproach = 1.5
+	LearnedBudget   = 6
+)
+
 // NearStatuses are the statuses after which only the report is left to
 // write: CAPE's "completed" (analysis over) and the spec's "reporting"
 // (notes §4.2: completed ~1 s, then reporting), plus CAPE's
@@ -214,9 +228,9 @@ var NearStatuses = []string{string(StatusCompleted), string(StatusReporting), st
 // NewLearnedSchedule returns a polling schedule for sandbox tasks that
 // learns how long this service's analyses take (the HTTP core's
 // LearnedSchedule with its defaults), plans as if they took between
-// PriorMin and PriorMax until it has seen 8 of them, and checks every
-// second or so (growing with the phase's age) once a task shows one of
-// NearStatuses. Use one per service, pass it as WaitOptions.Schedule, and
+// PriorMin and PriorMax until it has seen 8 of them, checks at least every
+// LearnedApproach× the elapsed time, and checks every second or so (growing
+// with the phase's age) once a task shows one of NearStatuses. Use one per service, pass it as WaitOptions.Schedule, and
 // Observe each completed wait's PollStats.Completion (WaitOptions.OnEnd)
 // when the wait started at submission.
 func NewLearnedSchedule() *LearnedSchedule {
@@ -224,6 +238,7 @@ func NewLearnedSchedule() *LearnedSchedule {
 	cfg.Fallback = DefaultWaitBackoff.core()
 	cfg.PriorMin, cfg.PriorMax = PriorMin, PriorMax
 	cfg.Near = NearStatuses
+	cfg.Approach, cfg.Budget = LearnedApproach, LearnedBudget
 	return &LearnedSchedule{s: apiclient.NewLearnedSchedule(cfg)}
 }
 

@@ -288,9 +288,11 @@ const (
 )
 
 // hazardFloor bounds the survival 1−F in the hazard f/(1−F) from below:
-// past the last 5 % of the learned durations, the dense checking follows f
-// alone (×√20) instead of growing without bound.
-const hazardFloor = 0.05
+// past the last 10 % of the learned durations, the dense checking follows f
+// alone (×√10) instead of growing without bound, which also limits what a
+// task longer than the learned ones pays when the samples understate the
+// tail (durations learned during a burst come from its shortest tasks).
+const hazardFloor = 0.1
 
 func buildPlan(cfg LearnedConfig, samples []time.Duration) *learnedPlan {
 	n := len(samples)
