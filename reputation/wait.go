@@ -42,8 +42,11 @@ type WaitOptions struct {
 	// OnEnd, if set, is called once when the wait ends, however it ends,
 	// with the number of status calls made and when the last ones were.
 	OnEnd func(PollStats)
-	// Sleep is injectable for tests.
+	// Sleep and Now are injectable for tests. Now is also the clock of
+	// the elapsed time the schedule sees (nil: the real clock, or with
+	// only Sleep set, the sum of the waits asked for).
 	Sleep func(context.Context, time.Duration) error
+	Now   func() time.Time
 }
 
 // TaskFailedError reports a task that ended in a failure status.
@@ -65,16 +68,36 @@ func (e *TaskFailedError) Is(target error) bool { return target == ErrTaskFailed
 // Reason classifies a failed task as a service-reported failure.
 func (e *TaskFailedError) Reason() Reason { return ReasonAPI }
 
+// Learned-schedule settings for URL tasks (NewLearnedSchedule).
+const (
+	// PriorMin and PriorMax bound what a URL analysis is assumed to take
+	// before any has been seen: 5–120 s (issues 3 and 14; notes §4.1
+	// assume 1–5 s queued plus 5–30 s processing, and slow pages take
+	// longer).
+	PriorMin = 5 * time.Second
+	PriorMax = 2 * time.Minute
+	// LearnedBudget is the mean number of status calls a URL task may use
+	// when the service's durations are spread out (issue 14: at most 20
+	// per analysis for durations spread over 5–120 s; a steady service
+	// uses far fewer, see apiclient.LearnedConfig.Budget).
+	LearnedBudget = 16
+)
+
 // NewLearnedSchedule returns a polling schedule for URL tasks that learns
 // how long this service's analyses take (a LearnedSchedule with the
-// defaults of the HTTP core, falling back on DefaultBackoff until it has
-// seen 8 of them).
+// defaults of the HTTP core and a budget of LearnedBudget calls per
+// minute of mean duration). Until it has seen 8 of them it plans as if
+// analyses took between PriorMin and PriorMax. The URL service's statuses
+// other than "completed" are not documented (notes §4.1), so none of them
+// is taken as a sign that the end is near.
 // Use one per service, pass it as WaitOptions.Schedule, and Observe each
 // completed wait's PollStats.Completion (WaitOptions.OnEnd); scan.URLs does
 // this itself.
 func NewLearnedSchedule() *LearnedSchedule {
 	cfg := apiclient.DefaultLearnedConfig()
 	cfg.Fallback = DefaultBackoff.core()
+	cfg.PriorMin, cfg.PriorMax = PriorMin, PriorMax
+	cfg.Budget = LearnedBudget
 	return &LearnedSchedule{s: apiclient.NewLearnedSchedule(cfg)}
 }
 
@@ -91,7 +114,7 @@ func (c *Client) Wait(ctx context.Context, taskID string, o WaitOptions) (Status
 	if o.Failed == nil {
 		o.Failed = []Status{StatusFailed, "error"}
 	}
-	cfg := apiclient.WaitConfig{Backoff: o.Backoff.core(), Deadline: o.Deadline, Sleep: o.Sleep}
+	cfg := apiclient.WaitConfig{Backoff: o.Backoff.core(), Deadline: o.Deadline, Sleep: o.Sleep, Now: o.Now}
 	if o.Schedule != nil {
 		cfg.Schedule = o.Schedule
 	}
@@ -177,6 +200,12 @@ type LearnedSchedule struct{ s *apiclient.LearnedSchedule }
 // Next implements Schedule.
 func (l *LearnedSchedule) Next(polls int, elapsed time.Duration) time.Duration {
 	return l.s.Next(polls, elapsed)
+}
+
+// NextStatus implements the HTTP core's status-aware schedule (Wait passes
+// it the latest status and how long the task has shown it).
+func (l *LearnedSchedule) NextStatus(status string, inStatus time.Duration, polls int, elapsed time.Duration) time.Duration {
+	return l.s.NextStatus(status, inStatus, polls, elapsed)
 }
 
 // Observe records that a task took d from submission to completion (a

@@ -25,8 +25,16 @@ const DefaultWaitDeadline = 45 * time.Minute
 // WaitOptions tunes Wait. The zero value uses the defaults.
 type WaitOptions struct {
 	// Backoff is the polling schedule (zero: DefaultWaitBackoff; a zero
-	// Initial takes DefaultWaitBackoff's).
+	// Initial takes DefaultWaitBackoff's) unless Schedule is set.
 	Backoff Backoff
+	// Schedule, if set, is the polling schedule instead of Backoff: for
+	// example the service's *LearnedSchedule (NewLearnedSchedule), which
+	// also uses the statuses it sees and which the caller feeds with each
+	// completed task's PollStats.Completion (OnEnd).
+	Schedule Schedule
+	// OnEnd, if set, is called once when the wait ends, however it ends,
+	// with the number of status calls made and when the last ones were.
+	OnEnd func(PollStats)
 	// Deadline bounds the whole wait (zero: DefaultWaitDeadline; negative:
 	// only ctx).
 	Deadline time.Duration
@@ -85,6 +93,12 @@ func (c *Client) Wait(ctx context.Context, taskID string, o WaitOptions) (Status
 	}
 	start := now()
 	cfg := apiclient.WaitConfig{Backoff: o.Backoff.core(), Deadline: o.Deadline, Sleep: o.Sleep, Now: now}
+	if o.Schedule != nil {
+		cfg.Schedule = o.Schedule
+	}
+	if o.OnEnd != nil {
+		cfg.OnEnd = func(s apiclient.PollStats) { o.OnEnd(PollStats(s)) }
+	}
 	if o.PendingDeadline > 0 {
 		cfg.Stuck, cfg.StuckIn = o.PendingDeadline, []string{string(StatusPending)}
 	}
@@ -148,3 +162,123 @@ func (b Backoff) core() apiclient.Backoff { return apiclient.Backoff(b) }
 
 // Delay returns the wait before check number n (0-based), without jitter.
 func (b Backoff) Delay(n int) time.Duration { return b.core().Delay(n) }
+
+// Next implements Schedule: Delay(polls), jittered.
+func (b Backoff) Next(polls int, elapsed time.Duration) time.Duration {
+	return b.core().Next(polls, elapsed)
+}
+
+// Schedule decides when a polled task is checked next: Next returns the
+// wait before the next check, given how many checks were made so far and
+// how long the wait has lasted. It must be safe for concurrent use when one
+// Schedule serves many tasks. Backoff and *LearnedSchedule implement it.
+type Schedule interface {
+	Next(polls int, elapsed time.Duration) time.Duration
+}
+
+// PollStats describes a finished wait: how many status checks it made and
+// when the last of them ended, on the wait's clock.
+type PollStats struct {
+	// Polls is the number of checks made (failed ones included).
+	Polls int
+	// Elapsed is the time from the start of the wait to the end of the
+	// last check.
+	Elapsed time.Duration
+	// LastGap is the time between the ends of the last two checks; when
+	// the last check saw the task end, the task ended within this gap.
+	LastGap time.Duration
+}
+
+// Completion estimates, for a wait whose last check saw the task end, how
+// long after the start of the wait the task ended (the middle of the last
+// gap).
+func (s PollStats) Completion() time.Duration { return apiclient.PollStats(s).Completion() }
+
+// Learned-schedule settings for sandbox tasks (NewLearnedSchedule).
+const (
+	// PriorMin and PriorMax bound what an analysis is assumed to take
+	// before any has been seen: from a few seconds (a sample the sandbox
+	// dismisses at once) to a full CAPE run, whose default analysis
+	// timeout is 200 s plus reporting (notes §4.2).
+	PriorMin = 5 * time.Second
+	PriorMax = 5 * time.Minute
+)
+
+// LearnedApproach and LearnedBudget shape a sandbox LearnedSchedule: the
+// checks before the learned durations are LearnedApproach× the elapsed
+// time apart (instead of the core's 3×), so that a task seldom jumps from
+// running to reported between two checks and the near-the-end statuses
+// (which last about a fifth of an analysis, notes §4.2) are seen; that
+// leaves a budget of LearnedBudget calls per minute of mean duration for
+// the learned part. With them, analyses spread over 5–120 s take 15–20
+// status calls and are seen about 1 s after they end, learned or not
+// (BenchmarkFirstVerdictLatency in scan).
+const (
+	LearnedApproach = 1.5
+	LearnedBudget   = 6
+)
+
+// NearStatuses are the statuses after which only the report is left to
+// write: CAPE's "completed" (analysis over) and the spec's "reporting"
+// (notes §4.2: completed ~1 s, then reporting), plus CAPE's
+// "distributed_completed". A LearnedSchedule from NewLearnedSchedule
+// checks often while a task shows one of them.
+var NearStatuses = []string{string(StatusCompleted), string(StatusReporting), string(StatusDistributedCompleted)}
+
+// NewLearnedSchedule returns a polling schedule for sandbox tasks that
+// learns how long this service's analyses take (the HTTP core's
+// LearnedSchedule with its defaults), plans as if they took between
+// PriorMin and PriorMax until it has seen 8 of them, checks at least every
+// LearnedApproach× the elapsed time, and checks every second or so (growing
+// with the phase's age) once a task shows one of NearStatuses. Use one per service, pass it as WaitOptions.Schedule, and
+// Observe each completed wait's PollStats.Completion (WaitOptions.OnEnd)
+// when the wait started at submission.
+func NewLearnedSchedule() *LearnedSchedule {
+	cfg := apiclient.DefaultLearnedConfig()
+	cfg.Fallback = DefaultWaitBackoff.core()
+	cfg.PriorMin, cfg.PriorMax = PriorMin, PriorMax
+	cfg.Near = NearStatuses
+	cfg.Approach, cfg.Budget = LearnedApproach, LearnedBudget
+	return &LearnedSchedule{s: apiclient.NewLearnedSchedule(cfg)}
+}
+
+// LearnedSchedule is a polling Schedule that learns how long the service's
+// tasks take and spends its status checks where completions are likely,
+// and where the task's status says the end is near (NewLearnedSchedule).
+// One serves every task of a service; it is safe for concurrent use.
+type LearnedSchedule struct{ s *apiclient.LearnedSchedule }
+
+// Next implements Schedule (without a status: Wait uses NextStatus).
+func (l *LearnedSchedule) Next(polls int, elapsed time.Duration) time.Duration {
+	return l.s.Next(polls, elapsed)
+}
+
+// NextStatus implements the HTTP core's status-aware schedule (Wait passes
+// it the latest status and how long the task has shown it).
+func (l *LearnedSchedule) NextStatus(status string, inStatus time.Duration, polls int, elapsed time.Duration) time.Duration {
+	return l.s.NextStatus(status, inStatus, polls, elapsed)
+}
+
+// Observe records that a task took d from submission to reported (a
+// completed wait's PollStats.Completion, for waits that started at
+// submission). Failed and resumed waits must not be observed.
+func (l *LearnedSchedule) Observe(d time.Duration) { l.s.Observe(d) }
+
+// Stats returns what the schedule currently believes.
+func (l *LearnedSchedule) Stats() LearnedStats { return LearnedStats(l.s.Stats()) }
+
+// LearnedStats is what a LearnedSchedule currently believes, for metrics
+// and logs.
+type LearnedStats struct {
+	// Samples is how many durations are remembered.
+	Samples int
+	// Learning is true once enough durations are known (the prior is no
+	// longer used).
+	Learning bool
+	// P5, Median and P95 are quantiles of the remembered durations (zero
+	// without samples).
+	P5, Median, P95 time.Duration
+	// ChecksPerTask is the mean number of status checks the schedule
+	// expects to make per task (zero until Learning).
+	ChecksPerTask float64
+}

@@ -199,3 +199,36 @@ func TestWaitCancelled(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// With NewLearnedSchedule, once the task says reporting the next checks
+// come about a second apart (the plan alone waits several seconds there),
+// and OnEnd reports the checks made.
+func TestWaitLearnedScheduleChecksOftenNearTheEnd(t *testing.T) {
+	t.Parallel()
+	answers := []string{"pending"}
+	for range 10 {
+		answers = append(answers, "running")
+	}
+	answers = append(answers, "reporting", "reporting", "reporting", "reported")
+	f, n := statusScript(t, answers...)
+	clock := newFakeClock()
+	var stats PollStats
+	st, err := f.client().Wait(t.Context(), "1042", WaitOptions{Schedule: NewLearnedSchedule(),
+		Sleep: clock.Sleep, Now: clock.Now, OnEnd: func(s PollStats) { stats = s }})
+	if err != nil || st != StatusReported {
+		t.Fatalf("Wait = %q, %v", st, err)
+	}
+	slept := clock.Slept()
+	if int(n.Load()) != len(answers) || stats.Polls != len(answers) || len(slept) != len(answers) {
+		t.Fatalf("polls %d, OnEnd %+v, sleeps %v", n.Load(), stats, slept)
+	}
+	t.Logf("sleeps %v", slept)
+	if d := slept[11]; d < 2*time.Second {
+		t.Errorf("the last wait while running is %s: expected the plan's gaps, several seconds by then", d)
+	}
+	for i, d := range slept[12:] {
+		if d > 1300*time.Millisecond {
+			t.Errorf("wait %d after reporting was first seen: %s, want about 1 s", i+1, d)
+		}
+	}
+}

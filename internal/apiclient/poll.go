@@ -22,6 +22,38 @@ type Schedule interface {
 	Next(polls int, elapsed time.Duration) time.Duration
 }
 
+// StatusSchedule is a Schedule that also uses what the service says about
+// the task. WaitStatus calls NextStatus instead of Next when its schedule
+// implements it, with the latest status seen (empty before the first
+// successful check) and how long the task has shown it: the elapsed time
+// since the end of the check that first saw it.
+type StatusSchedule interface {
+	Schedule
+	NextStatus(status string, inStatus time.Duration, polls int, elapsed time.Duration) time.Duration
+}
+
+// statusSchedule adapts a StatusSchedule to one wait: check records the
+// statuses, Next passes them on. Poll calls both from one goroutine.
+type statusSchedule struct {
+	s       StatusSchedule
+	status  string
+	changed bool          // status changed in the latest check
+	since   time.Duration // elapsed at the end of the check that first saw status
+}
+
+func (a *statusSchedule) saw(status string) {
+	if status != a.status {
+		a.status, a.changed = status, true
+	}
+}
+
+func (a *statusSchedule) Next(polls int, elapsed time.Duration) time.Duration {
+	if a.changed {
+		a.since, a.changed = elapsed, false
+	}
+	return a.s.NextStatus(a.status, elapsed-a.since, polls, elapsed)
+}
+
 // Backoff is a polling schedule: the first check after Initial, each next
 // interval Factor times the previous, never more than Max, each randomised by
 // ±Jitter (a fraction) so that many tasks started together spread out.
@@ -199,6 +231,11 @@ func WaitStatus(ctx context.Context, cfg WaitConfig, fetch func(context.Context)
 	if cfg.Schedule != nil {
 		sched = cfg.Schedule
 	}
+	var aware *statusSchedule
+	if s, ok := sched.(StatusSchedule); ok {
+		aware = &statusSchedule{s: s}
+		sched = aware
+	}
 	var (
 		last      string
 		since     time.Time
@@ -221,6 +258,9 @@ func WaitStatus(ctx context.Context, cfg WaitConfig, fetch func(context.Context)
 			since = now()
 		}
 		last = st
+		if aware != nil {
+			aware.saw(st)
+		}
 		if cfg.OnStatus != nil {
 			cfg.OnStatus(st, changed)
 		}

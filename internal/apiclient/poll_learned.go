@@ -32,10 +32,14 @@ import (
 //     elapsed time: 1, 3, 9, 27, 81 s with the defaults, so a task far
 //     faster than usual is still seen by 3× its duration (never later
 //     than First), for a handful of checks (4 before a 60 s window);
-//   - dense: k·√f(t), capped so that the total stays under one check per
-//     MinGap. √f is what minimises the mean delay for a given number of
-//     checks (with gaps g(t), the mean delay is ∫f·g/2 and the number of
-//     checks ∫1/g: Lagrange gives g ∝ f^-½). k is the largest value that
+//   - dense: k·√(f(t)/(1−F(t))), capped so that the total stays under one
+//     check per MinGap. The square root of the hazard is what minimises
+//     the mean delay for a given mean number of checks (with gaps g(t),
+//     the mean delay is ∫f·g/2 and the mean number of checks ∫(1−F)/g,
+//     since a check at t is made only for the tasks still running:
+//     Lagrange gives g ∝ √((1−F)/f)); the survival 1−F is floored at
+//     hazardFloor. For a spread-out service this checks more densely late
+//     in the window than early. k is the largest value that
 //     keeps the mean checks per task (over the learned durations) within
 //     Budget, and at most what puts the cap where f ≥ ½ of its peak: for a
 //     steady service the window where completions happen is checked every
@@ -44,7 +48,10 @@ import (
 //     the usual durations, a late task is checked every TailGap.
 //
 // The next check is where ∫λ from the current elapsed time reaches 1, ±
-// Jitter. Until MinSamples durations are known, Fallback is used instead.
+// Jitter. Until MinSamples durations are known, the same plan is built from
+// a prior (durations spread evenly over PriorMin–PriorMax), or without one
+// Fallback is used instead. As a StatusSchedule it also checks often while
+// the task shows a status that says the end is near (LearnedConfig.Near).
 type LearnedSchedule struct {
 	cfg LearnedConfig
 
@@ -52,7 +59,8 @@ type LearnedSchedule struct {
 	samples []time.Duration // ring of the last cfg.Memory durations
 	next    int             // where the next sample goes once full
 
-	plan atomic.Pointer[learnedPlan] // nil until MinSamples are known
+	plan  atomic.Pointer[learnedPlan] // nil until MinSamples are known
+	prior *learnedPlan                // from PriorMin–PriorMax; nil without a prior
 }
 
 // LearnedConfig tunes a LearnedSchedule. Zero fields take the values of
@@ -94,6 +102,19 @@ type LearnedConfig struct {
 	// Jitter spreads each wait by ±Jitter (a fraction) so that tasks started
 	// together do not check together (default config: 0.1; zero: none).
 	Jitter float64
+	// PriorMin and PriorMax, if PriorMax is positive, are what the service
+	// is believed to take before anything is learned: until MinSamples
+	// durations are known the schedule plans as if it had seen durations
+	// spread evenly over [PriorMin, PriorMax], instead of using Fallback.
+	PriorMin, PriorMax time.Duration
+	// Near lists statuses that say the task is about to end (the
+	// sandbox's "completed" and "reporting": the analysis is over, only
+	// the report is being written). While the task shows one of them the
+	// wait before the next check is at most NearGap (default 1 s) plus a
+	// tenth of the time it has shown it (a phase that lasts longer than
+	// expected is checked less often), never more than TailGap.
+	Near    []string
+	NearGap time.Duration
 }
 
 // DefaultLearnedConfig returns the defaults documented on LearnedConfig.
@@ -143,17 +164,46 @@ func NewLearnedSchedule(cfg LearnedConfig) *LearnedSchedule {
 	if cfg.BudgetSpan <= 0 {
 		cfg.BudgetSpan = d.BudgetSpan
 	}
-	return &LearnedSchedule{cfg: cfg}
+	if cfg.NearGap <= 0 {
+		cfg.NearGap = time.Second
+	}
+	s := &LearnedSchedule{cfg: cfg}
+	if cfg.PriorMax > 0 {
+		lo, hi := max(cfg.PriorMin, 0), max(cfg.PriorMax, cfg.PriorMin)
+		prior := make([]time.Duration, cfg.Memory)
+		for i := range prior {
+			prior[i] = lo + time.Duration(float64(hi-lo)*float64(i)/float64(max(len(prior)-1, 1)))
+		}
+		s.prior = buildPlan(cfg, prior)
+	}
+	return s
 }
 
-// Next implements Schedule. Before MinSamples durations are known it is
-// Fallback.Next; afterwards it depends only on elapsed.
+// Next implements Schedule. Before MinSamples durations are known it plans
+// from the prior (PriorMin–PriorMax), or without one is Fallback.Next;
+// afterwards it plans from the learned durations. Either plan depends only
+// on elapsed.
 func (s *LearnedSchedule) Next(polls int, elapsed time.Duration) time.Duration {
 	p := s.plan.Load()
+	if p == nil {
+		p = s.prior
+	}
 	if p == nil {
 		return s.cfg.Fallback.Next(polls, elapsed)
 	}
 	return jitter(p.gap(elapsed.Seconds()), s.cfg.Jitter)
+}
+
+// NextStatus implements StatusSchedule: Next, except that while the task
+// shows one of the Near statuses (for inStatus so far) the wait is at most
+// NearGap + inStatus/10, and at most TailGap.
+func (s *LearnedSchedule) NextStatus(status string, inStatus time.Duration, polls int, elapsed time.Duration) time.Duration {
+	d := s.Next(polls, elapsed)
+	if slices.Contains(s.cfg.Near, status) {
+		near := min(s.cfg.NearGap+time.Duration(float64(max(inStatus, 0))*nearGrowth), s.cfg.TailGap)
+		d = min(d, jitter(near, s.cfg.Jitter))
+	}
+	return d
 }
 
 // Observe records that a task took d from submission to completion (for a
@@ -237,6 +287,13 @@ const (
 	planPoints = 4096
 )
 
+// hazardFloor bounds the survival 1−F in the hazard f/(1−F) from below:
+// past the last 10 % of the learned durations, the dense checking follows f
+// alone (×√10) instead of growing without bound, which also limits what a
+// task longer than the learned ones pays when the samples understate the
+// tail (durations learned during a burst come from its shortest tasks).
+const hazardFloor = 0.1
+
 func buildPlan(cfg LearnedConfig, samples []time.Duration) *learnedPlan {
 	n := len(samples)
 	xs := make([]float64, n)
@@ -294,7 +351,10 @@ func buildPlan(cfg LearnedConfig, samples []time.Duration) *learnedPlan {
 		f *= norm
 		cdf /= float64(n)
 		base[i] = p.approach(t) + cdf*p.tail
-		dense[i] = math.Sqrt(f)
+		// √ of the hazard f/(1−F): a check at t costs only the tasks
+		// still running, so late checks are cheaper (see LearnedSchedule).
+		// The floor keeps the kernel's far tail (f ≈ 0, 1−F ≈ 0) sparse.
+		dense[i] = math.Sqrt(f / max(1-cdf, hazardFloor))
 		peak = max(peak, f)
 	}
 	maxRate := 1 / minGap
@@ -320,7 +380,8 @@ func buildPlan(cfg LearnedConfig, samples []time.Duration) *learnedPlan {
 		return sum / float64(n)
 	}
 	budget := cfg.Budget * max(1, mean/cfg.BudgetSpan.Seconds())
-	// k at most puts the cap where f ≥ peak/2; more would only spread the
+	// k at most puts the cap where f ≥ peak/2 (and, the hazard being at
+	// least f, wherever the hazard is that high); more would only spread the
 	// MinGap checking over the kernel's tails (which the √f ramp around
 	// the window covers at a lower rate).
 	kMax := math.Sqrt2 * maxRate / math.Sqrt(peak)
@@ -411,3 +472,12 @@ func (p *learnedPlan) gap(e float64) time.Duration {
 	}
 	return time.Duration((t - e) * float64(time.Second))
 }
+
+// nearGrowth is the part of the time spent in a Near status added to
+// NearGap. 0.1 keeps the wait about a tenth of the phase's age: for the
+// sandbox, whose report-writing phase is a fifth to a quarter of the whole
+// analysis (notes §4.2: completed 1 s + reporting 30–120 s after ~200 s
+// running), the report is seen within about 10 % of that phase, for about
+// ln(1+0.1·T)/ln(1.1)+1 checks in a phase of T seconds (a 60 s phase:
+// about 20 checks at most, fewer when the plan is already dense there).
+const nearGrowth = 0.1

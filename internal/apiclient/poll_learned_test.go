@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -324,5 +325,135 @@ func BenchmarkLearnedScheduleObserve(b *testing.B) {
 	for b.Loop() {
 		s.Observe(secs(5 + float64(i%116)))
 		i++
+	}
+}
+
+// priorConfig is the default config without jitter, with a 5–120 s prior
+// and the URL client's budget (16 calls per minute of mean duration).
+func priorConfig() LearnedConfig {
+	cfg := DefaultLearnedConfig()
+	cfg.Jitter = 0
+	cfg.Budget = 16
+	cfg.PriorMin, cfg.PriorMax = secs(5), secs(120)
+	return cfg
+}
+
+// With a prior, the schedule plans from it before learning anything (not
+// the Fallback), and switches to what it learned once it knows enough.
+func TestLearnedSchedulePlansFromThePriorUntilItKnowsEnough(t *testing.T) {
+	t.Parallel()
+	cfg := priorConfig()
+	cfg.Fallback = Backoff{Initial: time.Hour, Factor: 1, Max: time.Hour}
+	s := NewLearnedSchedule(cfg)
+	// The prior is the plan of durations spread evenly over 5–120 s.
+	want := NewLearnedSchedule(priorConfig())
+	for i := range 64 {
+		want.Observe(secs(5 + 115*float64(i)/63))
+	}
+	for _, e := range []float64{0, 3, 10, 20, 60, 110, 200} {
+		if got, w := s.Next(3, secs(e)), want.plan.Load().gap(e); got != w {
+			t.Errorf("no history, Next at %g s = %s, want the prior's %s", e, got, w)
+		}
+	}
+	// A 20 s analysis with no history: seen within 4 s, in a few checks.
+	st, times := run(s, secs(20))
+	if st.Polls > 8 || st.Elapsed > secs(24) {
+		t.Errorf("20 s, no history: %d checks at %v", st.Polls, times)
+	}
+	p50, p95, calls := lagStats(s, 5, 120)
+	t.Logf("5–120 s on the prior: delay p50 %s p95 %s, %.1f checks", p50, p95, calls)
+	if calls > 20 || p50 > 2*time.Second || p95 > 5*time.Second {
+		t.Errorf("5–120 s on the prior: delay p50 %s p95 %s, %.1f checks", p50, p95, calls)
+	}
+	// Learning still takes over: a steady 60 s service after MinSamples.
+	for range cfg.MinSamples {
+		s.Observe(time.Minute)
+	}
+	if st := s.Stats(); !st.Learning || st.Median != time.Minute {
+		t.Fatalf("after MinSamples: %+v", st)
+	}
+	if st, _ := run(s, time.Minute); st.Polls > 12 || st.Elapsed > secs(61.5) {
+		t.Errorf("learned 60 s: %d checks, seen at %s", st.Polls, st.Elapsed)
+	}
+}
+
+// The √hazard shape checks a spread-out service more densely late in its
+// window than early, where few tasks have ended yet.
+func TestLearnedScheduleDenserLateInASpreadWindow(t *testing.T) {
+	t.Parallel()
+	s := seeded(t, 5, 120, 64)
+	early, late := s.Next(0, secs(20)), s.Next(0, secs(100))
+	if late*5 > early*4 {
+		t.Errorf("gap at 20 s %s, at 100 s %s: want denser late", early, late)
+	}
+}
+
+// Near statuses: the wait is at most NearGap plus a tenth of the time in
+// the status, never more than TailGap and never more than the plan's;
+// other statuses follow the plan.
+func TestLearnedScheduleNearStatuses(t *testing.T) {
+	t.Parallel()
+	cfg := priorConfig()
+	cfg.Near = []string{"completed", "reporting"}
+	s := NewLearnedSchedule(cfg)
+	plan := func(e float64) time.Duration { return s.Next(0, secs(e)) }
+	for _, tc := range []struct {
+		status   string
+		inStatus float64
+		elapsed  float64
+		want     time.Duration
+	}{
+		{"running", 0, 30, plan(30)},
+		{"pending", 10, 30, plan(30)},
+		{"reporting", 0, 30, time.Second},
+		{"reporting", 10, 30, 2 * time.Second},
+		{"completed", 5, 30, 1500 * time.Millisecond},
+		{"reporting", 1000, 1030, cfg.TailGap},
+		{"reporting", 0, 200, time.Second},
+	} {
+		want := min(tc.want, plan(tc.elapsed))
+		if got := s.NextStatus(tc.status, secs(tc.inStatus), 4, secs(tc.elapsed)); got != want {
+			t.Errorf("NextStatus(%q, in %g s, at %g s) = %s, want %s", tc.status, tc.inStatus, tc.elapsed, got, want)
+		}
+	}
+}
+
+// statusRecorder is a StatusSchedule that records what WaitStatus tells it.
+type statusRecorder struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *statusRecorder) Next(int, time.Duration) time.Duration {
+	panic("Next called on a StatusSchedule")
+}
+
+func (r *statusRecorder) NextStatus(status string, inStatus time.Duration, polls int, elapsed time.Duration) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, fmt.Sprintf("%d %s %s/%s", polls, status, inStatus, elapsed))
+	return time.Second
+}
+
+// WaitStatus gives a StatusSchedule the latest status and how long the
+// task has shown it, on the wait's clock.
+func TestWaitStatusPassesStatusesToAStatusSchedule(t *testing.T) {
+	t.Parallel()
+	var clock time.Duration
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	statuses := []string{"pending", "running", "running", "reporting", "reporting", "reported"}
+	i := 0
+	r := &statusRecorder{}
+	_, err := WaitStatus(t.Context(), WaitConfig{Schedule: r,
+		Sleep: func(_ context.Context, d time.Duration) error { clock += d; return nil },
+		Now:   func() time.Time { return base.Add(clock) }},
+		func(context.Context) (string, error) { i++; return statuses[i-1], nil },
+		func(s string) (bool, error) { return s == "reported", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0  0s/0s", "1 pending 0s/1s", "2 running 0s/2s", "3 running 1s/3s", "4 reporting 0s/4s", "5 reporting 1s/5s"}
+	if !slices.Equal(r.seen, want) {
+		t.Errorf("NextStatus saw %q, want %q", r.seen, want)
 	}
 }

@@ -1,0 +1,286 @@
+package scan_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
+	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
+)
+
+// fastClock is virtual time running speed× the real clock, shared by a
+// simulator (Config.Now) and the waits (Now, Sleep): a 120 s analysis
+// lasts 120/speed s of real time. Everything real (HTTP, scheduling,
+// the clients' rate limiters) counts speed× in virtual time, so the
+// lags measured on it are pessimistic.
+type fastClock struct {
+	start time.Time
+	speed float64
+}
+
+func newFastClock(speed float64) *fastClock { return &fastClock{start: time.Now(), speed: speed} }
+
+func (c *fastClock) Now() time.Time {
+	return c.start.Add(time.Duration(float64(time.Since(c.start)) * c.speed))
+}
+
+func (c *fastClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(time.Duration(float64(d) / c.speed))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Settings of BenchmarkFirstVerdictLatency.
+const (
+	firstSpeed    = 8  // virtual seconds per real second
+	firstWarm     = 12 // analyses learned from before measuring (learned workloads)
+	firstMeasured = 40 // measured analyses per uniform workload
+	firstSingles  = 10 // independent single 20 s analyses, each with no history
+	// firstPace spaces the measured submissions (virtual time): a burst
+	// would teach the learned schedule only its shortest tasks while the
+	// long ones are still polling (see internal/apiclient hazardFloor).
+	firstPace = 3 * time.Second
+)
+
+// firstWorkload is one stream of analyses on its own simulator and clock.
+type firstWorkload struct {
+	name    string
+	sandbox bool // the sandbox service instead of the URL service
+	learned bool // 12 analyses learned from first; else no history for each
+	single  bool // 20 s analyses instead of uniform 5–120 s
+	seed    uint64
+}
+
+// firstTask is one measured analysis.
+type firstTask struct {
+	lag   time.Duration // result read − service finished, virtual time
+	calls int           // status calls
+}
+
+// BenchmarkFirstVerdictLatency measures the issue 14 item 2 targets: the
+// time from a service finishing an analysis to the client having its
+// result (the card is posted right after), and the status calls per
+// analysis, for durations uniform over 5–120 s with a learned schedule
+// and with none (each analysis polled by a fresh schedule, on its prior),
+// and for single 20 s analyses with no history. URL workloads go through
+// scan.URLs.Check (d<N>s.test hosts take N s, pending then processing);
+// sandbox workloads through sandbox.Client CreateFile, Wait and
+// SimpleReport (SIM:DURATION=<N> files take N s, pending → running →
+// completed → reporting → reported in the realistic proportions). Each
+// workload has its own simulator on a virtual clock 8× the real one, with
+// the clients' rate limits raised so that budgets play no part; measured
+// analyses start one every 3 s; all workloads run at once, in about 35 s of
+// real time.
+//
+//	go test -run '^$' -bench FirstVerdictLatency -benchtime 1x -count 3 ./scan/
+//
+// Skipped with -short.
+func BenchmarkFirstVerdictLatency(b *testing.B) {
+	if testing.Short() {
+		b.Skip("takes real time")
+	}
+	workloads := []firstWorkload{
+		{name: "url-uniform-learned", learned: true, seed: 1},
+		{name: "url-uniform-cold", seed: 2},
+		{name: "url-20s-cold", single: true, seed: 3},
+		{name: "sandbox-uniform-learned", sandbox: true, learned: true, seed: 4},
+		{name: "sandbox-uniform-cold", sandbox: true, seed: 5},
+		{name: "sandbox-20s-cold", sandbox: true, single: true, seed: 6},
+	}
+	results := make([][]firstTask, len(workloads))
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for i, w := range workloads {
+			wg.Go(func() { results[i] = append(results[i], runFirstWorkload(b, w)...) })
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	b.Logf("%-24s %5s %8s %8s %8s %10s %9s", "workload", "tasks", "lag p50", "lag p95", "lag max", "calls mean", "calls max")
+	for i, w := range workloads {
+		tasks := results[i]
+		lags := make([]time.Duration, len(tasks))
+		var calls, top float64
+		for k, t := range tasks {
+			lags[k] = t.lag
+			calls += float64(t.calls)
+			top = max(top, float64(t.calls))
+		}
+		slices.Sort(lags)
+		if len(lags) == 0 {
+			continue
+		}
+		p50, p95, most := nearestRank(lags, 0.5), nearestRank(lags, 0.95), lags[len(lags)-1]
+		calls /= float64(len(tasks))
+		b.Logf("%-24s %5d %7.2fs %7.2fs %7.2fs %10.1f %9.0f", w.name, len(tasks), p50.Seconds(), p95.Seconds(), most.Seconds(), calls, top)
+		b.ReportMetric(p50.Seconds(), w.name+"-lag-p50-s")
+		b.ReportMetric(p95.Seconds(), w.name+"-lag-p95-s")
+		b.ReportMetric(most.Seconds(), w.name+"-lag-max-s")
+		b.ReportMetric(calls, w.name+"-calls")
+	}
+}
+
+func nearestRank(sorted []time.Duration, q float64) time.Duration {
+	i := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func runFirstWorkload(b *testing.B, w firstWorkload) []firstTask {
+	clock := newFastClock(firstSpeed)
+	srv, base := simtest.Start(b, sim.Config{Now: clock.Now, Profile: sim.RealisticProfile(), MaxLog: 1 << 20})
+	rng := rand.New(rand.NewPCG(w.seed, 0))
+	duration := func() int {
+		if w.single {
+			return 20
+		}
+		return 5 + rng.IntN(116)
+	}
+	n := firstMeasured
+	if w.single {
+		n = firstSingles
+	}
+	if w.sandbox {
+		return runFirstSandbox(b, w, clock, base, n, duration)
+	}
+	return runFirstURLs(b, w, clock, srv, base, n, duration)
+}
+
+func runFirstURLs(b *testing.B, w firstWorkload, clock *fastClock, srv *sim.Server, base string, n int, duration func() int) []firstTask {
+	fast := reputation.Limit{Rate: 1000, Burst: 1000}
+	rep, err := reputation.New(base, "bench-key", reputation.WithRateLimits(fast, fast))
+	if err != nil {
+		b.Fatal(err)
+	}
+	newPipeline := func() *scan.URLs {
+		return scan.NewURLs(rep, scan.URLOptions{Wait: reputation.WaitOptions{Sleep: clock.Sleep, Now: clock.Now}, MaxConcurrent: 1000})
+	}
+	shared := newPipeline()
+	defer shared.Close()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		tasks []firstTask
+	)
+	check := func(u *scan.URLs, i, seconds int, measured bool) {
+		url := fmt.Sprintf("https://%s.d%ds.test/%d", w.name, seconds, i)
+		v := u.Check(context.Background(), url, scan.CheckOptions{})
+		returned := clock.Now()
+		if v.Err != nil {
+			b.Errorf("%s: %s: %v", w.name, url, v.Err)
+			return
+		}
+		if !measured {
+			return
+		}
+		task, ok := srv.URLTask(v.TaskID)
+		if !ok {
+			b.Errorf("%s: task %s unknown to the simulator", w.name, v.TaskID)
+			return
+		}
+		finished := task.Created.Add(time.Duration(seconds) * time.Second)
+		mu.Lock()
+		tasks = append(tasks, firstTask{lag: returned.Sub(finished), calls: v.Polls})
+		mu.Unlock()
+	}
+	if w.learned {
+		for i := range firstWarm {
+			wg.Go(func() { check(shared, i, duration(), false) })
+		}
+		wg.Wait()
+		if st := shared.LearnedSchedule().Stats(); !st.Learning {
+			b.Fatalf("%s: not learning after the warm-up: %+v", w.name, st)
+		}
+	}
+	for i := range n {
+		seconds := duration()
+		wg.Go(func() {
+			u := shared
+			if !w.learned {
+				u = newPipeline() // no history: the prior only
+				defer u.Close()
+			}
+			check(u, 1000+i, seconds, true)
+		})
+		_ = clock.Sleep(context.Background(), firstPace)
+	}
+	wg.Wait()
+	return tasks
+}
+
+func runFirstSandbox(b *testing.B, w firstWorkload, clock *fastClock, base string, n int, duration func() int) []firstTask {
+	fast := sandbox.Limit{Rate: 1000, Burst: 1000}
+	sb, err := sandbox.New(base, "bench-key", sandbox.WithRateLimits(fast, fast))
+	if err != nil {
+		b.Fatal(err)
+	}
+	shared := sandbox.NewLearnedSchedule()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		tasks []firstTask
+	)
+	analyse := func(l *sandbox.LearnedSchedule, i, seconds int, measured bool) {
+		ctx := context.Background()
+		created := clock.Now() // before the upload: the lag is not understated
+		sub, err := sb.CreateFile(ctx, fmt.Sprintf("s%d.bin", i), strings.NewReader(fmt.Sprintf("%s %d SIM:DURATION=%d", w.name, i, seconds)))
+		if err != nil {
+			b.Errorf("%s: create: %v", w.name, err)
+			return
+		}
+		id := sub.TaskIDs[0]
+		var stats sandbox.PollStats
+		_, err = sb.Wait(ctx, id, sandbox.WaitOptions{Schedule: l, Sleep: clock.Sleep, Now: clock.Now,
+			OnEnd: func(s sandbox.PollStats) { stats = s }})
+		if err == nil {
+			_, err = sb.SimpleReport(ctx, id)
+		}
+		returned := clock.Now()
+		if err != nil {
+			b.Errorf("%s: task %s: %v", w.name, id, err)
+			return
+		}
+		l.Observe(stats.Completion())
+		if !measured {
+			return
+		}
+		mu.Lock()
+		tasks = append(tasks, firstTask{lag: returned.Sub(created.Add(time.Duration(seconds) * time.Second)), calls: stats.Polls})
+		mu.Unlock()
+	}
+	if w.learned {
+		for i := range firstWarm {
+			wg.Go(func() { analyse(shared, i, duration(), false) })
+		}
+		wg.Wait()
+		if st := shared.Stats(); !st.Learning {
+			b.Fatalf("%s: not learning after the warm-up: %+v", w.name, st)
+		}
+	}
+	for i := range n {
+		seconds := duration()
+		wg.Go(func() {
+			l := shared
+			if !w.learned {
+				l = sandbox.NewLearnedSchedule() // no history: the prior only
+			}
+			analyse(l, 1000+i, seconds, true)
+		})
+		_ = clock.Sleep(context.Background(), firstPace)
+	}
+	wg.Wait()
+	return tasks
+}
