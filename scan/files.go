@@ -177,6 +177,7 @@ type Files struct {
 	verdicts *gocache.Cache // sha256 → FileVerdict
 	byID     *gocache.Cache // file id → sha256
 	slots    chan struct{}
+	learned  *sandbox.LearnedSchedule // nil: opt.Wait has a fixed schedule
 
 	root   context.Context
 	cancel context.CancelFunc
@@ -249,6 +250,16 @@ func NewFiles(sb SandboxAPI, fetcher Fetcher, opt FileOptions) *Files {
 	if opt.TTL <= 0 {
 		opt.TTL = 24 * time.Hour
 	}
+	// Without a fixed schedule the sandbox is polled on one that learns
+	// how long its tasks take and watches their statuses
+	// (sandbox.NewLearnedSchedule); this pipeline feeds it.
+	var learned *sandbox.LearnedSchedule
+	if opt.Wait.Schedule == nil && opt.Wait.Backoff == (sandbox.Backoff{}) {
+		learned = sandbox.NewLearnedSchedule()
+		opt.Wait.Schedule = learned
+	} else if l, ok := opt.Wait.Schedule.(*sandbox.LearnedSchedule); ok {
+		learned = l
+	}
 	if opt.MaxDownloads <= 0 {
 		opt.MaxDownloads = 4
 	}
@@ -273,6 +284,7 @@ func NewFiles(sb SandboxAPI, fetcher Fetcher, opt FileOptions) *Files {
 		verdicts: gocache.New(opt.TTL, opt.TTL),
 		byID:     gocache.New(opt.TTL, opt.TTL),
 		slots:    make(chan struct{}, opt.MaxDownloads),
+		learned:  learned,
 		root:     root, cancel: cancel,
 		files:  map[string]*fileCall{},
 		hashes: map[string]*fileCall{},
@@ -529,6 +541,7 @@ func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, c
 		}
 	}
 	var ids []string
+	fresh := false // uploaded by this analysis: its wait teaches the schedule
 	reported := map[string]bool{}
 	if f.opt.Memory != nil {
 		// One replica uploads each file: another replica's analysis in
@@ -584,6 +597,7 @@ func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, c
 			return f.unknown(v, err, "")
 		}
 		ids = sub.TaskIDs
+		fresh = true
 		joined := strings.Join(ids, ",")
 		if f.opt.Memory != nil {
 			f.opt.Memory.Submitted(sha, joined)
@@ -599,7 +613,7 @@ func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, c
 	// Every task of the submission: the verdict is the worst.
 	var best *taskOutcome
 	for _, id := range ids {
-		o := f.task(ctx, id, reported[id], call)
+		o := f.task(ctx, id, reported[id], fresh, call)
 		v.Polls += o.polls
 		if best == nil || o.level > best.level {
 			best = &o
@@ -630,10 +644,18 @@ type taskOutcome struct {
 
 // task waits for a task (unless it is known to be reported) and reads its
 // simple report.
-func (f *Files) task(ctx context.Context, id string, reported bool, call *fileCall) taskOutcome {
+func (f *Files) task(ctx context.Context, id string, reported, fresh bool, call *fileCall) taskOutcome {
 	out := taskOutcome{id: id, level: verdict.Unknown}
 	if !reported {
 		wo := f.opt.Wait
+		var stats sandbox.PollStats
+		userEnd := f.opt.Wait.OnEnd
+		wo.OnEnd = func(s sandbox.PollStats) {
+			stats = s
+			if userEnd != nil {
+				userEnd(s)
+			}
+		}
 		user := f.opt.Wait.OnStatus
 		wo.OnStatus = func(s sandbox.Status, changed bool) {
 			out.polls++
@@ -647,6 +669,11 @@ func (f *Files) task(ctx context.Context, id string, reported bool, call *fileCa
 		if _, err := f.sb.Wait(ctx, id, wo); err != nil {
 			out.err = err
 			return out
+		}
+		// A task uploaded by this analysis waited from its submission: it
+		// teaches the schedule how long the sandbox takes.
+		if fresh && f.learned != nil {
+			f.learned.Observe(stats.Completion())
 		}
 	}
 	rep, err := f.sb.SimpleReport(ctx, id)

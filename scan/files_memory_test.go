@@ -345,3 +345,18 @@ func TestStoreBackedFileMemory(t *testing.T) {
 		t.Errorf("failed analysis recorded: %v", err)
 	}
 }
+
+// Without a fixed backoff the sandbox is polled on the learned,
+// status-aware schedule, which the pipeline feeds; a fixed one is kept.
+func TestFilesPollOnTheLearnedScheduleByDefault(t *testing.T) {
+	f := NewFiles(nil, nil, FileOptions{})
+	t.Cleanup(f.Close)
+	if f.learned == nil || f.opt.Wait.Schedule != sandbox.Schedule(f.learned) {
+		t.Fatalf("default schedule %T, learned %v", f.opt.Wait.Schedule, f.learned)
+	}
+	fixed := NewFiles(nil, nil, FileOptions{Wait: fastSandboxWait})
+	t.Cleanup(fixed.Close)
+	if fixed.learned != nil || fixed.opt.Wait.Schedule != nil {
+		t.Fatalf("a fixed backoff was replaced: %T", fixed.opt.Wait.Schedule)
+	}
+}
