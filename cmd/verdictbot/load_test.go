@@ -116,8 +116,10 @@ func startFsyncLoad(tb testing.TB, dir string) (stop func() int) {
 }
 
 // fsyncLoad is the disk load process: it writes and fsyncs a file in dir
-// until interrupted, then prints how many fsyncs it made.
+// until interrupted (or its parent is gone), then prints how many fsyncs
+// it made.
 func fsyncLoad(dir string) int {
+	parent := os.Getppid()
 	f, err := os.CreateTemp(dir, "fsync-load-*")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -136,6 +138,9 @@ func fsyncLoad(dir string) int {
 			fmt.Println(n)
 			return 0
 		default:
+		}
+		if os.Getppid() != parent {
+			return 1 // the benchmark was killed
 		}
 		if _, err := f.WriteAt(buf, off); err != nil {
 			fmt.Fprintln(os.Stderr, err)
