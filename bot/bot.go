@@ -140,7 +140,8 @@ func New(sm *socketmode.Client, api *slack.Client, h Handlers, opt Options) *Bot
 
 // SetJournal makes the bot record every job durably before acking it
 // (deduplicating redeliveries on event id across restarts), and resume the
-// unfinished ones at start.
+// unfinished ones at start. An envelope with nothing to do (see
+// Handlers.MessageNeedsWork) is acked at once and not recorded.
 func (b *Bot) SetJournal(j Journal) { b.journal = j }
 
 // SetHandler sets the message handler (it usually needs the bot's
