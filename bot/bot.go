@@ -65,6 +65,15 @@ type Handlers struct {
 	// Busy, if set, is called (on a fresh goroutine owned by the bot) when
 	// a job could not be queued, so the user can be told.
 	Busy func(ctx context.Context, kind string, payload any)
+	// MessageNeedsWork, if set, tells at intake, before the ack, whether a
+	// message event may need work (a card to post, update or mark
+	// deleted); raw is the inner event's JSON as Slack sent it. A message
+	// that needs none is acked at once and dropped: no journal write, no
+	// event-id record. It runs on the intake goroutine, so it must be pure
+	// and fast (no network, no disk), and answer true when in doubt.
+	MessageNeedsWork func(ev *slackevents.MessageEvent, raw json.RawMessage) bool
+	// FileSharedNeedsWork is MessageNeedsWork for file_shared events.
+	FileSharedNeedsWork func(ev *slackevents.FileSharedEvent) bool
 }
 
 // Observer receives measurements for metrics. All methods must be cheap.
@@ -131,18 +140,23 @@ func New(sm *socketmode.Client, api *slack.Client, h Handlers, opt Options) *Bot
 
 // SetJournal makes the bot record every job durably before acking it
 // (deduplicating redeliveries on event id across restarts), and resume the
-// unfinished ones at start.
+// unfinished ones at start. An envelope with nothing to do (see
+// Handlers.MessageNeedsWork) is acked at once and not recorded.
 func (b *Bot) SetJournal(j Journal) { b.journal = j }
 
 // SetHandler sets the message handler (it usually needs the bot's
-// Identity, so it is wired after New).
-func (b *Bot) SetHandler(h func(ctx context.Context, ev *slackevents.MessageEvent, m Meta)) {
+// Identity, so it is wired after New) and its pre-check (see
+// Handlers.MessageNeedsWork; nil: every message may need work).
+func (b *Bot) SetHandler(h func(ctx context.Context, ev *slackevents.MessageEvent, m Meta), needsWork func(ev *slackevents.MessageEvent, raw json.RawMessage) bool) {
 	b.h.Message = h
+	b.h.MessageNeedsWork = needsWork
 }
 
-// SetFileHandler sets the file_shared handler.
-func (b *Bot) SetFileHandler(h func(ctx context.Context, ev *slackevents.FileSharedEvent, m Meta)) {
+// SetFileHandler sets the file_shared handler and its pre-check (see
+// Handlers.FileSharedNeedsWork).
+func (b *Bot) SetFileHandler(h func(ctx context.Context, ev *slackevents.FileSharedEvent, m Meta), needsWork func(ev *slackevents.FileSharedEvent) bool) {
 	b.h.FileShared = h
+	b.h.FileSharedNeedsWork = needsWork
 }
 
 // Identity returns who the bot is (valid once Run has started).
@@ -364,6 +378,13 @@ func (b *Bot) intake(evt socketmode.Event, start time.Time) {
 			payload = b.h.SlashAck(&cmd)
 		}
 	}
+	if !b.needsWork(evt) {
+		// Nothing to do (most messages): no journal, no dedupe, since a
+		// redelivery has nothing to do either.
+		err := b.ack(evt)
+		b.observe(kind, start, err)
+		return
+	}
 	if b.pending == nil || evt.Request == nil {
 		err := b.ack(evt, payload)
 		b.observe(kind, start, err)
@@ -384,6 +405,40 @@ func (b *Bot) intake(evt socketmode.Event, start time.Time) {
 		b.ackPayloads.Store(evt.Request.EnvelopeID, payload)
 	}
 	b.pending <- p
+}
+
+// needsWork reports whether an envelope may need work, from its content
+// alone (see Handlers.MessageNeedsWork). Slash commands and interactions
+// always do; an Events API envelope does when route would hand it to a
+// handler and that handler's pre-check, if any, does not rule it out.
+func (b *Bot) needsWork(evt socketmode.Event) bool {
+	if evt.Type != socketmode.EventTypeEventsAPI {
+		return true
+	}
+	ev, ok := evt.Data.(slackevents.EventsAPIEvent)
+	if !ok || ev.Type != slackevents.CallbackEvent {
+		return false
+	}
+	switch inner := ev.InnerEvent.Data.(type) {
+	case *slackevents.MessageEvent:
+		if b.h.Message == nil {
+			return false
+		}
+		if b.h.MessageNeedsWork == nil {
+			return true
+		}
+		var raw json.RawMessage
+		if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.InnerEvent != nil {
+			raw = *cb.InnerEvent
+		}
+		return b.h.MessageNeedsWork(inner, raw)
+	case *slackevents.FileSharedEvent:
+		if b.h.FileShared == nil {
+			return false
+		}
+		return b.h.FileSharedNeedsWork == nil || b.h.FileSharedNeedsWork(inner)
+	}
+	return false
 }
 
 // eventID returns the Events API event id of an envelope ("" for others).

@@ -61,6 +61,13 @@ const ReasonFilesOff = "file scanning is off in this channel"
 // own card (if it has links) keeps the message ts.
 func fileCardTS(ts string) string { return ts + "/files" }
 
+// NeedsWork reports whether Shared may have work to do for a file_shared
+// event, from the event alone (see Messages.NeedsWork): every file but the
+// bot's own uploads.
+func (f *Files) NeedsWork(ev *slackevents.FileSharedEvent) bool {
+	return ev.UserID == "" || ev.UserID != f.Messages.Self().UserID
+}
+
 // Shared handles a file_shared event.
 func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, meta Meta) {
 	m := f.Messages

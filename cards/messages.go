@@ -167,6 +167,46 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 	m.scanMessage(ctx, channel, msg, messageJSON(meta.Raw, ev.SubType), mode, "", meta)
 }
 
+// NeedsWork reports whether Handle may have work to do for a message
+// event: a card to post, update or mark deleted. It reads the event only
+// (no store, no network, no clock), so the adapter can run it before the
+// ack and drop, unjournalled, the messages that need nothing: direct
+// messages, subtypes Handle ignores (channel_join, …), the bot's own
+// messages, edits that kept the links, and messages with neither a link
+// nor a file. What only the store could tell counts as work: an edit that
+// changed the links and a deletion may concern a message with a card.
+// raw is the inner event's JSON as Slack sent it (see Meta.Raw).
+func (m *Messages) NeedsWork(ev *slackevents.MessageEvent, raw json.RawMessage) bool {
+	if ev.ChannelType == "im" || ev.ChannelType == "mpim" || ev.ChannelType == "app_home" {
+		return false
+	}
+	msg := ev.Message
+	if msg == nil {
+		return false
+	}
+	// Keep in sync with Handle.
+	switch ev.SubType {
+	case "", "thread_broadcast", "bot_message", "file_share", "me_message":
+	case "message_changed":
+		if ev.PreviousMessage != nil && links.SameLinks(ev.PreviousMessage, msg) {
+			return false
+		}
+		return !m.own(msg)
+	case "message_deleted":
+		return true
+	default:
+		return false
+	}
+	if m.own(msg) {
+		return false
+	}
+	if len(msg.Files) > 0 && m.Files != nil {
+		return true
+	}
+	res := m.Links.ExtractRaw(msg, messageJSON(raw, ev.SubType))
+	return len(res.Targets) > 0 || len(res.Skipped) > 0 || res.LeftOut > 0
+}
+
 // messageJSON returns the JSON of the message an event carries: the event
 // itself, or its "message" member for message_changed. nil when unknown.
 func messageJSON(raw json.RawMessage, subtype string) json.RawMessage {

@@ -25,7 +25,7 @@ func (db *DB) RecordReport(r Report) error {
 		r.At = db.now()
 	}
 	seq := db.nextSeq()
-	return db.be.update(func(t txn) error {
+	return db.update(func(t txn) error {
 		return t.put(bReports, r.Target+"\x00"+timeKey(r.At)+seqKey(seq), enc(r))
 	})
 }
@@ -61,7 +61,7 @@ func (db *DB) ChannelMode(channel string) (string, error) {
 
 // SetChannelMode sets a channel's mode; "" removes the setting.
 func (db *DB) SetChannelMode(channel, mode string) error {
-	return db.be.update(func(t txn) error {
+	return db.update(func(t txn) error {
 		if mode == "" {
 			return t.del(bChannels, channel)
 		}
@@ -79,13 +79,13 @@ type AllowEntry struct {
 // Allow adds a domain to the runtime allowlist.
 func (db *DB) Allow(domain, by string) error {
 	e := AllowEntry{Domain: domain, By: by, At: db.now()}
-	return db.be.update(func(t txn) error { return t.put(bAllow, domain, enc(e)) })
+	return db.update(func(t txn) error { return t.put(bAllow, domain, enc(e)) })
 }
 
 // Disallow removes a domain; it reports whether it was there.
 func (db *DB) Disallow(domain string) (bool, error) {
 	found := false
-	err := db.be.update(func(t txn) error {
+	err := db.update(func(t txn) error {
 		found = t.get(bAllow, domain) != nil
 		return t.del(bAllow, domain)
 	})

@@ -41,7 +41,7 @@ func (r *CardRecord) Ref() CardRef {
 // PutCard saves a card (and indexes it by its ts once posted).
 func (db *DB) PutCard(rec *CardRecord) error {
 	rec.Updated = db.now()
-	return db.be.update(func(t txn) error { return putCard(t, rec) })
+	return db.update(func(t txn) error { return putCard(t, rec) })
 }
 
 func putCard(t txn, rec *CardRecord) error {
@@ -93,7 +93,7 @@ func (db *DB) CardByTS(channel, cardTS string) (*CardRecord, error) {
 // it; fn's error aborts without saving. It returns the saved record.
 func (db *DB) UpdateCard(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error) {
 	var out *CardRecord
-	err := db.be.update(func(t txn) error {
+	err := db.update(func(t txn) error {
 		rec, err := getCard(t, ref.Key())
 		if err != nil {
 			return err
@@ -133,7 +133,7 @@ func (db *DB) UnfinishedCards() ([]*CardRecord, error) {
 // when there is none (exists tells which), and saves it in one transaction.
 func (db *DB) UpsertCard(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error) {
 	var out *CardRecord
-	err := db.be.update(func(t txn) error {
+	err := db.update(func(t txn) error {
 		rec, err := getCard(t, ref.Key())
 		exists := err == nil
 		if errors.Is(err, ErrNotFound) {

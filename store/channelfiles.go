@@ -20,7 +20,7 @@ func (db *DB) ChannelFiles(channel string) (string, error) {
 // SetChannelFiles sets a channel's file-scanning switch ("on" or "off");
 // "" removes it.
 func (db *DB) SetChannelFiles(channel, v string) error {
-	return db.be.update(func(t txn) error {
+	return db.update(func(t txn) error {
 		if v == "" {
 			return t.del(bChannelFiles, channel)
 		}

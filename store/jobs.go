@@ -28,7 +28,7 @@ func (db *DB) RecordJobs(jobs []*Job) ([]bool, error) {
 		ids[i] = db.nextSeq()
 	}
 	now := db.now()
-	err := db.be.update(func(t txn) error {
+	err := db.updateFirst(func(t txn) error {
 		for i, j := range jobs {
 			if j.EventID != "" {
 				if t.get(bEvents, j.EventID) != nil {
@@ -63,7 +63,7 @@ func (db *DB) RecordJobs(jobs []*Job) ([]bool, error) {
 func (db *DB) SeenEvent(eventID string) (bool, error) {
 	fresh := false
 	now := db.now()
-	err := db.be.update(func(t txn) error {
+	err := db.update(func(t txn) error {
 		if t.get(bEvents, eventID) != nil {
 			return nil
 		}
@@ -78,7 +78,7 @@ func (db *DB) SeenEvent(eventID string) (bool, error) {
 
 // FinishJob deletes a finished job.
 func (db *DB) FinishJob(id uint64) error {
-	return db.be.update(func(t txn) error { return t.del(bJobs, seqKey(id)) })
+	return db.update(func(t txn) error { return t.del(bJobs, seqKey(id)) })
 }
 
 // PendingJobs returns the unfinished jobs, oldest first.
@@ -104,7 +104,7 @@ func (db *DB) PendingJobs() ([]Job, error) {
 // were removed, at most limit per call.
 func (db *DB) PruneEvents(cutoff time.Time, limit int) (int, error) {
 	n := 0
-	err := db.be.update(func(t txn) error {
+	err := db.update(func(t txn) error {
 		var keys []string
 		t.scan(bEventTimes, "", timeKey(cutoff), func(k string, _ []byte) bool {
 			keys = append(keys, k)

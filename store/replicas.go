@@ -18,7 +18,7 @@ type Claim struct {
 func (db *DB) ClaimAnalysis(service, target string) (Claim, error) {
 	var c Claim
 	now := db.now()
-	err := db.be.update(func(t txn) error {
+	err := db.update(func(t txn) error {
 		key := analysisKey(service, target)
 		if v := t.get(bAnalyses, key); v != nil {
 			c.Existed, c.Mine = true, true

@@ -80,7 +80,7 @@ func (db *DB) sweep(bucket string, visit func(t txn, k string, v []byte) (bool, 
 	from := ""
 	for {
 		done := false
-		err := db.be.update(func(t txn) error {
+		err := db.update(func(t txn) error {
 			type kv struct {
 				k string
 				v []byte

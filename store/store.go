@@ -45,6 +45,8 @@ type DB struct {
 	now func() time.Time
 	mu  sync.Mutex // serialises sequence numbers
 	seq uint64
+	// gate orders write transactions: the journal's first.
+	gate writeGate
 }
 
 // Options tune Open.

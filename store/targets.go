@@ -24,7 +24,7 @@ func (db *DB) PutAnalysis(a Analysis) error {
 	if a.SubmittedAt.IsZero() {
 		a.SubmittedAt = db.now()
 	}
-	return db.be.update(func(t txn) error {
+	return db.update(func(t txn) error {
 		if err := indexTask(t, a.TaskID, a.Target); err != nil {
 			return err
 		}
@@ -47,7 +47,7 @@ func (db *DB) Analysis(service, target string) (Analysis, error) {
 
 // DeleteAnalysis forgets a finished submission.
 func (db *DB) DeleteAnalysis(service, target string) error {
-	return db.be.update(func(t txn) error { return t.del(bAnalyses, analysisKey(service, target)) })
+	return db.update(func(t txn) error { return t.del(bAnalyses, analysisKey(service, target)) })
 }
 
 // Analyses returns every submission in flight.
@@ -131,7 +131,7 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 	}
 	var saved Target
 	var prev verdict.Level
-	err := db.be.update(func(t txn) error {
+	err := db.update(func(t txn) error {
 		if finished != "" {
 			if err := t.del(bAnalyses, analysisKey(finished, v.Target)); err != nil {
 				return err
@@ -185,7 +185,7 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 
 // AddCard remembers that card shows target (without a new verdict).
 func (db *DB) AddCard(target string, card CardRef) error {
-	return db.be.update(func(t txn) error {
+	return db.update(func(t txn) error {
 		id, rec, ok, err := getTarget(t, target)
 		if err != nil {
 			return err
@@ -258,7 +258,7 @@ func (db *DB) Due(now time.Time, limit int) ([]Target, error) {
 // broken URL does not hold the head of the queue run after run.
 func (db *DB) RecheckFailed(target string, schedule Schedule) error {
 	now := db.now()
-	return db.be.update(func(t txn) error {
+	return db.update(func(t txn) error {
 		id, rec, ok, err := getTarget(t, target)
 		if err != nil {
 			return err

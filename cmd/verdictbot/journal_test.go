@@ -14,6 +14,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/store"
 )
 
 // The journal's promise (bot/journal.go, docs/OPERATIONS.md): an envelope
@@ -132,5 +133,72 @@ func fillDisk(t *testing.T, path string) {
 		if _, err := f.Write(buf[:512]); err != nil {
 			break
 		}
+	}
+}
+
+// Issue 14: a message with nothing to scan is acked at once and dropped,
+// without a journal write; one with a link is still journalled before its
+// ack (its event id is recorded, so a redelivery is recognised).
+func TestMessagesWithNothingToScanAreNotJournalled(t *testing.T) {
+	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
+	dataDir := os.Getenv("VERDICTBOT_DATA_DIR")
+	var quiet []slackfake.Delivery
+	for _, e := range []slackfake.MessageEvent{
+		{Channel: secChannel, User: alice, Text: "lunch at noon? no links here"},
+		{Channel: secChannel, User: alice, Text: "joined", SubType: "channel_join"},
+	} {
+		d, err := h.slack.DeliverMessage(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		quiet = append(quiet, d)
+	}
+	link := h.post("see <https://evil.test/journalled>")
+	h.waitCard(link.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	ids := []string{link.EnvelopeID}
+	for _, d := range quiet {
+		ids = append(ids, d.EnvelopeID)
+	}
+	if err := h.slack.WaitAcked(h.ctx(10*time.Second), ids...); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.slack.AckStats(ids...); !st.ExactlyOnce() {
+		t.Fatalf("acks: %+v", st)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(dataDir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, d := range quiet {
+		if fresh, err := db.SeenEvent(d.EventID); err != nil || !fresh {
+			t.Errorf("event %s (nothing to scan) was recorded in the journal (fresh=%v, err=%v)", d.EventID, fresh, err)
+		}
+	}
+	if fresh, err := db.SeenEvent(link.EventID); err != nil || fresh {
+		t.Errorf("event %s (a link) was not recorded in the journal (fresh=%v, err=%v)", link.EventID, fresh, err)
+	}
+}
+
+// An edit that removes the links of a message with a card is work (the
+// card changes), though the edited message has nothing to scan: the
+// pre-check cannot see the card, so it must let the edit through.
+func TestEditThatRemovesTheLinksStillUpdatesTheCard(t *testing.T) {
+	h := startBot(t, nil, sim.Config{})
+	d := h.post("see <https://evil.test/removed>")
+	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	edit, err := h.slack.EditMessage(secChannel, d.TS, "never mind, wrong paste")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitCard(d.TS, func(b string) bool { return !strings.Contains(b, "evil[.]test") && strings.Contains(b, "Not checked") })
+	if n := len(botMessages(h.slack.Messages(secChannel, d.TS))); n != 1 {
+		t.Fatalf("%d cards, want the one card updated in place", n)
+	}
+	if st := h.slack.AckStats(edit.EnvelopeID); !st.ExactlyOnce() {
+		t.Fatalf("edit's ack: %+v", st)
 	}
 }

@@ -35,11 +35,16 @@ func (h hostTable) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 }
 
 // TestMain lets the test binary act as verdictbot itself when
-// GO_TEST_AS_VERDICTBOT=1, so tests can run (and kill) a real process.
+// GO_TEST_AS_VERDICTBOT=1, so tests can run (and kill) a real process, and
+// as a disk load (see startFsyncLoad) when GO_TEST_FSYNC_LOAD names a
+// directory.
 func TestMain(m *testing.M) {
 	systemResolver = testHosts
 	if os.Getenv("GO_TEST_AS_VERDICTBOT") == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if dir := os.Getenv(fsyncLoadEnv); dir != "" {
+		os.Exit(fsyncLoad(dir))
 	}
 	os.Exit(m.Run())
 }

@@ -226,7 +226,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	a.bot.SetHandler(func(ctx context.Context, ev *slackevents.MessageEvent, m bot.Meta) {
 		a.messages.Handle(ctx, ev, cardsMeta(m))
-	})
+	}, a.messages.NeedsWork)
 	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
 		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
@@ -278,7 +278,7 @@ func (a *app) wireFiles() error {
 	a.messages.Files = files
 	a.bot.SetFileHandler(func(ctx context.Context, ev *slackevents.FileSharedEvent, m bot.Meta) {
 		files.Shared(ctx, ev, cardsMeta(m))
-	})
+	}, files.NeedsWork)
 	if cfg.SandboxURL == "" {
 		log.Info("no SANDBOX_URL: shared files are not checked")
 		return nil

@@ -269,9 +269,19 @@ func nullTime(t time.Time) *time.Time {
 
 // ---- jobs and events ----
 
+// recordJob stores one job unless its event id ($2, when not empty) was
+// seen before: one statement, so a batch of them is one round trip.
+const recordJob = `WITH seen AS (
+	INSERT INTO events (event_id, seen_at) SELECT $2, $4 WHERE $2 <> '' ON CONFLICT DO NOTHING RETURNING 1
+)
+INSERT INTO jobs (kind, event_id, payload, received, owner)
+SELECT $1, $2, $3, $5, $6 WHERE $2 = '' OR EXISTS (SELECT 1 FROM seen)
+RETURNING id`
+
 // RecordJobs stores jobs in one transaction; a job whose EventID was seen
 // before (in an earlier call, by any replica, or earlier in this batch) is
 // a redelivery: it is not stored and its entry in the result is false.
+// The statements go in one pipelined batch (acks wait for it).
 func (db *DB) RecordJobs(jobs []*store.Job) ([]bool, error) {
 	fresh := make([]bool, len(jobs))
 	if len(jobs) == 0 {
@@ -281,29 +291,29 @@ func (db *DB) RecordJobs(jobs []*store.Job) ([]bool, error) {
 	ids := make([]uint64, len(jobs))
 	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		clear(fresh)
-		for i, j := range jobs {
-			if j.EventID != "" {
-				tag, err := tx.Exec(ctx, `INSERT INTO events (event_id, seen_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, j.EventID, now)
-				if err != nil {
-					return err
-				}
-				if tag.RowsAffected() == 0 {
-					continue
-				}
-			}
+		b := &pgx.Batch{}
+		for _, j := range jobs {
 			received := j.Received
 			if received.IsZero() {
 				received = now
 			}
+			b.Queue(recordJob, j.Kind, j.EventID, []byte(j.Payload), now, micro(received), db.owner())
+		}
+		res := tx.SendBatch(ctx, b)
+		for i := range jobs {
 			var id int64
-			if err := tx.QueryRow(ctx, `INSERT INTO jobs (kind, event_id, payload, received, owner) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-				j.Kind, j.EventID, []byte(j.Payload), micro(received), db.owner()).Scan(&id); err != nil {
+			err := res.QueryRow().Scan(&id)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // seen before
+			}
+			if err != nil {
+				res.Close()
 				return err
 			}
 			ids[i] = uint64(id)
 			fresh[i] = true
 		}
-		return nil
+		return res.Close()
 	})
 	if err != nil {
 		return nil, err
