@@ -53,7 +53,9 @@ func BenchmarkVerboseChannels(b *testing.B) {
 }
 
 func runVerboseLoad(b *testing.B, channels, perChan int, profile sim.Profile) {
-	h := startBot(b, map[string]string{"VERDICTBOT_CHANNEL_MODE": "verbose", "VERDICTBOT_LOG_LEVEL": "warn"},
+	// Budgets raised so the analysis service is not what limits: Slack is.
+	h := startBot(b, map[string]string{"VERDICTBOT_CHANNEL_MODE": "verbose", "VERDICTBOT_LOG_LEVEL": "warn",
+		"VERDICTBOT_REPUTATION_RUN_RATE": "100", "VERDICTBOT_REPUTATION_REPORT_RATE": "100"},
 		sim.Config{Profile: profile}, slackfake.WithRateLimits(slackfake.RateLimits{}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
