@@ -3,6 +3,7 @@ package cards
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/verdictbot/verdictbot/card"
 
@@ -190,7 +191,7 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 		return // the job stays in the journal and resumes after the restart
 	}
 	m.Log.Info("checking files", "channel", channel, "ts", msg.Timestamp, "files", len(draft.Lines), "skipped", len(draft.Skipped), "mode", mode)
-	m.start(ctx, snap, mode, func() bool { return f.track(ctx, channel, src, gen, mode, refs, checks) }, done)
+	m.start(ctx, snap, mode, func(hold time.Time) bool { return f.track(ctx, channel, src, gen, mode, hold, refs, checks) }, done)
 }
 
 // ref fills a file reference, from files.info when the event's copy lacks
@@ -216,7 +217,7 @@ func (f *Files) ref(ctx context.Context, sf *slack.File) scan.FileRef {
 // posted in the thread as they come (or the card notes that they could not
 // be fetched): screenshots never hold a verdict back. lineOf is the card
 // line of each ref, -1 for one not checked.
-func (f *Files) track(ctx context.Context, channel, src string, gen int, mode string, refs []scan.FileRef, lineOf []int) bool {
+func (f *Files) track(ctx context.Context, channel, src string, gen int, mode string, hold time.Time, refs []scan.FileRef, lineOf []int) bool {
 	var lines []pending[scan.FileVerdict]
 	for i, r := range refs {
 		if lineOf[i] < 0 {
@@ -244,7 +245,7 @@ func (f *Files) track(ctx context.Context, channel, src string, gen int, mode st
 			}
 		},
 	}
-	return track(ctx, f.Messages, kind, channel, src, gen, mode, lines)
+	return track(ctx, f.Messages, kind, channel, src, gen, mode, hold, lines)
 }
 
 // wantsShots reports whether the screenshots of a verdict are to be posted:

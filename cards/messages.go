@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -60,6 +61,11 @@ type TargetCards interface {
 	AddCard(target string, card store.CardRef) error
 }
 
+// DefaultPostGrace is Messages.PostGrace's default: a verdict already
+// known (cached, or a reputation service answering at once) is typically in
+// well within it, and a user still sees a card within a couple of seconds.
+const DefaultPostGrace = 2 * time.Second
+
 // Messages turns message events into verdict cards.
 type Messages struct {
 	Self    func() Identity
@@ -88,6 +94,13 @@ type Messages struct {
 	// thread is searched and the card posted (0 with one process: a
 	// started post is one a crash interrupted).
 	PeerPostWait time.Duration
+	// PostGrace is how long a new card in a verbose channel (or a card
+	// posted before and rescanned) waits before it is first shown
+	// (default DefaultPostGrace; negative: shown at once). A card whose
+	// verdicts all arrive within it is posted once, final; a slower one is
+	// posted when it ends, as it stands ("scanning…"), and updated. Each
+	// card saved is a post and its updates saved from Slack's limits.
+	PostGrace time.Duration
 
 	once sync.Once
 	sem  chan struct{}
@@ -107,6 +120,9 @@ func (m *Messages) init() {
 			m.MaxTracked = 20_000
 		}
 		m.sem = make(chan struct{}, m.MaxTracked)
+		if m.PostGrace == 0 {
+			m.PostGrace = DefaultPostGrace
+		}
 		if m.Log == nil {
 			m.Log = slog.New(slog.DiscardHandler)
 		}
@@ -284,7 +300,9 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 	m.Log.Info("scanning message", "channel", channel, "ts", msg.Timestamp, "links", len(res.Targets),
 		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID, "resumed", meta.Replayed)
 
-	m.start(ctx, snap, mode, func() bool { return m.track(ctx, channel, msg.Timestamp, gen, mode, res.Targets) }, meta.done)
+	m.start(ctx, snap, mode, func(hold time.Time) bool {
+		return m.track(ctx, channel, msg.Timestamp, gen, mode, hold, res.Targets)
+	}, meta.done)
 }
 
 // begin starts a card's generation (Cards.Begin). A store that cannot be
@@ -360,7 +378,7 @@ func (m *Messages) ScanRequest(ctx context.Context, channel, user string, target
 		// The card outlives the command's job: it has its own context.
 		cctx := context.WithoutCancel(ctx)
 		m.show(cctx, &snap)
-		m.track(cctx, channel, src, gen, ModeVerbose, targets)
+		m.track(cctx, channel, src, gen, ModeVerbose, time.Time{}, targets)
 	})
 }
 
@@ -402,12 +420,12 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		}
 	}
 	if c.CardTS != "" {
-		if err := m.Poster.Update(ctx, c); err != nil {
+		if err := untilAdmitted(ctx, func() error { return m.Poster.Update(ctx, c) }); err != nil {
 			m.Log.Warn("card update failed", "channel", c.Channel, "error", err)
 		}
 		return
 	}
-	if err := m.Poster.Post(ctx, c); err != nil {
+	if err := untilAdmitted(ctx, func() error { return m.Poster.Post(ctx, c) }); err != nil {
 		m.Log.Error("card post failed", "channel", c.Channel, "thread", c.ThreadTS, "error", err)
 		m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.PostStarted = false })
 		return
@@ -415,6 +433,28 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 	if _, saved := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = c.CardTS, false }); !saved {
 		m.Log.Warn("card posted but its ts could not be saved; it is kept in memory until the store takes it", "channel", c.Channel, "card_ts", c.CardTS)
 		m.unsaved.Store(key, c.CardTS)
+	}
+}
+
+// untilAdmitted calls write until it returns something other than Slack's
+// rate limit (HTTP 429, once the poster's own retries are spent): Slack
+// asks the app to wait, not to give up, and a card or verdict dropped for
+// it would never be shown. Each wait is the error's Retry-After (at least
+// 1 s); ctx ending returns the last error.
+func untilAdmitted(ctx context.Context, write func() error) error {
+	for {
+		err := write()
+		var rl *slack.RateLimitedError
+		if err == nil || !errors.As(err, &rl) {
+			return err
+		}
+		t := time.NewTimer(max(rl.RetryAfter, time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
 	}
 }
 
@@ -446,7 +486,7 @@ func (m *Messages) awaitPost(ctx context.Context, c *card.Card) string {
 }
 
 // track checks the URLs of one card (see the generic track).
-func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int, mode string, targets []links.Target) bool {
+func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int, mode string, hold time.Time, targets []links.Target) bool {
 	lines := make([]pending[scan.URLVerdict], len(targets))
 	for i, t := range targets {
 		lines[i] = pending[scan.URLVerdict]{line: i, check: func(ctx context.Context, onStatus func(string)) scan.URLVerdict {
@@ -466,7 +506,7 @@ func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int,
 			}
 		},
 	}
-	return track(ctx, m, kind, channel, sourceTS, gen, mode, lines)
+	return track(ctx, m, kind, channel, sourceTS, gen, mode, hold, lines)
 }
 
 // finish shows the final card as the channel's mode asks.

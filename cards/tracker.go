@@ -2,6 +2,7 @@ package cards
 
 import (
 	"context"
+	"time"
 
 	"github.com/verdictbot/verdictbot/card"
 
@@ -43,7 +44,12 @@ type lineKind[V any] struct {
 // verdict (screenshots) is awaited after that. It reports whether the card
 // reached its final state: false when a newer scan of the message took
 // over, or on shutdown (the job then resumes after the restart).
-func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src string, gen int, mode string, lines []pending[V]) bool {
+//
+// A non-zero hold is the end of the card's grace period (see
+// Messages.PostGrace): until then nothing is shown, so a card whose
+// verdicts are all in by then is shown once, final; otherwise the card as
+// it stands is shown at hold and updated from then on.
+func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src string, gen int, mode string, hold time.Time, lines []pending[V]) bool {
 	type result struct {
 		line int
 		v    V
@@ -72,6 +78,13 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			})
 			results <- result{p.line, v}
 		}()
+	}
+	// grace fires at hold; nil once the card may be shown.
+	var grace <-chan time.Time
+	if !hold.IsZero() {
+		t := time.NewTimer(time.Until(hold))
+		defer t.Stop()
+		grace = t.C
 	}
 	var snap card.Card
 	following := 0
@@ -102,11 +115,12 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 				}
 			}
 			if left > 0 {
-				if mode == ModeVerbose || snap.CardTS != "" {
+				if grace == nil && (mode == ModeVerbose || snap.CardTS != "") {
 					m.show(ctx, &snap)
 				}
 				continue
 			}
+			grace = nil
 			// Every verdict is in: the card is shown now, before any
 			// follow-up work is done.
 			if rec, ok := m.Cards.Get(channel, src); ok && rec.Gen == gen {
@@ -120,7 +134,16 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			if c, ok := apply(); ok && c.CardTS != "" {
 				m.show(ctx, &c)
 			}
+		case <-grace:
+			grace = nil
+			if rec, ok := m.Cards.Get(channel, src); ok && !rec.Card.Final && rec.Gen == gen {
+				c := rec.Card.Clone()
+				m.show(ctx, &c)
+			}
 		case <-changed:
+			if grace != nil {
+				continue // the grace period's end shows the latest state
+			}
 			if rec, ok := m.Cards.Get(channel, src); ok && !rec.Card.Final && rec.Gen == gen {
 				c := rec.Card.Clone()
 				m.show(ctx, &c)
@@ -131,14 +154,22 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 }
 
 // start hands a card just begun (snap, as Begin returned it) to its own
-// goroutine: it is shown at once when the channel is verbose or it was
-// posted before, then tracked until final, and done (if set) is called.
-func (m *Messages) start(ctx context.Context, snap card.Card, mode string, track func() bool, done func()) {
+// goroutine: it is shown when the channel is verbose or it was posted
+// before — final at once, otherwise when its grace period (PostGrace)
+// ends unless it is final by then —, tracked until final, and done (if
+// set) is called. track gets the end of the grace period (zero: none).
+func (m *Messages) start(ctx context.Context, snap card.Card, mode string, track func(hold time.Time) bool, done func()) {
+	begun := time.Now()
 	_ = m.launch(ctx, func() {
+		var hold time.Time
 		if mode == ModeVerbose || snap.CardTS != "" {
-			m.show(ctx, &snap)
+			if snap.Final || m.PostGrace <= 0 {
+				m.show(ctx, &snap)
+			} else {
+				hold = begun.Add(m.PostGrace)
+			}
 		}
-		if (snap.Final || track()) && done != nil {
+		if (snap.Final || track(hold)) && done != nil {
 			done()
 		}
 	})

@@ -35,9 +35,11 @@ type env struct {
 	api      *slack.Client
 }
 
-func newEnv(t *testing.T, urls URLChecker, mode string) *env {
+// newEnv shows cards at once (PostGrace -1), as the tests of progress
+// expect; the grace period's tests set it.
+func newEnv(t *testing.T, urls URLChecker, mode string, opts ...slackfake.Option) *env {
 	t.Helper()
-	fake := slackfaketest.Start(t)
+	fake := slackfaketest.Start(t, opts...)
 	api := slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL()))
 	poster := notify.NewPoster(api, notify.PosterOptions{MinUpdateInterval: 5 * time.Millisecond, PostInterval: 5 * time.Millisecond})
 	t.Cleanup(func() { _ = poster.Close(context.Background()) })
@@ -48,7 +50,7 @@ func newEnv(t *testing.T, urls URLChecker, mode string) *env {
 	db := store.Memory(store.Options{})
 	self := func() Identity { return Identity{UserID: fake.BotUserID(), BotID: fake.BotID(), AppID: fake.AppID()} }
 	m := &Messages{Self: self, Links: policy, URLs: urls, Poster: poster, Cards: NewCards(db),
-		Finder: &ThreadSearch{API: api, Self: self}, Mode: func(string) string { return mode }}
+		Finder: &ThreadSearch{API: api, Self: self}, Mode: func(string) string { return mode }, PostGrace: -1}
 	return &env{fake: fake, db: db, poster: poster, messages: m, api: api}
 }
 

@@ -638,6 +638,9 @@ func (p *Poster) do(ctx context.Context, method string, lim *rate.Limiter, idemp
 		if err == nil {
 			return nil
 		}
+		if rl := (*slack.RateLimitedError)(nil); errors.As(err, &rl) {
+			p.backOff(method, lim)
+		}
 		wait, retry := p.retryWait(err, attempt, idempotent)
 		if !retry {
 			return fmt.Errorf("%s: %w", method, err)
@@ -649,6 +652,26 @@ func (p *Poster) do(ctx context.Context, method string, lim *rate.Limiter, idemp
 			return fmt.Errorf("%s: %w (no retry: %v)", method, err, ctx.Err())
 		case <-t.C:
 		}
+	}
+}
+
+// backOff empties the bucket a 429 came through (the channel's posting
+// pace, or the workspace's chat.update budget, which a progress update
+// took its token from without waiting): Slack says the app is over its
+// limit, so every caller sharing it waits for fresh tokens rather than
+// spending the rest of a burst Slack refuses. Without it the bot's own
+// bursts (PostBurst, UpdateBurst) stay out of step with Slack's and 429s
+// recur until a card runs out of attempts.
+func (p *Poster) backOff(method string, lim *rate.Limiter) {
+	if lim == nil && method == "chat.update" {
+		lim = p.updateRate
+	}
+	if lim == nil {
+		return
+	}
+	now := time.Now()
+	if n := int(lim.TokensAt(now)); n > 0 {
+		lim.ReserveN(now, n)
 	}
 }
 

@@ -45,6 +45,7 @@ type config struct {
 	disconnectGrace           time.Duration
 	echoOwn                   bool
 	enforcePacing             bool
+	limits                    *RateLimits
 	maxConns                  int
 	policy                    DeliveryPolicy
 	logf                      func(format string, args ...any)
@@ -158,6 +159,7 @@ type Server struct {
 	timers   map[string]*time.Timer
 	targets  map[string]*responseTarget
 	lastPost map[string]time.Time
+	limits   *limiters // WithRateLimits, or nil
 	lastTS   int64
 	seq      int
 }
@@ -192,6 +194,9 @@ func New(opts ...Option) (*Server, error) {
 		timers:   map[string]*time.Timer{},
 		targets:  map[string]*responseTarget{},
 		lastPost: map[string]time.Time{},
+	}
+	if cfg.limits != nil {
+		s.limits = newLimiters(*cfg.limits)
 	}
 	s.st.users[cfg.botUserID] = &User{ID: cfg.botUserID, Name: cfg.botName, RealName: cfg.botName, IsBot: true}
 

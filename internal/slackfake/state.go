@@ -349,6 +349,7 @@ type State struct {
 	frames     []ClientFrame
 	responses  []ResponsePost
 	pace       []PaceViolation
+	limited    map[string]int // WithRateLimits' 429s per method
 
 	openConns  int
 	totalConns int
@@ -382,6 +383,7 @@ func newState(ackTimeout time.Duration) *State {
 		messages:   map[string][]*Message{},
 		msgIndex:   map[msgKey]*Message{},
 		envByID:    map[string]*Envelope{},
+		limited:    map[string]int{},
 	}
 }
 

@@ -143,7 +143,10 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	if !res.set() {
-		res = spec.handle(s, c)
+		var admitted bool
+		if res, admitted = s.admitLocked(c); admitted {
+			res = spec.handle(s, c)
+		}
 	}
 	s.recordLocked(call, &res)
 	s.notifyLocked()

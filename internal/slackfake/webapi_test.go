@@ -404,3 +404,50 @@ func TestListenOnAllInterfacesHandsOutDialableURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// WithRateLimits answers 429 with Retry-After once a channel's posting
+// bucket or the workspace's chat.update bucket is empty; other channels
+// and refused calls take nothing from the buckets.
+func TestRateLimitsEnforced(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	f := slackfaketest.Start(t, slackfake.WithRateLimits(slackfake.RateLimits{PostInterval: 10 * time.Second, PostBurst: 2,
+		UpdatesPerMinute: 6, UpdateBurst: 2}))
+	f.AddChannel(slackfake.Channel{ID: chanSec})
+	f.AddChannel(slackfake.Channel{ID: "C0OTHER001"})
+	api := newAPI(f)
+	var ts []string
+	for range 2 {
+		_, t1, err := api.PostMessageContext(ctx, chanSec, slack.MsgOptionText("x", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, t1)
+	}
+	var rl *slack.RateLimitedError
+	if _, _, err := api.PostMessageContext(ctx, chanSec, slack.MsgOptionText("y", false)); !errors.As(err, &rl) || rl.RetryAfter < 9*time.Second || rl.RetryAfter > 10*time.Second {
+		t.Errorf("third post in one channel: %v, want a 429 with Retry-After 10", err)
+	}
+	if _, _, err := api.PostMessageContext(ctx, "C0OTHER001", slack.MsgOptionText("z", false)); err != nil {
+		t.Errorf("a post in another channel: %v", err)
+	}
+	for i := range 2 {
+		if _, _, _, err := api.UpdateMessageContext(ctx, chanSec, ts[i], slack.MsgOptionText("u", false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, _, err := api.UpdateMessageContext(ctx, chanSec, ts[0], slack.MsgOptionText("v", false)); !errors.As(err, &rl) || rl.RetryAfter != 10*time.Second {
+		t.Errorf("third update: %v, want a 429 with Retry-After 10", err)
+	}
+	if got := f.RateLimited(); got["chat.postMessage"] != 1 || got["chat.update"] != 1 {
+		t.Errorf("RateLimited() = %v", got)
+	}
+	if n := len(f.Messages(chanSec, "")); n != 2 {
+		t.Errorf("%d messages in the channel, want the 2 admitted", n)
+	}
+	for _, c := range f.Calls("chat.update") {
+		if c.Error == "ratelimited" && c.Status != 429 {
+			t.Errorf("a refused call recorded with status %d", c.Status)
+		}
+	}
+}
