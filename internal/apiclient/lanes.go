@@ -53,20 +53,30 @@ func PriorityOf(ctx context.Context) Priority {
 
 // lanes is a token queue in front of a rate.Limiter: waiters take turns,
 // highest priority first and first come first served within a priority,
-// and only the waiter whose turn it is holds a reservation. rate.Limiter's
+// and only the waiter whose turn it is may hold a reservation. rate.Limiter's
 // own Wait would let a thousand low-priority waiters book a thousand future
 // tokens, and a high-priority request arriving after them would wait
-// behind all of them; here it waits at most for the token being waited for
-// now. The limiter itself stays the one Share adjusts.
+// behind all of them. Here:
+//
+//   - a High waiter with the turn reserves the next token and waits for it;
+//   - a Low waiter with the turn reserves nothing until a token is there
+//     now with a quarter of the burst (rounded down) left over, and gives
+//     the turn up to any High waiter that arrives meanwhile. So new work
+//     finds that reserve ready when the backlog keeps the budget busy, and
+//     otherwise waits at most for the next token; the backlog still gets
+//     every token new work does not use.
+//
+// The limiter itself stays the one Share adjusts.
 type lanes struct {
 	lim *rate.Limiter
 
-	mu     sync.Mutex
-	busy   bool // a waiter holds the turn
-	queues [numPriorities][]*laneWaiter
+	mu      sync.Mutex
+	busy    bool // a waiter holds the turn
+	queues  [numPriorities][]*laneWaiter
+	preempt chan struct{} // set while a Low holder waits for a token
 
 	// onTurn, if set (tests), is called with the waiter's context when it
-	// gets the turn, before it reserves its token.
+	// gets the turn, before it looks at the budget.
 	onTurn func(ctx context.Context)
 }
 
@@ -78,13 +88,23 @@ type laneWaiter struct {
 func newLanes(lim *rate.Limiter) *lanes { return &lanes{lim: lim} }
 
 // Wait blocks until the budget grants a token to a request in lane p, or
-// ctx ends. Like rate.Limiter.Wait, it fails at once when ctx's deadline
-// comes before the token would.
+// ctx ends. Like rate.Limiter.Wait, a High waiter fails at once when ctx's
+// deadline comes before its token would.
 func (l *lanes) Wait(ctx context.Context, p Priority) error {
 	if l.lim.Limit() == rate.Inf {
 		return nil
 	}
+	if p < High || p >= numPriorities {
+		p = High
+	}
 	if err := l.acquire(ctx, p); err != nil {
+		return err
+	}
+	if p == Low {
+		held, err := l.waitLow(ctx)
+		if held {
+			l.release()
+		}
 		return err
 	}
 	defer l.release()
@@ -115,11 +135,75 @@ func (l *lanes) Wait(ctx context.Context, p Priority) error {
 	}
 }
 
+// waitLow takes a token for a Low waiter that holds the turn, once one is
+// there with the High reserve left over; it hands the turn to High waiters
+// that arrive meanwhile and takes it back after them. held says whether
+// the waiter still holds the turn (for the caller to release).
+func (l *lanes) waitLow(ctx context.Context) (held bool, err error) {
+	preempt := make(chan struct{}, 1)
+	for {
+		if l.onTurn != nil {
+			l.onTurn(ctx)
+		}
+		lim := l.lim.Limit()
+		if lim == rate.Inf {
+			return true, nil
+		}
+		now := time.Now()
+		need := 1 + float64(l.lim.Burst()/4)
+		have := l.lim.TokensAt(now)
+		if have >= need || lim <= 0 && have >= 1 {
+			if r := l.lim.ReserveN(now, 1); !r.OK() {
+				return true, fmt.Errorf("rate: burst %d below 1", l.lim.Burst())
+			}
+			return true, nil
+		}
+		d := time.Second
+		if lim > 0 {
+			d = time.Duration((need - have) / float64(lim) * float64(time.Second))
+		}
+		l.mu.Lock()
+		if len(l.queues[High]) > 0 {
+			preempt <- struct{}{} // High waiters came while we looked
+		}
+		l.preempt = preempt
+		l.mu.Unlock()
+		t := time.NewTimer(max(d, time.Millisecond))
+		yield := false
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-preempt:
+			yield = true
+		}
+		t.Stop()
+		l.mu.Lock()
+		l.preempt = nil
+		select {
+		case <-preempt: // a signal that came too late to matter
+		default:
+		}
+		if err != nil || !yield {
+			l.mu.Unlock()
+			if err != nil {
+				return true, err
+			}
+			continue
+		}
+		// Give the turn to the High waiters, first in line for it after them.
+		w := &laneWaiter{turn: make(chan struct{})}
+		l.queues[Low] = append([]*laneWaiter{w}, l.queues[Low]...)
+		l.mu.Unlock()
+		l.release()
+		if err := l.await(ctx, w, Low); err != nil {
+			return false, err
+		}
+	}
+}
+
 // acquire waits for the turn.
 func (l *lanes) acquire(ctx context.Context, p Priority) error {
-	if p < High || p >= numPriorities {
-		p = High
-	}
 	l.mu.Lock()
 	if !l.busy {
 		l.busy = true
@@ -128,7 +212,19 @@ func (l *lanes) acquire(ctx context.Context, p Priority) error {
 	}
 	w := &laneWaiter{turn: make(chan struct{})}
 	l.queues[p] = append(l.queues[p], w)
+	if p == High && l.preempt != nil {
+		select {
+		case l.preempt <- struct{}{}:
+		default:
+		}
+	}
 	l.mu.Unlock()
+	return l.await(ctx, w, p)
+}
+
+// await waits until w, queued in lane p, gets the turn, or ctx ends (w then
+// leaves the queue, or passes on a turn that came at the same time).
+func (l *lanes) await(ctx context.Context, w *laneWaiter, p Priority) error {
 	select {
 	case <-w.turn:
 		return nil

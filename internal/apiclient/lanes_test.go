@@ -14,8 +14,8 @@ import (
 
 type waiterName struct{}
 
-// holdTurn makes a waiter that holds the turn of l, waiting for a token an
-// hour away, until the returned function cancels it.
+// holdTurn makes a High waiter that holds the turn of l, waiting for a
+// token an hour away, until the returned function cancels it.
 func holdTurn(t *testing.T, l *lanes) (release func()) {
 	t.Helper()
 	if err := l.Wait(t.Context(), Low); err != nil { // takes the one token
@@ -23,7 +23,7 @@ func holdTurn(t *testing.T, l *lanes) (release func()) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- l.Wait(ctx, Low) }()
+	go func() { done <- l.Wait(ctx, High) }()
 	waitFor(t, func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -37,10 +37,13 @@ func holdTurn(t *testing.T, l *lanes) (release func()) {
 	}
 }
 
+// waitFor polls cond until it holds; a safety net of 30 s turns a broken
+// queue into a failure rather than a hung test.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
-		if t.Context().Err() != nil {
+		if time.Now().After(deadline) {
 			t.Fatal("condition never met")
 		}
 		time.Sleep(time.Millisecond)
@@ -89,6 +92,103 @@ func TestLanesServeHighBeforeLow(t *testing.T) {
 	}
 	if w := l.waiting(); w != [numPriorities]int{} {
 		t.Errorf("still waiting: %v", w)
+	}
+}
+
+// recorder returns an onTurn hook that records waiter names, and a
+// function that returns them so far.
+func recorder() (func(ctx context.Context), func() []string) {
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	return func(ctx context.Context) {
+			if name, ok := ctx.Value(waiterName{}).(string); ok {
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+			}
+		}, func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(order)
+		}
+}
+
+// TestLanesHighPreemptsLowWaitingForAToken: a Low waiter waiting for a
+// token gives the turn to a High one that arrives, and takes it back after.
+func TestLanesHighPreemptsLowWaitingForAToken(t *testing.T) {
+	t.Parallel()
+	lim := rate.NewLimiter(rate.Every(time.Hour), 1)
+	l := newLanes(lim)
+	onTurn, order := recorder()
+	l.onTurn = onTurn
+	if err := l.Wait(t.Context(), High); err != nil { // the one token
+		t.Fatal(err)
+	}
+	lowErr := make(chan error, 1)
+	go func() { lowErr <- l.Wait(context.WithValue(t.Context(), waiterName{}, "low"), Low) }()
+	waitFor(t, func() bool { return len(order()) == 1 })
+	hctx, cancel := context.WithCancel(context.WithValue(t.Context(), waiterName{}, "high"))
+	highErr := make(chan error, 1)
+	go func() { highErr <- l.Wait(hctx, High) }()
+	waitFor(t, func() bool { return len(order()) == 2 })
+	if got := order(); !slices.Equal(got, []string{"low", "high"}) {
+		t.Fatalf("turns %v, want [low high]", got)
+	}
+	// The High waiter now waits for the next token; the Low one for the
+	// turn, first in its lane.
+	if w := l.waiting(); w != [numPriorities]int{0, 1} {
+		t.Fatalf("waiting %v, want the low waiter queued", w)
+	}
+	lim.SetLimit(rate.Inf)
+	cancel()
+	if err := <-highErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("high: %v", err)
+	}
+	if err := <-lowErr; err != nil {
+		t.Fatalf("low: %v", err)
+	}
+	if got := order(); !slices.Equal(got, []string{"low", "high", "low"}) {
+		t.Errorf("turns %v, want [low high low]", got)
+	}
+	if l.busy {
+		t.Error("the turn is still held")
+	}
+}
+
+// TestLanesLowLeavesAReserve: Low waiters leave a quarter of the burst in
+// the bucket, which a High waiter then gets at once.
+func TestLanesLowLeavesAReserve(t *testing.T) {
+	t.Parallel()
+	l := newLanes(rate.NewLimiter(rate.Every(time.Hour), 8)) // reserve 2
+	for i := range 6 {
+		if err := l.Wait(t.Context(), Low); err != nil {
+			t.Fatalf("low %d: %v", i, err)
+		}
+	}
+	lctx, cancel := context.WithCancel(t.Context())
+	lowErr := make(chan error, 1)
+	go func() { lowErr <- l.Wait(lctx, Low) }()
+	waitFor(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.preempt != nil // the seventh waits for a token
+	})
+	hctx, hcancel := context.WithTimeout(t.Context(), time.Minute)
+	defer hcancel()
+	for i := range 2 {
+		// Without the reserve the token is an hour away: an error at once.
+		if err := l.Wait(hctx, High); err != nil {
+			t.Fatalf("high %d: %v", i, err)
+		}
+	}
+	cancel()
+	if err := <-lowErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("low: %v", err)
+	}
+	if l.busy {
+		t.Error("the turn is still held")
 	}
 }
 
