@@ -38,7 +38,8 @@ const (
 // to the last reaction; cpu-ms-per-link, the bot process's user+system
 // CPU (from /proc/<pid>/stat) over the same span, per done link; done, the
 // links done within throughputWindow. VERDICTBOT_MAX_CONCURRENT, if set in
-// the environment, is passed on (default: derived from the budgets).
+// the environment, is passed on (default: derived from the budgets);
+// VERDICTBOT_BENCH_BINARY, if set, is the binary run.
 //
 //	go test -run '^$' -bench ThroughputEndToEnd -benchtime 1x ./cmd/verdictbot/
 //
@@ -50,9 +51,14 @@ func BenchmarkThroughputEndToEnd(b *testing.B) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs /proc for the process's CPU time")
 	}
-	bin := filepath.Join(b.TempDir(), "verdictbot")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	// VERDICTBOT_BENCH_BINARY runs a binary built elsewhere (another
+	// commit, for a before/after comparison) instead of this package's.
+	bin := os.Getenv("VERDICTBOT_BENCH_BINARY")
+	if bin == "" {
+		bin = filepath.Join(b.TempDir(), "verdictbot")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			b.Fatalf("go build: %v\n%s", err, out)
+		}
 	}
 	for i := 0; i < b.N; i++ {
 		runThroughput(b, bin, i)
