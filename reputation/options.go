@@ -47,8 +47,8 @@ type Event struct {
 	Wait     time.Duration // time spent waiting for the budget (IsWait)
 	IsWait   bool          // a budget wait rather than an attempt
 	Attempt  int           // 1 for the first attempt
-	// Priority is the lane a budget wait waited in: "high" (new links,
-	// clicks) or "low" (resumed analyses, rechecks); see
+	// Priority is the lane the request waited in for its budget: "high"
+	// (new links, clicks) or "low" (resumed analyses, rechecks); see
 	// apiclient.WithPriority.
 	Priority string
 }

@@ -3,6 +3,7 @@ package scan_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -110,12 +111,23 @@ func runNewLinkBehind(b *testing.B, backlog, iter int) newLinkRun {
 
 	// The new link's requests are the only high-priority ones: their
 	// budget waits are what the backlog costs it.
-	var waited atomic.Int64
+	var (
+		waited atomic.Int64
+		mu     sync.Mutex
+		trail  []string // the new link's requests
+	)
 	rep, err := reputation.New(base, "bench-key", reputation.WithRateLimits(reputation.DefaultRunLimit, resumedReportLimit),
 		reputation.WithObserver(func(ev reputation.Event) {
-			if ev.IsWait && ev.Priority == "high" {
-				waited.Add(int64(ev.Wait))
+			if ev.Priority != "high" {
+				return
 			}
+			if ev.IsWait {
+				waited.Add(int64(ev.Wait))
+				return
+			}
+			mu.Lock()
+			trail = append(trail, fmt.Sprintf("%s#%d %d %s %.0fms", ev.Op, ev.Attempt, ev.Status, ev.Reason, float64(ev.Duration.Microseconds())/1000))
+			mu.Unlock()
 		}))
 	if err != nil {
 		b.Fatal(err)
@@ -150,7 +162,9 @@ func runNewLinkBehind(b *testing.B, backlog, iter int) newLinkRun {
 		b.Fatalf("task %s unknown to the simulator", v.TaskID)
 	}
 	r.lag = returned.Sub(task.Created.Add(newLinkSeconds * time.Second))
-	b.Logf("%s: new link lag %.2fs, total %.2fs, %d polls, %.2fs waiting for the budget; %d of %d resumed analyses done by then",
-		b.Name(), r.lag.Seconds(), r.total.Seconds(), v.Polls, r.waited.Seconds(), r.resumedDone, backlog)
+	mu.Lock()
+	defer mu.Unlock()
+	b.Logf("%s: new link lag %.2fs, total %.2fs, %d polls, %.2fs waiting for the budget; %d of %d resumed analyses done by then; requests: %s",
+		b.Name(), r.lag.Seconds(), r.total.Seconds(), v.Polls, r.waited.Seconds(), r.resumedDone, backlog, strings.Join(trail, ", "))
 	return r
 }

@@ -116,7 +116,7 @@ type Event struct {
 	Wait     time.Duration // time spent waiting for the budget (wait events)
 	IsWait   bool          // a budget wait rather than an attempt
 	Attempt  int           // 1 for the first attempt
-	Priority Priority      // the lane a wait event waited in
+	Priority Priority      // the lane the request waited in for its budget
 }
 
 // Client sends requests to one service.
@@ -451,7 +451,8 @@ func (c *Client) do(ctx context.Context, req Request, stream bool) (*response, e
 		}
 		start := time.Now()
 		resp, aerr := c.attempt(ctx, req, u, body, stream)
-		ev := Event{Service: c.cfg.Service, Op: req.Op, Budget: req.Budget, Duration: time.Since(start), Attempt: attempt}
+		ev := Event{Service: c.cfg.Service, Op: req.Op, Budget: req.Budget, Duration: time.Since(start), Attempt: attempt,
+			Priority: PriorityOf(ctx)}
 		if aerr == nil {
 			ev.Status = resp.status
 			c.observe(ev)
