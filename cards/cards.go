@@ -34,22 +34,51 @@ func NewCards(st CardStore) *Cards { return &Cards{st: st, StoreRetry: 2 * time.
 
 var errStaleGen = errors.New("card generation changed")
 
+// sharedCardStore is implemented by a CardStore that can let concurrent
+// card writes share one commit (the embedded store: *store.DB), for the
+// writes every link makes (Begin, Settle). Its fn may run more than once,
+// with the record read afresh each time, so the functions passed to it
+// change nothing but the record.
+type sharedCardStore interface {
+	UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	UpsertCardShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
+}
+
+// upsertShared is st.UpsertCardShared when st has it, else UpsertCard.
+func (cs *Cards) upsertShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
+	if sh, ok := cs.st.(sharedCardStore); ok {
+		return sh.UpsertCardShared(ref, fn)
+	}
+	return cs.st.UpsertCard(ref, fn)
+}
+
+// updateShared is st.UpdateCardShared when st has it, else UpdateCard.
+func (cs *Cards) updateShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	if sh, ok := cs.st.(sharedCardStore); ok {
+		return sh.UpdateCardShared(ref, fn)
+	}
+	return cs.st.UpdateCard(ref, fn)
+}
+
 // Begin starts a new generation of the card answering (channel, sourceTS)
 // with fresh's content; a card already posted keeps its ts and notes (and
 // so is updated in place). It returns the generation and a copy.
 func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (int, card.Card, error) {
-	rec, err := cs.st.UpsertCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
-		fresh.CardTS = rec.Card.CardTS
-		fresh.Notes = append(append([]string(nil), rec.Card.Notes...), fresh.Notes...)
+	// One write per new card: shared with other cards' when the store can
+	// (the function may run again, so it works on its own copy of fresh).
+	rec, err := cs.upsertShared(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
+		c := fresh.Clone()
+		c.CardTS = rec.Card.CardTS
+		c.Notes = append(append([]string(nil), rec.Card.Notes...), fresh.Notes...)
 		// Reports made on the previous generation stay on the same lines.
-		for i := range fresh.Lines {
+		for i := range c.Lines {
 			for _, old := range rec.Card.Lines {
-				if old.Target == fresh.Lines[i].Target && len(old.Reports) > 0 {
-					fresh.Lines[i].Reports = old.Reports
+				if old.Target == c.Lines[i].Target && len(old.Reports) > 0 {
+					c.Lines[i].Reports = old.Reports
 				}
 			}
 		}
-		rec.Card = fresh
+		rec.Card = c
 		rec.Mode = mode
 		rec.Gen++
 		return nil
@@ -73,18 +102,20 @@ func (cs *Cards) Get(channel, sourceTS string) (*store.CardRecord, bool) {
 // is 0) and returns a copy; ok is false when a newer generation replaced it
 // or the card is gone, or the store failed.
 func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, bool) {
-	c, err := cs.change(channel, sourceTS, gen, fn)
+	c, err := cs.change(channel, sourceTS, gen, fn, false)
 	return c, err == nil
 }
 
 // Settle is Change for what must not be lost (a verdict): a store that
 // cannot be written (a database restart, a full disk) is retried with
 // backoff for up to StoreRetry, so the card waits for it rather than the
-// job being dropped unfinished.
+// job being dropped unfinished. It is the write every link's verdict
+// makes, so it may share its commit with others' (sharedCardStore): fn may
+// run more than once and must change nothing but rec.
 func (cs *Cards) Settle(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, bool) {
 	start := time.Now()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		c, err := cs.change(channel, sourceTS, gen, fn)
+		c, err := cs.change(channel, sourceTS, gen, fn, true)
 		if err == nil {
 			return c, true
 		}
@@ -95,8 +126,12 @@ func (cs *Cards) Settle(channel, sourceTS string, gen int, fn func(rec *store.Ca
 	}
 }
 
-func (cs *Cards) change(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, error) {
-	rec, err := cs.st.UpdateCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {
+func (cs *Cards) change(channel, sourceTS string, gen int, fn func(rec *store.CardRecord), shared bool) (card.Card, error) {
+	update := cs.st.UpdateCard
+	if shared {
+		update = cs.updateShared
+	}
+	rec, err := update(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {
 		if gen != 0 && rec.Gen != gen {
 			return errStaleGen
 		}

@@ -16,6 +16,7 @@ import (
 
 	gocache "github.com/patrickmn/go-cache"
 
+	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/internal/bytesize"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -558,6 +559,9 @@ func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, c
 			return c.v
 		}
 		if c.existed {
+			// Resumed backlog: its requests wait behind new work's for
+			// the sandbox's budgets (apiclient.WithPriority).
+			ctx = apiclient.WithPriority(ctx, apiclient.Low)
 			id := c.taskID
 			if id == "" {
 				id = f.findLostUpload(ctx, sha)

@@ -15,6 +15,7 @@ import (
 
 	gocache "github.com/patrickmn/go-cache"
 
+	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -276,7 +277,7 @@ func (u *URLs) Forget(url string) { u.cache.Delete(url) }
 
 func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 	defer u.wg.Done()
-	v := u.run(url, taskID, call)
+	v := u.run(url, taskID, source, call)
 	v.CheckedAt = u.opt.Now()
 	// A URL withheld because its host is internal was never analysed: no
 	// verdict to reuse, record or count.
@@ -300,8 +301,13 @@ func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 	}
 }
 
-func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
+func (u *URLs) run(url, taskID, source string, call *urlCall) URLVerdict {
 	ctx := u.root
+	if source == "recheck" {
+		// Nobody is waiting for a scheduled recheck: its requests wait
+		// behind new links and clicks for the service's budgets.
+		ctx = apiclient.WithPriority(ctx, apiclient.Low)
+	}
 	// An analysis known to be in flight (after a restart) only needs
 	// polling: it waits for one of the resume slots, so that a backlog of
 	// resumed analyses never holds the slots new links are submitted in.
@@ -343,6 +349,10 @@ func (u *URLs) run(url, taskID string, call *urlCall) URLVerdict {
 	sem := u.sem
 	if inFlight {
 		sem = u.resumeSem
+		// A resumed analysis is backlog: its polls wait behind new links'
+		// for the report budget, so that a restart with many analyses in
+		// flight does not delay the next new link's verdict.
+		ctx = apiclient.WithPriority(ctx, apiclient.Low)
 	}
 	select {
 	case sem <- struct{}{}:

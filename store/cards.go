@@ -92,8 +92,22 @@ func (db *DB) CardByTS(channel, cardTS string) (*CardRecord, error) {
 // UpdateCard applies fn to the stored card in one transaction and saves
 // it; fn's error aborts without saving. It returns the saved record.
 func (db *DB) UpdateCard(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error) {
+	return db.updateCard(db.update, ref, fn)
+}
+
+// UpdateCardShared is UpdateCard for the writes every link makes (its
+// verdict on the card): concurrent calls may share one transaction and its
+// fsync, and each returns once its write is durable. fn may be called more
+// than once, each time with the stored record read afresh: it must change
+// nothing but rec.
+func (db *DB) UpdateCardShared(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error) {
+	return db.updateCard(db.be.batch, ref, fn)
+}
+
+func (db *DB) updateCard(write func(func(t txn) error) error, ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error) {
 	var out *CardRecord
-	err := db.update(func(t txn) error {
+	err := write(func(t txn) error {
+		out = nil
 		rec, err := getCard(t, ref.Key())
 		if err != nil {
 			return err
@@ -132,8 +146,22 @@ func (db *DB) UnfinishedCards() ([]*CardRecord, error) {
 // UpsertCard applies fn to the card answering ref, or to a new empty record
 // when there is none (exists tells which), and saves it in one transaction.
 func (db *DB) UpsertCard(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error) {
+	return db.upsertCard(db.update, ref, fn)
+}
+
+// UpsertCardShared is UpsertCard for the writes every link makes (its
+// card's start): concurrent calls may share one transaction and its fsync,
+// and each returns once its write is durable. fn may be called more than
+// once, each time with the stored record read afresh: it must change
+// nothing but rec.
+func (db *DB) UpsertCardShared(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error) {
+	return db.upsertCard(db.be.batch, ref, fn)
+}
+
+func (db *DB) upsertCard(write func(func(t txn) error) error, ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error) {
 	var out *CardRecord
-	err := db.update(func(t txn) error {
+	err := write(func(t txn) error {
+		out = nil
 		rec, err := getCard(t, ref.Key())
 		exists := err == nil
 		if errors.Is(err, ErrNotFound) {

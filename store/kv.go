@@ -18,6 +18,13 @@ import (
 // update transaction.
 type backend interface {
 	update(fn func(t txn) error) error
+	// batch is update for the writes every link makes (claim, submission,
+	// verdict, card index): concurrent calls may share one transaction and
+	// its fsync (bbolt's DB.Batch), and each returns once its write is
+	// durable, as update does. fn may run more than once (when another
+	// write of the batch fails), so it must change nothing outside t but
+	// variables it sets on every run.
+	batch(fn func(t txn) error) error
 	view(fn func(t txn) error) error
 	close() error
 	size() int64
@@ -78,6 +85,10 @@ func openBolt(path string, noSync bool) (*boltBackend, error) {
 
 func (b *boltBackend) update(fn func(t txn) error) error {
 	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
+}
+
+func (b *boltBackend) batch(fn func(t txn) error) error {
+	return b.db.Batch(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
 }
 
 func (b *boltBackend) view(fn func(t txn) error) error {
@@ -188,6 +199,8 @@ type memBackend struct {
 }
 
 func newMemBackend() *memBackend { return &memBackend{data: map[string]map[string][]byte{}} }
+
+func (m *memBackend) batch(fn func(t txn) error) error { return m.update(fn) }
 
 func (m *memBackend) update(fn func(t txn) error) error {
 	m.mu.Lock()

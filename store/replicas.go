@@ -18,7 +18,8 @@ type Claim struct {
 func (db *DB) ClaimAnalysis(service, target string) (Claim, error) {
 	var c Claim
 	now := db.now()
-	err := db.update(func(t txn) error {
+	err := db.be.batch(func(t txn) error {
+		c = Claim{}
 		key := analysisKey(service, target)
 		if v := t.get(bAnalyses, key); v != nil {
 			c.Existed, c.Mine = true, true

@@ -231,6 +231,15 @@ type faultBackend struct {
 	fault func() error
 }
 
+func (f faultBackend) batch(fn func(t txn) error) error {
+	return f.backend.batch(func(t txn) error {
+		if err := fn(t); err != nil {
+			return err
+		}
+		return f.fault()
+	})
+}
+
 func (f faultBackend) update(fn func(t txn) error) error {
 	return f.backend.update(func(t txn) error {
 		if err := fn(t); err != nil {

@@ -24,7 +24,7 @@ func (db *DB) PutAnalysis(a Analysis) error {
 	if a.SubmittedAt.IsZero() {
 		a.SubmittedAt = db.now()
 	}
-	return db.update(func(t txn) error {
+	return db.be.batch(func(t txn) error {
 		if err := indexTask(t, a.TaskID, a.Target); err != nil {
 			return err
 		}
@@ -131,7 +131,8 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 	}
 	var saved Target
 	var prev verdict.Level
-	err := db.update(func(t txn) error {
+	err := db.be.batch(func(t txn) error {
+		saved, prev = Target{}, verdict.Pending
 		if finished != "" {
 			if err := t.del(bAnalyses, analysisKey(finished, v.Target)); err != nil {
 				return err
@@ -185,7 +186,7 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 
 // AddCard remembers that card shows target (without a new verdict).
 func (db *DB) AddCard(target string, card CardRef) error {
-	return db.update(func(t txn) error {
+	return db.be.batch(func(t txn) error {
 		id, rec, ok, err := getTarget(t, target)
 		if err != nil {
 			return err

@@ -198,7 +198,7 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		MaxLinks: 41, VerdictTTL: -1, URLDeadline: time.Second, RecheckSchedule: "often",
 		RecheckAfter: []time.Duration{time.Hour, time.Minute}, MaxFileBytes: 0, SandboxDeadline: time.Second,
 		MaxScreenshots: 11, ScreenshotTimeout: time.Hour, FileVerdictTTL: -1, SandboxRunRate: 0, RecheckMax: 0,
-		AlertChannel: "#alerts", Workers: 0, QueueSize: 0, ReputationRunRate: 0, ServiceCAFile: "/nonexistent/ca.pem",
+		AlertChannel: "#alerts", Workers: 0, QueueSize: 0, ReputationRunRate: 0, MaxConcurrent: -1, ServiceCAFile: "/nonexistent/ca.pem",
 		HTTPAddr: "8080", LogLevel: "loud", LogFormat: "xml", DatabaseURL: "mysql://u:p@h/db",
 		ThresholdPhishing: "x", ThresholdAdvertising: "x", ThresholdMalicious: "x", ThresholdIllegal: "x",
 	}
@@ -238,5 +238,38 @@ func TestDefaultsAreWrittenOnce(t *testing.T) {
 		if def, ok := ct.Field(i).Tag.Lookup("default"); ok {
 			t.Errorf("%s has a default tag %q: write it in defaultConfig", ct.Field(i).Name, def)
 		}
+	}
+}
+
+// TestMaxConcurrentFollowsTheBudgets: VERDICTBOT_MAX_CONCURRENT wins when
+// set; 0 derives it from the reputation budgets, within its bounds.
+func TestMaxConcurrentFollowsTheBudgets(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		set         int
+		run, report float64
+		want        int
+	}{
+		{"defaults give the floor", 0, 1, 5, 64},
+		{"set wins", 10, 1, 5, 10},
+		{"report-bound", 0, 100, 65, 600}, // 2 × 65/13 × 60
+		{"run-bound", 0, 2, 1000, 240},    // 2 × 2 × 60
+		{"raised budgets hit the cap", 0, 100, 1000, 4096},
+		{"set above the cap", 5000, 100, 1000, 5000},
+	} {
+		c := defaultConfig()
+		c.MaxConcurrent, c.ReputationRunRate, c.ReputationReportRate = tc.set, tc.run, tc.report
+		if got := c.maxConcurrent(); got != tc.want {
+			t.Errorf("%s: maxConcurrent() = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	setEnv(t, validEnv)
+	setEnv(t, map[string]string{"VERDICTBOT_MAX_CONCURRENT": "-1"})
+	cfg, err := loadConfig()
+	if err == nil {
+		err = cfg.Validate(true)
+	}
+	if err == nil || !strings.HasPrefix(err.Error(), "VERDICTBOT_MAX_CONCURRENT") {
+		t.Errorf("VERDICTBOT_MAX_CONCURRENT=-1: %v", err)
 	}
 }

@@ -152,8 +152,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		TTL:        cfg.VerdictTTL,
 		Thresholds: cfg.thresholds,
 		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline},
-		Logger:     log.With("component", "scan"),
-		OnDone:     a.metrics.URLDone,
+		// Analyses in flight follow the budgets (VERDICTBOT_MAX_CONCURRENT).
+		MaxConcurrent: cfg.maxConcurrent(),
+		Logger:        log.With("component", "scan"),
+		OnDone:        a.metrics.URLDone,
 	})
 	a.loadAllowlist()
 	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains,

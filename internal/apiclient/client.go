@@ -116,6 +116,7 @@ type Event struct {
 	Wait     time.Duration // time spent waiting for the budget (wait events)
 	IsWait   bool          // a budget wait rather than an attempt
 	Attempt  int           // 1 for the first attempt
+	Priority Priority      // the lane the request waited in for its budget
 }
 
 // Client sends requests to one service.
@@ -125,6 +126,8 @@ type Client struct {
 	http     *http.Client
 	red      redactor
 	limiters map[Budget]*rate.Limiter
+	// lanes queues the waiters of each limiter by priority (WithPriority).
+	lanes map[Budget]*lanes
 	// shareMu serialises Share, so that a limiter's rate and burst always
 	// come from the same n.
 	shareMu sync.Mutex
@@ -179,6 +182,10 @@ func New(cfg Config) (*Client, error) {
 			Run:    newLimiter(cfg.RunLimit),
 			Report: newLimiter(cfg.ReportLimit),
 		},
+	}
+	c.lanes = map[Budget]*lanes{}
+	for b, lim := range c.limiters {
+		c.lanes[b] = newLanes(lim)
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -444,7 +451,8 @@ func (c *Client) do(ctx context.Context, req Request, stream bool) (*response, e
 		}
 		start := time.Now()
 		resp, aerr := c.attempt(ctx, req, u, body, stream)
-		ev := Event{Service: c.cfg.Service, Op: req.Op, Budget: req.Budget, Duration: time.Since(start), Attempt: attempt}
+		ev := Event{Service: c.cfg.Service, Op: req.Op, Budget: req.Budget, Duration: time.Since(start), Attempt: attempt,
+			Priority: PriorityOf(ctx)}
 		if aerr == nil {
 			ev.Status = resp.status
 			c.observe(ev)
@@ -489,17 +497,18 @@ func (c *Client) do(ctx context.Context, req Request, stream bool) (*response, e
 	}
 }
 
+// wait takes a token from req's budget, in the lane of ctx's priority.
 func (c *Client) wait(ctx context.Context, req Request) error {
-	lim := c.limiters[req.Budget]
-	if lim == nil || lim.Limit() == rate.Inf {
+	ln := c.lanes[req.Budget]
+	if ln == nil || ln.lim.Limit() == rate.Inf {
 		return nil
 	}
 	start := time.Now()
-	if err := lim.Wait(ctx); err != nil {
+	if err := ln.Wait(ctx, PriorityOf(ctx)); err != nil {
 		return err
 	}
 	if d := time.Since(start); d > time.Millisecond {
-		c.observe(Event{Service: c.cfg.Service, Op: req.Op, Budget: req.Budget, Wait: d, IsWait: true})
+		c.observe(Event{Service: c.cfg.Service, Op: req.Op, Budget: req.Budget, Wait: d, IsWait: true, Priority: PriorityOf(ctx)})
 	}
 	return nil
 }

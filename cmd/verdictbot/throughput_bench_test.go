@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/sim/simtest"
+)
+
+// Settings of BenchmarkThroughputEndToEnd.
+const (
+	throughputRate    = 100 // messages per second, each with one new link
+	throughputSeconds = 15
+	throughputWindow  = 60 * time.Second // give up waiting for verdicts after
+)
+
+// BenchmarkThroughputEndToEnd is issue 14's throughput target: links per
+// second end to end, and the bot's CPU per link. A real `verdictbot run`
+// process (built from this package) runs on the embedded store in quiet
+// mode, with raised budgets (VERDICTBOT_REPUTATION_RUN_RATE=1000,
+// _REPORT_RATE=5000), against the fake Slack and the fast simulator
+// (sim.FastProfile: a task moves one status per poll), both served by
+// this test process. The fake delivers throughputRate messages a second
+// for throughputSeconds, each with a link never seen before; a link is
+// done when the bot adds the clean reaction to its message.
+//
+// Metrics: links-per-s, done links over the time from the first delivery
+// to the last reaction; cpu-ms-per-link, the bot process's user+system
+// CPU (from /proc/<pid>/stat) over the same span, per done link; done, the
+// links done within throughputWindow. VERDICTBOT_MAX_CONCURRENT, if set in
+// the environment, is passed on (default: derived from the budgets);
+// VERDICTBOT_BENCH_BINARY, if set, is the binary run.
+//
+//	go test -run '^$' -bench ThroughputEndToEnd -benchtime 1x ./cmd/verdictbot/
+//
+// Linux only (/proc). Skipped with -short.
+func BenchmarkThroughputEndToEnd(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds the binary and runs it for 15 s or more")
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		b.Skip("needs /proc for the process's CPU time")
+	}
+	// VERDICTBOT_BENCH_BINARY runs a binary built elsewhere (another
+	// commit, for a before/after comparison) instead of this package's.
+	bin := os.Getenv("VERDICTBOT_BENCH_BINARY")
+	if bin == "" {
+		bin = filepath.Join(b.TempDir(), "verdictbot")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			b.Fatalf("go build: %v\n%s", err, out)
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		runThroughput(b, bin, i)
+	}
+}
+
+func runThroughput(b *testing.B, bin string, iter int) {
+	fake := slackfaketest.Start(b, slackfake.WithEchoOwnMessages(false))
+	_, base := simtest.Start(b, sim.Config{Profile: sim.FastProfile(), MaxLog: 1000})
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"SLACK_BOT_TOKEN=" + fake.BotToken(), "SLACK_APP_TOKEN=" + fake.AppToken(), "SLACK_API_URL=" + fake.APIURL(),
+		"REPUTATION_URL=" + base, "REPUTATION_API_KEY=" + e2eKey,
+		"VERDICTBOT_CHANNEL_MODE=quiet", "VERDICTBOT_DATA_DIR=" + b.TempDir(),
+		"VERDICTBOT_LOG_LEVEL=warn", "VERDICTBOT_HTTP_ADDR=off", "VERDICTBOT_RESOLVE_HOSTS=false",
+		"VERDICTBOT_REPUTATION_RUN_RATE=1000", "VERDICTBOT_REPUTATION_REPORT_RATE=5000",
+	}
+	if v := os.Getenv("VERDICTBOT_MAX_CONCURRENT"); v != "" {
+		env = append(env, "VERDICTBOT_MAX_CONCURRENT="+v)
+	}
+	cmd := exec.Command(bin, "run")
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := fake.WaitConnected(ctx, 1); err != nil {
+		b.Fatalf("the bot did not connect: %v\n%s", err, stderr.String())
+	}
+
+	n := throughputRate * throughputSeconds
+	b.ResetTimer()
+	cpu0 := processCPU(b, cmd.Process.Pid)
+	start := time.Now()
+	dctx, dcancel := context.WithTimeout(context.Background(), throughputWindow)
+	defer dcancel()
+	deliverErr := make(chan error, 1)
+	go func() {
+		_, err := fake.DeliverEvents(dctx, n, throughputRate, func(i int) any {
+			return slackfake.MessageEvent{Channel: secChannel, User: alice,
+				Text: fmt.Sprintf("have a look at <https://t%d-%d.example.com/page|the page>", iter, i)}
+		})
+		deliverErr <- err
+	}()
+	done, last := 0, start
+	for time.Since(start) < throughputWindow && done < n {
+		time.Sleep(100 * time.Millisecond)
+		fake.Inspect(func(st *slackfake.State) {
+			if c := len(st.Calls("reactions.add")); c > done {
+				done, last = c, time.Now()
+			}
+		})
+	}
+	cpu := processCPU(b, cmd.Process.Pid) - cpu0
+	b.StopTimer()
+	if err := <-deliverErr; err != nil {
+		b.Fatalf("delivering: %v", err)
+	}
+	if done == 0 {
+		b.Fatalf("no link done\n%s", stderr.String())
+	}
+	span := last.Sub(start)
+	rate := float64(done) / span.Seconds()
+	perLink := cpu.Seconds() * 1000 / float64(done)
+	b.Logf("%d of %d links done in %.1fs: %.1f links/s, %.2f ms CPU per link (%.1fs CPU)", done, n, span.Seconds(), rate, perLink, cpu.Seconds())
+	b.ReportMetric(rate, "links-per-s")
+	b.ReportMetric(perLink, "cpu-ms-per-link")
+	b.ReportMetric(float64(done), "done")
+}
+
+// processCPU returns the user+system CPU time of process pid so far.
+func processCPU(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	// utime and stime are fields 14 and 15 of stat(5), 12 and 13 here.
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		tb.Fatalf("/proc/%d/stat: %q", pid, raw)
+	}
+	const clkTck = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / clkTck
+}
