@@ -8,10 +8,12 @@ FUZZTIME ?= 30s
 SIM_ADDR ?= 127.0.0.1:8099
 # make bench BENCH=Extract   runs only the benchmarks matching the regexp.
 BENCH    ?= .
+# Benchmarks that take minutes each: make bench-long, not make bench.
+LONG_BENCH ?= PollToVerdictLatency|RestartWith10kCards|Due100k
 # make docker tags the image $(IMAGE):$(VERSION).
 IMAGE    ?= verdictbot
 
-.PHONY: help build run demo test test-short lint bench cover fuzz sim docker clean
+.PHONY: help build run demo test test-short lint bench bench-long cover fuzz sim docker clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -39,8 +41,11 @@ lint: ## gofmt, go vet, staticcheck (pinned in go.mod as a tool) and go mod tidy
 	$(GO) tool staticcheck $(PKGS)
 	$(GO) mod tidy -diff
 
-bench: ## run the benchmarks matching BENCH (default all; figures in docs/PERFORMANCE.md)
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)
+bench: ## the benchmarks matching BENCH but the long ones (under 10 min; figures in docs/PERFORMANCE.md)
+	$(GO) test -run '^$$' -bench '$(BENCH)' -skip '$(LONG_BENCH)' -benchmem -timeout 20m $(PKGS)
+
+bench-long: ## the benchmarks that take minutes each (LONG_BENCH; about 10 min)
+	$(GO) test -run '^$$' -bench '$(LONG_BENCH)' -benchtime 1x -benchmem -timeout 60m $(PKGS)
 
 cover: ## tests with coverage into coverage.out; prints the total
 	$(GO) test -count=1 -coverprofile=coverage.out $(PKGS)
