@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -64,6 +65,8 @@ const (
 type boltBackend struct {
 	db   *bolt.DB
 	path string
+	// sharing counts the callers of batch under way.
+	sharing atomic.Int32
 }
 
 func openBolt(path string, noSync bool) (*boltBackend, error) {
@@ -81,8 +84,7 @@ func openBolt(path string, noSync bool) (*boltBackend, error) {
 		return nil, fmt.Errorf("store %s is unreadable (%v); it was left untouched: restore it from a backup, or move it away to start with an empty store", path, err)
 	}
 	// Writes that share a commit (batch) wait at most this long for
-	// company: bbolt's default, 10 ms, would add 10 ms to each of a lone
-	// link's half-dozen writes; concurrent writers still meet within 2 ms.
+	// company: concurrent writers still meet within 2 ms.
 	db.MaxBatchDelay = 2 * time.Millisecond
 	return &boltBackend{db: db, path: path}, nil
 }
@@ -91,7 +93,17 @@ func (b *boltBackend) update(fn func(t txn) error) error {
 	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
 }
 
+// batch shares a commit with the other writes under way (bbolt's Batch:
+// fn may run more than once). A write with no company commits at once:
+// Batch would make it wait MaxBatchDelay for others, which costs a lone
+// link a few milliseconds per write and a sequential writer (a load, a
+// migration) that much per record.
 func (b *boltBackend) batch(fn func(t txn) error) error {
+	n := b.sharing.Add(1)
+	defer b.sharing.Add(-1)
+	if n == 1 {
+		return b.update(fn)
+	}
 	return b.db.Batch(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
 }
 
