@@ -58,14 +58,16 @@ func TestWaitLearnedScheduleAgainstTheSimulator(t *testing.T) {
 		learned.Observe(stats.Completion())
 		return outcome{stats.Polls, stats.Elapsed - time.Duration(seconds)*time.Second}
 	}
-	// 60 s ±10 %: the first 8 use the prior (5–120 s), 15 calls or more.
+	// 60 s ±10 %: the first 8 use the prior (5–120 s), which spends more
+	// calls on a 60 s task than the learned schedule's 12 (14 or 15 with
+	// the ±10 % jitter, measured).
 	durations := []int{54, 57, 60, 63, 66, 58, 62, 60}
 	var warm []outcome
 	for i, d := range durations {
 		warm = append(warm, check(i, d))
 	}
-	if warm[2].calls < 15 {
-		t.Errorf("60 s task on the prior: %d calls, expected 15 or more", warm[2].calls)
+	if warm[2].calls < 13 {
+		t.Errorf("60 s task on the prior: %d calls, expected 13 or more", warm[2].calls)
 	}
 	if !learned.Stats().Learning {
 		t.Fatalf("not learning after %d tasks: %+v", len(durations), learned.Stats())

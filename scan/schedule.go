@@ -48,6 +48,13 @@ func (u *URLs) wait(ctx context.Context, taskID string, fresh bool, call *urlCal
 			u.opt.Wait.OnEnd(s)
 		}
 	}
+	if !fresh && u.learned != nil && wo.Schedule == reputation.Schedule(u.learned) {
+		// A resumed task has run for an unknown while (since before a
+		// restart, or on a replica that stopped): the learned schedule
+		// would plan it as if just submitted, waiting for its prior. It is
+		// polled on the blind backoff instead, first after 1 s.
+		wo.Schedule, wo.Backoff = nil, reputation.DefaultBackoff
+	}
 	_, err = u.rep.Wait(ctx, taskID, wo)
 	if err == nil && fresh && u.learned != nil {
 		u.learned.Observe(stats.Completion())
