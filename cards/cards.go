@@ -1,6 +1,7 @@
 package cards
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -111,8 +112,9 @@ func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.Ca
 // backoff for up to StoreRetry, so the card waits for it rather than the
 // job being dropped unfinished. It is the write every link's verdict
 // makes, so it may share its commit with others' (sharedCardStore): fn may
-// run more than once and must change nothing but rec.
-func (cs *Cards) Settle(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, bool) {
+// run more than once and must change nothing but rec. The wait ends with
+// ctx (a shutdown: the job stays in the journal and is resumed).
+func (cs *Cards) Settle(ctx context.Context, channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, bool) {
 	start := time.Now()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		c, err := cs.change(channel, sourceTS, gen, fn, true)
@@ -122,7 +124,11 @@ func (cs *Cards) Settle(channel, sourceTS string, gen int, fn func(rec *store.Ca
 		if errors.Is(err, errStaleGen) || errors.Is(err, store.ErrNotFound) || time.Since(start)+wait > cs.StoreRetry {
 			return card.Card{}, false
 		}
-		time.Sleep(wait)
+		select {
+		case <-ctx.Done():
+			return card.Card{}, false
+		case <-time.After(wait):
+		}
 	}
 }
 

@@ -99,7 +99,7 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 				k.recorded(r.v)
 			}
 			var ok bool
-			snap, ok = m.Cards.Settle(channel, src, gen, func(rec *store.CardRecord) {
+			snap, ok = m.Cards.Settle(ctx, channel, src, gen, func(rec *store.CardRecord) {
 				if r.line < len(rec.Card.Lines) {
 					rec.Card.Lines[r.line] = k.fill(rec.Card.Lines[r.line], r.v)
 				}
