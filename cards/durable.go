@@ -38,6 +38,8 @@ type analyses struct {
 	db      Durable
 	service string
 	log     logger
+	// stop ends the write retries early (the process is stopping).
+	stop <-chan struct{}
 }
 
 // storeRetry bounds how long a write of the pipelines' memory is retried
@@ -46,16 +48,24 @@ type analyses struct {
 // lost.
 var storeRetry = 2 * time.Minute
 
-// retry runs write until it succeeds, with backoff, for up to storeRetry;
-// ErrNotFound is an answer, not a failure.
-func retry(write func() error) error {
+// retry runs write until it succeeds, with backoff, for up to storeRetry
+// or until stop is closed (a stopping process gives up at once: what it did
+// not record is resumed from the journal after the restart); ErrNotFound is
+// an answer, not a failure.
+func retry(stop <-chan struct{}, write func() error) error {
 	start := time.Now()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		err := write()
 		if err == nil || errors.Is(err, store.ErrNotFound) || time.Since(start)+wait > storeRetry {
 			return err
 		}
-		time.Sleep(wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return err
+		}
 	}
 }
 
@@ -96,7 +106,7 @@ func (a analyses) claim(target string) (string, bool, bool) {
 
 // submitted records a submission's task.
 func (a analyses) submitted(target, taskID string) {
-	if err := retry(func() error {
+	if err := retry(a.stop, func() error {
 		return a.db.PutAnalysis(store.Analysis{Service: a.service, Target: target, TaskID: taskID})
 	}); err != nil {
 		a.warn("could not record a submission; a restart would submit it again", err)
@@ -105,7 +115,7 @@ func (a analyses) submitted(target, taskID string) {
 
 // forget clears a submission that ended without a verdict to record.
 func (a analyses) forget(target string) {
-	if err := retry(func() error { return a.db.DeleteAnalysis(a.service, target) }); err != nil {
+	if err := retry(a.stop, func() error { return a.db.DeleteAnalysis(a.service, target) }); err != nil {
 		a.warn("could not clear a finished submission", err)
 	}
 }
@@ -113,7 +123,7 @@ func (a analyses) forget(target string) {
 // finish records v and forgets the submission in one transaction: both,
 // or neither (a restart then resumes the task).
 func (a analyses) finish(v store.Verdict, schedule store.Schedule, recheck bool) {
-	if err := retry(func() error {
+	if err := retry(a.stop, func() error {
 		_, _, err := a.db.FinishAnalysis(a.service, v, schedule, recheck)
 		return err
 	}); err != nil {
@@ -160,6 +170,9 @@ type URLMemory struct {
 	Schedule store.Schedule
 	Now      func() time.Time
 	Log      logger
+	// Stop, once closed, ends the retries of failed store writes (the
+	// process is stopping); nil retries for up to two minutes.
+	Stop <-chan struct{}
 }
 
 const serviceReputation = "reputation"
@@ -172,7 +185,7 @@ var (
 )
 
 func (m *URLMemory) a() analyses {
-	return analyses{db: m.DB, service: serviceReputation, log: m.Log}
+	return analyses{db: m.DB, service: serviceReputation, log: m.Log, stop: m.Stop}
 }
 
 // Recall returns the last verdict recorded for url within ttl.
@@ -220,7 +233,7 @@ func (m *URLMemory) Finished(v scan.URLVerdict, source string) {
 
 // AddCard remembers that a card shows target.
 func (m *URLMemory) AddCard(target string, ref store.CardRef) error {
-	err := retry(func() error { return m.DB.AddCard(target, ref) })
+	err := retry(m.Stop, func() error { return m.DB.AddCard(target, ref) })
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // a verdict that was not recorded (failed analysis)
 	}
@@ -253,6 +266,8 @@ type FileMemory struct {
 	DB  Durable
 	Now func() time.Time
 	Log logger
+	// Stop is URLMemory.Stop.
+	Stop <-chan struct{}
 }
 
 const serviceSandbox = "sandbox"
@@ -260,7 +275,7 @@ const serviceSandbox = "sandbox"
 var _ scan.Memory[scan.FileVerdict] = (*FileMemory)(nil)
 
 func (m *FileMemory) a() analyses {
-	return analyses{db: m.DB, service: serviceSandbox, log: m.Log}
+	return analyses{db: m.DB, service: serviceSandbox, log: m.Log, stop: m.Stop}
 }
 
 // Recall returns the last verdict recorded for the file within ttl.

@@ -108,3 +108,35 @@ func TestVerdictIsRecordedOnceTheStoreIsBack(t *testing.T) {
 		t.Fatalf("the analysis is still in flight: %v", err)
 	}
 }
+
+// A stopping process does not keep retrying a write the store refuses: it
+// gives up when Stop is closed (the job resumes from the journal after the
+// restart), long before the two minutes a running process would try.
+func TestStoreRetriesEndWhenTheProcessStops(t *testing.T) {
+	db := store.Memory(store.Options{})
+	flaky := &flakyDurable{Durable: db, refuse: 1 << 30}
+	stop := make(chan struct{})
+	m := &URLMemory{DB: flaky, Stop: stop}
+	const url = "https://login.example.net/stopping"
+	m.Claim(url)
+	m.Submitted(url, "t1")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Finished(scan.URLVerdict{URL: url, TaskID: "t1", Level: verdict.Malicious, CheckedAt: time.Now()}, "scan")
+	}()
+	select {
+	case <-done:
+		t.Fatal("Finished returned while the store still refused and the process was running: no retry")
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(stop)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Finished still retrying 5 s after Stop was closed")
+	}
+	if _, err := db.Analysis("reputation", url); err != nil {
+		t.Fatalf("the unrecorded analysis must stay in flight for the restart: %v", err)
+	}
+}

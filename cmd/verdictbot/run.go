@@ -77,6 +77,9 @@ type app struct {
 	recheck    *scan.Recheck
 	feedback   *commands.Feedback
 	bot        *bot.Bot
+	// stopping is closed when the bot has stopped taking work: the
+	// pipelines' store writes stop retrying then (cards.URLMemory.Stop).
+	stopping chan struct{}
 }
 
 func apiURL(u string) string {
@@ -113,7 +116,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, db: db}
+	a := &app{cfg: cfg, log: log, db: db, stopping: make(chan struct{})}
 	a.metrics = metrics.New(
 		func() int {
 			if a.bot == nil {
@@ -144,7 +147,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	a.rep = rep
-	memory := &cards.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store")}
+	memory := &cards.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store"), Stop: a.stopping}
 	hosts := newHostResolver(cfg, log)
 	a.urls = scan.NewURLs(rep, scan.URLOptions{
 		Memory:     memory,
@@ -306,7 +309,7 @@ func (a *app) wireFiles() error {
 		MaxBytes: cfg.MaxFileBytes, MaxScreenshots: shots, ScreenshotTimeout: cfg.ScreenshotTimeout, TTL: cfg.FileVerdictTTL,
 		SkipTypes: cfg.SkipFiletypes, TempDir: tmp,
 		Wait:   sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
-		Memory: &cards.FileMemory{DB: a.db, Log: log.With("component", "store")},
+		Memory: &cards.FileMemory{DB: a.db, Log: log.With("component", "store"), Stop: a.stopping},
 		Logger: log.With("component", "files"),
 		OnDone: a.metrics.FileDone,
 	})
@@ -528,6 +531,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 	// the journal, and analyses in flight are in the store, so what does
 	// not finish now resumes after the restart.
 	err = a.bot.Run(ctx, 3*time.Second)
+	close(a.stopping)
 	done := make(chan struct{})
 	go func() { a.messages.Wait(); close(done) }()
 	select {
