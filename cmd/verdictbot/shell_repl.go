@@ -327,6 +327,9 @@ func (s *shell) recheck(ctx context.Context) error {
 	if len(ages) == 0 {
 		return errors.New("no recheck ages are set (VERDICTBOT_RECHECK_AFTER)")
 	}
+	if s.interactive { // a run takes a scan's time: say something at once
+		s.print("recheck: running the recheck job…\n")
+	}
 	st, err := s.app.recheck.RunDueBy(ctx, time.Now().Add(ages[len(ages)-1]))
 	if errors.Is(err, scan.ErrRunning) {
 		return errors.New("the recheck job is running already (its cron run); try again in a moment")
