@@ -80,6 +80,23 @@ var ErrRunning = errors.New("recheck: the previous run is still going")
 
 // Run rechecks up to Max due URLs, oldest due first.
 func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	return r.run(ctx, now)
+}
+
+// RunDueBy is Run taking the URLs whose recheck is due by at rather than
+// by now: their next recheck is brought forward, the rest of the run is
+// the cron's (the same checks, changes announced, schedule advanced from
+// the real time of the check). `verdictbot shell`'s recheck command uses
+// it so that a link scanned a minute ago can be rechecked on demand.
+func (r *Recheck) RunDueBy(ctx context.Context, at time.Time) (RunStats, error) {
+	return r.run(ctx, func() time.Time { return at })
+}
+
+func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, error) {
 	if !r.running.CompareAndSwap(false, true) {
 		st := RunStats{Skipped: true}
 		r.report(st)
@@ -98,10 +115,6 @@ func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
 		}
 		defer release()
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
 	log := r.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -111,7 +124,7 @@ func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
 	if max <= 0 {
 		max = 200
 	}
-	due, err := r.Store.Due(now(), max)
+	due, err := r.Store.Due(dueBy(), max)
 	if err != nil {
 		return RunStats{}, err
 	}

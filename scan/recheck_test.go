@@ -128,6 +128,37 @@ func TestRecheckReportsAFlip(t *testing.T) {
 	}
 }
 
+// RunDueBy brings the next recheck forward: at t0 nothing is due by the
+// clock, but everything due by t0+1h is rechecked now, with the change
+// announced and the schedule advanced past that age (the shell's recheck).
+func TestRecheckRunDueByBringsTheNextAgeForward(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 10)
+	const u = "https://example.org/soon"
+	rig.urls.Check(t.Context(), u, scan.CheckOptions{})
+	rig.sim.FlipOnNextScan(u, sim.Scores{Phishing: 0.97})
+	if st, _ := rig.r.Run(t.Context()); st.Due != 0 {
+		t.Fatalf("Run: nothing is due at t0: %+v", st)
+	}
+	if st, _ := rig.r.RunDueBy(t.Context(), rig.t0.Add(59*time.Minute)); st.Due != 0 {
+		t.Fatalf("RunDueBy before the first age: %+v", st)
+	}
+	st, err := rig.r.RunDueBy(t.Context(), rig.t0.Add(time.Hour))
+	if err != nil || st.Due != 1 || st.Checked != 1 || st.Changed != 1 {
+		t.Fatalf("RunDueBy at the first age: %+v %v", st, err)
+	}
+	if len(rig.seen) != 1 || rig.seen[0].Was != verdict.Clean || rig.seen[0].Now.Level != verdict.Malicious {
+		t.Fatalf("changes %+v", rig.seen)
+	}
+	tg, _ := rig.db.Target(u)
+	if tg.Rechecks != 1 || !tg.NextCheck.Equal(tg.FirstSeen.Add(6*time.Hour)) {
+		t.Fatalf("schedule not advanced to the next age: %+v", tg)
+	}
+	if st, _ := rig.r.RunDueBy(t.Context(), rig.t0.Add(time.Hour)); st.Due != 0 {
+		t.Fatalf("the 1h age is done: %+v", st)
+	}
+}
+
 func TestRecheckRunsNeverOverlap(t *testing.T) {
 	t.Parallel()
 	rig := newRecheckRig(t, sim.Config{}, 10)
