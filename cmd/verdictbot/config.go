@@ -7,14 +7,15 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/verdictbot/verdictbot/slackfile"
 
-	"github.com/kelseyhightower/envconfig"
 	"github.com/robfig/cron/v3"
 
 	"github.com/verdictbot/verdictbot/scan"
@@ -57,6 +58,11 @@ func (d DatabaseURL) String() string {
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
+	// libpq also takes the password as a parameter (?password=…).
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
 	return u.String()
 }
 
@@ -71,11 +77,14 @@ func (d DatabaseURL) Reveal() string { return string(d) }
 
 // Password returns the URL's password ("" if none), for the log redactor.
 func (d DatabaseURL) Password() Secret {
-	if u, err := url.Parse(string(d)); err == nil && u.User != nil {
-		p, _ := u.User.Password()
+	u, err := url.Parse(string(d))
+	if err != nil {
+		return ""
+	}
+	if p, ok := u.User.Password(); ok {
 		return Secret(p)
 	}
-	return ""
+	return Secret(u.Query().Get("password"))
 }
 
 // Config is every setting, read from the environment over defaultConfig
@@ -146,6 +155,9 @@ type Config struct {
 
 	// Derived by Validate.
 	thresholds verdict.Thresholds
+	// fromEnv holds the settings loadConfig took from the environment
+	// (the others are defaults), for `verdictbot config`.
+	fromEnv map[string]bool
 }
 
 // defaultConfig is every setting at its default: the one place defaults
@@ -201,27 +213,148 @@ func defaultConfig() *Config {
 	return cfg
 }
 
-// loadConfig reads the environment over the defaults and validates the
-// result. The error is one line naming the setting.
+// loadConfig reads the environment over the defaults. A variable that is
+// unset or empty (VAR=) keeps the default. Every value that does not parse
+// and every unknown VERDICTBOT_* variable is reported, one line each (a
+// settingsError); the config returned holds the defaults in their place,
+// so Validate can still report the other settings' problems.
 func loadConfig() (*Config, error) {
 	cfg := defaultConfig()
-	if err := envconfig.Process("", cfg); err != nil {
-		var pe *envconfig.ParseError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s=%q: not a valid %s", pe.KeyName, pe.Value, typeWord(pe.TypeName))
+	var errs settingsError
+	v := reflect.ValueOf(cfg).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		name := t.Field(i).Tag.Get("envconfig")
+		if name == "" {
+			continue
 		}
-		return nil, err
+		raw, _ := os.LookupEnv(name)
+		if strings.TrimSpace(raw) == "" {
+			continue // unset or empty: the default
+		}
+		if err := setSetting(v.Field(i), raw); err != nil {
+			shown := raw
+			if isSecretField(t.Field(i).Type) {
+				shown = "…" // never echoed
+			}
+			errs = append(errs, fmt.Errorf("%s=%q: not a valid %s", name, shown, typeWord(t.Field(i).Type.String())))
+			continue
+		}
+		if cfg.fromEnv == nil {
+			cfg.fromEnv = map[string]bool{}
+		}
+		cfg.fromEnv[name] = true
 	}
-	if err := checkUnknown(cfg); err != nil {
-		return nil, err
-	}
+	errs = append(errs, checkUnknown()...)
 	cfg.trim()
-	return cfg, nil
+	return cfg, errs.orNil()
+}
+
+// loadValidConfig is loadConfig then Validate (needSlack: for `run`),
+// with every problem of both in one error, one line each.
+func loadValidConfig(needSlack bool) (*Config, error) {
+	cfg, loadErr := loadConfig()
+	return cfg, joinSettings(loadErr, cfg.Validate(needSlack))
+}
+
+// setSetting parses raw into a field of Config.
+func setSetting(f reflect.Value, raw string) error {
+	raw = strings.TrimSpace(raw)
+	switch f.Interface().(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(raw)
+		f.SetInt(int64(d))
+		return err
+	case []time.Duration:
+		var ds []time.Duration
+		for p := range strings.SplitSeq(raw, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(p))
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+		f.Set(reflect.ValueOf(ds))
+		return nil
+	case []string:
+		f.Set(reflect.ValueOf(strings.Split(raw, ",")))
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(raw)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return err
+		}
+		f.SetBool(b)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(raw, 0, f.Type().Bits())
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return err
+		}
+		f.SetFloat(x)
+	default:
+		return fmt.Errorf("config: no parser for %s", f.Type())
+	}
+	return nil
+}
+
+func isSecretField(t reflect.Type) bool {
+	return t == reflect.TypeFor[Secret]() || t == reflect.TypeFor[DatabaseURL]()
+}
+
+// settingsError is every problem of the settings, one line each.
+type settingsError []error
+
+func (e settingsError) Error() string {
+	if len(e) == 1 {
+		return e[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d settings are wrong:", len(e))
+	for _, err := range e {
+		b.WriteString("\n  " + err.Error())
+	}
+	return b.String()
+}
+
+func (e settingsError) Unwrap() []error { return e }
+
+func (e settingsError) orNil() error {
+	if len(e) == 0 {
+		return nil
+	}
+	return e
+}
+
+// joinSettings puts the problems of several errors (settingsErrors or
+// single ones) in one settingsError; nil when there is none.
+func joinSettings(errs ...error) error {
+	var all settingsError
+	for _, err := range errs {
+		var se settingsError
+		switch {
+		case err == nil:
+		case errors.As(err, &se):
+			all = append(all, se...)
+		default:
+			all = append(all, err)
+		}
+	}
+	return all.orNil()
 }
 
 func typeWord(t string) string {
 	switch t {
-	case "int":
+	case "int", "int64":
 		return "whole number"
 	case "float64":
 		return "number"
@@ -229,13 +362,16 @@ func typeWord(t string) string {
 		return "boolean (true or false)"
 	case "time.Duration":
 		return "duration (Go syntax: 90s, 15m, 1h)"
+	case "[]time.Duration":
+		return "list of durations (Go syntax, comma-separated: 1h,6h,24h)"
 	}
 	return t
 }
 
 // checkUnknown refuses VERDICTBOT_* variables we do not read: a typo would
 // otherwise silently keep a default.
-func checkUnknown(cfg *Config) error {
+func checkUnknown() settingsError {
+	var errs settingsError
 	known := knownSettings()
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -251,9 +387,10 @@ func checkUnknown(cfg *Config) error {
 		if near := nearest(name, known); near != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", near)
 		}
-		return errors.New(msg)
+		errs = append(errs, errors.New(msg))
 	}
-	return nil
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
 }
 
 // kubernetesServiceVar reports whether name looks like one of the variables
@@ -296,11 +433,12 @@ func (c *Config) trim() {
 }
 
 // Validate checks the settings `run` needs (needSlack false: the ones
-// `check` needs) and derives the thresholds. It returns the first
-// problem, in configRules order. Messages are exact and tested.
+// `check` needs) and derives the thresholds. It returns every problem, in
+// configRules order, one line each (a settingsError). Messages are exact
+// and tested.
 func (c *Config) Validate(needSlack bool) error {
 	if errs := c.problems(needSlack); len(errs) > 0 {
-		return errs[0]
+		return settingsError(errs)
 	}
 	c.thresholds = verdict.Thresholds{}
 	for _, t := range thresholdSettings(c) {
