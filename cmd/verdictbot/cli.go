@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -191,14 +190,6 @@ func unknownCommand(name string) string {
 		msg += fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return msg + "; the commands are " + strings.Join(names, ", ") + " (verdictbot help lists them)\n"
-}
-
-// helpText is a command's help as a string (tests, and the errors that
-// show it).
-func helpText(c *cliCommand) string {
-	var b bytes.Buffer
-	writeCommandHelp(&b, c)
-	return b.String()
 }
 
 // requiredForRun reports whether `run` refuses to start without name.

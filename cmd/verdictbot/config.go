@@ -731,7 +731,7 @@ func threshold(cat verdict.Category) configRule {
 func checkBaseURL(name, v string) error {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%s=%q: want an http:// or https:// URL", name, v)
+		return fmt.Errorf("%s=%q: want an http:// or https:// URL", name, maskURLPassword(v))
 	}
 	if u.User != nil {
 		return fmt.Errorf("%s: must not carry credentials in the URL", name)

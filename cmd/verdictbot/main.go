@@ -43,7 +43,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			writeUsage(stdout)
 			return 0
 		}
-		c := findCLICommand(args[1])
+		topic := args[1]
+		if wantsHelp(args[1:2]) {
+			topic = "help"
+		}
+		c := findCLICommand(topic)
 		if c == nil {
 			fmt.Fprint(stderr, unknownCommand(args[1]))
 			return 2
