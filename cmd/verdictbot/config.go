@@ -10,15 +10,14 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/verdictbot/verdictbot/slackfile"
-
+	"github.com/kelseyhightower/envconfig"
 	"github.com/robfig/cron/v3"
 
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -232,7 +231,7 @@ func loadConfig() (*Config, error) {
 		if strings.TrimSpace(raw) == "" {
 			continue // unset or empty: the default
 		}
-		if err := setSetting(v.Field(i), raw); err != nil {
+		if err := setSetting(v.Field(i), t.Field(i)); err != nil {
 			shown := raw
 			if isSecretField(t.Field(i).Type) {
 				shown = "…" // never echoed
@@ -257,53 +256,22 @@ func loadValidConfig(needSlack bool) (*Config, error) {
 	return cfg, joinSettings(loadErr, cfg.Validate(needSlack))
 }
 
-// setSetting parses raw into a field of Config.
-func setSetting(f reflect.Value, raw string) error {
-	raw = strings.TrimSpace(raw)
-	switch f.Interface().(type) {
-	case time.Duration:
-		d, err := time.ParseDuration(raw)
-		f.SetInt(int64(d))
+// setSetting parses the environment variable of Config's field sf into f.
+// envconfig does the decoding (the types and formats the settings have
+// always had: durations, comma lists, numbers); it is given a struct of
+// this one field, so that one bad value does not hide the others and an
+// empty variable, skipped by the caller, keeps its default.
+func setSetting(f reflect.Value, sf reflect.StructField) error {
+	one := reflect.New(reflect.StructOf([]reflect.StructField{{Name: sf.Name, Type: sf.Type, Tag: sf.Tag}}))
+	one.Elem().Field(0).Set(f)
+	if err := envconfig.Process("", one.Interface()); err != nil {
+		var pe *envconfig.ParseError
+		if errors.As(err, &pe) {
+			return pe.Err
+		}
 		return err
-	case []time.Duration:
-		var ds []time.Duration
-		for p := range strings.SplitSeq(raw, ",") {
-			d, err := time.ParseDuration(strings.TrimSpace(p))
-			if err != nil {
-				return err
-			}
-			ds = append(ds, d)
-		}
-		f.Set(reflect.ValueOf(ds))
-		return nil
-	case []string:
-		f.Set(reflect.ValueOf(strings.Split(raw, ",")))
-		return nil
 	}
-	switch f.Kind() {
-	case reflect.String:
-		f.SetString(raw)
-	case reflect.Bool:
-		b, err := strconv.ParseBool(raw)
-		if err != nil {
-			return err
-		}
-		f.SetBool(b)
-	case reflect.Int, reflect.Int64:
-		n, err := strconv.ParseInt(raw, 0, f.Type().Bits())
-		if err != nil {
-			return err
-		}
-		f.SetInt(n)
-	case reflect.Float64:
-		x, err := strconv.ParseFloat(raw, 64)
-		if err != nil {
-			return err
-		}
-		f.SetFloat(x)
-	default:
-		return fmt.Errorf("config: no parser for %s", f.Type())
-	}
+	f.Set(one.Elem().Field(0))
 	return nil
 }
 
