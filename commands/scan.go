@@ -100,23 +100,25 @@ func NewScanRegistry(s *Scan) *Registry {
 		s = &Scan{}
 	}
 	r := NewRegistry("/scan")
-	r.Register(&Command{Name: "", Usage: "<url> [<url>…]", Description: "scan links now and post the card here",
+	// One example per command, with values a user could type as they
+	// are (TestEveryHelpFormParses feeds each to the parser).
+	r.Register(&Command{Name: "", Usage: "<url> [<url>…]", Description: "scan links now; the card is posted in this channel whatever its mode",
 		MinArgs: 1, MaxArgs: 10, Handler: s.scanURLs, Examples: []string{"/scan https://login.example.com/verify"}})
-	r.Register(&Command{Name: "status", Usage: "<task_id>", Description: "state of a URL or sandbox task",
-		MinArgs: 1, MaxArgs: 1, Handler: s.status})
-	r.Register(&Command{Name: "hash", Usage: "<md5|sha1|sha256>", Description: "what the sandbox knows of a file",
-		MinArgs: 1, MaxArgs: 1, Handler: s.hash})
-	r.Register(&Command{Name: "report", Usage: "<task_id> <category> fp|fn|restore", Description: "report a verdict (restore: admins)",
-		MinArgs: 3, MaxArgs: 3, Handler: s.report, Examples: []string{"/scan report 5a57…d5 phishing fp"}})
-	r.Register(&Command{Name: "recent", Usage: "[n]", Description: "the last verdicts seen in this channel",
-		MaxArgs: 1, Handler: s.recent})
-	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "every verdict and report for a link or task",
-		MinArgs: 1, MaxArgs: 1, Handler: s.history})
-	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off]", Description: "show or set this channel's mode and whether its files are scanned (admins set)",
+	r.Register(&Command{Name: "status", Usage: "<task_id>", Description: "state of a URL task (32 hex) or sandbox task (a number)",
+		MinArgs: 1, MaxArgs: 1, Handler: s.status, Examples: []string{"/scan status 4711"}})
+	r.Register(&Command{Name: "hash", Usage: "<md5|sha1|sha256>", Description: "what the sandbox knows of a file: record, tasks, newest report",
+		MinArgs: 1, MaxArgs: 1, Handler: s.hash, Examples: []string{"/scan hash 44d88612fea8a8f36de82e1278abb02f"}})
+	r.Register(&Command{Name: "report", Usage: "<task_id> <category> fp|fn|restore", Description: "report a verdict, as the card's buttons do (restore: admins)",
+		MinArgs: 3, MaxArgs: 3, Handler: s.report, Examples: []string{"/scan report 5a57c0ffee5a57c0ffee5a57c0ffeed5 phishing fp"}})
+	r.Register(&Command{Name: "recent", Usage: "[n]", Description: "the last verdicts seen in this channel (n: 1 to 20, default 5)",
+		MaxArgs: 1, Handler: s.recent, Examples: []string{"/scan recent 10"}})
+	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "every verdict and report for a link or task, who and when",
+		MinArgs: 1, MaxArgs: 1, Handler: s.history, Examples: []string{"/scan history https://login.example.com/verify"}})
+	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off]", Description: "show or set this channel's mode, and whether its shared files are scanned",
 		MaxArgs: 2, Admin: AdminToChange, Handler: s.channel, Examples: []string{"/scan channel files off"}})
-	r.Register(&Command{Name: "allow", Usage: "add|remove|list [domain]", Description: "the runtime allowlist (admins change)",
-		MinArgs: 1, MaxArgs: 2, Admin: AdminToChange, Handler: s.allow})
-	r.Register(&Command{Name: "help", Description: "this help", MaxArgs: -1, Handler: func(ctx context.Context, req *Request) error {
+	r.Register(&Command{Name: "allow", Usage: "add|remove|list [domain]", Description: "the runtime allowlist: links to these domains are never sent",
+		MinArgs: 1, MaxArgs: 2, Admin: AdminToChange, Handler: s.allow, Examples: []string{"/scan allow add example.org"}})
+	r.Register(&Command{Name: "help", Description: "this help", MaxArgs: -1, Examples: []string{"/scan help"}, Handler: func(ctx context.Context, req *Request) error {
 		return s.Respond(ctx, req, r.Help())
 	}})
 	return r
@@ -565,10 +567,10 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 		return s.Respond(ctx, req, b.String())
 	case "add", "remove":
 	default:
-		return userErr("`%s`: use `/scan allow add <domain>`, `/scan allow remove <domain>` or `/scan allow list`.", truncate(req.Args[0], 20))
+		return userErr("`%s`: use `/scan allow add &lt;domain&gt;`, `/scan allow remove &lt;domain&gt;` or `/scan allow list`.", truncate(req.Args[0], 20))
 	}
 	if len(req.Args) != 2 {
-		return userErr("Which domain? `/scan allow %s <domain>`.", verb)
+		return userErr("Which domain? `/scan allow %s &lt;domain&gt;`.", verb)
 	}
 	if !s.Access.IsAdmin(req.User) {
 		return userErr("Only admins can change the allowlist.")

@@ -40,13 +40,10 @@ import (
 // over Socket Mode and serves until ctx ends or a fatal error.
 func runBot(ctx context.Context, args []string, stderr io.Writer) error {
 	if len(args) > 0 {
-		return fmt.Errorf("run takes no arguments (settings come from the environment; see the README)")
+		return fmt.Errorf("%w: run takes no arguments, got %q (settings come from the environment: verdictbot help run)", errUsage, args)
 	}
-	cfg, err := loadConfig()
+	cfg, err := loadValidConfig(true) // every problem at once
 	if err != nil {
-		return err
-	}
-	if err := cfg.Validate(true); err != nil {
 		return err
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey,
