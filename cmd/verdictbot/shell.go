@@ -188,5 +188,5 @@ func (s *shell) banner(services, histNote string) string {
 // help is the shell's commands, then /scan's (the command registry's
 // help, as the terminal shows Slack's text).
 func (s *shell) help() string {
-	return shellHelp + "\n" + s.answer(s.app.slash.Registry.Help()) + "\n"
+	return shellHelp + "\n" + s.app.slash.Registry.TerminalHelp() + "\n"
 }
