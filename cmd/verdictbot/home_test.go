@@ -355,3 +355,18 @@ func TestMentionAnswersHelpAndScansTheThreadRoot(t *testing.T) {
 		t.Error("the root was not read with conversations.replies")
 	}
 }
+
+func TestFileSentToTheBotIsCheckedInTheDM(t *testing.T) {
+	// Files are off by default: the switch is for channels, and a file
+	// someone sends the bot is checked on their request.
+	h := startFileBot(t, map[string]string{"VERDICTBOT_SCAN_FILES": "false"})
+	dm := h.slack.IMWith(alice)
+	_, ds := h.share(dm, slackfake.File{Name: "invoice.exe", Content: []byte(eicar)}, "")
+	card := h.waitCardIn(dm, ds[0].TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "invoice.exe") })
+	if card.ThreadTS != ds[0].TS {
+		t.Errorf("file card in thread %q, want %q", card.ThreadTS, ds[0].TS)
+	}
+	if n := h.sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 1 {
+		t.Errorf("%d uploads to the sandbox, want 1 (file_shared and the message announce it once)", n)
+	}
+}
