@@ -153,6 +153,20 @@ func TestHomeShowsVerdictsOnlyFromTheViewersChannels(t *testing.T) {
 	if n := len(h.slack.Calls("conversations.members")); n != 2 {
 		t.Errorf("conversations.members called %d times for 2 channels and 2 opens, want 2 (cached)", n)
 	}
+	// What an open costs, for the record.
+	pubs := h.slack.Calls("views.publish")
+	var opened []slackfake.Envelope
+	for _, env := range h.slack.Envelopes() {
+		if env.InnerType == "app_home_opened" {
+			opened = append(opened, env)
+		}
+	}
+	for i := range min(len(pubs), len(opened)) {
+		t.Logf("open %d: views.publish %v after app_home_opened was sent, ack after %v", i+1,
+			pubs[i].Time.Sub(opened[i].Created).Round(time.Millisecond), opened[i].Acks[0].Latency.Round(time.Microsecond))
+	}
+	t.Logf("Slack calls for 2 opens: users.conversations %d, conversations.members %d, views.publish %d",
+		len(h.slack.Calls("users.conversations")), len(h.slack.Calls("conversations.members")), len(pubs))
 	// Every app_home_opened was acked before its views.publish.
 	for _, env := range h.slack.Envelopes() {
 		if env.InnerType != "app_home_opened" || !env.Acked() {
