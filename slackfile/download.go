@@ -206,6 +206,7 @@ func NewDownloader(botToken, apiURL string, opts ...DownloaderOption) (*Download
 		}
 	}
 	if d.hc == nil {
+		// The default transport honours HTTPS_PROXY and NO_PROXY.
 		d.hc = &http.Client{Transport: http.DefaultTransport}
 	}
 	if d.timeout <= 0 {
