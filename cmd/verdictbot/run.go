@@ -214,6 +214,8 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		OnTakeOver: a.metrics.WatchReplicas(db.Replicas)})
 	a.bot.SetJournal(db)
 	a.metrics.WatchJournal(a.bot.Spooled)
+	a.metrics.WatchConnection(a.bot.Connected)
+	a.metrics.WatchCards(a.cards.Scanning)
 	a.messages = &cards.Messages{
 		Self:          a.cardsIdentity,
 		Links:         policy,
