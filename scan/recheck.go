@@ -74,10 +74,10 @@ type RunStats struct {
 	Due, Checked, Changed, Failed int
 	// Lag is how late the oldest due recheck was when the run began (0
 	// with nothing due): runs that cannot keep up let it grow.
-	Lag time.Duration
-	Skipped                       bool // another run was still going
-	Follower                      bool // another replica leads the recheck
-	Took                          time.Duration
+	Lag      time.Duration
+	Skipped  bool // another run was still going
+	Follower bool // another replica leads the recheck
+	Took     time.Duration
 }
 
 // ErrRunning is returned by Run when the previous run has not finished.
