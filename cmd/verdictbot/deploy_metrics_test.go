@@ -56,9 +56,9 @@ var requiredAlerts = []string{
 // every family it registers carry a series (a real link through Slack and
 // the simulator, then each hook once for what a quick run does not meet:
 // failures, waits, drops, a recheck run), gathers the registry, and
-// returns every series name a query can use: histograms with their
-// _bucket, _count and _sum.
-func exportedSeriesNames(t *testing.T) map[string]bool {
+// returns every series name a query can use (histograms with their
+// _bucket, _count and _sum) and the families' own names.
+func exportedSeriesNames(t *testing.T) (series map[string]bool, families []string) {
 	t.Helper()
 	fake := slackfaketest.Start(t)
 	_, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
@@ -117,13 +117,14 @@ func exportedSeriesNames(t *testing.T) map[string]bool {
 	m.FileDone(scan.FileVerdict{Level: verdict.Clean, Polls: 3})
 	m.RecheckRun(scan.RunStats{Checked: 1, Changed: 1, Took: time.Second, Lag: time.Minute})
 
-	families, err := m.Registry.Gather()
+	gathered, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	names := map[string]bool{}
-	for _, mf := range families {
+	for _, mf := range gathered {
 		n := mf.GetName()
+		families = append(families, n)
 		switch mf.GetType().String() {
 		case "HISTOGRAM", "GAUGE_HISTOGRAM":
 			names[n+"_bucket"], names[n+"_count"], names[n+"_sum"] = true, true, true
@@ -133,7 +134,7 @@ func exportedSeriesNames(t *testing.T) map[string]bool {
 			names[n] = true
 		}
 	}
-	return names
+	return names, families
 }
 
 // ---- names in PromQL ---------------------------------------------------------
@@ -380,7 +381,8 @@ func readDashboard(t *testing.T) map[string][]string {
 
 // TestDeployAlertsAndDashboardNameExportedMetrics: the alerting rules and
 // the dashboard are well-formed, the rules cover the required conditions,
-// and every metric they query exists in the running bot's registry.
+// every metric they query exists in the running bot's registry, and the
+// README lists every verdictbot_ metric the bot exports.
 func TestDeployAlertsAndDashboardNameExportedMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the bot")
@@ -392,7 +394,16 @@ func TestDeployAlertsAndDashboardNameExportedMetrics(t *testing.T) {
 		}
 	}
 	panels := readDashboard(t)
-	exported := exportedSeriesNames(t)
+	exported, families := exportedSeriesNames(t)
+	readme, err := os.ReadFile(repoRoot + "README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if strings.HasPrefix(f, "verdictbot_") && !strings.Contains(string(readme), "`"+f) {
+			t.Errorf("README.md's metrics table does not list %s", f)
+		}
+	}
 
 	used := map[string][]string{} // series → where
 	check := func(where, expr string) {
