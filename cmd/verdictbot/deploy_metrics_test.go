@@ -275,8 +275,8 @@ func readAlerts(t *testing.T) map[string]string {
 				if !promName.MatchString(k) {
 					t.Errorf("%s: label name %q", name, k)
 				}
-				if k == "severity" && v != "critical" && v != "warning" {
-					t.Errorf("%s: severity %q, want critical or warning", name, v)
+				if k == "severity" && v != "critical" && v != "warning" && v != "info" {
+					t.Errorf("%s: severity %q, want critical, warning or info", name, v)
 				}
 			}
 			if r.Labels["severity"] == "" {
