@@ -71,8 +71,8 @@ func (e *TaskFailedError) Reason() Reason { return ReasonAPI }
 // Learned-schedule settings for URL tasks (NewLearnedSchedule).
 const (
 	// PriorMin and PriorMax bound what a URL analysis is assumed to take
-	// before any has been seen: 5–120 s (issues 3 and 14; notes §4.1
-	// assume 1–5 s queued plus 5–30 s processing, and slow pages take
+	// before any has been seen: 5–120 s (issues 3 and 14; the simulator
+	// assumes 1–5 s queued plus 5–30 s processing, and slow pages take
 	// longer).
 	PriorMin = 5 * time.Second
 	PriorMax = 2 * time.Minute
@@ -88,7 +88,7 @@ const (
 // defaults of the HTTP core and a budget of LearnedBudget calls per
 // minute of mean duration). Until it has seen 8 of them it plans as if
 // analyses took between PriorMin and PriorMax. The URL service's statuses
-// other than "completed" are not documented (notes §4.1), so none of them
+// other than "completed" are not documented (docs/specs/url-reputation-api.md §3), so none of them
 // is taken as a sign that the end is near.
 // Use one per service, pass it as WaitOptions.Schedule, and Observe each
 // completed wait's PollStats.Completion (WaitOptions.OnEnd); scan.URLs does

@@ -12,14 +12,14 @@ import (
 
 // DefaultWaitBackoff is Wait's polling schedule: the first status check
 // after 1s (a cached or instant result shows at once), then ×2 per check up
-// to 60s (notes §4.2: about a minute at most between checks of a task that
+// to 60s (the simulator's sandbox model: about a minute at most between checks of a task that
 // takes minutes), ±10% jitter so tasks submitted together spread out.
 var DefaultWaitBackoff = Backoff{Initial: time.Second, Factor: 2, Max: time.Minute, Jitter: 0.1}
 
 // DefaultWaitDeadline bounds a Wait: a CAPE run takes its 200s analysis
 // timeout plus up to 60s "critical" plus processing and reporting, after
-// any time queued (notes §1.6); 5 minutes proved too short in a public
-// client (notes §3.1), the notes ask for at least 20–30.
+// any time queued (CAPEv2's task statuses); 5 minutes proved too short in a public
+// client of the service, so at least 20–30 are needed.
 const DefaultWaitDeadline = 45 * time.Minute
 
 // WaitOptions tunes Wait. The zero value uses the defaults.
@@ -41,7 +41,7 @@ type WaitOptions struct {
 	// PendingDeadline, if positive, ends the wait with ErrStuckPending
 	// when the task has shown "pending" for that long, measured on the
 	// client's clock from the first poll that saw it pending (server
-	// timestamps have no documented zone, spec §2, notes §3.2). A task
+	// timestamps have no documented zone, spec §2; CAPE writes naive server local time). A task
 	// that goes back from running to pending starts a new count.
 	PendingDeadline time.Duration
 	// OnStatus is called after every successful poll with the status and
@@ -62,7 +62,7 @@ type WaitOptions struct {
 //   - failed_* and banned end it with a *TaskFailedError (errors.Is
 //     ErrTaskFailed).
 //   - Every other status, unknown ones included, keeps polling; a task may
-//     go back from running to pending (notes §1.6).
+//     go back from running to pending (CAPEv2's task statuses).
 //   - Transient errors (rate limits, 5xx and odd answers after the core's
 //     retries, transport failures) keep polling until the deadline; the
 //     last of them is wrapped in the timeout error.
@@ -199,7 +199,7 @@ const (
 	// PriorMin and PriorMax bound what an analysis is assumed to take
 	// before any has been seen: from a few seconds (a sample the sandbox
 	// dismisses at once) to a full CAPE run, whose default analysis
-	// timeout is 200 s plus reporting (notes §4.2).
+	// timeout is 200 s plus reporting (the simulator's sandbox model).
 	PriorMin = 5 * time.Second
 	PriorMax = 5 * time.Minute
 )
@@ -208,7 +208,7 @@ const (
 // checks before the learned durations are LearnedApproach× the elapsed
 // time apart (instead of the core's 3×), so that a task seldom jumps from
 // running to reported between two checks and the near-the-end statuses
-// (which last about a fifth of an analysis, notes §4.2) are seen; that
+// (which last about a fifth of an analysis, the simulator's sandbox model) are seen; that
 // leaves a budget of LearnedBudget calls per minute of mean duration for
 // the learned part. With them, analyses spread over 5–120 s take 15–20
 // status calls and are seen about 1 s after they end, learned or not
@@ -220,7 +220,7 @@ const (
 
 // NearStatuses are the statuses after which only the report is left to
 // write: CAPE's "completed" (analysis over) and the spec's "reporting"
-// (notes §4.2: completed ~1 s, then reporting), plus CAPE's
+// (the simulator's sandbox model: completed ~1 s, then reporting), plus CAPE's
 // "distributed_completed". A LearnedSchedule from NewLearnedSchedule
 // checks often while a task shows one of them.
 var NearStatuses = []string{string(StatusCompleted), string(StatusReporting), string(StatusDistributedCompleted)}

@@ -194,6 +194,10 @@ func New(cfg Config) (*Client, error) {
 		c.http = cfg.HTTPClient
 	} else {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// HTTPS_PROXY, HTTP_PROXY and NO_PROXY, as the default transport
+		// (stated so that a change of transport cannot drop it; tested
+		// end to end through a CONNECT proxy in cmd/verdictbot).
+		tr.Proxy = http.ProxyFromEnvironment
 		if cfg.CAFile != "" || cfg.Insecure {
 			tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} //nolint:gosec // operator's explicit choice for lab appliances
 			if cfg.CAFile != "" {

@@ -476,7 +476,7 @@ func (p *learnedPlan) gap(e float64) time.Duration {
 // nearGrowth is the part of the time spent in a Near status added to
 // NearGap. 0.1 keeps the wait about a tenth of the phase's age: for the
 // sandbox, whose report-writing phase is a fifth to a quarter of the whole
-// analysis (notes §4.2: completed 1 s + reporting 30–120 s after ~200 s
+// analysis (the simulator's sandbox model: completed 1 s + reporting 30–120 s after ~200 s
 // running), the report is seen within about 10 % of that phase, for about
 // ln(1+0.1·T)/ln(1.1)+1 checks in a phase of T seconds (a 60 s phase:
 // about 20 checks at most, fewer when the plan is already dense there).
