@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,21 @@ import (
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 )
+
+// firstSpeedFromEnv is the virtual clock's speed: FIRSTVERDICT_SPEED if
+// set (4 halves the distortion of real overheads, at twice the run time),
+// else firstSpeed.
+func firstSpeedFromEnv(b *testing.B) float64 {
+	v := os.Getenv("FIRSTVERDICT_SPEED")
+	if v == "" {
+		return firstSpeed
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 1 {
+		b.Fatalf("FIRSTVERDICT_SPEED=%q: want a number ≥ 1", v)
+	}
+	return f
+}
 
 // fastClock is virtual time running speed× the real clock, shared by a
 // simulator (Config.Now) and the waits (Now, Sleep): a 120 s analysis
@@ -44,7 +61,8 @@ func (c *fastClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Settings of BenchmarkFirstVerdictLatency.
+// Settings of BenchmarkFirstVerdictLatency. The uniform durations are
+// stratified (see runFirstWorkload).
 const (
 	firstSpeed    = 8  // virtual seconds per real second
 	firstWarm     = 12 // analyses learned from before measuring (learned workloads)
@@ -81,7 +99,8 @@ type firstTask struct {
 // sandbox workloads through sandbox.Client CreateFile, Wait and
 // SimpleReport (SIM:DURATION=<N> files take N s, pending → running →
 // completed → reporting → reported in the realistic proportions). Each
-// workload has its own simulator on a virtual clock 8× the real one, with
+// workload has its own simulator on a virtual clock 8× the real one
+// (FIRSTVERDICT_SPEED sets another speed), with
 // the clients' rate limits raised so that budgets play no part; measured
 // analyses start one every 3 s; all workloads run at once, in about 35 s of
 // real time.
@@ -140,18 +159,44 @@ func nearestRank(sorted []time.Duration, q float64) time.Duration {
 }
 
 func runFirstWorkload(b *testing.B, w firstWorkload) []firstTask {
-	clock := newFastClock(firstSpeed)
+	clock := newFastClock(firstSpeedFromEnv(b))
 	srv, base := simtest.Start(b, sim.Config{Now: clock.Now, Profile: sim.RealisticProfile(), MaxLog: 1 << 20})
 	rng := rand.New(rand.NewPCG(w.seed, 0))
+	n := firstMeasured
+	if w.single {
+		n = firstSingles
+	}
+	// Uniform durations, stratified: the warm-up's and the measured ones
+	// each one from every equal slice of 5–120 s, in a random order. 40
+	// independent draws have a mean off by ±5 s (seed 2's: 69 s), which
+	// moves the mean status calls by ±2, as much as the schedules differ.
+	var (
+		mu     sync.Mutex
+		queue  []int
+		served int
+	)
+	stratified := func(k int) []int {
+		out := make([]int, k)
+		for i := range out {
+			out[i] = 5 + int(115*(float64(i)+rng.Float64())/float64(k)+0.5)
+		}
+		rng.Shuffle(k, func(i, j int) { out[i], out[j] = out[j], out[i] })
+		return out
+	}
+	if !w.single {
+		if w.learned {
+			queue = stratified(firstWarm)
+		}
+		queue = append(queue, stratified(n)...)
+	}
 	duration := func() int {
 		if w.single {
 			return 20
 		}
-		return 5 + rng.IntN(116)
-	}
-	n := firstMeasured
-	if w.single {
-		n = firstSingles
+		mu.Lock()
+		defer mu.Unlock()
+		served++
+		return queue[served-1]
 	}
 	if w.sandbox {
 		return runFirstSandbox(b, w, clock, base, n, duration)
