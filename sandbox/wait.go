@@ -282,3 +282,7 @@ type LearnedStats struct {
 	// expects to make per task (zero until Learning).
 	ChecksPerTask float64
 }
+
+// Begin implements the HTTP core's learning from running tasks (Wait calls
+// it; see apiclient.LearnedSchedule.Begin).
+func (l *LearnedSchedule) Begin() *apiclient.Running { return l.s.Begin() }

@@ -85,8 +85,10 @@ type firstWorkload struct {
 
 // firstTask is one measured analysis.
 type firstTask struct {
-	lag   time.Duration // result read − service finished, virtual time
-	calls int           // status calls
+	lag    time.Duration   // result read − service finished, virtual time
+	calls  int             // status calls
+	dur    time.Duration   // the analysis's duration
+	checks []time.Duration // URL tasks: when each status call arrived, from creation
 }
 
 // BenchmarkFirstVerdictLatency measures the issue 14 item 2 targets: the
@@ -238,7 +240,7 @@ func runFirstURLs(b *testing.B, w firstWorkload, clock *fastClock, srv *sim.Serv
 		}
 		finished := task.Created.Add(time.Duration(seconds) * time.Second)
 		mu.Lock()
-		tasks = append(tasks, firstTask{lag: returned.Sub(finished), calls: v.Polls})
+		tasks = append(tasks, firstTask{lag: returned.Sub(finished), calls: v.Polls, dur: time.Duration(seconds) * time.Second, checks: statusTimes(srv, v.TaskID, task.Created)})
 		mu.Unlock()
 	}
 	if w.learned {
@@ -263,7 +265,73 @@ func runFirstURLs(b *testing.B, w firstWorkload, clock *fastClock, srv *sim.Serv
 		_ = clock.Sleep(context.Background(), firstPace)
 	}
 	wg.Wait()
+	if os.Getenv("FIRSTVERDICT_PHASES") != "" {
+		logPhases(b, w, tasks, shared)
+	}
 	return tasks
+}
+
+// statusTimes returns when the simulator received each status call of task
+// id, from created.
+func statusTimes(srv *sim.Server, id string, created time.Time) []time.Duration {
+	var out []time.Duration
+	for _, r := range srv.Requests() {
+		if r.Service == sim.ServiceReputation && r.Op == sim.OpStatus && strings.Contains(r.Path, id) {
+			out = append(out, r.Time.Sub(created))
+		}
+	}
+	return out
+}
+
+// firstPhases are the bounds (s) of the phases the calls are counted in.
+var firstPhases = []float64{15, 30, 60, 90, 120}
+
+func phaseOf(t time.Duration) int {
+	for i, p := range firstPhases {
+		if t.Seconds() < p {
+			return i
+		}
+	}
+	return len(firstPhases)
+}
+
+// logPhases logs the measured calls per analysis by phase (when the check
+// arrived) next to what the schedule itself plans for the same durations
+// (no overhead; learned: the plan at the end of the run; cold: the prior).
+func logPhases(b *testing.B, w firstWorkload, tasks []firstTask, shared *scan.URLs) {
+	sched := shared.LearnedSchedule()
+	if !w.learned {
+		sched = reputation.NewLearnedSchedule()
+	}
+	k := len(firstPhases) + 1
+	meas, model := make([]float64, k), make([]float64, k)
+	var mlag, mcalls, seen, after float64
+	for _, t := range tasks {
+		for _, c := range t.checks {
+			meas[phaseOf(c)]++
+		}
+		if len(t.checks) > 0 {
+			last := t.checks[len(t.checks)-1]
+			seen += (last - t.dur).Seconds()
+			after += (t.lag - (last - t.dur)).Seconds()
+		}
+		var e time.Duration
+		for n := 0; ; n++ {
+			e += sched.Next(n, e)
+			model[phaseOf(e)]++
+			mcalls++
+			if e >= t.dur {
+				mlag += (e - t.dur).Seconds()
+				break
+			}
+		}
+	}
+	n := float64(len(tasks))
+	for i := range meas {
+		meas[i] /= n
+		model[i] /= n
+	}
+	b.Logf("%s phases <15/<30/<60/<90/<120/more: measured %.2v, model %.2v (model calls %.2f, mean lag %.2f s; measured: check arrives %.2f s after the end, result in hand %.2f s after that)", w.name, meas, model, mcalls/n, mlag/n, seen/n, after/n)
 }
 
 func runFirstSandbox(b *testing.B, w firstWorkload, clock *fastClock, base string, n int, duration func() int) []firstTask {

@@ -55,9 +55,11 @@ import (
 type LearnedSchedule struct {
 	cfg LearnedConfig
 
-	mu      sync.Mutex      // guards samples and next
-	samples []time.Duration // ring of the last cfg.Memory durations
-	next    int             // where the next sample goes once full
+	mu       sync.Mutex      // guards samples, next, observed and running
+	samples  []time.Duration // ring of the last cfg.Memory durations
+	next     int             // where the next sample goes once full
+	observed int             // durations observed so far
+	running  map[*Running]struct{}
 
 	plan  atomic.Pointer[learnedPlan] // nil until MinSamples are known
 	prior *learnedPlan                // from PriorMin–PriorMax; nil without a prior
@@ -205,7 +207,7 @@ func NewLearnedSchedule(cfg LearnedConfig) *LearnedSchedule {
 		for i := range prior {
 			prior[i] = lo + time.Duration(float64(hi-lo)*float64(i)/float64(max(len(prior)-1, 1)))
 		}
-		s.prior = buildPlan(cfg, prior, true)
+		s.prior = buildPlan(cfg, prior, nil, true)
 	}
 	return s
 }
@@ -237,6 +239,58 @@ func (s *LearnedSchedule) NextStatus(status string, inStatus time.Duration, poll
 	return d
 }
 
+// Running is a wait in progress on a LearnedSchedule (Begin): a task
+// still running after t says its duration is more than t, which the
+// schedule uses when it learns (see Begin).
+type Running struct {
+	s   *LearnedSchedule
+	seq int          // s.observed at Begin
+	age atomic.Int64 // the latest elapsed time (ns) a check saw it running
+}
+
+// Begin records that a wait on the schedule has started; WaitStatus calls
+// it for a schedule that has it, Seen after every check that found the task
+// running, and End when the wait ends, however it ends.
+//
+// Why: completions arrive shortest first. Learned only from the tasks that
+// have ended, a schedule that has just started learning (or a burst of
+// submissions) believes durations shorter than they are, checks densely
+// where most tasks are still far from done, and pays for it in calls (the
+// benchmark's learned 5–120 s row: two calls per task more than its final
+// plan). So the durations are estimated as survival data: the tasks still
+// running count as durations longer than their current age (Kaplan–Meier
+// weights; see weighted). Only waits begun since the oldest remembered
+// duration was observed count, so that a busy service's many running tasks
+// do not outweigh a memory that spans a shorter time than its analyses. A
+// resumed wait's age understates the task's, which only makes it count as
+// a shorter lower bound.
+func (s *LearnedSchedule) Begin() *Running {
+	r := &Running{s: s}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running == nil {
+		s.running = map[*Running]struct{}{}
+	}
+	r.seq = s.observed
+	s.running[r] = struct{}{}
+	return r
+}
+
+// Seen records that a check at elapsed found the task still running.
+func (r *Running) Seen(elapsed time.Duration) {
+	if elapsed > time.Duration(r.age.Load()) {
+		r.age.Store(int64(elapsed))
+	}
+}
+
+// End records that the wait is over (its duration, if it completed, is
+// for the caller to Observe).
+func (r *Running) End() {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	delete(r.s.running, r)
+}
+
 // Observe records that a task took d from submission to completion (for a
 // polled task, PollStats.Completion of its wait). Only tasks that completed
 // normally should be recorded, and only when the wait started at
@@ -248,6 +302,7 @@ func (s *LearnedSchedule) Observe(d time.Duration) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.observed++
 	if len(s.samples) < s.cfg.Memory {
 		s.samples = append(s.samples, d)
 	} else {
@@ -255,7 +310,14 @@ func (s *LearnedSchedule) Observe(d time.Duration) {
 		s.next = (s.next + 1) % s.cfg.Memory
 	}
 	if len(s.samples) >= s.cfg.MinSamples {
-		s.plan.Store(buildPlan(s.cfg, s.samples, false))
+		oldest := s.observed - len(s.samples) // seq of a wait begun before the oldest sample
+		var censored []time.Duration
+		for r := range s.running {
+			if a := time.Duration(r.age.Load()); r.seq >= oldest && a > 0 {
+				censored = append(censored, a)
+			}
+		}
+		s.plan.Store(buildPlan(s.cfg, s.samples, censored, false))
 	}
 }
 
@@ -330,34 +392,29 @@ const hazardFloor = 0.1
 // uniform one instead of a kernel estimate, whose bandwidth (Silverman's,
 // made for bell shapes) would smear the prior's ends by tens of seconds,
 // and the prompt window applies.
-func buildPlan(cfg LearnedConfig, samples []time.Duration, prior bool) *learnedPlan {
+func buildPlan(cfg LearnedConfig, samples, censored []time.Duration, prior bool) *learnedPlan {
 	n := len(samples)
-	xs := make([]float64, n)
-	for i, d := range samples {
-		xs[i] = d.Seconds()
-	}
-	slices.Sort(xs)
+	xs, ws := weighted(samples, censored)
 	var mean, sd float64
-	for _, x := range xs {
-		mean += x
+	for i, x := range xs {
+		mean += ws[i] * x
 	}
-	mean /= float64(n)
-	for _, x := range xs {
-		sd += (x - mean) * (x - mean)
+	for i, x := range xs {
+		sd += ws[i] * (x - mean) * (x - mean)
 	}
-	sd = math.Sqrt(sd / float64(max(n-1, 1)))
+	sd = math.Sqrt(sd * float64(n) / float64(max(n-1, 1)))
 
 	// Bandwidth: Silverman's rule of thumb, 0.9·min(σ, IQR/1.34)·n^-⅕. Its
 	// floor is MinGap/2, the uncertainty of each sample itself (a task
 	// seen done by a check MinGap after the previous one ended somewhere
 	// in that gap).
 	spread := sd
-	if iqr := (xs[(3*n)/4] - xs[n/4]) / 1.34; iqr > 0 && iqr < spread {
+	if iqr := (weightedQuantile(xs, ws, 0.75) - weightedQuantile(xs, ws, 0.25)) / 1.34; iqr > 0 && iqr < spread {
 		spread = iqr
 	}
 	minGap := cfg.MinGap.Seconds()
 	h := max(0.9*spread*math.Pow(float64(n), -0.2), minGap/2)
-	lo, hi := xs[0], xs[n-1]
+	lo, hi := xs[0], xs[len(xs)-1]
 	uniform := prior && hi-lo > minGap
 
 	p := &learnedPlan{
@@ -365,7 +422,7 @@ func buildPlan(cfg LearnedConfig, samples []time.Duration, prior bool) *learnedP
 		first: cfg.First.Seconds(),
 		tail:  1 / cfg.TailGap.Seconds(),
 	}
-	end := xs[n-1] + 4*h + cfg.TailGap.Seconds() // f ≈ 0 and F ≈ 1 beyond
+	end := hi + 4*h + cfg.TailGap.Seconds() // f ≈ 0 and F ≈ 1 beyond
 	p.step = max(planStep, end/(planPoints-1))
 	points := int(math.Ceil(end/p.step)) + 1
 
@@ -374,7 +431,7 @@ func buildPlan(cfg LearnedConfig, samples []time.Duration, prior bool) *learnedP
 	fs := make([]float64, points)
 	surv := make([]float64, points)
 	peak := 0.0
-	norm := 1 / (float64(n) * h * math.Sqrt(2*math.Pi))
+	norm := 1 / (h * math.Sqrt(2*math.Pi))
 	for i := range points {
 		t := float64(i) * p.step
 		var f, cdf float64
@@ -384,17 +441,16 @@ func buildPlan(cfg LearnedConfig, samples []time.Duration, prior bool) *learnedP
 			}
 			cdf = min(max((t-lo)/(hi-lo), 0), 1)
 		} else {
-			for _, x := range xs {
+			for k, x := range xs {
 				switch z := (t - x) / h; {
 				case z > 8: // beyond 8 bandwidths the kernel is 0 and its CDF 1
-					cdf++
+					cdf += ws[k]
 				case z >= -8:
-					f += math.Exp(-z * z / 2)
-					cdf += 0.5 * math.Erfc(-z/math.Sqrt2)
+					f += ws[k] * math.Exp(-z*z/2)
+					cdf += ws[k] * 0.5 * math.Erfc(-z/math.Sqrt2)
 				}
 			}
 			f *= norm
-			cdf /= float64(n)
 		}
 		base[i] = p.approach(t) + cdf*p.tail
 		fs[i], surv[i] = f, 1-cdf
@@ -404,10 +460,10 @@ func buildPlan(cfg LearnedConfig, samples []time.Duration, prior bool) *learnedP
 	// the one that sees it done, on average Λ(x) + ½.
 	checks := func(cum []float64) float64 {
 		sum := 0.0
-		for _, x := range xs {
-			sum += interp(cum, x/p.step) + 0.5
+		for k, x := range xs {
+			sum += ws[k] * (interp(cum, x/p.step) + 0.5)
 		}
-		return sum / float64(n)
+		return sum
 	}
 	budget := cfg.Budget * max(1, mean/cfg.BudgetSpan.Seconds())
 	cum := make([]float64, points)
@@ -431,6 +487,55 @@ func buildPlan(cfg LearnedConfig, samples []time.Duration, prior bool) *learnedP
 	p.cum = cum
 	p.checks = checks(cum)
 	return p
+}
+
+// weighted returns the durations (seconds, sorted) the plan is built from
+// and their weights (summing to 1): the samples, weighted by the
+// Kaplan–Meier estimate that also counts the censored ages (tasks still
+// running, whose durations are longer): each sample takes the drop of the
+// survival at it, 1/(number of samples and censored ages at least as long)
+// of what survives. What survives the longest sample (tasks running longer
+// than any remembered one) is shared by the censored ages beyond it, placed
+// at those ages. Without censored ages every sample weighs 1/n.
+func weighted(samples, censored []time.Duration) (xs, ws []float64) {
+	for _, d := range samples {
+		xs = append(xs, d.Seconds())
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	ws = make([]float64, n)
+	cs := make([]float64, 0, len(censored))
+	for _, d := range censored {
+		cs = append(cs, d.Seconds())
+	}
+	slices.Sort(cs)
+	surv, c := 1.0, 0 // cs[c:] are the censored ages ≥ the current sample
+	for i, x := range xs {
+		for c < len(cs) && cs[c] < x {
+			c++
+		}
+		next := surv * (1 - 1/float64(n-i+len(cs)-c))
+		ws[i], surv = surv-next, next
+	}
+	if surv > 1e-12 {
+		rest := cs[c:]
+		for _, a := range rest {
+			xs = append(xs, a)
+			ws = append(ws, surv/float64(len(rest)))
+		}
+	}
+	return xs, ws
+}
+
+// weightedQuantile returns the q-quantile of the sorted xs weighted by ws.
+func weightedQuantile(xs, ws []float64, q float64) float64 {
+	acc := 0.0
+	for i, w := range ws {
+		if acc += w; acc >= q {
+			return xs[i]
+		}
+	}
+	return xs[len(xs)-1]
 }
 
 // sqrtHazardPlan fills cum for λ = base + min(k·√hazard, room under the

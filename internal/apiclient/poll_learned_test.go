@@ -350,7 +350,7 @@ func TestLearnedSchedulePlansFromThePriorUntilItKnowsEnough(t *testing.T) {
 	for i := range 64 {
 		even = append(even, secs(5+115*float64(i)/63))
 	}
-	want := buildPlan(s.cfg, even, true)
+	want := buildPlan(s.cfg, even, nil, true)
 	for _, e := range []float64{0, 3, 10, 20, 60, 110, 200} {
 		if got, w := s.Next(3, secs(e)), want.gap(e); got != w {
 			t.Errorf("no history, Next at %g s = %s, want the prior's %s", e, got, w)
