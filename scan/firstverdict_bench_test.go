@@ -131,6 +131,9 @@ func BenchmarkFirstVerdictLatency(b *testing.B) {
 		wg.Wait()
 	}
 	b.StopTimer()
+	if os.Getenv("FIRSTVERDICT_PHASES") != "" {
+		b.Logf("sandbox status calls by status seen: %v", sbStatusCalls)
+	}
 	b.Logf("%-24s %5s %8s %8s %8s %10s %9s", "workload", "tasks", "lag p50", "lag p95", "lag max", "calls mean", "calls max")
 	for i, w := range workloads {
 		tasks := results[i]
@@ -334,6 +337,10 @@ func logPhases(b *testing.B, w firstWorkload, tasks []firstTask, shared *scan.UR
 	b.Logf("%s phases <15/<30/<60/<90/<120/more: measured %.2v, model %.2v (model calls %.2f, mean lag %.2f s; measured: check arrives %.2f s after the end, result in hand %.2f s after that)", w.name, meas, model, mcalls/n, mlag/n, seen/n, after/n)
 }
 
+// sbStatusCalls counts the sandbox workloads' status calls by the status
+// they saw (FIRSTVERDICT_PHASES), guarded by the workload's mu.
+var sbStatusCalls = map[string]int{}
+
 func runFirstSandbox(b *testing.B, w firstWorkload, clock *fastClock, base string, n int, duration func() int) []firstTask {
 	fast := sandbox.Limit{Rate: 1000, Burst: 1000}
 	sb, err := sandbox.New(base, "bench-key", sandbox.WithRateLimits(fast, fast))
@@ -356,8 +363,10 @@ func runFirstSandbox(b *testing.B, w firstWorkload, clock *fastClock, base strin
 		}
 		id := sub.TaskIDs[0]
 		var stats sandbox.PollStats
+		byStatus := map[sandbox.Status]int{}
 		_, err = sb.Wait(ctx, id, sandbox.WaitOptions{Schedule: l, Sleep: clock.Sleep, Now: clock.Now,
-			OnEnd: func(s sandbox.PollStats) { stats = s }})
+			OnEnd:    func(s sandbox.PollStats) { stats = s },
+			OnStatus: func(s sandbox.Status, _ bool) { byStatus[s]++ }})
 		if err == nil {
 			_, err = sb.SimpleReport(ctx, id)
 		}
@@ -371,6 +380,9 @@ func runFirstSandbox(b *testing.B, w firstWorkload, clock *fastClock, base strin
 			return
 		}
 		mu.Lock()
+		for st, k := range byStatus {
+			sbStatusCalls[w.name+" "+string(st)] += k
+		}
 		tasks = append(tasks, firstTask{lag: returned.Sub(created.Add(time.Duration(seconds) * time.Second)), calls: stats.Polls})
 		mu.Unlock()
 	}
