@@ -338,8 +338,11 @@ func logPhases(b *testing.B, w firstWorkload, tasks []firstTask, shared *scan.UR
 }
 
 // sbStatusCalls counts the sandbox workloads' status calls by the status
-// they saw (FIRSTVERDICT_PHASES), guarded by the workload's mu.
-var sbStatusCalls = map[string]int{}
+// they saw (FIRSTVERDICT_PHASES).
+var (
+	sbStatusMu    sync.Mutex
+	sbStatusCalls = map[string]int{}
+)
 
 func runFirstSandbox(b *testing.B, w firstWorkload, clock *fastClock, base string, n int, duration func() int) []firstTask {
 	fast := sandbox.Limit{Rate: 1000, Burst: 1000}
@@ -380,9 +383,11 @@ func runFirstSandbox(b *testing.B, w firstWorkload, clock *fastClock, base strin
 			return
 		}
 		mu.Lock()
+		sbStatusMu.Lock()
 		for st, k := range byStatus {
 			sbStatusCalls[w.name+" "+string(st)] += k
 		}
+		sbStatusMu.Unlock()
 		tasks = append(tasks, firstTask{lag: returned.Sub(created.Add(time.Duration(seconds) * time.Second)), calls: stats.Polls})
 		mu.Unlock()
 	}
