@@ -227,6 +227,20 @@ const (
 // writing) within 1.6 s.
 const LearnedNearGap = 1300 * time.Millisecond
 
+// PromptFrom–PromptTo is checked at least every PromptGap while nothing is
+// learned: the report-writing phase of a 20 s analysis (issue 14: a first
+// analysis of that length seen within 2 s) lasts about 4.4 s from 15.6 s,
+// and the prior's checks there, LearnedApproach× the elapsed time apart
+// (7 s by 15 s), often jumped from running to reported (seen up to 3 s
+// late, about 3 % of such analyses in the model); a check every 3 s sees
+// it, and NearStatuses' checks then see the end within LearnedNearGap and
+// a bit. About 1.5 more calls for a first analysis longer than 22 s.
+const (
+	PromptFrom = 12 * time.Second
+	PromptTo   = 22 * time.Second
+	PromptGap  = 3 * time.Second
+)
+
 // NearStatuses are the statuses after which only the report is left to
 // write: CAPE's "completed" (analysis over) and the spec's "reporting"
 // (notes §4.2: completed ~1 s, then reporting), plus CAPE's
@@ -249,6 +263,7 @@ func NewLearnedSchedule() *LearnedSchedule {
 	cfg.Near = NearStatuses
 	cfg.Approach, cfg.Budget = LearnedApproach, LearnedBudget
 	cfg.NearGap = LearnedNearGap
+	cfg.PromptFrom, cfg.PromptTo, cfg.PromptGap = PromptFrom, PromptTo, PromptGap
 	return &LearnedSchedule{s: apiclient.NewLearnedSchedule(cfg)}
 }
 

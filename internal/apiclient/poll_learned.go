@@ -137,7 +137,9 @@ type LearnedConfig struct {
 	// PromptFrom–PromptTo, when planning from the prior (nothing learned
 	// yet), is checked at least every PromptGap: where the service's
 	// typical analysis ends, so that a first analysis of that length is
-	// seen promptly even though the prior spreads its mass wide.
+	// seen promptly even though the prior spreads its mass wide (with
+	// Near statuses, a PromptGap shorter than the near-the-end phase of
+	// such an analysis makes sure a check sees that phase).
 	PromptFrom, PromptTo, PromptGap time.Duration
 }
 
@@ -482,7 +484,7 @@ func buildPlan(cfg LearnedConfig, samples, censored []time.Duration, prior bool)
 			return checks(cum)
 		}))
 	} else {
-		sqrtHazardPlan(cfg, p.step, base, fs, surv, peak, budget, cum, checks)
+		sqrtHazardPlan(cfg, p.step, base, fs, surv, peak, budget, prior, cum, checks)
 	}
 	p.cum = cum
 	p.checks = checks(cum)
@@ -540,8 +542,17 @@ func weightedQuantile(xs, ws []float64, q float64) float64 {
 
 // sqrtHazardPlan fills cum for λ = base + min(k·√hazard, room under the
 // MinGap cap), k the largest within budget (see LearnedSchedule).
-func sqrtHazardPlan(cfg LearnedConfig, step float64, base, fs, surv []float64, peak, budget float64, cum []float64, checks func([]float64) float64) {
+func sqrtHazardPlan(cfg LearnedConfig, step float64, base, fs, surv []float64, peak, budget float64, prior bool, cum []float64, checks func([]float64) float64) {
 	points := len(base)
+	if pg := cfg.PromptGap.Seconds(); prior && pg > 0 {
+		// The prompt window is checked at least every PromptGap.
+		base = slices.Clone(base)
+		for i := range base {
+			if t := float64(i) * step; t >= cfg.PromptFrom.Seconds() && t <= cfg.PromptTo.Seconds() {
+				base[i] = max(base[i], 1/pg)
+			}
+		}
+	}
 	dense := make([]float64, points)
 	for i := range points {
 		// √ of the hazard f/(1−F): a check at t costs only the tasks
