@@ -104,8 +104,11 @@ type firstTask struct {
 // workload has its own simulator on a virtual clock 8× the real one
 // (FIRSTVERDICT_SPEED sets another speed), with
 // the clients' rate limits raised so that budgets play no part; measured
-// analyses start one every 3 s; all workloads run at once, in about 35 s of
-// real time.
+// analyses start one every 3 s; all workloads run at once, in about 45 s of
+// real time (90 s with FIRSTVERDICT_SPEED=4). FIRSTVERDICT_PHASES=1 also
+// logs the URL workloads' status calls by when they were made, next to
+// what the schedule plans for the same durations, and the sandbox
+// workloads' calls by the status they saw.
 //
 //	go test -run '^$' -bench FirstVerdictLatency -benchtime 1x -count 3 ./scan/
 //
