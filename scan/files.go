@@ -675,9 +675,10 @@ func (f *Files) task(ctx context.Context, id string, reported, fresh bool, call 
 			return out
 		}
 		// A task uploaded by this analysis waited from its submission: it
-		// teaches the schedule how long the sandbox takes.
+		// teaches the schedule how long the sandbox takes, once the report
+		// is fetched (rebuilding the plan takes milliseconds).
 		if fresh && f.learned != nil {
-			f.learned.Observe(stats.Completion())
+			defer f.learned.Observe(stats.Completion())
 		}
 	}
 	rep, err := f.sb.SimpleReport(ctx, id)
