@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,6 +42,14 @@ const (
 // the environment, is passed on (default: derived from the budgets);
 // VERDICTBOT_BENCH_BINARY, if set, is the binary run.
 //
+// VERDICTBOT_BENCH_CPUPROFILE=file writes a CPU profile of the bot process
+// over the measured span (the binary is then built with -tags
+// benchprofile, see cpuprofile_bench.go; a VERDICTBOT_BENCH_BINARY must be
+// built so too); with -benchtime above 1x, run i writes file.i:
+//
+//	VERDICTBOT_BENCH_CPUPROFILE=/tmp/bot.pprof go test -run '^$' -bench ThroughputEndToEnd -benchtime 1x ./cmd/verdictbot/
+//	go tool pprof -top /tmp/bot.pprof
+//
 //	go test -run '^$' -bench ThroughputEndToEnd -benchtime 1x ./cmd/verdictbot/
 //
 // Linux only (/proc). Skipped with -short.
@@ -56,7 +65,11 @@ func BenchmarkThroughputEndToEnd(b *testing.B) {
 	bin := os.Getenv("VERDICTBOT_BENCH_BINARY")
 	if bin == "" {
 		bin = filepath.Join(b.TempDir(), "verdictbot")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		args := []string{"build", "-o", bin}
+		if os.Getenv("VERDICTBOT_BENCH_CPUPROFILE") != "" {
+			args = append(args, "-tags", "benchprofile")
+		}
+		if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
 			b.Fatalf("go build: %v\n%s", err, out)
 		}
 	}
@@ -78,6 +91,14 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	}
 	if v := os.Getenv("VERDICTBOT_MAX_CONCURRENT"); v != "" {
 		env = append(env, "VERDICTBOT_MAX_CONCURRENT="+v)
+	}
+	profile := os.Getenv("VERDICTBOT_BENCH_CPUPROFILE")
+	if profile != "" {
+		if iter > 0 {
+			profile += "." + strconv.Itoa(iter)
+		}
+		_ = os.Remove(profile)
+		env = append(env, "VERDICTBOT_TEST_CPUPROFILE="+profile)
 	}
 	cmd := exec.Command(bin, "run")
 	cmd.Env = env
@@ -105,6 +126,9 @@ func runThroughput(b *testing.B, bin string, iter int) {
 
 	n := throughputRate * throughputSeconds
 	b.ResetTimer()
+	if profile != "" {
+		_ = cmd.Process.Signal(syscall.SIGUSR1)
+	}
 	cpu0 := processCPU(b, cmd.Process.Pid)
 	start := time.Now()
 	dctx, dcancel := context.WithTimeout(context.Background(), throughputWindow)
@@ -128,6 +152,10 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	}
 	cpu := processCPU(b, cmd.Process.Pid) - cpu0
 	b.StopTimer()
+	if profile != "" {
+		_ = cmd.Process.Signal(syscall.SIGUSR2)
+		waitProfile(b, profile)
+	}
 	if err := <-deliverErr; err != nil {
 		b.Fatalf("delivering: %v", err)
 	}
@@ -141,6 +169,18 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	b.ReportMetric(rate, "links-per-s")
 	b.ReportMetric(perLink, "cpu-ms-per-link")
 	b.ReportMetric(float64(done), "done")
+}
+
+// waitProfile waits for the bot to have written its CPU profile to path.
+func waitProfile(b *testing.B, path string) {
+	b.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			b.Logf("CPU profile: %s", path)
+			return
+		}
+	}
+	b.Errorf("no CPU profile at %s (is the binary built with -tags benchprofile?)", path)
 }
 
 // processCPU returns the user+system CPU time of process pid so far.
