@@ -61,6 +61,10 @@ type LearnedSchedule struct {
 
 	plan  atomic.Pointer[learnedPlan] // nil until MinSamples are known
 	prior *learnedPlan                // from PriorMin–PriorMax; nil without a prior
+
+	// When Observe rebuilds the plan (rebuildDue); under mu.
+	pending int       // durations observed since the plan was built
+	built   time.Time // when it was
 }
 
 // LearnedConfig tunes a LearnedSchedule. Zero fields take the values of
@@ -222,6 +226,9 @@ func (s *LearnedSchedule) Observe(d time.Duration) {
 	} else {
 		s.samples[s.next] = d
 		s.next = (s.next + 1) % s.cfg.Memory
+	}
+	if !s.rebuildDue() {
+		return
 	}
 	if len(s.samples) >= s.cfg.MinSamples {
 		s.plan.Store(buildPlan(s.cfg, s.samples))
