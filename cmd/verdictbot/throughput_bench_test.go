@@ -8,14 +8,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
+	"github.com/verdictbot/verdictbot/store"
 )
 
 // Settings of BenchmarkThroughputEndToEnd.
@@ -38,7 +42,8 @@ const (
 // Metrics: links-per-s, done links over the time from the first delivery
 // to the last reaction; cpu-ms-per-link, the bot process's user+system
 // CPU (from /proc/<pid>/stat) over the same span, per done link; done, the
-// links done within throughputWindow. VERDICTBOT_MAX_CONCURRENT, if set in
+// links done within throughputWindow; commits-per-link, the store's
+// write transactions (each with its fsync) over the run, per done link. VERDICTBOT_MAX_CONCURRENT, if set in
 // the environment, is passed on (default: derived from the budgets);
 // VERDICTBOT_BENCH_BINARY, if set, is the binary run.
 //
@@ -81,11 +86,12 @@ func BenchmarkThroughputEndToEnd(b *testing.B) {
 func runThroughput(b *testing.B, bin string, iter int) {
 	fake := slackfaketest.Start(b, slackfake.WithEchoOwnMessages(false))
 	_, base := simtest.Start(b, sim.Config{Profile: sim.FastProfile(), MaxLog: 1000})
+	dataDir := b.TempDir()
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"SLACK_BOT_TOKEN=" + fake.BotToken(), "SLACK_APP_TOKEN=" + fake.AppToken(), "SLACK_API_URL=" + fake.APIURL(),
 		"REPUTATION_URL=" + base, "REPUTATION_API_KEY=" + e2eKey,
-		"VERDICTBOT_CHANNEL_MODE=quiet", "VERDICTBOT_DATA_DIR=" + b.TempDir(),
+		"VERDICTBOT_CHANNEL_MODE=quiet", "VERDICTBOT_DATA_DIR=" + dataDir,
 		"VERDICTBOT_LOG_LEVEL=warn", "VERDICTBOT_HTTP_ADDR=off", "VERDICTBOT_RESOLVE_HOSTS=false",
 		"VERDICTBOT_REPUTATION_RUN_RATE=1000", "VERDICTBOT_REPUTATION_REPORT_RATE=5000",
 	}
@@ -107,7 +113,7 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
+	stop := sync.OnceFunc(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -117,7 +123,8 @@ func runThroughput(b *testing.B, bin string, iter int) {
 			_ = cmd.Process.Kill()
 			<-done
 		}
-	}()
+	})
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := fake.WaitConnected(ctx, 1); err != nil {
@@ -169,6 +176,19 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	b.ReportMetric(rate, "links-per-s")
 	b.ReportMetric(perLink, "cpu-ms-per-link")
 	b.ReportMetric(float64(done), "done")
+	// The store's commits (each with its fsync), from its last
+	// transaction id once the bot has stopped: the whole run, startup and
+	// shutdown included, per done link.
+	stop()
+	db, err := bolt.Open(filepath.Join(dataDir, store.FileName), 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		b.Fatalf("opening the bot's store: %v", err)
+	}
+	defer db.Close()
+	var txid int
+	_ = db.View(func(tx *bolt.Tx) error { txid = tx.ID(); return nil })
+	b.Logf("%d store commits, %.2f per link", txid, float64(txid)/float64(done))
+	b.ReportMetric(float64(txid)/float64(done), "commits-per-link")
 }
 
 // waitProfile waits for the bot to have written its CPU profile to path.
