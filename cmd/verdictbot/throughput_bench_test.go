@@ -43,8 +43,11 @@ const (
 // to the last reaction; cpu-ms-per-link, the bot process's user+system
 // CPU (from /proc/<pid>/stat) over the same span, per done link; done, the
 // links done within throughputWindow; commits-per-link, the store's
-// write transactions (each with its fsync) over the run, per done link. VERDICTBOT_MAX_CONCURRENT, if set in
-// the environment, is passed on (default: derived from the budgets);
+// write transactions (each with its fsync) over the run, per done link;
+// peak-rss-MiB, the bot's peak resident memory (VmHWM).
+// VERDICTBOT_MAX_CONCURRENT (default: derived from the budgets), GOGC and
+// GOMEMLIMIT, if set in the environment, are passed on to the bot (GOGC
+// and GOMEMLIMIT apply to this test process too);
 // VERDICTBOT_BENCH_BINARY, if set, is the binary run.
 //
 // VERDICTBOT_BENCH_CPUPROFILE=file writes a CPU profile of the bot process
@@ -95,8 +98,10 @@ func runThroughput(b *testing.B, bin string, iter int) {
 		"VERDICTBOT_LOG_LEVEL=warn", "VERDICTBOT_HTTP_ADDR=off", "VERDICTBOT_RESOLVE_HOSTS=false",
 		"VERDICTBOT_REPUTATION_RUN_RATE=1000", "VERDICTBOT_REPUTATION_REPORT_RATE=5000",
 	}
-	if v := os.Getenv("VERDICTBOT_MAX_CONCURRENT"); v != "" {
-		env = append(env, "VERDICTBOT_MAX_CONCURRENT="+v)
+	for _, name := range []string{"VERDICTBOT_MAX_CONCURRENT", "GOGC", "GOMEMLIMIT"} {
+		if v := os.Getenv(name); v != "" {
+			env = append(env, name+"="+v)
+		}
 	}
 	profile := os.Getenv("VERDICTBOT_BENCH_CPUPROFILE")
 	if profile != "" {
@@ -159,6 +164,7 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	}
 	cpu := processCPU(b, cmd.Process.Pid) - cpu0
 	b.StopTimer()
+	peak := processPeakRSS(b, cmd.Process.Pid)
 	if profile != "" {
 		_ = cmd.Process.Signal(syscall.SIGUSR2)
 		waitProfile(b, profile)
@@ -176,6 +182,7 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	b.ReportMetric(rate, "links-per-s")
 	b.ReportMetric(perLink, "cpu-ms-per-link")
 	b.ReportMetric(float64(done), "done")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
 	// The store's commits (each with its fsync), from its last
 	// transaction id once the bot has stopped: the whole run, startup and
 	// shutdown included, per done link.
@@ -201,6 +208,27 @@ func waitProfile(b *testing.B, path string) {
 		}
 	}
 	b.Errorf("no CPU profile at %s (is the binary built with -tags benchprofile?)", path)
+}
+
+// processPeakRSS returns the peak resident set size of process pid so
+// far, in bytes (VmHWM).
+func processPeakRSS(tb testing.TB, pid int) int64 {
+	tb.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				tb.Fatalf("/proc/%d/status: %q", pid, line)
+			}
+			return kb << 10
+		}
+	}
+	tb.Fatalf("/proc/%d/status: no VmHWM", pid)
+	return 0
 }
 
 // processCPU returns the user+system CPU time of process pid so far.
