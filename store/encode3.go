@@ -500,7 +500,7 @@ func encodeCard(rec *CardRecord) []byte {
 	w.Reset(&buf)
 	w.Write(js)
 	w.Close()
-	w.Reset(io.Discard) // keep no reference to buf in the pool
+	w.Reset(nil) // keep no reference to buf in the pool (nil: without feeding the dictionary again)
 	cardWriters.Put(w)
 	return buf.Bytes()
 }
