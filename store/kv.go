@@ -20,12 +20,11 @@ import (
 type backend interface {
 	update(fn func(t txn) error) error
 	// batch is update for the writes every link makes (claim, submission,
-	// verdict, card index, card, finished job): concurrent calls may share
-	// one transaction and its fsync (a group commit, see
-	// boltBackend.batch), and each returns once its write is durable, as
-	// update does. fn may run more than once (when another write of the
-	// batch fails), so it must change nothing outside t but variables it
-	// sets on every run.
+	// verdict, card index): concurrent calls may share one transaction and
+	// its fsync (bbolt's DB.Batch), and each returns once its write is
+	// durable, as update does. fn may run more than once (when another
+	// write of the batch fails), so it must change nothing outside t but
+	// variables it sets on every run.
 	batch(fn func(t txn) error) error
 	// sharing is how many batch calls are under way.
 	sharing() int
