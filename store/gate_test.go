@@ -97,6 +97,9 @@ func TestJournalWritesShareTheLinksCommits(t *testing.T) {
 	}
 	defer db.Close()
 	be := db.be.(*boltBackend)
+	// A batch waits this long for company: long enough that the writes
+	// below all join the one batch.
+	be.db.MaxBatchDelay = time.Second
 	old := &Job{Kind: "message", EventID: "Ev0"}
 	if _, err := db.RecordJobs([]*Job{old}); err != nil {
 		t.Fatal(err)

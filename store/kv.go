@@ -69,7 +69,6 @@ type boltBackend struct {
 	path string
 	// shared counts the callers of batch under way.
 	shared atomic.Int32
-	group  group
 }
 
 func openBolt(path string, noSync bool) (*boltBackend, error) {
@@ -86,6 +85,9 @@ func openBolt(path string, noSync bool) (*boltBackend, error) {
 		}
 		return nil, fmt.Errorf("store %s is unreadable (%v); it was left untouched: restore it from a backup, or move it away to start with an empty store", path, err)
 	}
+	// Writes that share a commit (batch) wait at most this long for
+	// company: concurrent writers still meet within 2 ms.
+	db.MaxBatchDelay = 2 * time.Millisecond
 	return &boltBackend{db: db, path: path}, nil
 }
 
@@ -93,103 +95,18 @@ func (b *boltBackend) update(fn func(t txn) error) error {
 	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
 }
 
-// batch shares a commit with the other writes under way (a group
-// commit): a write with no company commits at once; writes that arrive
-// while a shared commit is under way wait for it to end, then commit
-// together in the next one, made by the first of them (no timer, no
-// goroutine of its own). A round costs one transaction and one fsync
-// whatever its size, and a write waits at most for the commit under way
-// and its own. (bbolt's Batch instead waits MaxBatchDelay for company:
-// with 2 ms, the throughput benchmark's ~700 writes a second met in
-// commits of about 1.1 writes, 3.9 commits a link.) As with Batch, fn may
-// run more than once: when one write of a round fails, the transaction is
-// rolled back, that write runs alone (its error is its own) and the
-// others again together.
+// batch shares a commit with the other writes under way (bbolt's Batch:
+// fn may run more than once). A write with no company commits at once:
+// Batch would make it wait MaxBatchDelay for others, which costs a lone
+// link a few milliseconds per write and a sequential writer (a load, a
+// migration) that much per record.
 func (b *boltBackend) batch(fn func(t txn) error) error {
-	b.shared.Add(1)
+	n := b.shared.Add(1)
 	defer b.shared.Add(-1)
-	c := &groupCall{fn: fn, done: make(chan struct{}), lead: make(chan struct{})}
-	g := &b.group
-	g.mu.Lock()
-	if g.leading {
-		g.pending = append(g.pending, c)
-		g.mu.Unlock()
-		select {
-		case <-c.done: // committed in another's round
-			return c.err
-		case <-c.lead: // this caller commits the next round
-		}
-		g.mu.Lock()
+	if n == 1 {
+		return b.update(fn)
 	}
-	g.leading = true
-	round := g.pending // c first, when it was waiting
-	if len(round) == 0 {
-		round = []*groupCall{c}
-	}
-	g.pending = nil
-	g.mu.Unlock()
-	b.commitRound(round)
-	g.mu.Lock()
-	if len(g.pending) > 0 {
-		close(g.pending[0].lead) // the next round's leader
-	} else {
-		g.leading = false
-	}
-	g.mu.Unlock()
-	return c.err
-}
-
-// group is the state of batch's group commit.
-type group struct {
-	mu      sync.Mutex
-	leading bool         // a caller is committing a round
-	pending []*groupCall // the writes waiting for the next round
-}
-
-type groupCall struct {
-	fn   func(t txn) error
-	err  error
-	done chan struct{} // closed once err is set
-	lead chan struct{} // closed when this caller is to commit the next round
-}
-
-// commitRound commits calls in one transaction and sets their results.
-func (b *boltBackend) commitRound(calls []*groupCall) {
-	for len(calls) > 0 {
-		failed := -1
-		err := b.db.Update(func(tx *bolt.Tx) error {
-			for i, c := range calls {
-				if err := safeCall(c.fn, boltTxn{tx}); err != nil {
-					failed = i
-					return err
-				}
-			}
-			return nil
-		})
-		if failed < 0 {
-			for _, c := range calls {
-				c.err = err
-				close(c.done)
-			}
-			return
-		}
-		c := calls[failed]
-		c.err = b.db.Update(func(tx *bolt.Tx) error { return safeCall(c.fn, boltTxn{tx}) })
-		close(c.done)
-		calls = append(calls[:failed:failed], calls[failed+1:]...)
-	}
-}
-
-// safeCall runs a write of a round, a panic in it becoming its error (as
-// bbolt's Batch does), so that it cannot take the round's other writes,
-// or the store, with it.
-func safeCall(fn func(t txn) error, t txn) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("store: panic in a shared write: %v", p)
-		}
-	}()
-	return fn(t)
+	return b.db.Batch(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
 }
 
 func (b *boltBackend) sharing() int { return int(b.shared.Load()) }
