@@ -63,6 +63,10 @@ type LearnedSchedule struct {
 
 	plan  atomic.Pointer[learnedPlan] // nil until MinSamples are known
 	prior *learnedPlan                // from PriorMin–PriorMax; nil without a prior
+
+	// When Observe rebuilds the plan (rebuildDue); under mu.
+	pending int       // durations observed since the plan was built
+	built   time.Time // when it was
 }
 
 // LearnedConfig tunes a LearnedSchedule. Zero fields take the values of
@@ -310,6 +314,9 @@ func (s *LearnedSchedule) Observe(d time.Duration) {
 	} else {
 		s.samples[s.next] = d
 		s.next = (s.next + 1) % s.cfg.Memory
+	}
+	if !s.rebuildDue() {
+		return
 	}
 	if len(s.samples) >= s.cfg.MinSamples {
 		oldest := s.observed - len(s.samples) // seq of a wait begun before the oldest sample
