@@ -315,7 +315,7 @@ func (s *LearnedSchedule) Observe(d time.Duration) {
 		s.samples[s.next] = d
 		s.next = (s.next + 1) % s.cfg.Memory
 	}
-	if !s.rebuildDue() {
+	if !s.rebuildDue(len(s.samples) == s.cfg.MinSamples) {
 		return
 	}
 	if len(s.samples) >= s.cfg.MinSamples {

@@ -17,11 +17,13 @@ const (
 )
 
 // rebuildDue counts an observed duration and reports whether the plan is
-// to be built now: always while there is none. s.mu is held.
-func (s *LearnedSchedule) rebuildDue() bool {
+// to be built now: always while there is none, and when first is set (the
+// first plan learned from the samples replaces the prior at once). s.mu is
+// held.
+func (s *LearnedSchedule) rebuildDue(first bool) bool {
 	s.pending++
 	now := time.Now()
-	if s.plan.Load() != nil && s.pending < rebuildEvery && now.Sub(s.built) < rebuildAfter {
+	if !first && s.plan.Load() != nil && s.pending < rebuildEvery && now.Sub(s.built) < rebuildAfter {
 		return false
 	}
 	s.pending, s.built = 0, now

@@ -32,7 +32,7 @@ func TestLearnedScheduleRebuildsItsPlanLazily(t *testing.T) {
 		t.Fatalf("not rebuilt after %d more durations", rebuildEvery)
 	}
 	// The plan is the one built from every sample so far.
-	want := buildPlan(s.cfg, s.samples)
+	want := buildPlan(s.cfg, s.samples, nil, false)
 	for _, e := range []float64{0, 5, 9, 10, 30, 90, 100, 150} {
 		if got, w := second.gap(e), want.gap(e); got != w {
 			t.Errorf("gap at %g s: %s, want %s (from all the samples)", e, got, w)
