@@ -401,7 +401,12 @@ var wantBotScopes = []string{
 	"files:write",      // files.getUploadURLExternal + files.completeUploadExternal (screenshots in the thread)
 	"commands",         // the /scan slash command and the "Scan this message" shortcut
 	"usergroups:read",  // usergroups.users.list (VERDICTBOT_ADMIN_GROUP, commands.AdminGroup)
+	"users:read",       // users.info: the admin token's user is an admin or owner (quarantine.Quarantine.Check)
 }
+
+// wantUserScopes are the user scopes of SLACK_ADMIN_USER_TOKEN (quarantine
+// only): chat.delete and files.delete as a workspace admin.
+var wantUserScopes = []string{"chat:write", "files:write"}
 
 func TestManifestScopes(t *testing.T) {
 	t.Parallel()
@@ -413,8 +418,8 @@ func TestManifestScopes(t *testing.T) {
 	if !slices.Equal(sorted(got), sorted(wantBotScopes)) {
 		t.Errorf("oauth_config.scopes.bot = %q\nwant exactly %q", sorted(got), sorted(wantBotScopes))
 	}
-	if len(m.OAuthConfig.Scopes.User) > 0 {
-		t.Errorf("oauth_config.scopes.user = %q; the app uses no user token", m.OAuthConfig.Scopes.User)
+	if u := m.OAuthConfig.Scopes.User; !slices.Equal(sorted(u), sorted(wantUserScopes)) {
+		t.Errorf("oauth_config.scopes.user = %q\nwant exactly %q (the admin token deletes messages and files, nothing more)", sorted(u), sorted(wantUserScopes))
 	}
 }
 
@@ -432,6 +437,7 @@ var webAPIScopes = map[string][]string{
 	"UpdateMessageContext":           {"chat:write"},                         // chat.update
 	"PostEphemeralContext":           {"chat:write"},                         // chat.postEphemeral
 	"DeleteMessageContext":           {"chat:write"},                         // chat.delete
+	"DeleteFileContext":              {"files:write"},                        // files.delete (admin token)
 	"GetPermalinkContext":            {},                                     // chat.getPermalink
 	"AddReactionContext":             {"reactions:write"},                    // reactions.add
 	"RemoveReactionContext":          {"reactions:write"},                    // reactions.remove
