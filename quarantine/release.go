@@ -94,8 +94,10 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 		q.OnAction("released")
 	}
 	snap := q.show(ctx, channel, sourceTS, func(c *card.Card) {
-		c.Notes = append(c.Notes, fmt.Sprintf("Released from quarantine by <@%s> %s; the original was posted again.", user,
-			at.UTC().Format("2006-01-02 15:04 UTC")))
+		// Notes are shown as plain text: the user id, not a mention (the
+		// tombstone above mentions the admin).
+		c.Notes = append(c.Notes, fmt.Sprintf("Released from quarantine %s by admin %s; the original was posted again.",
+			at.UTC().Format("2006-01-02 15:04 UTC"), user))
 	})
 	reported := q.reportFalsePositive(ctx, snap, user, rec)
 	if q.OnRelease != nil {

@@ -49,7 +49,7 @@ func runBot(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey,
-		cfg.DatabaseURL.Password())
+		cfg.DatabaseURL.Password(), cfg.SlackAdminUserToken)
 	return serve(ctx, cfg, log, nil)
 }
 
