@@ -313,7 +313,9 @@ func TestQuarantineAdminTokenOfAMemberIsReportedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "cant_delete_message") })
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "cant_delete_message")
+	})
 	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="not_allowed"}`); got != "1" {
 		t.Errorf("not_allowed failures = %q, want 1", got)
 	}
