@@ -441,3 +441,57 @@ func blockTexts(raw json.RawMessage) []string {
 	}
 	return out
 }
+
+// TestQuarantineRemovesAMaliciousFile: a file found malicious is removed
+// with files.delete (the admin token); the tombstone says the sandbox keeps
+// the sample and offers no release; the message's text stays.
+func TestQuarantineRemovesAMaliciousFile(t *testing.T) {
+	seed := func(f *slackfake.Server) {
+		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
+	}
+	h := startBotSeeded(t, map[string]string{
+		"SANDBOX_API_KEY":         e2eKey,
+		"VERDICTBOT_CHANNEL_MODE": "quiet",
+		"VERDICTBOT_QUARANTINE":   "malicious",
+		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
+	}, sim.Config{Profile: quickSandbox}, true, seed,
+		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+	f, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar)}, "please pay this")
+	ts := ds[0].TS
+	card := h.waitCardIn(secChannel, ts, func(b string) bool {
+		return strings.Contains(b, "files of this message were removed") && strings.Contains(b, "sandbox keeps the sample")
+	})
+	if strings.Contains(blocksText(card.Blocks), notify.ActionQuarantineRelease) {
+		t.Error("a removed file offers a release")
+	}
+	var deleted bool
+	for _, c := range h.slack.Calls("files.delete") {
+		if c.Params.Get("file") == f.ID && c.Token == e2eAdminToken && c.Error == "" {
+			deleted = true
+		}
+	}
+	if !deleted {
+		t.Fatalf("files.delete of %s not called with the admin token: %+v", f.ID, h.slack.Calls("files.delete"))
+	}
+	if m, _ := h.slack.Message(secChannel, ts); m.Deleted {
+		t.Error("the message itself was deleted; only its file should be")
+	}
+}
+
+// TestQuarantineOfAMessageAlreadyDeletedSaysSo: a message its author
+// deleted before the verdict is not "removed": the card says it was
+// already gone, and it is counted.
+func TestQuarantineOfAMessageAlreadyDeletedSaysSo(t *testing.T) {
+	h := startQuarantine(t, nil, adminUser)
+	d := h.post("<https://secure-login.phish.test/gone>")
+	if _, err := h.slack.DeleteMessage(secChannel, d.TS); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "already deleted") })
+	if n := len(h.slack.Calls("chat.delete")); n != 0 {
+		t.Errorf("%d chat.delete calls for a message already gone", n)
+	}
+	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="already_deleted"}`); got != "1" {
+		t.Errorf("already_deleted failures = %q, want 1", got)
+	}
+}
