@@ -15,6 +15,12 @@ type Request struct {
 	User, Channel string
 	// ResponseURL answers the command (valid for 30 minutes).
 	ResponseURL string
+	// Answer, if set, takes the command's answers instead of the
+	// Responder (the App Home shows them in the Home tab).
+	Answer func(ctx context.Context, text string) error
+	// Via names where the command came from in audit lines: "slash"
+	// (the default) or "home".
+	Via string
 }
 
 // Handler runs a command. Its error, if any, is turned into a private

@@ -1,9 +1,11 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -99,6 +101,31 @@ type Scan struct {
 	QuarantineProblem func() string
 	// AllowChanged is called after the runtime allowlist changed.
 	AllowChanged func()
+	// Log receives the audit lines of changes to channel settings.
+	Log *slog.Logger
+}
+
+// respond answers req: through req.Answer when the request carries one
+// (the App Home), else through the Responder.
+func (s *Scan) respond(ctx context.Context, req *Request, text string) error {
+	if req.Answer != nil {
+		return req.Answer(ctx, text)
+	}
+	return s.Respond(ctx, req, text)
+}
+
+// audit writes the audit line of a channel setting changed by an admin,
+// whether from /scan channel or from the App Home.
+func (s *Scan) audit(req *Request, setting, from, to string) {
+	if s.Log == nil {
+		return
+	}
+	via := req.Via
+	if via == "" {
+		via = "slash"
+	}
+	s.Log.Info("channel setting changed", "audit", true, "user", req.User, "channel", req.Channel,
+		"setting", setting, "from", from, "to", to, "via", via)
 }
 
 // NewScanRegistry builds the /scan registry with its handlers. With a nil
@@ -128,7 +155,7 @@ func NewScanRegistry(s *Scan) *Registry {
 	r.Register(&Command{Name: "allow", Usage: "add|remove|list [domain]", Description: "the runtime allowlist: links to these domains are never sent",
 		MinArgs: 1, MaxArgs: 2, Admin: AdminToChange, Handler: s.allow, Examples: []string{"/scan allow add example.org"}})
 	r.Register(&Command{Name: "help", Description: "this help", MaxArgs: -1, Examples: []string{"/scan help"}, Handler: func(ctx context.Context, req *Request) error {
-		return s.Respond(ctx, req, r.Help())
+		return s.respond(ctx, req, r.Help())
 	}})
 	return r
 }
@@ -169,7 +196,7 @@ func (s *Scan) scanURLs(ctx context.Context, req *Request) error {
 	if err := s.Scanner.ScanRequest(ctx, req.Channel, req.User, targets, skipped); err != nil {
 		return err
 	}
-	return s.Respond(ctx, req, fmt.Sprintf("Scanning %d link(s); the card will appear in this channel.", len(targets)))
+	return s.respond(ctx, req, fmt.Sprintf("Scanning %d link(s); the card will appear in this channel.", len(targets)))
 }
 
 // resolve moves the targets whose host resolves only to private or special
@@ -232,7 +259,7 @@ func (s *Scan) status(ctx context.Context, req *Request) error {
 		if err != nil {
 			return serviceErr("URL service", err, id)
 		}
-		return s.Respond(ctx, req, fmt.Sprintf("URL task `%s`: *%s*.", id, st))
+		return s.respond(ctx, req, fmt.Sprintf("URL task `%s`: *%s*.", id, st))
 	case "sandbox":
 		if s.Sandbox == nil {
 			return userErr("No sandbox service is configured, so there is no sandbox task `%s` to look up.", id)
@@ -252,7 +279,7 @@ func (s *Scan) status(ctx context.Context, req *Request) error {
 			}
 			text += " (the sandbox's clock)."
 		}
-		return s.Respond(ctx, req, text)
+		return s.respond(ctx, req, text)
 	}
 	return userErr("`%s` is not a task id: URL tasks are 32 hexadecimal characters, sandbox tasks are numbers.", truncate(id, 80))
 }
@@ -267,7 +294,7 @@ func (s *Scan) hash(ctx context.Context, req *Request) error {
 	}
 	f, err := s.Sandbox.Sample(ctx, h)
 	if errors.Is(err, scan.ErrNotFound) {
-		return s.Respond(ctx, req, fmt.Sprintf("The sandbox has never seen a file with hash `%s`.", h))
+		return s.respond(ctx, req, fmt.Sprintf("The sandbox has never seen a file with hash `%s`.", h))
 	}
 	if err != nil {
 		return serviceErr("sandbox", err, "")
@@ -291,7 +318,7 @@ func (s *Scan) hash(ctx context.Context, req *Request) error {
 		}
 		b.WriteString(".")
 	}
-	return s.Respond(ctx, req, b.String())
+	return s.respond(ctx, req, b.String())
 }
 
 func sep(i int) string {
@@ -356,7 +383,7 @@ func (s *Scan) report(ctx context.Context, req *Request) error {
 	if line < 0 { // the card changed since the lookup
 		return userErr("Task `%s` has no card in this channel; run the command in the channel where its card is.", id)
 	}
-	return s.Respond(ctx, req, s.Feedback.Report(ctx, ReportRequest{User: req.User, Channel: pick.Card.Channel,
+	return s.respond(ctx, req, s.Feedback.Report(ctx, ReportRequest{User: req.User, Channel: pick.Card.Channel,
 		SourceTS: pick.Card.SourceTS, Line: line, TaskID: id, Category: cat, Option: option}))
 }
 
@@ -374,7 +401,7 @@ func (s *Scan) recent(ctx context.Context, req *Request) error {
 		return err
 	}
 	if len(cards) == 0 {
-		return s.Respond(ctx, req, "No verdicts in this channel yet.")
+		return s.respond(ctx, req, "No verdicts in this channel yet.")
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "*The last %d verdict(s) in this channel:*\n", len(cards))
@@ -395,7 +422,7 @@ func (s *Scan) recent(ctx context.Context, req *Request) error {
 		}
 		fmt.Fprintf(&b, "• *%s* · %s · %s\n", level, strings.Join(targets, ", "), when)
 	}
-	return s.Respond(ctx, req, b.String())
+	return s.respond(ctx, req, b.String())
 }
 
 func (s *Scan) history(ctx context.Context, req *Request) error {
@@ -431,7 +458,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		}
 	}
 	if len(hist) == 0 && len(reports) == 0 {
-		return s.Respond(ctx, req, fmt.Sprintf("No verdicts recorded for `%s`.", links.DefangTruncate(target, 120)))
+		return s.respond(ctx, req, fmt.Sprintf("No verdicts recorded for `%s`.", links.DefangTruncate(target, 120)))
 	}
 	type entry struct {
 		at   time.Time
@@ -469,7 +496,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		}
 		fmt.Fprintf(&b, "• %s — %s\n", e.at.UTC().Format("2006-01-02 15:04 UTC"), e.text)
 	}
-	return s.Respond(ctx, req, b.String())
+	return s.respond(ctx, req, b.String())
 }
 
 func (s *Scan) channel(ctx context.Context, req *Request) error {
@@ -496,9 +523,9 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 			return err
 		}
 		if current == "" {
-			return s.Respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s %s", s.DefaultMode, files, quar))
+			return s.respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s %s", s.DefaultMode, files, quar))
 		}
-		return s.Respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*. %s %s", current, files, quar))
+		return s.respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*. %s %s", current, files, quar))
 	}
 	mode := strings.ToLower(req.Args[0])
 	switch mode {
@@ -517,7 +544,8 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 	if err := s.State.SetChannelMode(req.Channel, mode); err != nil {
 		return err
 	}
-	return s.Respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
+	s.audit(req, "mode", cmp.Or(current, "default"), mode)
+	return s.respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
 }
 
 // filesLine says whether the channel's shared files are scanned, and why.
@@ -546,7 +574,7 @@ func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
 		if err != nil {
 			return err
 		}
-		return s.Respond(ctx, req, line)
+		return s.respond(ctx, req, line)
 	}
 	v := strings.ToLower(req.Args[1])
 	if v != "on" && v != "off" {
@@ -555,13 +583,18 @@ func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
 	if !s.Access.IsAdmin(req.User) {
 		return userErr("Only admins can change whether this channel's files are scanned.")
 	}
+	prev, err := s.State.ChannelFiles(req.Channel)
+	if err != nil {
+		return err
+	}
 	if err := s.State.SetChannelFiles(req.Channel, v); err != nil {
 		return err
 	}
+	s.audit(req, "files", cmp.Or(prev, "default"), v)
 	if v == "off" {
-		return s.Respond(ctx, req, "Files shared in this channel are now *not scanned*: they are not downloaded and not sent to the sandbox.")
+		return s.respond(ctx, req, "Files shared in this channel are now *not scanned*: they are not downloaded and not sent to the sandbox.")
 	}
-	return s.Respond(ctx, req, "Files shared in this channel are now *scanned*: they are sent to the sandbox.")
+	return s.respond(ctx, req, "Files shared in this channel are now *scanned*: they are sent to the sandbox.")
 }
 
 // quarantineLine says the channel's quarantine level, and why it cannot
@@ -611,7 +644,7 @@ func (s *Scan) channelQuarantine(ctx context.Context, req *Request) error {
 		if err != nil {
 			return err
 		}
-		return s.Respond(ctx, req, line)
+		return s.respond(ctx, req, line)
 	}
 	v := strings.ToLower(req.Args[1])
 	switch v {
@@ -622,14 +655,19 @@ func (s *Scan) channelQuarantine(ctx context.Context, req *Request) error {
 	if !s.Access.IsAdmin(req.User) {
 		return userErr("Only admins can change this channel's quarantine.")
 	}
+	prev, err := s.State.ChannelQuarantine(req.Channel)
+	if err != nil {
+		return err
+	}
 	if err := s.State.SetChannelQuarantine(req.Channel, v); err != nil {
 		return err
 	}
+	s.audit(req, "quarantine", cmp.Or(prev, "default"), v)
 	line, err := s.quarantineLine(req.Channel)
 	if err != nil {
 		return err
 	}
-	return s.Respond(ctx, req, "Changed. "+line)
+	return s.respond(ctx, req, "Changed. "+line)
 }
 
 func (s *Scan) allow(ctx context.Context, req *Request) error {
@@ -641,14 +679,14 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 			return err
 		}
 		if len(list) == 0 {
-			return s.Respond(ctx, req, "The runtime allowlist is empty (Slack's own domains and VERDICTBOT_ALLOW_DOMAINS always apply).")
+			return s.respond(ctx, req, "The runtime allowlist is empty (Slack's own domains and VERDICTBOT_ALLOW_DOMAINS always apply).")
 		}
 		var b strings.Builder
 		b.WriteString("*Runtime allowlist* (subdomains included):\n")
 		for _, e := range list {
 			fmt.Fprintf(&b, "• `%s` — added by <@%s> %s\n", e.Domain, e.By, e.At.UTC().Format("2006-01-02"))
 		}
-		return s.Respond(ctx, req, b.String())
+		return s.respond(ctx, req, b.String())
 	case "add", "remove":
 	default:
 		return userErr("`%s`: use `/scan allow add &lt;domain&gt;`, `/scan allow remove &lt;domain&gt;` or `/scan allow list`.", truncate(req.Args[0], 20))
@@ -683,9 +721,9 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 		s.AllowChanged()
 	}
 	if verb == "add" {
-		return s.Respond(ctx, req, fmt.Sprintf("Links to `%s` and its subdomains are no longer sent for scanning.", domain))
+		return s.respond(ctx, req, fmt.Sprintf("Links to `%s` and its subdomains are no longer sent for scanning.", domain))
 	}
-	return s.Respond(ctx, req, fmt.Sprintf("`%s` was removed from the allowlist; its links are scanned again.", domain))
+	return s.respond(ctx, req, fmt.Sprintf("`%s` was removed from the allowlist; its links are scanned again.", domain))
 }
 
 // serviceErr turns a service failure into an answer.

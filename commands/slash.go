@@ -106,7 +106,13 @@ func (s *Slash) Run(ctx context.Context, req *Request) {
 }
 
 func (s *Slash) answer(ctx context.Context, req *Request, text string) {
-	if err := s.Respond(ctx, req, text); err != nil {
+	respond := func() error {
+		if req.Answer != nil {
+			return req.Answer(ctx, text)
+		}
+		return s.Respond(ctx, req, text)
+	}
+	if err := respond(); err != nil {
 		s.log().Warn("could not answer a command", "command", req.Command.Name, "error", err)
 	}
 }

@@ -83,6 +83,11 @@ type app struct {
 	// stopping is closed when the bot has stopped taking work: the
 	// pipelines' store writes stop retrying then (cards.URLMemory.Stop).
 	stopping chan struct{}
+	// health follows the services' last answers; home is the App Home,
+	// mention answers @verdictbot.
+	health  *serviceHealth
+	home    *commands.Home
+	mention *commands.Mention
 }
 
 func apiURL(u string) string {
@@ -144,7 +149,11 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	a.sm = socketmode.New(a.api)
 
-	rep, err := newReputation(cfg, log, a.metrics.ReputationEvent)
+	a.health = newServiceHealth(true, cfg.SandboxURL != "")
+	rep, err := newReputation(cfg, log, func(e reputation.Event) {
+		a.metrics.ReputationEvent(e)
+		a.health.observe("URL reputation", string(e.Reason), e.IsWait)
+	})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -250,8 +259,21 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}, a.messages.NeedsWork)
 	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
 		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist,
-		DefaultQuarantine: cfg.Quarantine, QuarantineProblem: a.quarantineProblem}
+		DefaultQuarantine: cfg.Quarantine, QuarantineProblem: a.quarantineProblem,
+		Log: log.With("component", "audit")}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
+	a.home = &commands.Home{API: a.api, Scan: a.scan, Registry: a.slash.Registry, Run: a.slash.Run, Access: access,
+		Health: a.health.states, Pending: a.feedback.Pending, Log: log.With("component", "home")}
+	a.mention = &commands.Mention{API: a.api, Scanner: a.messages, Self: func() string { return a.bot.Identity().UserID },
+		Log: log.With("component", "mention")}
+	a.bot.SetPeopleHandlers(func(ctx context.Context, ev *slackevents.AppHomeOpenedEvent) {
+		a.home.Opened(ctx, ev.User, ev.Tab)
+	}, func(ctx context.Context, ev *slackevents.AppMentionEvent) {
+		if ev.BotID != "" {
+			return // another app's post: mentions are for people
+		}
+		a.mention.Handle(ctx, ev.User, ev.Channel, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp)
+	})
 	if err := a.wireFiles(); err != nil {
 		db.Close()
 		return nil, err
@@ -314,7 +336,10 @@ func (a *app) wireFiles() error {
 		log.Info("no SANDBOX_URL: shared files are not checked")
 		return nil
 	}
-	sb, err := newSandbox(cfg, log, a.metrics.SandboxEvent)
+	sb, err := newSandbox(cfg, log, func(e sandbox.Event) {
+		a.metrics.SandboxEvent(e)
+		a.health.observe("Sandbox", string(e.Reason), e.IsWait)
+	})
 	if err != nil {
 		return err
 	}
@@ -390,6 +415,9 @@ func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback, ra
 		return
 	}
 	if a.quarantine.HandleInteraction(ctx, cb) {
+		return
+	}
+	if a.home.HandleInteraction(ctx, cb) {
 		return
 	}
 	a.feedback.HandleInteraction(ctx, cb)
