@@ -487,7 +487,9 @@ func TestQuarantineOfAMessageAlreadyDeletedSaysSo(t *testing.T) {
 	if _, err := h.slack.DeleteMessage(secChannel, d.TS); err != nil {
 		t.Fatal(err)
 	}
-	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "already deleted") })
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "already deleted")
+	})
 	if n := len(h.slack.Calls("chat.delete")); n != 0 {
 		t.Errorf("%d chat.delete calls for a message already gone", n)
 	}
