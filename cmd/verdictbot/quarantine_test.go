@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -496,4 +497,25 @@ func TestQuarantineOfAMessageAlreadyDeletedSaysSo(t *testing.T) {
 	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="already_deleted"}`); got != "1" {
 		t.Errorf("already_deleted failures = %q, want 1", got)
 	}
+}
+
+// TestQuarantineLevelInSlashAndHome: /scan channel shows the level (the
+// default, and that nothing can be removed without an admin token); only
+// admins change it, with /scan channel quarantine or the Home's select,
+// which shows each channel's level.
+func TestQuarantineLevelInSlashAndHome(t *testing.T) {
+	h := startBotSeeded(t, map[string]string{"VERDICTBOT_QUARANTINE": "malicious"}, sim.Config{}, false, seedHome)
+	mustContain(t, h.slash(alice, "channel"), "Quarantine: *malicious* by default (VERDICTBOT_QUARANTINE)",
+		"cannot be removed now: no admin token is set (SLACK_ADMIN_USER_TOKEN)")
+	mustContain(t, h.slash(alice, "channel quarantine suspicious"), "Only admins can change this channel's quarantine.")
+	mustContain(t, h.slash(alice, "channel quarantine"), "Quarantine: *malicious* by default")
+	mustContain(t, h.slash(adminUser, "channel quarantine suspicious"), "Changed. Quarantine: *suspicious*: messages found suspicious or malicious are removed")
+	home := homeText(h.openHome(adminUser, 1).Blocks)
+	mustContain(t, home, "<#"+secChannel+"> — mode *verbose* (default) · files *on* (default) · quarantine *suspicious*\n", "[Quarantine: quarantine suspicious ▾]")
+	if _, err := h.slack.DeliverHomeAction(slackfake.HomeAction{UserID: adminUser, BlockID: commands.HomeChannelBlock + secChannel,
+		ActionID: commands.ActionHomeChannelQuarantine, Value: "off"}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, homeText(h.openHomeAgain(adminUser, 2).Blocks), "quarantine *off*\n", "Changed. Quarantine: *off*.")
+	mustContain(t, h.logs.String(), `"setting":"quarantine"`, `"from":"suspicious"`, `"to":"off"`, `"via":"home"`)
 }
