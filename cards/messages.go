@@ -624,17 +624,19 @@ func (m *Messages) deleted(ctx context.Context, ev *slackevents.MessageEvent) {
 	if ts == "" && ev.PreviousMessage != nil {
 		ts = ev.PreviousMessage.Timestamp
 	}
+	noted := false
 	snap, ok := m.Cards.Change(ev.Channel, ts, 0, func(r *store.CardRecord) {
 		if r.Deleted {
 			return
 		}
 		if q := r.Card.Quarantine; q != nil && q.State == card.QuarantineRemoved {
-			return // quarantine removed it: the card says so already
+			return // quarantine removed it: the tombstone says so already
 		}
+		noted = true
 		r.Deleted = true
 		r.Card.Notes = append(r.Card.Notes, "The message this card is about was deleted "+time.Now().UTC().Format("2006-01-02 15:04 UTC")+"; the verdict is kept for the record.")
 	})
-	if ok && snap.CardTS != "" {
+	if ok && noted && snap.CardTS != "" {
 		if err := m.Poster.Update(ctx, &snap); err != nil {
 			m.Log.Warn("card update after deletion failed", "error", err)
 		}

@@ -264,6 +264,9 @@ func TestCardRoundTrip(t *testing.T) {
 	want.Lines[0].Status, want.Lines[0].Problem = "reporting", "p"
 	f := *want.Lines[1].File
 	want.Lines[0].File = &f
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	want.Quarantine = &card.Quarantine{State: card.QuarantineReleased, Level: verdict.Malicious, At: at, Files: true,
+		Problem: "p", ReleasedBy: "U9", ReleasedAt: at.Add(time.Minute)}
 	if err := db.PutCard(&CardRecord{Card: want, Mode: "verbose", Gen: 3}); err != nil {
 		t.Fatal(err)
 	}

@@ -302,7 +302,13 @@ func TestQuarantineWithoutAdminTokenSaysSo(t *testing.T) {
 // bot still starts and is ready; Slack's refusal then shows on the card.
 func TestQuarantineAdminTokenOfAMemberIsReportedAtStart(t *testing.T) {
 	h := startQuarantine(t, nil, alice)
-	code, body := get(t, h, "/readyz")
+	var code int
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if code, body = get(t, h, "/readyz"); code == http.StatusOK {
+			break // ready once Socket Mode is connected
+		}
+	}
 	if code != http.StatusOK || !strings.Contains(body, "ready") || !strings.Contains(body, "not a workspace admin or owner") {
 		t.Errorf("/readyz = %d %q", code, body)
 	}
