@@ -25,6 +25,8 @@ run: ## run the bot against Slack (settings from the environment, see README)
 	$(GO) run ./cmd/verdictbot run
 
 demo: ## try it without Slack or API keys (verdictbot shell)
+	@echo "make demo: compiling verdictbot with go run (the first time also downloads the Go modules: about a minute)..."
+	@echo "make demo: then 'verdictbot shell' starts: a local channel, the built-in simulator of both services, no Slack, no keys"
 	$(GO) run ./cmd/verdictbot shell
 
 test: ## vet, then every test with the race detector (fuzz seeds included)

@@ -351,7 +351,7 @@ func (b *Bot) ack(evt socketmode.Event, payload ...any) error {
 }
 
 // ackBadMessage acks an envelope slack-go could not decode, taking its id
-// from the raw frame: otherwise Slack redelivers it (pitfall 3).
+// from the raw frame: otherwise Slack redelivers it (an unacked envelope is retried).
 func (b *Bot) ackBadMessage(ctx context.Context, evt socketmode.Event, start time.Time) {
 	bad, ok := evt.Data.(*socketmode.ErrorBadMessage)
 	if !ok {

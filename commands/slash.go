@@ -12,7 +12,7 @@ import (
 )
 
 // maxAck keeps an ack payload under Slack's 20 KB limit for Socket Mode
-// responses (slack-go refuses larger ones; notes slack-platform.md §1.4).
+// responses (slack-go refuses larger ones; Slack's Socket Mode docs).
 const maxAck = 12_000
 
 // Slash runs the /scan command: the ack is computed from the text alone

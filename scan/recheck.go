@@ -33,6 +33,8 @@ type DueURL struct {
 	// Cards are the cards that show it (for OnChange; scan does not read
 	// them).
 	Cards []card.Ref
+	// DueAt is when its recheck fell due (zero if unknown).
+	DueAt time.Time
 }
 
 // Change is a verdict that a recheck changed.
@@ -70,9 +72,12 @@ type Recheck struct {
 // RunStats sums up one run.
 type RunStats struct {
 	Due, Checked, Changed, Failed int
-	Skipped                       bool // another run was still going
-	Follower                      bool // another replica leads the recheck
-	Took                          time.Duration
+	// Lag is how late the oldest due recheck was when the run began (0
+	// with nothing due): runs that cannot keep up let it grow.
+	Lag      time.Duration
+	Skipped  bool // another run was still going
+	Follower bool // another replica leads the recheck
+	Took     time.Duration
 }
 
 // ErrRunning is returned by Run when the previous run has not finished.
@@ -124,11 +129,17 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 	if max <= 0 {
 		max = 200
 	}
-	due, err := r.Store.Due(dueBy(), max)
+	// Lag is measured from the time the run asked for (the cron's now;
+	// the shell's brought-forward time).
+	began := dueBy()
+	due, err := r.Store.Due(began, max)
 	if err != nil {
 		return RunStats{}, err
 	}
 	st := RunStats{Due: len(due)}
+	if len(due) > 0 && !due[0].DueAt.IsZero() {
+		st.Lag = began.Sub(due[0].DueAt) // the oldest due comes first
+	}
 	par := r.Parallel
 	if par <= 0 {
 		par = 4
@@ -177,7 +188,7 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 	if len(changes) > 0 && r.OnChange != nil {
 		r.OnChange(context.WithoutCancel(ctx), changes)
 	}
-	log.Info("recheck run", "due", st.Due, "checked", st.Checked, "changed", st.Changed, "failed", st.Failed, "took", st.Took)
+	log.Info("recheck run", "due", st.Due, "lag", st.Lag, "checked", st.Checked, "changed", st.Changed, "failed", st.Failed, "took", st.Took)
 	r.report(st)
 	return st, nil
 }

@@ -243,3 +243,31 @@ func TestRecheckRunsOnlyWhereItLeads(t *testing.T) {
 		t.Fatalf("the leader: %+v, %v, %d Due calls, %d releases", st, err, due.calls.Load(), released)
 	}
 }
+
+// TestRecheckRunReportsItsLag: a run says how late the oldest due recheck
+// was when it began (the recheck lag metric), from the store's due times:
+// an hour late, then the next one's lateness once that one is done, and 0
+// with nothing due.
+func TestRecheckRunReportsItsLag(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 1)
+	for i := range 2 {
+		if v := rig.urls.Check(t.Context(), fmt.Sprintf("https://example.com/lag/%d", i), scan.CheckOptions{}); v.Level != verdict.Clean {
+			t.Fatalf("%+v", v)
+		}
+		rig.clock.Set(rig.clock.Now().Add(10 * time.Minute))
+	}
+	if st, _ := rig.r.Run(t.Context()); st.Due != 0 || st.Lag != 0 {
+		t.Fatalf("nothing due yet: %+v", st)
+	}
+	rig.clock.Set(rig.t0.Add(2 * time.Hour)) // due at t0+1h and t0+1h10m
+	if st, err := rig.r.Run(t.Context()); err != nil || st.Lag != time.Hour {
+		t.Fatalf("run 1: lag %v, want 1h (%+v, %v)", st.Lag, st, err)
+	}
+	if st, err := rig.r.Run(t.Context()); err != nil || st.Lag != 50*time.Minute {
+		t.Fatalf("run 2: lag %v, want 50m (%+v, %v)", st.Lag, st, err)
+	}
+	if st, _ := rig.r.Run(t.Context()); st.Due != 0 || st.Lag != 0 {
+		t.Fatalf("nothing due: %+v", st)
+	}
+}

@@ -584,8 +584,8 @@ var configRules = []configRule{
 // Bounds and assumptions of the derived VERDICTBOT_MAX_CONCURRENT.
 const (
 	// typicalAnalysis is how long a URL analysis typically takes: the
-	// middle of the 5–120 s spread issue 14 plans for (notes §4.1 put
-	// the URL service at 1–5 s pending plus 5–30 s processing).
+	// middle of the 5–120 s spread issue 14 plans for (the simulator assumes
+	// 1–5 s pending plus 5–30 s processing for the URL service).
 	typicalAnalysis = 60 * time.Second
 	// reportCallsPerAnalysis is the report-budget requests of a typical
 	// analysis: about a dozen status calls and the result

@@ -144,7 +144,13 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			return n
 		},
 		func() bool { ok, _ := a.ready(); return ok })
+	// Every outbound connection honours HTTPS_PROXY, HTTP_PROXY and
+	// NO_PROXY: the Web API, file uploads and downloads through slackHTTP,
+	// the Socket Mode WebSocket through slack-go's dialer (which sets the
+	// same http.ProxyFromEnvironment), the service clients through
+	// internal/apiclient's transport (TestEveryOutboundConnectionGoesThroughHTTPSProxy).
 	a.api = slack.New(cfg.SlackBotToken.Reveal(),
+		slack.OptionHTTPClient(slackHTTP()),
 		slack.OptionAppLevelToken(cfg.SlackAppToken.Reveal()),
 		slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	a.sm = socketmode.New(a.api)
@@ -235,6 +241,8 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		OnTakeOver: a.metrics.WatchReplicas(db.Replicas)})
 	a.bot.SetJournal(db)
 	a.metrics.WatchJournal(a.bot.Spooled)
+	a.metrics.WatchConnection(a.bot.Connected)
+	a.metrics.WatchCards(a.cards.Scanning)
 	a.messages = &cards.Messages{
 		Self:          a.cardsIdentity,
 		Links:         policy,

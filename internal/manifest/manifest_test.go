@@ -33,26 +33,22 @@ const (
 	repoRoot     = "../.."
 	manifestFile = repoRoot + "/manifest.yaml"
 	// schemaFile is Slack's public schema for manifests of major version 1
-	// (slackapi/manifest-schema, schemas/manifest.schema.1.0.0.json), kept
-	// in the shared docs beside the checkout (/work/shared, ../shared in
-	// CI) and not copied into the project (its README says so).
-	schemaFile = repoRoot + "/../shared/slack/manifest.schema.1.0.0.json"
+	// (slackapi/manifest-schema, schemas/manifest.schema.1.0.0.json, MIT
+	// licence), copied into testdata/ (see testdata/README.md).
+	schemaFile = "testdata/manifest.schema.1.0.0.json"
 )
 
 // ---- the schema ------------------------------------------------------------
 
-// compileSchema compiles Slack's manifest schema, offline, or skips the test
-// when the shared docs are not beside the checkout.
+// compileSchema compiles Slack's manifest schema from testdata, offline.
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	abs, err := filepath.Abs(schemaFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("Slack's manifest schema is not at %s: the shared docs (shared/slack/) must be checked out beside this repository (CI has them in ../shared); skipping the schema check", abs)
-	} else if err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(abs); err != nil {
+		t.Fatalf("Slack's manifest schema must be in the repository: %v", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft7) // the file says draft-07 too
@@ -68,7 +64,7 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 // offlineLoader loads the schema's $refs without the network. The 1.0.0
 // file only refers to itself (#/definitions/…); the entry point of
 // slackapi/manifest-schema (manifest.schema.json) refers to the versioned
-// files on raw.githubusercontent.com (notes/slack-platform.md §5.2), so a
+// files on raw.githubusercontent.com, so a
 // remote reference to a file of the same name is mapped to the local copy.
 // Any other remote reference fails, naming itself, rather than being
 // fetched.
@@ -154,8 +150,8 @@ func closingParen(src string, open int) int {
 	return -1
 }
 
-// instance turns YAML into the JSON value the validator expects (YAML and
-// JSON manifests are equivalent: notes/slack-platform.md §5.1).
+// instance turns YAML into the JSON value the validator expects (Slack
+// accepts a manifest as YAML or JSON, the same structure either way).
 func instance(t *testing.T, doc []byte) any {
 	t.Helper()
 	var v any
@@ -398,8 +394,8 @@ func TestManifestBotEvents(t *testing.T) {
 }
 
 // wantBotScopes are the bot scopes, each with the calls or events that
-// need it. Adding a scope means a reinstall for every workspace (notes
-// slack-platform.md §4.5): keep it exact.
+// need it. Adding a scope means a reinstall for every workspace (events
+// only arrive for the scopes granted): keep it exact.
 var wantBotScopes = []string{
 	"channels:history",  // message.channels; conversations.replies in public channels (cards.ThreadSearch finds a card after a crash)
 	"groups:history",    // message.groups; conversations.replies in private channels

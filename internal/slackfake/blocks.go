@@ -9,7 +9,7 @@ import (
 )
 
 // Block Kit limits the fake enforces, from Slack's TypeScript types (their
-// doc comments copy docs.slack.dev; see notes/slack-platform.md §3.1).
+// doc comments copy docs.slack.dev).
 const (
 	maxBlocks          = 50    // blocks per message
 	maxSectionText     = 3000  // section text, text objects
