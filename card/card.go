@@ -60,6 +60,34 @@ type Card struct {
 	// Notes are short sentences shown under the verdicts ("The message was
 	// deleted.", "Rechecked 2026-11-22 10:15 UTC: now malicious").
 	Notes []string `json:"notes"`
+
+	// Quarantine is set once quarantine acted on the message (or tried
+	// to): the card is then its tombstone.
+	Quarantine *Quarantine `json:"quarantine,omitempty"`
+}
+
+// Quarantine states.
+const (
+	QuarantineRemoved  = "removed"  // the message (or its files) was removed
+	QuarantineReleased = "released" // an admin re-posted it
+	QuarantineFailed   = "failed"   // it could not be removed: Problem says why
+)
+
+// Quarantine is what quarantine did to the message a card answers.
+type Quarantine struct {
+	State string `json:"state"`
+	// Level is the verdict level that reached the channel's quarantine
+	// level; At is when the message was removed (or the try failed).
+	Level verdict.Level `json:"level"`
+	At    time.Time     `json:"at,omitzero"`
+	// Files is set when the message's files were removed (a file card):
+	// the sandbox keeps the sample; there is no release.
+	Files bool `json:"files,omitempty"`
+	// Problem is a user-safe sentence saying why it could not be removed.
+	Problem string `json:"problem,omitempty"`
+	// ReleasedBy and ReleasedAt say which admin released it, and when.
+	ReleasedBy string    `json:"released_by,omitempty"`
+	ReleasedAt time.Time `json:"released_at,omitzero"`
 }
 
 // Line is one checked target.
@@ -161,6 +189,10 @@ func (c *Card) Clone() Card {
 	}
 	cp.Skipped = append([]Skip(nil), c.Skipped...)
 	cp.Notes = append([]string(nil), c.Notes...)
+	if c.Quarantine != nil {
+		q := *c.Quarantine
+		cp.Quarantine = &q
+	}
 	return cp
 }
 

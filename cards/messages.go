@@ -102,6 +102,11 @@ type Messages struct {
 	// card saved is a post and its updates saved from Slack's limits.
 	PostGrace time.Duration
 
+	// Act, if set, is given every card whose verdicts are all in, once it
+	// is shown, and every card a recheck changed (the Announcer): the
+	// quarantine acts on it (quarantine.Quarantine.Act).
+	Act func(ctx context.Context, c card.Card)
+
 	once sync.Once
 	sem  chan struct{}
 	wg   sync.WaitGroup
@@ -562,6 +567,7 @@ func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
 	switch {
 	case mode == ModeVerbose, c.CardTS != "", level.NeedsAttention():
 		m.show(ctx, c)
+		m.act(ctx, c)
 	case level == verdict.Clean:
 		// A file card's source key is "<ts>/files": react on the message.
 		if err := m.Poster.React(ctx, c.Channel, strings.TrimSuffix(c.SourceTS, "/files"), m.CleanReaction); err != nil {
@@ -570,6 +576,13 @@ func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
 	case level == verdict.Unknown:
 		m.Log.Warn("could not check the links of a message (quiet channel: no card)",
 			"channel", c.Channel, "ts", c.SourceTS, "problem", firstProblem(c))
+	}
+}
+
+// act hands a final card to Act.
+func (m *Messages) act(ctx context.Context, c *card.Card) {
+	if m.Act != nil && c.Final {
+		m.Act(ctx, c.Clone())
 	}
 }
 
@@ -611,14 +624,19 @@ func (m *Messages) deleted(ctx context.Context, ev *slackevents.MessageEvent) {
 	if ts == "" && ev.PreviousMessage != nil {
 		ts = ev.PreviousMessage.Timestamp
 	}
+	noted := false
 	snap, ok := m.Cards.Change(ev.Channel, ts, 0, func(r *store.CardRecord) {
 		if r.Deleted {
 			return
 		}
+		if q := r.Card.Quarantine; q != nil && q.State == card.QuarantineRemoved {
+			return // quarantine removed it: the tombstone says so already
+		}
+		noted = true
 		r.Deleted = true
 		r.Card.Notes = append(r.Card.Notes, "The message this card is about was deleted "+time.Now().UTC().Format("2006-01-02 15:04 UTC")+"; the verdict is kept for the record.")
 	})
-	if ok && snap.CardTS != "" {
+	if ok && noted && snap.CardTS != "" {
 		if err := m.Poster.Update(ctx, &snap); err != nil {
 			m.Log.Warn("card update after deletion failed", "error", err)
 		}

@@ -69,6 +69,7 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 				continue
 			}
 			m.show(ctx, &snap)
+			m.act(ctx, &snap)
 			text := what
 			if snap.Poster != "" {
 				text = fmt.Sprintf("<@%s> a link you shared was checked again: %s.", snap.Poster, what)

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,8 @@ import (
 const (
 	ActionHomeChannelMode  = "home_channel_mode"
 	ActionHomeChannelFiles = "home_channel_files"
+	// ActionHomeChannelQuarantine sets the channel's quarantine level.
+	ActionHomeChannelQuarantine = "home_channel_quarantine"
 	// HomeChannelBlock prefixes the block id of a channel's selects.
 	HomeChannelBlock = "home_channel:"
 )
@@ -126,7 +129,7 @@ func (h *Home) HandleInteraction(ctx context.Context, cb *slack.InteractionCallb
 	handled := false
 	var notices []string
 	for _, a := range cb.ActionCallback.BlockActions {
-		if a.ActionID != ActionHomeChannelMode && a.ActionID != ActionHomeChannelFiles {
+		if a.ActionID != ActionHomeChannelMode && a.ActionID != ActionHomeChannelFiles && a.ActionID != ActionHomeChannelQuarantine {
 			continue
 		}
 		handled = true
@@ -137,8 +140,11 @@ func (h *Home) HandleInteraction(ctx context.Context, cb *slack.InteractionCallb
 			continue
 		}
 		args := []string{value}
-		if a.ActionID == ActionHomeChannelFiles {
+		switch a.ActionID {
+		case ActionHomeChannelFiles:
 			args = []string{"files", value}
+		case ActionHomeChannelQuarantine:
+			args = []string{"quarantine", value}
 		}
 		notices = append(notices, h.runChannel(ctx, cb.User.ID, channel, args))
 	}
@@ -318,7 +324,9 @@ func (h *Home) channelBlocks(b *homeBlocks, channels []homeChannel, admin bool, 
 	for _, c := range shown {
 		mode, modeDefault := h.mode(c.id)
 		files, filesDefault := h.files(c.id)
-		line := fmt.Sprintf("<#%s> — mode *%s*%s · files *%s*%s", c.id, mode, dflt(modeDefault), files, dflt(filesDefault))
+		quar, quarDefault := h.quarantine(c.id)
+		line := fmt.Sprintf("<#%s> — mode *%s*%s · files *%s*%s · quarantine *%s*%s", c.id, mode, dflt(modeDefault), files, dflt(filesDefault),
+			quar, dflt(quarDefault))
 		if !admin {
 			lines = append(lines, "• "+line)
 			continue
@@ -326,7 +334,8 @@ func (h *Home) channelBlocks(b *homeBlocks, channels []homeChannel, admin bool, 
 		b.add(slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, line, false, false), nil, nil))
 		b.add(slack.NewActionBlock(HomeChannelBlock+c.id,
 			selectOf(ActionHomeChannelMode, "Mode", mode, "quiet", "verbose", "off"),
-			selectOf(ActionHomeChannelFiles, "Files", files, "on", "off")))
+			selectOf(ActionHomeChannelFiles, "Files", files, "on", "off"),
+			selectOf(ActionHomeChannelQuarantine, "Quarantine", quar, "off", "malicious", "suspicious")))
 	}
 	if len(lines) > 0 {
 		b.text(strings.Join(lines, "\n"))
@@ -350,8 +359,11 @@ func selectOf(actionID, placeholder, current string, values ...string) *slack.Se
 	var initial *slack.OptionBlockObject
 	for _, v := range values {
 		label := v
-		if actionID == ActionHomeChannelFiles {
+		switch actionID {
+		case ActionHomeChannelFiles:
 			label = "files " + v
+		case ActionHomeChannelQuarantine:
+			label = "quarantine " + v
 		}
 		o := slack.NewOptionBlockObject(v, slack.NewTextBlockObject(slack.PlainTextType, label, false, false), nil)
 		opts = append(opts, o)
@@ -384,6 +396,16 @@ func (h *Home) files(channel string) (string, bool) {
 		return "on", true
 	}
 	return "off", true
+}
+
+// quarantine is a channel's quarantine level ("off", "malicious",
+// "suspicious") and whether that is the default.
+func (h *Home) quarantine(channel string) (string, bool) {
+	v, err := h.Scan.State.ChannelQuarantine(channel)
+	if err == nil && v != "" {
+		return v, false
+	}
+	return cmp.Or(h.Scan.DefaultQuarantine, "off"), true
 }
 
 // verdictsText lists the newest cards of the channels the viewer is in.

@@ -58,6 +58,8 @@ type State interface {
 	SetChannelMode(channel, mode string) error
 	ChannelFiles(channel string) (string, error)
 	SetChannelFiles(channel, v string) error
+	ChannelQuarantine(channel string) (string, error)
+	SetChannelQuarantine(channel, level string) error
 	Allow(domain, by string) error
 	Disallow(domain string) (bool, error)
 	AllowList() ([]store.AllowEntry, error)
@@ -91,6 +93,12 @@ type Scan struct {
 	// DefaultFiles is VERDICTBOT_SCAN_FILES: whether channels without
 	// their own switch (/scan channel files on|off) scan shared files.
 	DefaultFiles bool
+	// DefaultQuarantine is VERDICTBOT_QUARANTINE: the quarantine level of
+	// channels without their own (/scan channel quarantine …).
+	DefaultQuarantine string
+	// QuarantineProblem, if set, returns why quarantine cannot remove
+	// messages ("" when it can), shown beside the level.
+	QuarantineProblem func() string
 	// AllowChanged is called after the runtime allowlist changed.
 	AllowChanged func()
 	// Log receives the audit lines of changes to channel settings.
@@ -141,8 +149,9 @@ func NewScanRegistry(s *Scan) *Registry {
 		MaxArgs: 1, Handler: s.recent, Examples: []string{"/scan recent 10"}})
 	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "every verdict and report for a link or task, who and when",
 		MinArgs: 1, MaxArgs: 1, Handler: s.history, Examples: []string{"/scan history https://login.example.com/verify"}})
-	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off]", Description: "show or set this channel's mode, and whether its shared files are scanned",
-		MaxArgs: 2, Admin: AdminToChange, Handler: s.channel, Examples: []string{"/scan channel files off"}})
+	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off|quarantine off|malicious|suspicious]",
+		Description: "show or set this channel's mode, whether its shared files are scanned, and the lowest verdict whose message is removed (quarantine)",
+		MaxArgs:     2, Admin: AdminToChange, Handler: s.channel, Examples: []string{"/scan channel files off"}})
 	r.Register(&Command{Name: "allow", Usage: "add|remove|list [domain]", Description: "the runtime allowlist: links to these domains are never sent",
 		MinArgs: 1, MaxArgs: 2, Admin: AdminToChange, Handler: s.allow, Examples: []string{"/scan allow add example.org"}})
 	r.Register(&Command{Name: "help", Description: "this help", MaxArgs: -1, Examples: []string{"/scan help"}, Handler: func(ctx context.Context, req *Request) error {
@@ -498,18 +507,25 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 	if len(req.Args) > 0 && strings.EqualFold(req.Args[0], "files") {
 		return s.channelFiles(ctx, req)
 	}
+	if len(req.Args) > 0 && strings.EqualFold(req.Args[0], "quarantine") {
+		return s.channelQuarantine(ctx, req)
+	}
 	if len(req.Args) > 1 {
-		return userErr("`/scan channel` takes one mode (on, off, quiet or verbose), or `files on|off`.")
+		return userErr("`/scan channel` takes one mode (on, off, quiet or verbose), or `files on|off`, or `quarantine off|malicious|suspicious`.")
 	}
 	if len(req.Args) == 0 {
 		files, err := s.filesLine(req.Channel)
 		if err != nil {
 			return err
 		}
-		if current == "" {
-			return s.respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s", s.DefaultMode, files))
+		quar, err := s.quarantineLine(req.Channel)
+		if err != nil {
+			return err
 		}
-		return s.respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*. %s", current, files))
+		if current == "" {
+			return s.respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s %s", s.DefaultMode, files, quar))
+		}
+		return s.respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*. %s %s", current, files, quar))
 	}
 	mode := strings.ToLower(req.Args[0])
 	switch mode {
@@ -579,6 +595,79 @@ func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
 		return s.respond(ctx, req, "Files shared in this channel are now *not scanned*: they are not downloaded and not sent to the sandbox.")
 	}
 	return s.respond(ctx, req, "Files shared in this channel are now *scanned*: they are sent to the sandbox.")
+}
+
+// quarantineLine says the channel's quarantine level, and why it cannot
+// act when it cannot.
+func (s *Scan) quarantineLine(channel string) (string, error) {
+	v, err := s.State.ChannelQuarantine(channel)
+	if err != nil {
+		return "", err
+	}
+	def := s.DefaultQuarantine
+	if def == "" {
+		def = "off"
+	}
+	var line string
+	switch {
+	case v == "off" || (v == "" && def == "off"):
+		suffix := "."
+		if v == "" {
+			suffix = " by default (VERDICTBOT_QUARANTINE)."
+		}
+		return "Quarantine: *off*" + suffix + " Nothing is removed.", nil
+	case v == "":
+		line = fmt.Sprintf("Quarantine: *%s* by default (VERDICTBOT_QUARANTINE): %s", def, quarantineWords(def))
+	default:
+		line = fmt.Sprintf("Quarantine: *%s*: %s", v, quarantineWords(v))
+	}
+	if s.QuarantineProblem != nil {
+		if p := s.QuarantineProblem(); p != "" {
+			line += " But messages cannot be removed now: " + p + "."
+		}
+	}
+	return line, nil
+}
+
+func quarantineWords(level string) string {
+	if level == "suspicious" {
+		return "messages found suspicious or malicious are removed (kept for release by an admin)."
+	}
+	return "messages found malicious are removed (kept for release by an admin)."
+}
+
+// channelQuarantine is /scan channel quarantine [off|malicious|suspicious]:
+// anyone may look, admins change it.
+func (s *Scan) channelQuarantine(ctx context.Context, req *Request) error {
+	if len(req.Args) == 1 {
+		line, err := s.quarantineLine(req.Channel)
+		if err != nil {
+			return err
+		}
+		return s.respond(ctx, req, line)
+	}
+	v := strings.ToLower(req.Args[1])
+	switch v {
+	case "off", "malicious", "suspicious":
+	default:
+		return userErr("`%s`: use `/scan channel quarantine off`, `malicious` or `suspicious`.", truncate(req.Args[1], 20))
+	}
+	if !s.Access.IsAdmin(req.User) {
+		return userErr("Only admins can change this channel's quarantine.")
+	}
+	prev, err := s.State.ChannelQuarantine(req.Channel)
+	if err != nil {
+		return err
+	}
+	if err := s.State.SetChannelQuarantine(req.Channel, v); err != nil {
+		return err
+	}
+	s.audit(req, "quarantine", cmp.Or(prev, "default"), v)
+	line, err := s.quarantineLine(req.Channel)
+	if err != nil {
+		return err
+	}
+	return s.respond(ctx, req, "Changed. "+line)
 }
 
 func (s *Scan) allow(ctx context.Context, req *Request) error {

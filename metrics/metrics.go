@@ -31,6 +31,8 @@ type Metrics struct {
 	slackCalls   *prometheus.CounterVec
 	slackErrors  *prometheus.CounterVec
 	rechecks     *prometheus.CounterVec
+	quarantined  *prometheus.CounterVec
+	quarFailures *prometheus.CounterVec
 	flips        prometheus.Counter
 	recheckTime  prometheus.Histogram
 	recheckLag   prometheus.Gauge
@@ -70,6 +72,10 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 		Help: "Slack Web API calls made to post and update cards, by method."}, []string{"method"})
 	m.slackErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slack_api_errors_total",
 		Help: "Slack Web API errors, by method and Slack error code (ratelimited for 429)."}, []string{"method", "error"})
+	m.quarantined = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "quarantine_actions_total",
+		Help: "Quarantine actions done, by action (removed, released)."}, []string{"action"})
+	m.quarFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "quarantine_failures_total",
+		Help: "Messages that reached their channel's quarantine level but could not be removed, by reason (no_token, not_allowed, other_org, already_deleted, error)."}, []string{"reason"})
 	m.rechecks = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "recheck_runs_total",
 		Help: "Recheck ticks, by result (ran; skipped: the previous run was still going; follower: another replica leads the recheck)."}, []string{"result"})
 	m.flips = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "recheck_flips_total",
@@ -83,7 +89,7 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 	m.recheckLast.SetToCurrentTime()
 	for _, c := range []prometheus.Collector{m.envelopes, m.dropped, m.ackLatency, m.scans, m.statusPolls, m.levels,
 		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.recheckTime,
-		m.recheckLag, m.recheckLast} {
+		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures} {
 		f(c)
 	}
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
@@ -197,6 +203,12 @@ func (m *Metrics) SlackCall(method, code string) {
 		m.slackErrors.WithLabelValues(method, code).Inc()
 	}
 }
+
+// Quarantine counts a quarantine action ("removed", "released").
+func (m *Metrics) Quarantine(action string) { m.quarantined.WithLabelValues(action).Inc() }
+
+// QuarantineFailure counts a message that could not be removed, by reason.
+func (m *Metrics) QuarantineFailure(reason string) { m.quarFailures.WithLabelValues(reason).Inc() }
 
 // RecheckRun is scan.Recheck.OnRun.
 func (m *Metrics) RecheckRun(st scan.RunStats) {

@@ -115,6 +115,7 @@ func Blocks(c *card.Card) (blocks []slack.Block, fallback string) {
 func render(c *card.Card, cp caps) ([]slack.Block, bool) {
 	m := mrkdwn{}
 	head := []slack.Block{sectionBlock(SummaryBlockID(c), strings.Join(headRows(m, c), "\n"))}
+	head = append(head, quarantineBlocks(m, c)...)
 	tail := tailBlocks(m, c, cp)
 	roomBlocks := maxBlocks - len(head) - len(tail) - 1 // one for the "more" note
 	roomText := maxCardText - blocksText(head) - blocksText(tail) - 300

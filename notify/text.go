@@ -24,6 +24,12 @@ func Text(c *card.Card, color bool) string {
 		b.WriteString(r)
 		b.WriteByte('\n')
 	}
+	for _, r := range quarantineRows(m, c) {
+		b.WriteString(r + "\n")
+	}
+	if q := c.Quarantine; q != nil && q.State == card.QuarantineRemoved && !q.Files {
+		b.WriteString("[release]\n")
+	}
 	for i := range c.Lines {
 		l := &c.Lines[i]
 		n := strconv.Itoa(i + 1)

@@ -64,6 +64,14 @@ type State interface {
 	Disallow(domain string) (bool, error)
 	AllowList() ([]AllowEntry, error)
 
+	// Quarantine: messages removed and kept for release, and each
+	// channel's level (quarantine.go).
+	PutQuarantined(q Quarantined) error
+	Quarantined(channel, ts string) (Quarantined, error)
+	PruneQuarantined(cutoff time.Time) (int, error)
+	ChannelQuarantine(channel string) (string, error)
+	SetChannelQuarantine(channel, level string) error
+
 	// Prune removes what is older than cutoff (VERDICTBOT_RETENTION), in
 	// short batches, and keeps what is still in use (retention.go: DB.Prune
 	// gives the rules, which both backends follow).

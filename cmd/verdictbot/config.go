@@ -93,6 +93,9 @@ type Config struct {
 	SlackBotToken Secret `envconfig:"SLACK_BOT_TOKEN"`
 	SlackAppToken Secret `envconfig:"SLACK_APP_TOKEN"`
 	SlackAPIURL   string `envconfig:"SLACK_API_URL"`
+	// SlackAdminUserToken (xoxp-…, optional) is a workspace admin's user
+	// token: quarantine deletes messages and files with it, nothing else.
+	SlackAdminUserToken Secret `envconfig:"SLACK_ADMIN_USER_TOKEN"`
 
 	ReputationURL    string `envconfig:"REPUTATION_URL"`
 	ReputationAPIKey Secret `envconfig:"REPUTATION_API_KEY"`
@@ -135,7 +138,10 @@ type Config struct {
 	AlertChannel    string          `envconfig:"VERDICTBOT_ALERT_CHANNEL"`
 
 	Retention time.Duration `envconfig:"VERDICTBOT_RETENTION"`
-	Lease     time.Duration `envconfig:"VERDICTBOT_LEASE"`
+
+	Quarantine          string        `envconfig:"VERDICTBOT_QUARANTINE"`
+	QuarantineRetention time.Duration `envconfig:"VERDICTBOT_QUARANTINE_RETENTION"`
+	Lease               time.Duration `envconfig:"VERDICTBOT_LEASE"`
 
 	Workers   int `envconfig:"VERDICTBOT_WORKERS"`
 	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE"`
@@ -196,7 +202,10 @@ func defaultConfig() *Config {
 		RecheckMax:      200,
 
 		Retention: 2160 * time.Hour,
-		Lease:     30 * time.Second,
+
+		Quarantine:          "off",
+		QuarantineRetention: 720 * time.Hour,
+		Lease:               30 * time.Second,
 
 		Workers:   8,
 		QueueSize: 10000,
@@ -387,6 +396,7 @@ func (c *Config) trim() {
 	c.ReputationURL = strings.TrimSpace(c.ReputationURL)
 	c.SandboxURL = strings.TrimSpace(c.SandboxURL)
 	c.ChannelMode = strings.ToLower(strings.TrimSpace(c.ChannelMode))
+	c.Quarantine = strings.ToLower(strings.TrimSpace(c.Quarantine))
 	c.Reporters = strings.ToLower(strings.TrimSpace(c.Reporters))
 	c.URLQuery = strings.ToLower(strings.TrimSpace(c.URLQuery))
 	for _, l := range []*[]string{&c.Admins, &c.AllowDomains, &c.InternalDomains} {
@@ -473,6 +483,16 @@ var configRules = []configRule{
 		return nil
 	}},
 	oneOf("VERDICTBOT_CHANNEL_MODE", func(c *Config) string { return c.ChannelMode }, "quiet, verbose or off", "quiet", "verbose", "off"),
+	oneOf("VERDICTBOT_QUARANTINE", func(c *Config) string { return c.Quarantine }, "off, malicious or suspicious (the lowest verdict whose message is removed)",
+		"off", "malicious", "suspicious"),
+	atLeast("VERDICTBOT_QUARANTINE_RETENTION", func(c *Config) time.Duration { return c.QuarantineRetention }, time.Hour,
+		"want at least 1h (how long a removed message is kept for release; default 720h)"),
+	{"SLACK_ADMIN_USER_TOKEN", false, func(c *Config) error {
+		if c.SlackAdminUserToken != "" && !strings.HasPrefix(string(c.SlackAdminUserToken), "xoxp-") {
+			return errors.New("SLACK_ADMIN_USER_TOKEN must start with xoxp- (a workspace admin's user token; quarantine only)")
+		}
+		return nil
+	}},
 	oneOf("VERDICTBOT_URL_QUERY", func(c *Config) string { return c.URLQuery }, "keep or strip", "keep", "strip"),
 	oneOf("VERDICTBOT_REPORTERS", func(c *Config) string { return c.Reporters }, "anyone or admins", "anyone", "admins"),
 	{"VERDICTBOT_ADMINS", false, func(c *Config) error {

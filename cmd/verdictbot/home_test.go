@@ -204,7 +204,7 @@ func TestHomeChangesAChannelsModeForAdminsOnly(t *testing.T) {
 		ActionID: commands.ActionHomeChannelFiles, Value: "off"}); err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, homeText(h.openHomeAgain(adminUser, 3).Blocks), "<#"+secChannel+"> — mode *quiet* · files *off*\n",
+	mustContain(t, homeText(h.openHomeAgain(adminUser, 3).Blocks), "<#"+secChannel+"> — mode *quiet* · files *off* · quarantine *off* (default)\n",
 		"[Mode: quiet ▾] [Files: files off ▾]", "Files shared in this channel are now *not scanned*")
 
 	// A non-admin has no select; a forged or stale action is refused by

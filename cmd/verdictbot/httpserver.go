@@ -65,6 +65,9 @@ func startOpsWith(addr string, m *metrics.Metrics, ready func() (bool, string), 
 			return
 		}
 		io.WriteString(w, "ready\n")
+		if why != "" {
+			fmt.Fprintf(w, "%s\n", why) // a detail that does not stop the traffic (quarantine's admin token)
+		}
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
 	ln, err := net.Listen("tcp", addr)

@@ -37,6 +37,11 @@ func (a *app) pruneRetention(ctx context.Context, first, every time.Duration) {
 		}
 		start := time.Now()
 		st, err := a.db.Prune(start.Add(-a.cfg.Retention))
+		q, qerr := a.db.PruneQuarantined(start.Add(-a.cfg.QuarantineRetention))
+		if qerr != nil {
+			a.log.Warn("retention: pruning quarantined messages failed; tried again at the next run", "error", qerr)
+		}
+		count("quarantined", q)
 		release()
 		for _, k := range []struct {
 			kind string
@@ -45,7 +50,7 @@ func (a *app) pruneRetention(ctx context.Context, first, every time.Duration) {
 			count(k.kind, k.n)
 		}
 		attrs := []any{"retention", a.cfg.Retention.String(), "cards", st.Cards, "verdicts", st.Verdicts, "reports", st.Reports,
-			"targets", st.Targets, "events", st.Events, "jobs", st.Jobs, "took", time.Since(start).Round(time.Millisecond).String(),
+			"targets", st.Targets, "events", st.Events, "jobs", st.Jobs, "quarantined", q, "took", time.Since(start).Round(time.Millisecond).String(),
 			"store_bytes", storeSize(a.db)}
 		if err != nil {
 			a.log.Warn("retention: pruning the store failed; it is tried again at the next run", append(attrs, "error", err)...)

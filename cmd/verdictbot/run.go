@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/quarantine"
+	"github.com/verdictbot/verdictbot/verdict"
 
 	"github.com/robfig/cron/v3"
 	"github.com/slack-go/slack"
@@ -47,7 +49,7 @@ func runBot(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey,
-		cfg.DatabaseURL.Password())
+		cfg.DatabaseURL.Password(), cfg.SlackAdminUserToken)
 	return serve(ctx, cfg, log, nil)
 }
 
@@ -73,6 +75,10 @@ type app struct {
 	adminGroup *commands.AdminGroup
 	recheck    *scan.Recheck
 	feedback   *commands.Feedback
+	// quarantine removes what reaches a channel's quarantine level and
+	// releases it (always set; without SLACK_ADMIN_USER_TOKEN every
+	// removal fails, said on the card).
+	quarantine *quarantine.Quarantine
 	bot        *bot.Bot
 	// stopping is closed when the bot has stopped taking work: the
 	// pipelines' store writes stop retrying then (cards.URLMemory.Stop).
@@ -205,6 +211,18 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 				log.Warn("could not record a report in the audit trail", "error", err)
 			}
 		}}
+	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Default: cfg.Quarantine,
+		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
+		TeamID:    func() string { return a.bot.Identity().TeamID },
+		OnFailure: a.metrics.QuarantineFailure, OnAction: a.metrics.Quarantine,
+		FalsePositive: func(ctx context.Context, user, channel, sourceTS string, line int, taskID string, cat verdict.Category) string {
+			return a.feedback.Report(ctx, commands.ReportRequest{User: user, Channel: channel, SourceTS: sourceTS, Line: line,
+				TaskID: taskID, Category: cat, Option: "fp"})
+		}}
+	if cfg.SlackAdminUserToken != "" {
+		// The admin's token goes only to SLACK_API_URL, through this client.
+		a.quarantine.Admin = slack.New(cfg.SlackAdminUserToken.Reveal(), slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
+	}
 	a.slash = &commands.Slash{Access: access, Respond: a.respond, Log: log.With("component", "commands")}
 	a.bot = bot.New(a.sm, a.api, bot.Handlers{
 		Interaction: a.interaction,
@@ -238,6 +256,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		MaxLinks:      cfg.MaxLinks,
 		StripQuery:    cfg.URLQuery == "strip",
 		Log:           log.With("component", "messages"),
+		Act:           a.quarantine.Act,
 	}
 	if cfg.DatabaseURL != "" {
 		// Another replica may be posting a card this one is about to post.
@@ -248,6 +267,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}, a.messages.NeedsWork)
 	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
 		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist,
+		DefaultQuarantine: cfg.Quarantine, QuarantineProblem: a.quarantineProblem,
 		Log: log.With("component", "audit")}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
 	a.home = &commands.Home{API: a.api, Scan: a.scan, Registry: a.slash.Registry, Run: a.slash.Run, Access: access,
@@ -287,6 +307,15 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck"),
 		Lead: func(ctx context.Context) (func(), bool, error) { return db.Lead(ctx, "recheck") }}
 	return a, nil
+}
+
+// quarantineProblem says why quarantine cannot remove messages now ("" when
+// it can): no admin token, or the one Check found wrong.
+func (a *app) quarantineProblem() string {
+	if a.quarantine.Admin == nil {
+		return "no admin token is set (SLACK_ADMIN_USER_TOKEN)"
+	}
+	return a.quarantine.Problem()
 }
 
 // cardsIdentity is the bot's identity as the card lifecycle needs it.
@@ -369,6 +398,11 @@ func (a *app) ready() (bool, string) {
 	if n := a.bot.Spooled(); n > 0 {
 		return false, fmt.Sprintf("the store cannot be written: %d acked envelope(s) held in memory until it can", n)
 	}
+	// Quarantine is optional: a bad admin token is shown, not a reason to
+	// stop taking traffic.
+	if p := a.quarantine.Problem(); p != "" {
+		return true, "quarantine: " + p
+	}
 	return true, ""
 }
 
@@ -386,6 +420,9 @@ func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback, ra
 		if err := a.poster.Ephemeral(ctx, channel, cb.User.ID, "Scanning that message; the card will appear in its thread."); err != nil {
 			a.log.Warn("shortcut reply failed", "error", err)
 		}
+		return
+	}
+	if a.quarantine.HandleInteraction(ctx, cb) {
 		return
 	}
 	if a.home.HandleInteraction(ctx, cb) {
@@ -558,7 +595,14 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 		}
 		defer a.adminGroup.Stop()
 	}
-	log.Info("starting verdictbot", "version", version, "mode", cfg.ChannelMode, "slack_api", cfg.SlackAPIURL)
+	if cfg.SlackAdminUserToken != "" {
+		if p := a.quarantine.Check(ctx); p != "" {
+			log.Warn("quarantine: " + p)
+		} else {
+			log.Info("quarantine: the admin token is a workspace admin's", "default_level", cfg.Quarantine)
+		}
+	}
+	log.Info("starting verdictbot", "version", version, "mode", cfg.ChannelMode, "quarantine", cfg.Quarantine, "slack_api", cfg.SlackAPIURL)
 	// Run returns when ctx ends (SIGTERM) or on a fatal error. It stops
 	// intake and gives queued jobs a few seconds; everything acked is in
 	// the journal, and analyses in flight are in the store, so what does

@@ -409,7 +409,12 @@ var wantBotScopes = []string{
 	"groups:read",       // the same for private channels
 	"im:history",        // message.im: links and files sent to the bot in its Messages tab
 	"app_mentions:read", // app_mention: @verdictbot in a channel
+	"users:read",        // users.info: the admin token's user is an admin or owner (quarantine.Quarantine.Check)
 }
+
+// wantUserScopes are the user scopes of SLACK_ADMIN_USER_TOKEN (quarantine
+// only): chat.delete and files.delete as a workspace admin.
+var wantUserScopes = []string{"chat:write", "files:write"}
 
 func TestManifestScopes(t *testing.T) {
 	t.Parallel()
@@ -421,8 +426,8 @@ func TestManifestScopes(t *testing.T) {
 	if !slices.Equal(sorted(got), sorted(wantBotScopes)) {
 		t.Errorf("oauth_config.scopes.bot = %q\nwant exactly %q", sorted(got), sorted(wantBotScopes))
 	}
-	if len(m.OAuthConfig.Scopes.User) > 0 {
-		t.Errorf("oauth_config.scopes.user = %q; the app uses no user token", m.OAuthConfig.Scopes.User)
+	if u := m.OAuthConfig.Scopes.User; !slices.Equal(sorted(u), sorted(wantUserScopes)) {
+		t.Errorf("oauth_config.scopes.user = %q\nwant exactly %q (the admin token deletes messages and files, nothing more)", sorted(u), sorted(wantUserScopes))
 	}
 }
 
@@ -440,6 +445,7 @@ var webAPIScopes = map[string][]string{
 	"UpdateMessageContext":           {"chat:write"},                                       // chat.update
 	"PostEphemeralContext":           {"chat:write"},                                       // chat.postEphemeral
 	"DeleteMessageContext":           {"chat:write"},                                       // chat.delete
+	"DeleteFileContext":              {"files:write"},                                      // files.delete (admin token)
 	"GetPermalinkContext":            {},                                                   // chat.getPermalink
 	"AddReactionContext":             {"reactions:write"},                                  // reactions.add
 	"RemoveReactionContext":          {"reactions:write"},                                  // reactions.remove

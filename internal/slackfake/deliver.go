@@ -117,8 +117,12 @@ func (s *Server) deliverEventLocked(inner json.RawMessage, echo bool) (Delivery,
 // MessageEvent is a message a user or an integration posts, delivered to
 // the bot as a "message" event and stored in the channel.
 type MessageEvent struct {
-	Channel  string // registered on first use; C… public, G… private, D… direct
-	User     string // registered on first use
+	Channel string // registered on first use; C… public, G… private, D… direct
+	User    string // registered on first use
+	// Team is the author's team id when it is another organisation's (a
+	// Slack Connect channel): such a message cannot be deleted by this
+	// workspace's admins. "" is this workspace.
+	Team     string
 	Text     string // as Slack sends it: <https://x|label>, &amp; escaped
 	TS       string // assigned when empty
 	ThreadTS string // root ts, for a reply in a thread
@@ -174,7 +178,7 @@ func (s *Server) DeliverMessage(e MessageEvent) (Delivery, error) {
 	}
 	m := &Message{
 		Channel: e.Channel, TS: e.TS, ThreadTS: e.ThreadTS, User: e.User, BotID: e.BotID, AppID: e.AppID,
-		Username: e.Username, SubType: e.SubType, Via: "event", Text: e.Text, Blocks: e.Blocks,
+		Username: e.Username, SubType: e.SubType, Team: e.Team, Via: "event", Text: e.Text, Blocks: e.Blocks,
 		Attachments: e.Attachments, Files: e.Files, PostedAt: time.Now(), Reactions: map[string][]string{},
 	}
 	if m.TS == "" {

@@ -50,6 +50,7 @@ type config struct {
 	maxConns                  int
 	policy                    DeliveryPolicy
 	logf                      func(format string, args ...any)
+	userTokens                map[string]UserToken
 	tls                       *tls.Config // WithTLS
 	host                      string      // WithTLS: the name in the URLs handed out
 }
@@ -83,6 +84,29 @@ type Option func(*config)
 
 // WithBotToken sets the bot token (default DefaultBotToken).
 func WithBotToken(token string) Option { return func(c *config) { c.botToken = token } }
+
+// UserToken is a user token (xoxp-…) the Web API accepts, as a workspace
+// member gets when installing the app with user scopes: User is the user it
+// acts as (AddUser them, with IsAdmin/IsOwner as needed), Scopes the user
+// scopes granted (auth.test's X-OAuth-Scopes; chat.delete needs chat:write,
+// files.delete files:write, else missing_scope).
+type UserToken struct {
+	Token  string
+	User   string
+	Scopes []string
+}
+
+// WithUserToken makes the Web API accept a user token. chat.delete,
+// files.delete, auth.test and users.info take it; a method that wants a bot
+// token answers not_allowed_token_type to it.
+func WithUserToken(t UserToken) Option {
+	return func(c *config) {
+		if c.userTokens == nil {
+			c.userTokens = map[string]UserToken{}
+		}
+		c.userTokens[t.Token] = t
+	}
+}
 
 // WithAppToken sets the app-level token (default DefaultAppToken).
 func WithAppToken(token string) Option { return func(c *config) { c.appToken = token } }

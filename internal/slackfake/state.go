@@ -78,8 +78,10 @@ type File struct {
 	IsExternal  bool
 	ExternalURL string
 	Channels    []string
-	Created     time.Time
-	Deleted     bool // files.info answers file_deleted
+	// Team is the uploader's team when it is another organisation's.
+	Team    string
+	Created time.Time
+	Deleted bool // files.info answers file_deleted
 
 	// Set by the fake.
 	URLPrivate         string
@@ -110,6 +112,9 @@ type Message struct {
 	AppID    string
 	Username string
 	SubType  string
+	// Team is the author's team when it is not this workspace's (a Slack
+	// Connect channel shared with another organisation); "" for a member.
+	Team string
 	// Bot is true for messages this app posted (chat.postMessage, a
 	// response_url or an ack payload, files.completeUploadExternal).
 	Bot            bool

@@ -31,6 +31,7 @@ const (
 const (
 	TokenBot     = "bot"
 	TokenApp     = "app"
+	TokenUser    = "user"
 	TokenInvalid = "invalid"
 )
 
@@ -82,6 +83,7 @@ type apiCall struct {
 
 type methodSpec struct {
 	token      string // TokenBot or TokenApp
+	user       bool   // a user token (WithUserToken) is accepted too
 	headerOnly bool   // the token must come in the Authorization header
 	handle     func(*Server, *apiCall) apiResult
 }
@@ -90,20 +92,21 @@ type methodSpec struct {
 // answers unknown_method.
 var methods = map[string]methodSpec{
 	"apps.connections.open":        {token: TokenApp, headerOnly: true, handle: (*Server).apiConnectionsOpen},
-	"auth.test":                    {token: TokenBot, handle: (*Server).apiAuthTest},
+	"auth.test":                    {token: TokenBot, user: true, handle: (*Server).apiAuthTest},
 	"bots.info":                    {token: TokenBot, handle: (*Server).apiBotsInfo},
 	"chat.postMessage":             {token: TokenBot, handle: (*Server).apiPostMessage},
 	"chat.update":                  {token: TokenBot, handle: (*Server).apiUpdate},
 	"chat.postEphemeral":           {token: TokenBot, handle: (*Server).apiPostEphemeral},
-	"chat.delete":                  {token: TokenBot, handle: (*Server).apiDelete},
+	"chat.delete":                  {token: TokenBot, user: true, handle: (*Server).apiDelete},
 	"chat.getPermalink":            {token: TokenBot, handle: (*Server).apiPermalink},
 	"reactions.add":                {token: TokenBot, handle: (*Server).apiReactionsAdd},
 	"reactions.remove":             {token: TokenBot, handle: (*Server).apiReactionsRemove},
 	"conversations.info":           {token: TokenBot, handle: (*Server).apiConversationsInfo},
 	"conversations.history":        {token: TokenBot, handle: (*Server).apiConversationsHistory},
 	"conversations.replies":        {token: TokenBot, handle: (*Server).apiConversationsReplies},
-	"users.info":                   {token: TokenBot, handle: (*Server).apiUsersInfo},
+	"users.info":                   {token: TokenBot, user: true, handle: (*Server).apiUsersInfo},
 	"usergroups.users.list":        {token: TokenBot, handle: (*Server).apiUsergroupsUsersList},
+	"files.delete":                 {token: TokenBot, user: true, handle: (*Server).apiFilesDelete},
 	"files.info":                   {token: TokenBot, handle: (*Server).apiFilesInfo},
 	"views.publish":                {token: TokenBot, handle: (*Server).apiViewsPublish},
 	"users.conversations":          {token: TokenBot, handle: (*Server).apiUsersConversations},
@@ -289,6 +292,9 @@ func (s *Server) tokenKind(token string) string {
 	case s.cfg.appToken:
 		return TokenApp
 	}
+	if _, ok := s.cfg.userTokens[token]; ok {
+		return TokenUser
+	}
 	return TokenInvalid
 }
 
@@ -306,6 +312,10 @@ func authorize(spec methodSpec, c *apiCall) apiResult {
 		return errResult("invalid_auth")
 	case spec.token:
 		return apiResult{}
+	case TokenUser:
+		if spec.user {
+			return apiResult{}
+		}
 	}
 	return errResult("not_allowed_token_type")
 }
@@ -339,6 +349,19 @@ func (s *Server) apiConnectionsOpen(c *apiCall) apiResult {
 // no app ID (nor does slack-go's AuthTestResponse): get it from hello's
 // connection_info.app_id, an event's api_app_id, or bots.info.
 func (s *Server) apiAuthTest(c *apiCall) apiResult {
+	if c.kind == TokenUser {
+		ut := s.cfg.userTokens[c.token]
+		name := ut.User
+		if u := s.st.users[ut.User]; u != nil {
+			name = u.Name
+		}
+		r := okResult(map[string]any{
+			"url": s.base + "/", "team": s.cfg.teamName, "user": name,
+			"team_id": s.cfg.teamID, "user_id": ut.User, "is_enterprise_install": false,
+		})
+		r.header = http.Header{"X-Oauth-Scopes": {strings.Join(ut.Scopes, ",")}}
+		return r
+	}
 	r := okResult(map[string]any{
 		"url":                   s.base + "/",
 		"team":                  s.cfg.teamName,
@@ -535,16 +558,69 @@ func (s *Server) apiDelete(c *apiCall) apiResult {
 	if s.st.channels[p.Get("channel")] == nil {
 		return errResult("channel_not_found")
 	}
+	if res := s.userScopeLocked(c, "chat:write"); res.set() {
+		return res
+	}
 	m := s.st.message(p.Get("channel"), p.Get("ts"))
 	switch {
 	case m == nil || m.Deleted:
 		return errResult("message_not_found")
-	case !m.Bot:
+	case !s.mayDeleteLocked(c, m.Bot, m.User, m.Team):
 		return errResult("cant_delete_message")
 	}
 	m.Deleted = true
 	s.echoDeletedLocked(m)
 	return okResult(map[string]any{"channel": m.Channel, "ts": m.TS})
+}
+
+// userScopeLocked answers missing_scope to a user token without scope.
+func (s *Server) userScopeLocked(c *apiCall, scope string) apiResult {
+	if c.kind != TokenUser {
+		return apiResult{}
+	}
+	if !slices.Contains(s.cfg.userTokens[c.token].Scopes, scope) {
+		r := errResult("missing_scope")
+		r.body["needed"] = scope
+		return r
+	}
+	return apiResult{}
+}
+
+// mayDeleteLocked is Slack's deletion rule (docs.slack.dev chat.delete,
+// files.delete): a bot token deletes only what the app posted; a user
+// token deletes the user's own content, and a workspace admin's or
+// owner's deletes other members' too — but not content from another
+// organisation in a Slack Connect channel (team set and not this one).
+func (s *Server) mayDeleteLocked(c *apiCall, byBot bool, author, team string) bool {
+	if c.kind != TokenUser {
+		return byBot
+	}
+	ut := s.cfg.userTokens[c.token]
+	if !byBot && author == ut.User {
+		return true
+	}
+	if team != "" && team != s.cfg.teamID {
+		return false
+	}
+	u := s.st.users[ut.User]
+	return u != nil && (u.IsAdmin || u.IsOwner)
+}
+
+// apiFilesDelete deletes a file under the same rules as chat.delete: the
+// file is then gone (files.info answers file_deleted).
+func (s *Server) apiFilesDelete(c *apiCall) apiResult {
+	if res := s.userScopeLocked(c, "files:write"); res.set() {
+		return res
+	}
+	f := s.st.files[c.params.Get("file")]
+	switch {
+	case f == nil || f.Deleted:
+		return errResult("file_not_found")
+	case !s.mayDeleteLocked(c, f.User == s.cfg.botUserID, f.User, f.Team):
+		return errResult("cant_delete_file")
+	}
+	f.Deleted = true
+	return okResult(nil)
 }
 
 func (s *Server) apiPermalink(c *apiCall) apiResult {
@@ -642,8 +718,16 @@ func (s *Server) apiConversationsHistory(c *apiCall) apiResult {
 	}
 	var out []any
 	list := s.st.messages[ch.ID]
+	latest, oldest := c.params.Get("latest"), c.params.Get("oldest")
+	inclusive, _ := boolParam(c.params, "inclusive")
+	within := func(ts string) bool {
+		if latest != "" && (tsLess(latest, ts) || !inclusive && ts == latest) {
+			return false
+		}
+		return oldest == "" || !(tsLess(ts, oldest) || !inclusive && ts == oldest)
+	}
 	for i := len(list) - 1; i >= 0 && len(out) < limit; i-- {
-		if m := list[i]; !m.Deleted && !m.IsReply() {
+		if m := list[i]; !m.Deleted && !m.IsReply() && within(m.TS) {
 			out = append(out, s.messageJSON(m))
 		}
 	}
@@ -668,6 +752,13 @@ func (s *Server) apiConversationsReplies(c *apiCall) apiResult {
 	}
 	return okResult(map[string]any{"messages": out, "has_more": false,
 		"response_metadata": map[string]any{"next_cursor": ""}})
+}
+
+// tsLess orders message timestamps ("seconds.micros").
+func tsLess(a, b string) bool {
+	x, _ := strconv.ParseFloat(a, 64)
+	y, _ := strconv.ParseFloat(b, 64)
+	return x < y
 }
 
 func nonNil(v []any) []any {

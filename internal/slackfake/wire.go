@@ -17,7 +17,10 @@ func (s *Server) messageJSON(m *Message) map[string]any {
 	o := map[string]any{"type": "message", "ts": m.TS, "text": m.Text}
 	if m.User != "" {
 		o["user"] = m.User
-		o["team"] = s.cfg.teamID
+		o["team"] = cmp.Or(m.Team, s.cfg.teamID)
+		if m.Team != "" {
+			o["user_team"], o["source_team"] = m.Team, m.Team
+		}
 	}
 	if m.Bot {
 		o["bot_id"], o["app_id"] = s.cfg.botID, s.cfg.appID

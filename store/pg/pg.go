@@ -964,7 +964,7 @@ func (db *DB) setChannelSetting(column, channel, v string) error {
 			ON CONFLICT (channel) DO UPDATE SET `+column+` = excluded.`+column, channel, v); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM channels WHERE channel = $1 AND mode = '' AND files = ''`, channel)
+		_, err := tx.Exec(ctx, `DELETE FROM channels WHERE channel = $1 AND mode = '' AND files = '' AND quarantine = ''`, channel)
 		return err
 	})
 }

@@ -4,6 +4,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -60,6 +61,7 @@ var cases = []testCase{
 	{"CardsOfTaskFollowsTheIndex", cardsOfTask},
 	{"ChannelFilesSwitchIsKeptApartFromTheMode", channelFiles},
 	{"AbsentRecords", absentRecords},
+	{"QuarantinedMessagesAreKeptUntilTheirRetention", quarantined},
 	{"ClaimAnalysisOfOneProcess", claimAnalysis},
 }
 
@@ -790,5 +792,59 @@ func absentRecords(t *testing.T, db store.State, c *Clock) {
 	}
 	if m, err := db.ChannelMode("C1"); err != nil || m != "" {
 		t.Fatalf("ChannelMode: %q %v", m, err)
+	}
+}
+
+// quarantined: a removed message is kept whole (content, author, thread,
+// release), replaced by a later put, pruned by its removal time, and the
+// channel's quarantine level is kept apart from the other settings.
+func quarantined(t *testing.T, db store.State, c *Clock) {
+	if _, err := db.Quarantined("C1", "1.000001"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("absent: %v", err)
+	}
+	q := store.Quarantined{Channel: "C1", TS: "1.000001", ThreadTS: "0.000009", User: "U1", Team: "T1",
+		Text: "see <https://evil.example/x>", Blocks: json.RawMessage(`[{"type":"rich_text"}]`),
+		Attachments: json.RawMessage(`[{"fallback":"x"}]`), Files: []store.QuarantinedFile{{ID: "F1", Name: "a.exe"}},
+		Level: "malicious", Reason: "phishing 0.97", RemovedAt: c.Now()}
+	must(t, db.PutQuarantined(q))
+	old := q
+	old.TS, old.RemovedAt = "0.500000", c.Now().Add(-48*time.Hour)
+	must(t, db.PutQuarantined(old))
+	got, err := db.Quarantined("C1", "1.000001")
+	must(t, err)
+	if got.Text != q.Text || got.ThreadTS != q.ThreadTS || got.User != "U1" || got.Team != "T1" || string(got.Blocks) == "" ||
+		string(got.Attachments) == "" || len(got.Files) != 1 || got.Files[0].Name != "a.exe" || got.Level != "malicious" ||
+		!got.RemovedAt.Equal(q.RemovedAt) || got.Released() {
+		t.Fatalf("got %+v", got)
+	}
+	q.ReleasedBy, q.ReleasedAt, q.ReleasedTS = "U9", c.Now().Add(time.Minute), "2.000001"
+	must(t, db.PutQuarantined(q))
+	if got, _ = db.Quarantined("C1", "1.000001"); !got.Released() || got.ReleasedTS != "2.000001" || !got.ReleasedAt.Equal(q.ReleasedAt) {
+		t.Fatalf("after release %+v", got)
+	}
+	n, err := db.PruneQuarantined(c.Now().Add(-24 * time.Hour))
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("pruned %d, want 1", n)
+	}
+	if _, err := db.Quarantined("C1", "0.500000"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the old one was kept: %v", err)
+	}
+	if _, err := db.Quarantined("C1", "1.000001"); err != nil {
+		t.Fatalf("the recent one was pruned: %v", err)
+	}
+
+	if v, err := db.ChannelQuarantine("C1"); v != "" || err != nil {
+		t.Fatalf("unset level: %q %v", v, err)
+	}
+	must(t, db.SetChannelFiles("C1", "on"))
+	must(t, db.SetChannelQuarantine("C1", "suspicious"))
+	must(t, db.SetChannelFiles("C1", ""))
+	if v, _ := db.ChannelQuarantine("C1"); v != "suspicious" {
+		t.Fatalf("level %q", v)
+	}
+	must(t, db.SetChannelQuarantine("C1", ""))
+	if v, _ := db.ChannelQuarantine("C1"); v != "" {
+		t.Fatalf("removed level: %q", v)
 	}
 }

@@ -1,0 +1,527 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/commands"
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/sim"
+)
+
+// The quarantine end-to-end tests: `verdictbot run`'s wiring against the
+// fake Slack, whose chat.delete follows Slack's rules (a bot token deletes
+// only its own posts, an admin's user token members' but not another
+// organisation's), and the simulator.
+
+const (
+	e2eAdminToken = "xoxp-1000000001-4000000004-e2eadminusertoken"
+	otherOrg      = "T0OTHERORG"
+)
+
+// startQuarantine starts the bot in a quiet channel quarantining malicious
+// messages, with the admin token of adminUser (a workspace admin) unless
+// env sets SLACK_ADMIN_USER_TOKEN otherwise ("" for none). tokenUser is
+// the user the token belongs to.
+func startQuarantine(t *testing.T, env map[string]string, tokenUser string) *harness {
+	t.Helper()
+	settings := map[string]string{
+		"VERDICTBOT_CHANNEL_MODE": "quiet",
+		"VERDICTBOT_QUARANTINE":   "malicious",
+		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
+	}
+	for k, v := range env {
+		settings[k] = v
+	}
+	seed := func(f *slackfake.Server) {
+		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
+		f.AddUser(slackfake.User{ID: alice, Name: "alice"})
+		f.AddChannel(slackfake.Channel{ID: secChannel, Name: "security"})
+	}
+	h := startBotSeeded(t, settings, sim.Config{}, false, seed,
+		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: tokenUser, Scopes: []string{"chat:write", "files:write"}}))
+	t.Cleanup(func() {
+		if strings.Contains(h.logs.String(), e2eAdminToken) {
+			t.Error("the admin token appears in the logs")
+		}
+	})
+	return h
+}
+
+// waitDeleted waits until the message at ts is deleted.
+func (h *harness) waitDeleted(ts string) {
+	h.t.Helper()
+	err := h.slack.WaitFor(h.ctx(15*time.Second), func(st *slackfake.State) bool {
+		m, ok := st.Message(secChannel, ts)
+		return ok && m.Deleted
+	})
+	if err != nil {
+		h.t.Fatalf("message %s not removed: %v\nlogs:\n%s", ts, err, h.logs.String())
+	}
+}
+
+// verdictTimes are the times of the bot's "verdict" log lines for url.
+func (h *harness) verdictTime(defanged string) (time.Time, bool) {
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		var rec struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+			URL  string    `json:"url"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "verdict" && rec.URL == defanged {
+			return rec.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds: in a channel
+// quarantining malicious messages, a phishing link's message is deleted
+// (with the admin token) within 2 s of its verdict, the card in its thread
+// is the tombstone with the Release button, and the author is told
+// privately. It measures verdict-to-removal over a few messages.
+func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
+	h := startQuarantine(t, nil, adminUser)
+	const runs = 5
+	var took []time.Duration
+	for i := range runs {
+		url := fmt.Sprintf("https://secure-login.phish.test/verify/%d", i)
+		d := h.post("urgent: <" + url + ">")
+		h.waitDeleted(d.TS)
+		card := h.waitCard(d.TS, func(b string) bool {
+			return strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
+		})
+		if !strings.Contains(blocksText(card.Blocks), "found malicious") {
+			t.Errorf("tombstone does not say why: %s", blocksText(card.Blocks))
+		}
+		var del *slackfake.Call
+		for _, c := range h.slack.Calls("chat.delete") {
+			if c.Params.Get("ts") == d.TS {
+				del = &c
+			}
+		}
+		if del == nil || del.Token != e2eAdminToken || del.Error != "" {
+			t.Fatalf("chat.delete of %s: %+v", d.TS, del)
+		}
+		vt, ok := h.verdictTime("hxxps://secure-login[.]phish[.]test/verify/" + fmt.Sprint(i))
+		if !ok {
+			t.Fatalf("no verdict log line for %s", url)
+		}
+		took = append(took, del.Time.Sub(vt))
+	}
+	slices.Sort(took)
+	t.Logf("verdict to removal over %d messages: min %v, median %v, max %v", runs, took[0], took[runs/2], took[runs-1])
+	if took[runs-1] > 2*time.Second {
+		t.Errorf("a removal took %v after its verdict, want within 2s", took[runs-1])
+	}
+	eph, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, runs)
+	if err != nil {
+		t.Fatalf("the author was not told: %v", err)
+	}
+	if !strings.Contains(eph[0].Text, "removed") || !strings.Contains(eph[0].Text, "hxxps://") || strings.Contains(eph[0].Text, "https://secure-login") {
+		t.Errorf("ephemeral to the author: %q", eph[0].Text)
+	}
+	// The bot token never deletes a member's message.
+	for _, c := range h.slack.Calls("chat.delete") {
+		if c.Token != e2eAdminToken {
+			t.Errorf("chat.delete with the wrong token kind %s", c.TokenKind)
+		}
+	}
+	if os.Getenv("QUARANTINE_RENDER") != "" {
+		t.Logf("channel after a quarantine:\n%s", renderChannel(h))
+	}
+}
+
+// TestQuarantineReleaseByAnAdminOnly: an ordinary user's click on Release
+// is refused and changes nothing; an admin's re-posts the original in its
+// place as the bot (whose, who released it, unfurls off), the card says so,
+// and one false positive reaches the service.
+func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
+	h := startQuarantine(t, nil, adminUser)
+	const url = "https://login.phish.test/account"
+	d := h.post("please log in here <" + url + "> before friday")
+	h.waitDeleted(d.TS)
+	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionQuarantineRelease) })
+	removed := renderChannel(h)
+	click := func(user string) {
+		t.Helper()
+		if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: user, Channel: secChannel, MessageTS: card.TS,
+			ActionID: notify.ActionQuarantineRelease}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, 1); err != nil {
+		t.Fatalf("the author was not told: %v", err)
+	}
+	before := len(h.slack.Ephemerals(secChannel, alice))
+	click(alice)
+	eph, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, before+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(eph[len(eph)-1].Text, "Only admins") {
+		t.Fatalf("an ordinary user's release: %q", eph[len(eph)-1].Text)
+	}
+	if n := len(h.slack.Calls("chat.postMessage")); n != 1 {
+		t.Fatalf("%d posts after a refused release, want the card only", n)
+	}
+	if c := h.waitCard(d.TS, func(string) bool { return true }); !strings.Contains(blocksText(c.Blocks), notify.ActionQuarantineRelease) {
+		t.Fatal("a refused release changed the card")
+	}
+
+	click(adminUser)
+	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, adminUser, 1); err != nil {
+		t.Fatal(err)
+	}
+	var repost slackfake.Message
+	err = h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+		for _, m := range st.Messages(secChannel, "") {
+			if m.Bot && !m.Deleted && strings.Contains(m.Text, "Released from quarantine") {
+				repost = m
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no re-post: %v\n%s", err, renderChannel(h))
+	}
+	for _, want := range []string{"<@" + adminUser + ">", "<@" + alice + ">", "please log in here"} {
+		if !strings.Contains(repost.Text, want) {
+			t.Errorf("the re-post lacks %q: %q", want, repost.Text)
+		}
+	}
+	if !strings.Contains(blocksText(repost.Blocks), url) {
+		t.Errorf("the re-post does not carry the original blocks: %s", blocksText(repost.Blocks))
+	}
+	if repost.UnfurlLinks == nil || *repost.UnfurlLinks || repost.UnfurlMedia == nil || *repost.UnfurlMedia {
+		t.Errorf("unfurls not off on the re-post: %v %v", repost.UnfurlLinks, repost.UnfurlMedia)
+	}
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "Released") && strings.Contains(b, "<@"+adminUser+">") && !strings.Contains(b, notify.ActionQuarantineRelease)
+	})
+	tasks := h.sim.URLTasks(url)
+	if len(tasks) != 1 {
+		t.Fatalf("tasks %v", tasks)
+	}
+	err = h.slack.WaitFor(h.ctx(5*time.Second), func(*slackfake.State) bool {
+		task, _ := h.sim.URLTask(tasks[0])
+		return len(task.Dispositions) > 0
+	})
+	task, _ := h.sim.URLTask(tasks[0])
+	if err != nil || len(task.Dispositions) != 1 || task.Dispositions[0].Option != "fp" {
+		t.Fatalf("the release did not count as one false positive: %+v", task.Dispositions)
+	}
+	// The released card has no Release button left (checked above), so
+	// there is no second release; the report stays one.
+	time.Sleep(300 * time.Millisecond)
+	task, _ = h.sim.URLTask(tasks[0])
+	if len(task.Dispositions) != 1 {
+		t.Errorf("%d reports after a release", len(task.Dispositions))
+	}
+	if os.Getenv("QUARANTINE_RENDER") != "" {
+		t.Logf("channel after a quarantine:\n%s\nchannel after the release:\n%s", removed, renderChannel(h))
+	}
+}
+
+// TestQuarantineRecheckFlipRemovesAnEarlierMessage: a message found clean
+// is removed when a recheck finds its link malicious.
+func TestQuarantineRecheckFlipRemovesAnEarlierMessage(t *testing.T) {
+	h := startQuarantine(t, map[string]string{
+		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
+		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
+	}, adminUser)
+	d := h.post("our new landing page <https://promo.flip.test/spring>")
+	err := h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+		m, ok := st.Message(secChannel, d.TS)
+		return ok && len(m.Reactions["white_check_mark"]) == 1
+	})
+	if err != nil {
+		t.Fatalf("first verdict (clean) not shown: %v", err)
+	}
+	if m, _ := h.slack.Message(secChannel, d.TS); m.Deleted {
+		t.Fatal("a clean message was removed")
+	}
+	h.waitDeleted(d.TS)
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "Rechecked") && strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
+	})
+}
+
+// TestQuarantineSlackConnectMessageIsNotRemovable: a message from another
+// organisation in a shared channel cannot be deleted by this workspace's
+// admin: the card says so, it is counted, and the message stays.
+func TestQuarantineSlackConnectMessageIsNotRemovable(t *testing.T) {
+	h := startQuarantine(t, nil, adminUser)
+	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: "U0PARTNER1", Team: otherOrg,
+		Text: "from our partner: <https://secure-login.phish.test/partner>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "another organisation")
+	})
+	if m, _ := h.slack.Message(secChannel, d.TS); m.Deleted {
+		t.Fatal("another organisation's message was deleted")
+	}
+	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="other_org"}`); got != "1" {
+		t.Errorf("other_org failures = %q, want 1", got)
+	}
+}
+
+// TestQuarantineWithoutAdminTokenSaysSo: with no admin token the card says
+// the message could not be removed and why, and nothing is deleted.
+func TestQuarantineWithoutAdminTokenSaysSo(t *testing.T) {
+	h := startQuarantine(t, map[string]string{"SLACK_ADMIN_USER_TOKEN": ""}, adminUser)
+	d := h.post("<https://secure-login.phish.test/no-token>")
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "SLACK_ADMIN_USER_TOKEN")
+	})
+	if m, _ := h.slack.Message(secChannel, d.TS); m.Deleted {
+		t.Fatal("deleted without an admin token")
+	}
+	if n := len(h.slack.Calls("chat.delete")); n != 0 {
+		t.Errorf("%d chat.delete calls", n)
+	}
+	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="no_token"}`); got != "1" {
+		t.Errorf("no_token failures = %q, want 1", got)
+	}
+}
+
+// TestQuarantineAdminTokenOfAMemberIsReportedAtStart: a token whose user is
+// not an admin is reported in one log line and in /readyz's body, and the
+// bot still starts and is ready; Slack's refusal then shows on the card.
+func TestQuarantineAdminTokenOfAMemberIsReportedAtStart(t *testing.T) {
+	h := startQuarantine(t, nil, alice)
+	var code int
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if code, body = get(t, h, "/readyz"); code == http.StatusOK {
+			break // ready once Socket Mode is connected
+		}
+	}
+	if code != http.StatusOK || !strings.Contains(body, "ready") || !strings.Contains(body, "not a workspace admin or owner") {
+		t.Errorf("/readyz = %d %q", code, body)
+	}
+	if n := strings.Count(h.logs.String(), "not a workspace admin or owner"); n != 1 {
+		t.Errorf("the bad token was logged %d times, want once", n)
+	}
+	// Someone else's message: the token's user (alice) may delete only her own.
+	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: "U0BOB", Text: "<https://secure-login.phish.test/member-token>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "cant_delete_message")
+	})
+	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="not_allowed"}`); got != "1" {
+		t.Errorf("not_allowed failures = %q, want 1", got)
+	}
+}
+
+var opsAddrRE = regexp.MustCompile(`"msg":"serving health and metrics","addr":"([^"]+)"`)
+
+// get fetches a path of the bot's ops server.
+func get(t *testing.T, h *harness, path string) (int, string) {
+	t.Helper()
+	m := opsAddrRE.FindStringSubmatch(h.logs.String())
+	if m == nil {
+		t.Fatalf("no ops address in the logs")
+	}
+	resp, err := http.Get("http://" + m[1] + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// metric returns a sample's value from /metrics ("" when absent).
+func metric(t *testing.T, h *harness, sample string) string {
+	t.Helper()
+	_, body := get(t, h, "/metrics")
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// renderChannel draws the channel as its members see it: each message
+// (removed ones marked), and its thread with the cards' text.
+func renderChannel(h *harness) string {
+	var b strings.Builder
+	for _, m := range h.slack.Messages(secChannel, "") {
+		writeMessage(&b, "", m)
+		for _, r := range h.slack.Messages(secChannel, m.TS) {
+			writeMessage(&b, "    ", r)
+		}
+	}
+	return b.String()
+}
+
+func writeMessage(b *strings.Builder, indent string, m slackfake.Message) {
+	who := "@" + m.User
+	if m.Bot {
+		who = "verdictbot (app)"
+	}
+	if m.Deleted {
+		fmt.Fprintf(b, "%s[%s] %s: (this message was deleted)\n", indent, m.TS, who)
+		return
+	}
+	text := m.Text
+	if m.Bot && len(m.Blocks) > 0 {
+		text = strings.Join(blockTexts(m.Blocks), "\n")
+	}
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	fmt.Fprintf(b, "%s[%s] %s: %s\n", indent, m.TS, who, lines[0])
+	for _, l := range lines[1:] {
+		fmt.Fprintf(b, "%s    %s\n", indent, l)
+	}
+}
+
+// blockTexts lists the text of a message's blocks, buttons as [label].
+func blockTexts(raw json.RawMessage) []string {
+	var blocks []map[string]any
+	if json.Unmarshal(raw, &blocks) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if x["type"] == "button" {
+				if t, ok := x["text"].(map[string]any); ok {
+					out = append(out, fmt.Sprintf("[%v]", t["text"]))
+				}
+				return
+			}
+			if x["type"] == "static_select" {
+				return
+			}
+			if x["type"] == "rich_text_section" {
+				var line strings.Builder
+				for _, e := range x["elements"].([]any) {
+					el, _ := e.(map[string]any)
+					switch {
+					case el["type"] == "link" && el["text"] != nil:
+						fmt.Fprintf(&line, "<%v|%v>", el["url"], el["text"])
+					case el["type"] == "link":
+						fmt.Fprintf(&line, "<%v>", el["url"])
+					case el["type"] == "user":
+						fmt.Fprintf(&line, "<@%v>", el["user_id"])
+					default:
+						fmt.Fprint(&line, el["text"])
+					}
+				}
+				out = append(out, line.String())
+				return
+			}
+			if t, ok := x["text"].(string); ok && (x["type"] == "mrkdwn" || x["type"] == "plain_text" || x["type"] == "text") {
+				out = append(out, t)
+			}
+			for _, k := range []string{"text", "elements"} {
+				if v, ok := x[k]; ok {
+					walk(v)
+				}
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	for _, blk := range blocks {
+		walk(blk)
+	}
+	return out
+}
+
+// TestQuarantineRemovesAMaliciousFile: a file found malicious is removed
+// with files.delete (the admin token); the tombstone says the sandbox keeps
+// the sample and offers no release; the message's text stays.
+func TestQuarantineRemovesAMaliciousFile(t *testing.T) {
+	seed := func(f *slackfake.Server) {
+		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
+	}
+	h := startBotSeeded(t, map[string]string{
+		"SANDBOX_API_KEY":         e2eKey,
+		"VERDICTBOT_CHANNEL_MODE": "quiet",
+		"VERDICTBOT_QUARANTINE":   "malicious",
+		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
+	}, sim.Config{Profile: quickSandbox}, true, seed,
+		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+	f, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar)}, "please pay this")
+	ts := ds[0].TS
+	card := h.waitCardIn(secChannel, ts, func(b string) bool {
+		return strings.Contains(b, "files of this message were removed") && strings.Contains(b, "sandbox keeps the sample")
+	})
+	if strings.Contains(blocksText(card.Blocks), notify.ActionQuarantineRelease) {
+		t.Error("a removed file offers a release")
+	}
+	var deleted bool
+	for _, c := range h.slack.Calls("files.delete") {
+		if c.Params.Get("file") == f.ID && c.Token == e2eAdminToken && c.Error == "" {
+			deleted = true
+		}
+	}
+	if !deleted {
+		t.Fatalf("files.delete of %s not called with the admin token: %+v", f.ID, h.slack.Calls("files.delete"))
+	}
+	if m, _ := h.slack.Message(secChannel, ts); m.Deleted {
+		t.Error("the message itself was deleted; only its file should be")
+	}
+}
+
+// TestQuarantineOfAMessageAlreadyDeletedSaysSo: a message its author
+// deleted before the verdict is not "removed": the card says it was
+// already gone, and it is counted.
+func TestQuarantineOfAMessageAlreadyDeletedSaysSo(t *testing.T) {
+	h := startQuarantine(t, nil, adminUser)
+	d := h.post("<https://secure-login.phish.test/gone>")
+	if _, err := h.slack.DeleteMessage(secChannel, d.TS); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "already deleted")
+	})
+	if n := len(h.slack.Calls("chat.delete")); n != 0 {
+		t.Errorf("%d chat.delete calls for a message already gone", n)
+	}
+	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="already_deleted"}`); got != "1" {
+		t.Errorf("already_deleted failures = %q, want 1", got)
+	}
+}
+
+// TestQuarantineLevelInSlashAndHome: /scan channel shows the level (the
+// default, and that nothing can be removed without an admin token); only
+// admins change it, with /scan channel quarantine or the Home's select,
+// which shows each channel's level.
+func TestQuarantineLevelInSlashAndHome(t *testing.T) {
+	h := startBotSeeded(t, map[string]string{"VERDICTBOT_QUARANTINE": "malicious"}, sim.Config{}, false, seedHome)
+	mustContain(t, h.slash(alice, "channel"), "Quarantine: *malicious* by default (VERDICTBOT_QUARANTINE)",
+		"cannot be removed now: no admin token is set (SLACK_ADMIN_USER_TOKEN)")
+	mustContain(t, h.slash(alice, "channel quarantine suspicious"), "Only admins can change this channel's quarantine.")
+	mustContain(t, h.slash(alice, "channel quarantine"), "Quarantine: *malicious* by default")
+	mustContain(t, h.slash(adminUser, "channel quarantine suspicious"), "Changed. Quarantine: *suspicious*: messages found suspicious or malicious are removed")
+	home := homeText(h.openHome(adminUser, 1).Blocks)
+	mustContain(t, home, "<#"+secChannel+"> — mode *verbose* (default) · files *on* (default) · quarantine *suspicious*\n", "[Quarantine: quarantine suspicious ▾]")
+	if _, err := h.slack.DeliverHomeAction(slackfake.HomeAction{UserID: adminUser, BlockID: commands.HomeChannelBlock + secChannel,
+		ActionID: commands.ActionHomeChannelQuarantine, Value: "off"}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, homeText(h.openHomeAgain(adminUser, 2).Blocks), "quarantine *off*\n", "Changed. Quarantine: *off*.")
+	mustContain(t, h.logs.String(), `"setting":"quarantine"`, `"from":"suspicious"`, `"to":"off"`, `"via":"home"`)
+}

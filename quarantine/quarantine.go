@@ -1,0 +1,475 @@
+// Package quarantine removes the messages (and files) whose verdict reaches
+// their channel's quarantine level, keeps the original for release, turns
+// the card into the tombstone and tells the author; an admin's click on the
+// tombstone's button releases the message (re-posts it as the bot). What
+// cannot be removed — no admin token, a token without the rights, a Slack
+// Connect message from another organisation, a message already gone — is
+// said on the card and counted, and nothing else changes.
+//
+// The admin's user token (SLACK_ADMIN_USER_TOKEN) is used for deletions
+// only, through a Slack client pointed at SLACK_API_URL: it is never logged
+// and goes nowhere else.
+package quarantine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// Levels of VERDICTBOT_QUARANTINE and /scan channel quarantine: the lowest
+// verdict whose message is removed.
+const (
+	Off        = "off"
+	Malicious  = "malicious"
+	Suspicious = "suspicious"
+)
+
+// Levels lists the valid levels, for help and validation.
+var Levels = []string{Off, Malicious, Suspicious}
+
+// Threshold is the lowest verdict level a quarantine level removes
+// (ok false for off or an unknown level).
+func Threshold(level string) (verdict.Level, bool) {
+	switch level {
+	case Malicious:
+		return verdict.Malicious, true
+	case Suspicious:
+		return verdict.Suspicious, true
+	}
+	return verdict.Pending, false
+}
+
+// Failure reasons (the reason label of verdictbot_quarantine_failures_total).
+const (
+	ReasonNoToken        = "no_token"
+	ReasonNotAllowed     = "not_allowed"
+	ReasonOtherOrg       = "other_org"
+	ReasonAlreadyDeleted = "already_deleted"
+	ReasonError          = "error"
+)
+
+// AdminAPI is what the admin's user token is used for (*slack.Client).
+type AdminAPI interface {
+	DeleteMessageContext(ctx context.Context, channel, ts string) (string, string, error)
+	DeleteFileContext(ctx context.Context, fileID string) error
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
+}
+
+// BotAPI is what the bot token is used for here (*slack.Client): reading
+// the message before it is removed, re-posting it on release, and looking
+// up the admin token's user.
+type BotAPI interface {
+	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
+	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
+	PostMessageContext(ctx context.Context, channel string, options ...slack.MsgOption) (string, string, error)
+	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
+}
+
+// Store keeps what was removed and each channel's level (store.State).
+type Store interface {
+	PutQuarantined(q store.Quarantined) error
+	Quarantined(channel, ts string) (store.Quarantined, error)
+	ChannelQuarantine(channel string) (string, error)
+}
+
+// CardBook edits a card by the message it answers (*cards.Cards).
+type CardBook interface {
+	EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error
+}
+
+// Poster updates cards and answers people privately (*notify.Poster).
+type Poster interface {
+	Update(ctx context.Context, c *card.Card) error
+	Ephemeral(ctx context.Context, channel, user, text string, blocks ...slack.Block) error
+}
+
+// FalsePositive reports a false positive for a card line to the service,
+// once, as the card's button does (commands.Feedback.Report); it returns
+// the sentence for the user.
+type FalsePositive func(ctx context.Context, user, channel, sourceTS string, line int, taskID string, cat verdict.Category) string
+
+// Quarantine acts on verdicts and releases. The zero value of every hook is
+// allowed; Admin nil means no admin token (every removal fails, said on
+// the card).
+type Quarantine struct {
+	Admin   AdminAPI
+	Bot     BotAPI
+	Store   Store
+	Cards   CardBook
+	Poster  Poster
+	Default string // VERDICTBOT_QUARANTINE
+	// IsAdmin decides who may release (commands.Access.IsAdmin).
+	IsAdmin func(user string) bool
+	// TeamID returns the workspace's team id (auth.test of the bot): a
+	// message from another team is another organisation's.
+	TeamID        func() string
+	FalsePositive FalsePositive
+	// OnQuarantine and OnRelease are told about each removal and release
+	// (the events emitter hooks here); OnFailure about each message that
+	// could not be removed, by reason; OnAction about each action done
+	// ("removed", "released"). All may be nil.
+	OnQuarantine func(ctx context.Context, q store.Quarantined, c card.Card)
+	OnRelease    func(ctx context.Context, q store.Quarantined, c card.Card)
+	OnFailure    func(reason string)
+	OnAction     func(action string)
+	Log          *slog.Logger
+	Now          func() time.Time
+
+	mu      sync.Mutex
+	problem string // the admin token's problem found by Check
+}
+
+func (q *Quarantine) now() time.Time {
+	if q.Now != nil {
+		return q.Now()
+	}
+	return time.Now()
+}
+
+func (q *Quarantine) log() *slog.Logger {
+	if q.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return q.Log
+}
+
+// Level returns a channel's quarantine level: its own setting, else the
+// default.
+func (q *Quarantine) Level(channel string) string {
+	if q == nil {
+		return Off
+	}
+	if q.Store != nil {
+		if v, err := q.Store.ChannelQuarantine(channel); err == nil && v != "" {
+			return v
+		}
+	}
+	if q.Default == "" {
+		return Off
+	}
+	return q.Default
+}
+
+// Check verifies the admin token once at start: auth.test, then that its
+// user is a workspace admin or owner. It returns "" when the token is fine
+// or not set, else a one-line problem (kept for Problem).
+func (q *Quarantine) Check(ctx context.Context) string {
+	if q.Admin == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	problem := ""
+	at, err := q.Admin.AuthTestContext(ctx)
+	switch {
+	case err != nil:
+		problem = "SLACK_ADMIN_USER_TOKEN was refused by auth.test (" + slackCode(err) + "): quarantine cannot remove messages"
+	case at.BotID != "":
+		problem = "SLACK_ADMIN_USER_TOKEN is a bot token, not an admin's user token: quarantine cannot remove others' messages"
+	default:
+		u, err := q.Bot.GetUserInfoContext(ctx, at.UserID)
+		switch {
+		case err != nil:
+			problem = "the user of SLACK_ADMIN_USER_TOKEN could not be looked up (" + slackCode(err) + ")"
+		case !u.IsAdmin && !u.IsOwner:
+			problem = fmt.Sprintf("SLACK_ADMIN_USER_TOKEN belongs to %s, who is not a workspace admin or owner: Slack will refuse to delete others' messages", at.UserID)
+		}
+	}
+	q.mu.Lock()
+	q.problem = problem
+	q.mu.Unlock()
+	return problem
+}
+
+// Problem is the admin token's problem found by Check ("" for none).
+func (q *Quarantine) Problem() string {
+	if q == nil {
+		return ""
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.problem
+}
+
+// Act is called with a card whose verdict is final, first or after a
+// recheck changed it: when its level reaches the channel's quarantine
+// level, the message (or, for a file card, its files) is removed. A card
+// answering /scan (no message of its own) is left alone, as is one already
+// removed or released.
+func (q *Quarantine) Act(ctx context.Context, c card.Card) {
+	if q == nil || c.RequestedBy != "" || c.SourceTS == "" {
+		return
+	}
+	threshold, on := Threshold(q.Level(c.Channel))
+	level := c.Level()
+	if !on || level < threshold {
+		return
+	}
+	if s := c.Quarantine; s != nil && (s.State == card.QuarantineRemoved || s.State == card.QuarantineReleased) {
+		return
+	}
+	ts, files := strings.CutSuffix(c.SourceTS, "/files")
+	start := q.now()
+	if q.Admin == nil {
+		q.fail(ctx, c, level, ReasonNoToken, "no admin token is set (SLACK_ADMIN_USER_TOKEN), so verdictbot cannot remove messages.")
+		return
+	}
+	msg, err := q.fetch(ctx, c.Channel, ts, c.ThreadTS)
+	if err != nil {
+		reason, problem := q.explain(err, "")
+		q.fail(ctx, c, level, reason, problem)
+		return
+	}
+	rec := store.Quarantined{Channel: c.Channel, TS: ts, User: msg.User, Team: msg.Team, Text: msg.Text,
+		Level: level.Key(), Reason: reasonLine(c, threshold), RemovedAt: start}
+	if msg.ThreadTimestamp != "" && msg.ThreadTimestamp != ts {
+		rec.ThreadTS = msg.ThreadTimestamp
+	}
+	if len(msg.Blocks.BlockSet) > 0 {
+		rec.Blocks, _ = json.Marshal(msg.Blocks)
+	}
+	if len(msg.Attachments) > 0 {
+		rec.Attachments, _ = json.Marshal(msg.Attachments)
+	}
+	if files {
+		rec.Files = filesToRemove(c, msg, threshold)
+		if len(rec.Files) == 0 {
+			q.fail(ctx, c, level, ReasonAlreadyDeleted, "its files are no longer in the message.")
+			return
+		}
+	}
+	// Claim: the card says "removed" before the deletion, so the
+	// message_deleted event that follows is not taken for a person's
+	// deletion, and a second Act (a recheck, another replica) does nothing.
+	claimed := false
+	err = q.Cards.EditBySource(c.Channel, c.SourceTS, func(cc *card.Card) error {
+		if s := cc.Quarantine; s != nil && (s.State == card.QuarantineRemoved || s.State == card.QuarantineReleased) {
+			return nil
+		}
+		claimed = true
+		cc.Quarantine = &card.Quarantine{State: card.QuarantineRemoved, Level: level, At: start, Files: files}
+		return nil
+	})
+	if err != nil || !claimed {
+		if err != nil {
+			q.log().Warn("quarantine: could not mark the card", "channel", c.Channel, "ts", ts, "error", err)
+		}
+		return
+	}
+	if err := q.Store.PutQuarantined(rec); err != nil {
+		q.log().Error("quarantine: could not keep the original; the message is left in place", "channel", c.Channel, "ts", ts, "error", err)
+		q.fail(ctx, c, level, ReasonError, "the original could not be kept for release, so it was left in place.")
+		return
+	}
+	if files {
+		for _, f := range rec.Files {
+			if err = q.Admin.DeleteFileContext(ctx, f.ID); err != nil {
+				break
+			}
+		}
+	} else {
+		_, _, err = q.Admin.DeleteMessageContext(ctx, c.Channel, ts)
+	}
+	if err != nil {
+		reason, problem := q.explain(err, rec.Team)
+		q.fail(ctx, c, level, reason, problem)
+		return
+	}
+	q.log().Info("quarantined", "channel", c.Channel, "ts", ts, "level", level.Key(), "files", len(rec.Files),
+		"took_ms", q.now().Sub(start).Milliseconds())
+	if q.OnAction != nil {
+		q.OnAction("removed")
+	}
+	snap := q.show(ctx, c.Channel, c.SourceTS, nil)
+	if rec.User != "" {
+		what := "Your message was removed"
+		if files {
+			what = "The files you shared were removed"
+		}
+		text := fmt.Sprintf("%s by verdictbot's quarantine: %s was found *%s*. The original is kept; a security admin can release it from the card in the thread if this is a mistake.",
+			what, describeTargets(c, threshold), level)
+		if err := q.Poster.Ephemeral(ctx, c.Channel, rec.User, text); err != nil {
+			q.log().Warn("quarantine: could not tell the author", "channel", c.Channel, "error", err)
+		}
+	}
+	if q.OnQuarantine != nil {
+		q.OnQuarantine(ctx, rec, snap)
+	}
+}
+
+// show applies fn (if any) to the card and updates it in Slack; it returns
+// the card as saved.
+func (q *Quarantine) show(ctx context.Context, channel, sourceTS string, fn func(c *card.Card)) card.Card {
+	var snap card.Card
+	err := q.Cards.EditBySource(channel, sourceTS, func(c *card.Card) error {
+		if fn != nil {
+			fn(c)
+		}
+		snap = c.Clone()
+		return nil
+	})
+	if err != nil {
+		q.log().Warn("quarantine: card edit failed", "channel", channel, "error", err)
+		return snap
+	}
+	if snap.CardTS != "" {
+		if err := q.Poster.Update(ctx, &snap); err != nil {
+			q.log().Warn("quarantine: card update failed", "channel", channel, "error", err)
+		}
+	}
+	return snap
+}
+
+// fail leaves the card with a line saying why the message could not be
+// removed, and counts it; nothing else changes.
+func (q *Quarantine) fail(ctx context.Context, c card.Card, level verdict.Level, reason, problem string) {
+	q.log().Warn("quarantine: message not removed", "channel", c.Channel, "ts", c.SourceTS, "reason", reason)
+	if q.OnFailure != nil {
+		q.OnFailure(reason)
+	}
+	at := q.now()
+	q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
+		cc.Quarantine = &card.Quarantine{State: card.QuarantineFailed, Level: level, At: at, Problem: problem,
+			Files: strings.HasSuffix(c.SourceTS, "/files")}
+	})
+}
+
+// explain turns a Slack error into a failure reason and the card's
+// sentence. team is the message author's team.
+func (q *Quarantine) explain(err error, team string) (reason, problem string) {
+	code := slackCode(err)
+	switch code {
+	case "message_not_found", "file_not_found", "file_deleted", "thread_not_found":
+		return ReasonAlreadyDeleted, "it was already deleted."
+	case "missing_scope", "not_allowed_token_type", "invalid_auth", "not_authed", "token_revoked", "account_inactive", "no_permission":
+		return ReasonNotAllowed, fmt.Sprintf("the admin token lacks the rights to delete it (Slack answered `%s`).", code)
+	case "cant_delete_message", "cant_delete_file":
+		if team != "" && q.TeamID != nil && q.TeamID() != "" && team != q.TeamID() {
+			return ReasonOtherOrg, fmt.Sprintf("it was posted by another organisation in this Slack Connect channel, and only they can delete it (Slack answered `%s`).", code)
+		}
+		return ReasonNotAllowed, fmt.Sprintf("Slack refused (`%s`): the admin token's user must be a workspace admin or owner.", code)
+	}
+	return ReasonError, fmt.Sprintf("Slack answered `%s`.", code)
+}
+
+// slackCode is a Slack error's code, or a generic word: never the error's
+// text, which could carry a URL.
+func slackCode(err error) string {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	if errors.Is(err, errNotFound) {
+		return "message_not_found"
+	}
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return "ratelimited"
+	}
+	s := err.Error()
+	if !strings.ContainsAny(s, " /:") && len(s) < 60 {
+		return s // slack-go's errors are the bare code
+	}
+	return "request failed"
+}
+
+var errNotFound = errors.New("message_not_found")
+
+// fetch reads the message at ts (a reply when thread is another ts).
+func (q *Quarantine) fetch(ctx context.Context, channel, ts, thread string) (*slack.Message, error) {
+	var msgs []slack.Message
+	if thread == "" || thread == ts {
+		r, err := q.Bot.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: channel,
+			Latest: ts, Oldest: ts, Inclusive: true, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		msgs = r.Messages
+	} else {
+		m, _, _, err := q.Bot.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: channel,
+			Timestamp: thread, Latest: ts, Oldest: ts, Inclusive: true, Limit: 2})
+		if err != nil {
+			return nil, err
+		}
+		msgs = m
+	}
+	for i := range msgs {
+		if msgs[i].Timestamp == ts {
+			return &msgs[i], nil
+		}
+	}
+	return nil, errNotFound
+}
+
+// filesToRemove are the message's files whose card line reached the
+// threshold (all of them when no line names one).
+func filesToRemove(c card.Card, msg *slack.Message, threshold verdict.Level) []store.QuarantinedFile {
+	bad := map[string]bool{}
+	for _, l := range c.Lines {
+		if l.Level >= threshold {
+			bad[l.Target] = true
+			if l.File != nil {
+				bad[l.File.Name] = true
+			}
+		}
+	}
+	var out, all []store.QuarantinedFile
+	for _, f := range msg.Files {
+		qf := store.QuarantinedFile{ID: f.ID, Name: f.Name}
+		all = append(all, qf)
+		if bad[f.Name] || bad[f.Title] {
+			out = append(out, qf)
+		}
+	}
+	if len(out) == 0 {
+		return all
+	}
+	return out
+}
+
+// reasonLine says why, for the record: each target at or above the
+// threshold with its level and top score.
+func reasonLine(c card.Card, threshold verdict.Level) string {
+	var parts []string
+	for _, l := range c.Lines {
+		if l.Level < threshold {
+			continue
+		}
+		p := links.DefangTruncate(l.Target, 120) + " " + l.Level.Key()
+		if s, ok := l.Scores[l.Category]; ok && l.Category != "" {
+			p += fmt.Sprintf(" (%s %.2f)", l.Category, s)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describeTargets names what was found, defanged, for the author.
+func describeTargets(c card.Card, threshold verdict.Level) string {
+	var names []string
+	for _, l := range c.Lines {
+		if l.Level >= threshold {
+			names = append(names, "`"+links.DefangTruncate(l.Target, 80)+"`")
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "something in it"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,163 @@
+package quarantine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// HandleInteraction handles the tombstone's Release button and ignores
+// the rest (it reports whether it handled something). It has been acked
+// already.
+func (q *Quarantine) HandleInteraction(ctx context.Context, cb *slack.InteractionCallback) bool {
+	if q == nil || cb.Type != slack.InteractionTypeBlockActions {
+		return false
+	}
+	handled := false
+	for _, a := range cb.ActionCallback.BlockActions {
+		if a.ActionID != notify.ActionQuarantineRelease {
+			continue
+		}
+		handled = true
+		channel := cb.Channel.ID
+		if channel == "" {
+			channel = cb.Container.ChannelID
+		}
+		text := q.Release(ctx, channel, a.Value, cb.User.ID)
+		if err := q.Poster.Ephemeral(ctx, channel, cb.User.ID, text); err != nil {
+			q.log().Warn("quarantine: could not answer a release click", "error", err)
+		}
+	}
+	return handled
+}
+
+var errNotRemoved = errors.New("not removed")
+
+// Release re-posts a removed message in its place as the bot, saying whose
+// it was and who released it (unfurls off), marks the card, records it,
+// and reports a false positive for the lines that removed it. Only admins
+// may; anyone else gets a refusal and nothing changes. sourceTS is the
+// card's source key (the message's ts). It returns the answer for user.
+func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string) string {
+	if q.IsAdmin == nil || !q.IsAdmin(user) {
+		return "Only admins can release a quarantined message."
+	}
+	rec, err := q.Store.Quarantined(channel, sourceTS)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "This message is no longer kept (its retention ended), so it cannot be released."
+	case err != nil:
+		q.log().Error("quarantine: release lookup failed", "error", err)
+		return "Something went wrong on our side; the message was not released."
+	case rec.Released():
+		return fmt.Sprintf("<@%s> already released this message.", rec.ReleasedBy)
+	case len(rec.Files) > 0:
+		return "Removed files cannot be released; the sandbox keeps the sample."
+	}
+	at := q.now()
+	// Claim the release on the card, so two clicks post once.
+	err = q.Cards.EditBySource(channel, sourceTS, func(c *card.Card) error {
+		if c.Quarantine == nil || c.Quarantine.State != card.QuarantineRemoved {
+			return errNotRemoved
+		}
+		c.Quarantine.State, c.Quarantine.ReleasedBy, c.Quarantine.ReleasedAt = card.QuarantineReleased, user, at
+		return nil
+	})
+	if err != nil {
+		return "This message is not in quarantine (released already, or never removed)."
+	}
+	ts, err := q.repost(ctx, rec, user)
+	if err != nil {
+		q.log().Warn("quarantine: release post failed", "channel", channel, "error", slackCode(err))
+		q.show(ctx, channel, sourceTS, func(c *card.Card) {
+			if c.Quarantine != nil {
+				c.Quarantine.State, c.Quarantine.ReleasedBy, c.Quarantine.ReleasedAt = card.QuarantineRemoved, "", time.Time{}
+			}
+		})
+		return fmt.Sprintf("Slack did not take the re-post (`%s`); the message stays in quarantine.", slackCode(err))
+	}
+	rec.ReleasedBy, rec.ReleasedAt, rec.ReleasedTS = user, at, ts
+	if err := q.Store.PutQuarantined(rec); err != nil {
+		q.log().Warn("quarantine: could not record the release", "error", err)
+	}
+	q.log().Info("quarantine: released", "channel", channel, "ts", rec.TS, "by", user, "posted_ts", ts)
+	if q.OnAction != nil {
+		q.OnAction("released")
+	}
+	snap := q.show(ctx, channel, sourceTS, func(c *card.Card) {
+		// Notes are shown as plain text: the user id, not a mention (the
+		// tombstone above mentions the admin).
+		c.Notes = append(c.Notes, fmt.Sprintf("Released from quarantine %s by admin %s; the original was posted again.",
+			at.UTC().Format("2006-01-02 15:04 UTC"), user))
+	})
+	reported := q.reportFalsePositive(ctx, snap, user, rec)
+	if q.OnRelease != nil {
+		q.OnRelease(ctx, rec, snap)
+	}
+	answer := "Released: the original message was posted again in its place."
+	if reported != "" {
+		answer += " " + reported
+	}
+	return answer
+}
+
+// repost posts the original as the bot, in its thread when it was a reply,
+// with unfurls off.
+func (q *Quarantine) repost(ctx context.Context, rec store.Quarantined, admin string) (string, error) {
+	head := fmt.Sprintf(":unlock: Released from quarantine by <@%s>: a message from <@%s>, removed %s.", admin, rec.User,
+		rec.RemovedAt.UTC().Format("2006-01-02 15:04 UTC"))
+	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
+	if rec.ThreadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(rec.ThreadTS))
+	}
+	var blocks slack.Blocks
+	if len(rec.Blocks) > 0 && json.Unmarshal(rec.Blocks, &blocks) == nil && len(blocks.BlockSet) > 0 {
+		set := append([]slack.Block{slack.NewContextBlock("released", slack.NewTextBlockObject(slack.MarkdownType, head, false, false))},
+			blocks.BlockSet...)
+		_, ts, err := q.Bot.PostMessageContext(ctx, rec.Channel, append(opts, slack.MsgOptionText(head+"\n"+rec.Text, false),
+			slack.MsgOptionBlocks(set...))...)
+		if err == nil {
+			return ts, nil
+		}
+		if slackCode(err) != "invalid_blocks" {
+			return "", err
+		}
+		// Blocks Slack will not take back as they were: the text then.
+	}
+	_, ts, err := q.Bot.PostMessageContext(ctx, rec.Channel, append(opts, slack.MsgOptionText(head+"\n"+rec.Text, false))...)
+	return ts, err
+}
+
+// reportFalsePositive reports, once per task, the lines whose verdict
+// removed the message; it returns what the user is told ("" for none).
+func (q *Quarantine) reportFalsePositive(ctx context.Context, c card.Card, user string, rec store.Quarantined) string {
+	if q.FalsePositive == nil {
+		return ""
+	}
+	threshold, err := verdict.ParseLevel(rec.Level)
+	if err != nil {
+		threshold = verdict.Suspicious
+	}
+	if t, ok := Threshold(q.Level(rec.Channel)); ok && t < threshold {
+		threshold = t
+	}
+	seen := map[string]bool{}
+	var out string
+	for i, l := range c.Lines {
+		if l.Kind != card.KindURL || l.TaskID == "" || l.Level < threshold || seen[l.TaskID] {
+			continue
+		}
+		seen[l.TaskID] = true
+		out = q.FalsePositive(ctx, user, c.Channel, c.SourceTS, i, l.TaskID, l.Category)
+	}
+	return out
+}
