@@ -330,8 +330,12 @@ func checkURLPipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*sc
 	if timeout > 0 {
 		deadline = timeout
 	}
+	// A one-shot check has no history to learn from, and someone waits
+	// on it (often with a short --timeout): it polls on the blind backoff,
+	// first after 1 s, not on the learned schedule's prior, whose first
+	// check (4 s) is planned for a bot that analyses many links.
 	return scan.NewURLs(rep, scan.URLOptions{TTL: cfg.VerdictTTL, Thresholds: cfg.thresholds, Hosts: hostGate(newHostResolver(cfg, log)),
-		Wait: reputation.WaitOptions{Deadline: deadline}, Logger: log.With("component", "scan")}), nil
+		Wait: reputation.WaitOptions{Deadline: deadline, Backoff: reputation.DefaultBackoff}, Logger: log.With("component", "scan")}), nil
 }
 
 // checkFilePipeline is the bot's file pipeline, reading local files

@@ -104,8 +104,15 @@ func TestShellScriptedSession(t *testing.T) {
 		// in caret notation, refused, never posted.
 		"you: ^[[A^[[Alook https://example.org/typed-at-a-pipe", "! not posted: the line holds control characters",
 		"you: mode verbose", "mode: #security is now verbose",
-		"you: see https://example.net/page", "── card #3 ──", "1. CLEAN · hxxps://example[.]net/page",
+		"you: see https://example.net/page", "── card #3 ──",
 	)
+	// A verbose card is posted final when the verdict comes within the
+	// post grace (2 s), else as "scanning…" and then changed: either way
+	// the clean verdict is shown.
+	if tail := out[strings.LastIndex(out, "── card #3 ──"):]; !strings.Contains(tail, "1. CLEAN · hxxps://example[.]net/page") &&
+		!strings.Contains(tail, "hxxps://example[.]net/page · scanning → CLEAN") {
+		t.Errorf("card #3 never shows the clean verdict:\n%s", tail)
+	}
 	if strings.Contains(out, "card #1, updated") || strings.Count(out, "── card #1 ──") != 1 {
 		t.Errorf("card #1 printed in full more than once:\n%s", out)
 	}
