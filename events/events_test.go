@@ -95,7 +95,9 @@ func TestEventsCarryTheClassRequiredAttributes(t *testing.T) {
 			}
 		}
 	}
-	sev := func(l verdict.Level) int { return events.Build(events.Finding{Kind: events.KindVerdict, Level: l}, events.Product{}, "x").SeverityID }
+	sev := func(l verdict.Level) int {
+		return events.Build(events.Finding{Kind: events.KindVerdict, Level: l}, events.Product{}, "x").SeverityID
+	}
 	if sev(verdict.Malicious) != 4 || sev(verdict.Suspicious) != 3 || sev(verdict.Clean) != 1 {
 		t.Errorf("severity: malicious %d suspicious %d clean %d", sev(verdict.Malicious), sev(verdict.Suspicious), sev(verdict.Clean))
 	}
