@@ -17,6 +17,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
@@ -80,6 +81,9 @@ type Messages struct {
 	Mode          func(channel string) string
 	CleanReaction string
 	Log           *slog.Logger
+	// Events, if set, gets a finding for each verdict shown on a card and
+	// each recheck flip (package events).
+	Events events.Sink
 	// MaxLinks is shown on cards that left links out.
 	MaxLinks int
 	// StripQuery removes the query of every URL before it is sent

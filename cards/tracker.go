@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/events"
 
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -107,6 +108,9 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			})
 			if !ok {
 				return false // an edit started a newer scan of this message
+			}
+			if r.line < len(snap.Lines) && snap.Lines[r.line].Level != verdict.Pending {
+				events.Emit(ctx, m.Events, events.LineFinding(events.KindVerdict, &snap, snap.Lines[r.line]))
 			}
 			if k.after != nil {
 				if fetch := k.after(ctx, snap, r.line, r.v); fetch != nil {

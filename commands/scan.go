@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
@@ -91,6 +92,8 @@ type Scan struct {
 	DefaultFiles bool
 	// AllowChanged is called after the runtime allowlist changed.
 	AllowChanged func()
+	// Events, if set, gets a finding for each setting change (package events).
+	Events events.Sink
 }
 
 // NewScanRegistry builds the /scan registry with its handlers. With a nil
@@ -499,6 +502,7 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 	if err := s.State.SetChannelMode(req.Channel, mode); err != nil {
 		return err
 	}
+	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: "mode", Value: mode})
 	return s.Respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
 }
 
@@ -540,6 +544,7 @@ func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
 	if err := s.State.SetChannelFiles(req.Channel, v); err != nil {
 		return err
 	}
+	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: "files", Value: v})
 	if v == "off" {
 		return s.Respond(ctx, req, "Files shared in this channel are now *not scanned*: they are not downloaded and not sent to the sandbox.")
 	}
@@ -596,6 +601,8 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 	if s.AllowChanged != nil {
 		s.AllowChanged()
 	}
+	change := map[string]string{"add": "added", "remove": "removed"}[verb]
+	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: "allowlist", Domain: domain, Value: change})
 	if verb == "add" {
 		return s.Respond(ctx, req, fmt.Sprintf("Links to `%s` and its subdomains are no longer sent for scanning.", domain))
 	}

@@ -201,6 +201,7 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		AlertChannel: "#alerts", Workers: 0, QueueSize: 0, ReputationRunRate: 0, MaxConcurrent: -1, ServiceCAFile: "/nonexistent/ca.pem",
 		HTTPAddr: "8080", LogLevel: "loud", LogFormat: "xml", DatabaseURL: "mysql://u:p@h/db",
 		ThresholdPhishing: "x", ThresholdAdvertising: "x", ThresholdMalicious: "x", ThresholdIllegal: "x",
+		EventsURL: "http://siem.example.com/hook", EventsFile: "/nonexistent/dir/events.jsonl", EventsMaxQueued: 0,
 	}
 	errs := bad.problems(true)
 	// REPUTATION_URL unset is a problem once (not set); its URL form is

@@ -25,6 +25,7 @@ import (
 	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/commands"
+	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/metrics"
 	"github.com/verdictbot/verdictbot/notify"
@@ -50,7 +51,7 @@ func runBot(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey,
-		cfg.DatabaseURL.Password())
+		cfg.DatabaseURL.Password(), cfg.EventsSecret)
 	return serve(ctx, cfg, log, nil)
 }
 
@@ -80,6 +81,10 @@ type app struct {
 	// stopping is closed when the bot has stopped taking work: the
 	// pipelines' store writes stop retrying then (cards.URLMemory.Stop).
 	stopping chan struct{}
+	// events and eventSender are the findings for the SOC's tools (nil
+	// when VERDICTBOT_EVENTS_URL and VERDICTBOT_EVENTS_FILE are unset).
+	events      *events.Emitter
+	eventSender *events.Sender
 }
 
 func apiURL(u string) string {
@@ -136,6 +141,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			return n
 		},
 		func() bool { ok, _ := a.ready(); return ok })
+	if err := a.wireEvents(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	a.api = slack.New(cfg.SlackBotToken.Reveal(),
 		slack.OptionAppLevelToken(cfg.SlackAppToken.Reveal()),
 		slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
@@ -192,6 +201,9 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			if err != nil {
 				log.Warn("could not record a report in the audit trail", "error", err)
 			}
+			f := events.LineFinding(events.KindReport, c, l)
+			f.At, f.Actor, f.Option, f.Outcome, f.Category = r.At, r.User, r.Option, r.Outcome, r.Category
+			events.Emit(context.Background(), a.sink(), f)
 		}}
 	a.slash = &commands.Slash{Access: access, Respond: a.respond, Log: log.With("component", "commands")}
 	a.bot = bot.New(a.sm, a.api, bot.Handlers{
@@ -224,6 +236,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		MaxLinks:      cfg.MaxLinks,
 		StripQuery:    cfg.URLQuery == "strip",
 		Log:           log.With("component", "messages"),
+		Events:        a.sink(),
 	}
 	if cfg.DatabaseURL != "" {
 		// Another replica may be posting a card this one is about to post.
@@ -233,7 +246,8 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		a.messages.Handle(ctx, ev, cardsMeta(m))
 	}, a.messages.NeedsWork)
 	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
-		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist}
+		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist,
+		Events: a.sink()}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
 	if err := a.wireFiles(); err != nil {
 		db.Close()
@@ -504,6 +518,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 	go func() { defer bgDone.Done(); a.pruneEvents(bg) }()
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.pruneRetention(bg, pruneFirstDelay, time.Hour) }()
+	bgDone.Add(1)
+	go func() { defer bgDone.Done(); a.runEvents(bg) }()
 	waitRecheck := a.startRecheck(bg)
 	if cfg.HTTPAddr != "off" {
 		ops, err := startOps(cfg.HTTPAddr, a.metrics, a.ready, log)
@@ -545,6 +561,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 	a.urls.Close()
 	if a.files != nil {
 		a.files.Close()
+	}
+	if a.events != nil {
+		a.events.File.Close()
 	}
 	if errors.Is(err, context.Canceled) || (err == nil && ctx.Err() != nil) {
 		log.Info("stopped")
