@@ -58,6 +58,7 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 	// Buffered for every sender, so a tracker that gives up early leaves
 	// no goroutine blocked.
 	results := make(chan result, len(lines))
+	defer m.forget(channel, src, gen)
 	follow := make(chan func() (card.Card, bool), len(lines))
 	changed := make(chan struct{}, 1)
 	for _, p := range lines {
@@ -109,8 +110,10 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			if !ok {
 				return false // an edit started a newer scan of this message
 			}
-			if r.line < len(snap.Lines) && snap.Lines[r.line].Level != verdict.Pending {
-				events.Emit(ctx, m.Events, events.LineFinding(events.KindVerdict, &snap, snap.Lines[r.line]))
+			if m.Events != nil && r.line < len(snap.Lines) {
+				if l := snap.Lines[r.line]; l.Level != verdict.Pending && !m.emitted(channel, src, gen, l) {
+					m.Events.Emit(ctx, events.LineFinding(events.KindVerdict, &snap, l))
+				}
 			}
 			if k.after != nil {
 				if fetch := k.after(ctx, snap, r.line, r.v); fetch != nil {
