@@ -629,4 +629,6 @@ func (m *Messages) emitted(channel, src string, gen int, l card.Line) bool {
 	return ok && old.Level == l.Level && old.TaskID == l.TaskID
 }
 
-func (m *Messages) forget(channel, src string, gen int) { m.settled.Delete(settledKey{channel, src, gen}) }
+func (m *Messages) forget(channel, src string, gen int) {
+	m.settled.Delete(settledKey{channel, src, gen})
+}
