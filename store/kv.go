@@ -42,7 +42,7 @@ type txn interface {
 	count(bucket string) int
 }
 
-var buckets = []string{bMeta, bEvents, bEventTimes, bJobs, bCards, bCardTS, bAnalyses, bTargets, bDue, bReports, bChannels, bAllow, bEventQueue}
+var buckets = []string{bMeta, bEvents, bEventTimes, bJobs, bCards, bCardTS, bAnalyses, bTargets, bDue, bReports, bChannels, bAllow}
 
 const (
 	bMeta       = "meta"
@@ -58,7 +58,7 @@ const (
 	bReports    = "reports"     // target \x00 time \x00 seq → Report
 	bChannels   = "channels"    // channel → mode
 	bAllow      = "allow"       // domain → AllowEntry
-	bEventQueue = "event_queue" // sequence → outgoing event (eventqueue.go)
+	bEventQueue = "event_queue" // sequence → outgoing event (eventqueue.go); created by its first write
 )
 
 // ---- bbolt ----
