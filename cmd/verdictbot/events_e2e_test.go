@@ -21,6 +21,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/store/pg/pgtest"
@@ -274,4 +275,93 @@ func eventsOutageKill9(t *testing.T, databaseURL string) {
 		eventsOutage().Round(time.Second), total, firstN+1, len(seqs), took.Round(time.Millisecond))
 	stop(t, second)
 
+}
+
+// findingLine is the part of an event line the tests look at.
+type findingLine struct {
+	ClassUID   int `json:"class_uid"`
+	ActivityID int `json:"activity_id"`
+	SeverityID int `json:"severity_id"`
+	Unmapped   struct {
+		Kind     string `json:"kind"`
+		Target   string `json:"target"`
+		Level    string `json:"level"`
+		Previous string `json:"previous_level"`
+		Actor    string `json:"actor"`
+		Option   string `json:"option"`
+		Setting  string `json:"setting"`
+		Value    string `json:"value"`
+		Domain   string `json:"domain"`
+		Channel  string `json:"channel"`
+	} `json:"unmapped"`
+}
+
+func readFindings(t *testing.T, path string) []findingLine {
+	var out []findingLine
+	for _, l := range fileLines(t, path) {
+		var f findingLine
+		if err := json.Unmarshal([]byte(l), &f); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestEventsOfAFlipAReportAndSettings: the real wiring emits a recheck
+// flip (with the level before), a false-positive report from the card's
+// button (with who reported), and the channel setting and allowlist
+// changes of /scan, each in the JSON-lines file.
+func TestEventsOfAFlipAReportAndSettings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "events.jsonl")
+	h := startBot(t, map[string]string{
+		"VERDICTBOT_CHANNEL_MODE":     "quiet",
+		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
+		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
+		"VERDICTBOT_EVENTS_FILE":      file,
+	}, sim.Config{})
+	d := h.post("our new landing page <https://promo.flip.test/spring>")
+	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "Rechecked") })
+	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: alice, Channel: secChannel, MessageTS: card.TS, ActionID: notify.ActionFalsePositive}); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"channel files off", "allow add example.org"} {
+		if _, err := h.slack.DeliverSlashCommand(slackfake.SlashCommand{Command: "/scan", Text: text, UserID: adminUser, ChannelID: secChannel}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []findingLine
+	want := map[string]bool{}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got = readFindings(t, file)
+		want = map[string]bool{}
+		for _, f := range got {
+			u := f.Unmapped
+			switch {
+			case u.Kind == "verdict" && u.Target == "https://promo.flip.test/spring" && u.Level == "clean" && f.SeverityID == 1:
+				want["verdict"] = true
+			case u.Kind == "flip" && u.Level == "malicious" && u.Previous == "clean" && f.ActivityID == 2 && f.SeverityID == 4:
+				want["flip"] = true
+			case u.Kind == "report" && u.Option == "fp" && u.Actor == alice && u.Target == "https://promo.flip.test/spring":
+				want["report"] = true
+			case u.Kind == "setting" && u.Setting == "files" && u.Value == "off" && u.Actor == adminUser && u.Channel == secChannel:
+				want["files"] = true
+			case u.Kind == "setting" && u.Setting == "allowlist" && u.Domain == "example.org" && u.Value == "added":
+				want["allow"] = true
+			}
+		}
+		if len(want) == 5 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(want) != 5 {
+		t.Fatalf("events seen %v; lines:\n%s", want, strings.Join(fileLines(t, file), "\n"))
+	}
+	for _, f := range got {
+		if f.ClassUID != 2004 {
+			t.Fatalf("class %d", f.ClassUID)
+		}
+	}
 }
