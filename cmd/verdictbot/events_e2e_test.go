@@ -331,7 +331,7 @@ func TestEventsOfAFlipAReportAndSettings(t *testing.T) {
 		}
 	}
 	var got []findingLine
-	want := map[string]bool{}
+	var want map[string]bool
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		got = readFindings(t, file)
