@@ -110,6 +110,7 @@ func (s *Sender) drainLeading(ctx context.Context) error {
 // drain sends queued events until the queue is empty or ctx ends.
 func (s *Sender) drain(ctx context.Context) error {
 	backoff := time.Duration(0)
+	lastErr := ""
 	for ctx.Err() == nil {
 		batch, err := s.Queue.QueuedEvents(64)
 		if err != nil {
@@ -125,6 +126,10 @@ func (s *Sender) drain(ctx context.Context) error {
 					return nil
 				}
 				if err == nil {
+					if lastErr != "" {
+						s.log().Info("events delivered again", "seq", ev.Seq, "host", s.host())
+						lastErr = ""
+					}
 					backoff = 0
 					break
 				}
@@ -132,7 +137,12 @@ func (s *Sender) drain(ctx context.Context) error {
 					backoff = s.next(backoff)
 					wait = backoff
 				}
-				s.log().Warn("event not delivered; retrying", "seq", ev.Seq, "in", wait, "error", err)
+				// One line per new kind of failure; the repeats at debug level.
+				lvl := slog.LevelDebug
+				if err.Error() != lastErr {
+					lvl, lastErr = slog.LevelWarn, err.Error()
+				}
+				s.log().Log(ctx, lvl, "event not delivered; retrying", "seq", ev.Seq, "in", wait, "error", err)
 				select {
 				case <-ctx.Done():
 					return nil
