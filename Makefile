@@ -13,7 +13,7 @@ LONG_BENCH ?= PollToVerdictLatency|RestartWith10kCards|Due100k
 # make docker tags the image $(IMAGE):$(VERSION).
 IMAGE    ?= verdictbot
 
-.PHONY: help build run demo test test-short lint bench bench-long cover fuzz sim docker clean
+.PHONY: help build run demo test test-short lint readme bench bench-long cover fuzz sim docker clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -25,6 +25,8 @@ run: ## run the bot against Slack (settings from the environment, see README)
 	$(GO) run ./cmd/verdictbot run
 
 demo: ## try it without Slack or API keys (verdictbot shell)
+	@echo "make demo: compiling verdictbot with go run (the first time also downloads the Go modules: about a minute)..."
+	@echo "make demo: then 'verdictbot shell' starts: a local channel, the built-in simulator of both services, no Slack, no keys"
 	$(GO) run ./cmd/verdictbot shell
 
 test: ## vet, then every test with the race detector (fuzz seeds included)
@@ -40,6 +42,9 @@ lint: ## gofmt, go vet, staticcheck (pinned in go.mod as a tool) and go mod tidy
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 	$(GO) mod tidy -diff
+
+readme: ## rewrite README.md's /scan command table from the command registry
+	$(GO) test -count=1 -run '^TestREADMECommandTable$$' ./commands -update-readme
 
 bench: ## the benchmarks matching BENCH but the long ones (under 10 min; figures in docs/PERFORMANCE.md)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -skip '$(LONG_BENCH)' -benchmem -timeout 20m $(PKGS)

@@ -74,6 +74,12 @@ type Handlers struct {
 	MessageNeedsWork func(ev *slackevents.MessageEvent, raw json.RawMessage) bool
 	// FileSharedNeedsWork is MessageNeedsWork for file_shared events.
 	FileSharedNeedsWork func(ev *slackevents.FileSharedEvent) bool
+	// AppHomeOpened gets app_home_opened (someone opened the app's Home
+	// or Messages tab).
+	AppHomeOpened func(ctx context.Context, ev *slackevents.AppHomeOpenedEvent)
+	// AppMention gets app_mention (someone wrote @verdictbot in a
+	// channel the bot is in).
+	AppMention func(ctx context.Context, ev *slackevents.AppMentionEvent)
 }
 
 // Observer receives measurements for metrics. All methods must be cheap.
@@ -157,6 +163,13 @@ func (b *Bot) SetHandler(h func(ctx context.Context, ev *slackevents.MessageEven
 func (b *Bot) SetFileHandler(h func(ctx context.Context, ev *slackevents.FileSharedEvent, m Meta), needsWork func(ev *slackevents.FileSharedEvent) bool) {
 	b.h.FileShared = h
 	b.h.FileSharedNeedsWork = needsWork
+}
+
+// SetPeopleHandlers sets the app_home_opened and app_mention handlers
+// (nil: acked and ignored). Call it before Run.
+func (b *Bot) SetPeopleHandlers(home func(ctx context.Context, ev *slackevents.AppHomeOpenedEvent), mention func(ctx context.Context, ev *slackevents.AppMentionEvent)) {
+	b.h.AppHomeOpened = home
+	b.h.AppMention = mention
 }
 
 // Identity returns who the bot is (valid once Run has started).
@@ -338,7 +351,7 @@ func (b *Bot) ack(evt socketmode.Event, payload ...any) error {
 }
 
 // ackBadMessage acks an envelope slack-go could not decode, taking its id
-// from the raw frame: otherwise Slack redelivers it (pitfall 3).
+// from the raw frame: otherwise Slack redelivers it (an unacked envelope is retried).
 func (b *Bot) ackBadMessage(ctx context.Context, evt socketmode.Event, start time.Time) {
 	bad, ok := evt.Data.(*socketmode.ErrorBadMessage)
 	if !ok {
@@ -437,6 +450,10 @@ func (b *Bot) needsWork(evt socketmode.Event) bool {
 			return false
 		}
 		return b.h.FileSharedNeedsWork == nil || b.h.FileSharedNeedsWork(inner)
+	case *slackevents.AppHomeOpenedEvent:
+		return b.h.AppHomeOpened != nil
+	case *slackevents.AppMentionEvent:
+		return b.h.AppMention != nil
 	}
 	return false
 }
@@ -496,6 +513,16 @@ func (b *Bot) route(evt socketmode.Event, job *store.Job) {
 		case *slackevents.FileSharedEvent:
 			if b.h.FileShared != nil {
 				b.submit("file_shared", inner, done, func(ctx context.Context) { b.h.FileShared(ctx, inner, m) })
+				return
+			}
+		case *slackevents.AppHomeOpenedEvent:
+			if b.h.AppHomeOpened != nil {
+				b.submit("app_home_opened", inner, done, func(ctx context.Context) { defer done(); b.h.AppHomeOpened(ctx, inner) })
+				return
+			}
+		case *slackevents.AppMentionEvent:
+			if b.h.AppMention != nil {
+				b.submit("app_mention", inner, done, func(ctx context.Context) { defer done(); b.h.AppMention(ctx, inner) })
 				return
 			}
 		}

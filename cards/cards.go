@@ -3,6 +3,7 @@ package cards
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
@@ -28,10 +29,49 @@ type Cards struct {
 	// StoreRetry bounds how long Settle retries a store that fails
 	// (default 2 minutes: a database restart, a disk freed).
 	StoreRetry time.Duration
+
+	mu sync.Mutex
+	// scanning holds the cards this process started and has not seen
+	// final yet, with when their current generation began (Scanning).
+	scanning map[store.CardRef]time.Time
 }
 
 // NewCards returns the card registry over st.
-func NewCards(st CardStore) *Cards { return &Cards{st: st, StoreRetry: 2 * time.Minute} }
+func NewCards(st CardStore) *Cards {
+	return &Cards{st: st, StoreRetry: 2 * time.Minute, scanning: map[store.CardRef]time.Time{}}
+}
+
+// Scanning returns how many cards this process started are still waiting
+// for a verdict, and the age of the oldest (0 when none): a card older than
+// the analysis deadlines is stuck (the metrics export both). A card leaves
+// the count when a write makes it final or marks its message deleted; a
+// new generation (an edited message) starts its age again.
+func (cs *Cards) Scanning(now time.Time) (n int, oldest time.Duration) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, since := range cs.scanning {
+		n++
+		oldest = max(oldest, now.Sub(since))
+	}
+	return n, oldest
+}
+
+// track follows rec after a write: begun says the write started a new
+// generation.
+func (cs *Cards) track(rec *store.CardRecord, begun bool) {
+	ref := rec.Ref()
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.scanning == nil {
+		cs.scanning = map[store.CardRef]time.Time{}
+	}
+	switch {
+	case rec.Card.Final || rec.Deleted:
+		delete(cs.scanning, ref)
+	case begun:
+		cs.scanning[ref] = time.Now()
+	}
+}
 
 var errStaleGen = errors.New("card generation changed")
 
@@ -87,6 +127,7 @@ func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (
 	if err != nil {
 		return 0, card.Card{}, err
 	}
+	cs.track(rec, true)
 	return rec.Gen, rec.Card.Clone(), nil
 }
 
@@ -147,6 +188,7 @@ func (cs *Cards) change(channel, sourceTS string, gen int, fn func(rec *store.Ca
 	if err != nil {
 		return card.Card{}, err
 	}
+	cs.track(rec, false)
 	return rec.Card.Clone(), nil
 }
 

@@ -248,7 +248,7 @@ func (m *URLMemory) Due(now time.Time, limit int) ([]scan.DueURL, error) {
 	}
 	out := make([]scan.DueURL, len(tgs))
 	for i, tg := range tgs {
-		out[i] = scan.DueURL{Target: tg.Target, Level: tg.Level}
+		out[i] = scan.DueURL{Target: tg.Target, Level: tg.Level, DueAt: tg.NextCheck}
 		for _, ref := range tg.Cards {
 			out[i].Cards = append(out[i].Cards, card.Ref{Channel: ref.Channel, SourceTS: ref.SourceTS})
 		}

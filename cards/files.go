@@ -91,7 +91,13 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 		return
 	}
 	msg := &slack.Msg{Channel: ev.ChannelID, Timestamp: ts, ThreadTimestamp: thread, User: ev.UserID, Files: []slack.File{*file}}
-	f.handle(ctx, ev.ChannelID, msg, m.Mode(ev.ChannelID), false, meta.Replayed, meta.done)
+	mode := m.Mode(ev.ChannelID)
+	if IsDirect(ev.ChannelID) {
+		// A file sent to the bot in its Messages tab: checked on the
+		// sender's request, the card in the DM.
+		mode = ModeVerbose
+	}
+	f.handle(ctx, ev.ChannelID, msg, mode, false, meta.Replayed, meta.done)
 }
 
 // unfinished reports whether the file card of the message at ts exists
@@ -158,7 +164,9 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 	draft := card.Card{Channel: channel, ThreadTS: thread, SourceTS: src, Poster: msg.User}
 	var checks []int // line index per ref, -1 when skipped
 	switch {
-	case f.Enabled != nil && !f.Enabled(channel):
+	case f.Enabled != nil && !f.Enabled(channel) && !IsDirect(channel):
+		// A channel's file switch does not apply to a file someone sent
+		// the bot to have it checked.
 		for _, r := range refs {
 			draft.Skipped = append(draft.Skipped, card.Skip{Kind: card.KindFile, Target: r.Name, Reason: ReasonFilesOff})
 			checks = append(checks, -1)

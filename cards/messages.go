@@ -151,9 +151,13 @@ func (m *Messages) Wait() {
 // verdicts to a tracked goroutine.
 func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, meta Meta) {
 	m.init()
-	if ev.ChannelType == "im" || ev.ChannelType == "mpim" || ev.ChannelType == "app_home" {
+	if ev.ChannelType == "im" {
+		m.direct(ctx, ev, meta)
+		return
+	}
+	if ev.ChannelType == "mpim" || ev.ChannelType == "app_home" {
 		meta.done()
-		return // direct messages are never scanned
+		return // other direct messages are never read
 	}
 	msg := ev.Message
 	if msg == nil {
@@ -201,12 +205,24 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 // changed the links and a deletion may concern a message with a card.
 // raw is the inner event's JSON as Slack sent it (see Meta.Raw).
 func (m *Messages) NeedsWork(ev *slackevents.MessageEvent, raw json.RawMessage) bool {
-	if ev.ChannelType == "im" || ev.ChannelType == "mpim" || ev.ChannelType == "app_home" {
+	if ev.ChannelType == "mpim" || ev.ChannelType == "app_home" {
 		return false
 	}
 	msg := ev.Message
 	if msg == nil {
 		return false
+	}
+	if ev.ChannelType == "im" {
+		// A DM to the bot needs work only when it carries a link or a
+		// file: anything else is dropped unread, unjournalled, unlogged.
+		if !directRequest(ev) || m.own(msg) {
+			return false
+		}
+		if len(msg.Files) > 0 && m.Files != nil {
+			return true
+		}
+		res := m.Links.ExtractRaw(msg, raw)
+		return len(res.Targets) > 0 || len(res.Skipped) > 0 || res.LeftOut > 0
 	}
 	// Keep in sync with Handle.
 	switch ev.SubType {
@@ -247,6 +263,33 @@ func messageJSON(raw json.RawMessage, subtype string) json.RawMessage {
 		return nil
 	}
 	return ev.Message
+}
+
+// directRequest reports whether a message event in the bot's Messages tab
+// (channel_type "im": with a bot token, message.im delivers only the DMs
+// the bot is in) is a person's new message, the only kind read there: a
+// new message or a file share. Edits, deletions and the rest are ignored.
+func directRequest(ev *slackevents.MessageEvent) bool {
+	return ev.ChannelType == "im" && (ev.SubType == "" || ev.SubType == "file_share") && ev.BotID == ""
+}
+
+// IsDirect reports whether channel is a direct message (an ID starting
+// with D, Slack's prefix for IMs); the only ones the bot sees are its own
+// Messages tab with each person.
+func IsDirect(channel string) bool { return strings.HasPrefix(channel, "D") }
+
+// direct handles a message someone sent the bot in its Messages tab: its
+// links and files are checked on that person's request and the card is
+// posted in the message's thread, in the DM. A message without a link or a
+// file is not read further and gets no answer (NeedsWork already dropped
+// it; this is the replay path's guard).
+func (m *Messages) direct(ctx context.Context, ev *slackevents.MessageEvent, meta Meta) {
+	msg := ev.Message
+	if msg == nil || !directRequest(ev) || m.own(msg) || msg.User == "" {
+		meta.done()
+		return
+	}
+	m.scanMessage(ctx, ev.Channel, msg, meta.Raw, ModeVerbose, msg.User, meta)
 }
 
 // withoutFiles returns a copy of msg without its files.

@@ -15,7 +15,7 @@ import (
 
 // GroupMembers lists the members of a Slack user group:
 // usergroups.users.list (scope usergroups:read; Tier 2, 20+ calls a
-// minute, notes slack-platform.md §3.3). *slack.Client implements it.
+// minute, Slack's Web API rate tiers). *slack.Client implements it.
 type GroupMembers interface {
 	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
 }

@@ -64,7 +64,35 @@ type Feedback struct {
 	Now       func() time.Time
 
 	mu      sync.Mutex
-	pending map[string]bool
+	pending map[string]PendingReport
+}
+
+// PendingReport is a report sent to the URL service that it has not
+// answered yet.
+type PendingReport struct {
+	User     string
+	Channel  string
+	TaskID   string
+	Option   string
+	Category verdict.Category
+	Since    time.Time
+}
+
+// OutcomeUnreachable is a report's outcome when the service never answered
+// it (a network failure or a timeout): it is not known to have landed.
+const OutcomeUnreachable = "the service could not be reached"
+
+// Pending returns the reports being sent that the service has not
+// answered yet, oldest first.
+func (f *Feedback) Pending() []PendingReport {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]PendingReport, 0, len(f.pending))
+	for _, p := range f.pending {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b PendingReport) int { return a.Since.Compare(b.Since) })
+	return out
 }
 
 var optionWords = map[string]string{
@@ -222,12 +250,12 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.pending == nil {
-			f.pending = map[string]bool{}
+			f.pending = map[string]PendingReport{}
 		}
-		if f.pending[key] {
+		if _, busy := f.pending[key]; busy {
 			return &duplicateError{}
 		}
-		f.pending[key] = true
+		f.pending[key] = PendingReport{User: r.User, Channel: r.Channel, TaskID: taskID, Option: option, Category: cat, Since: f.now()}
 		return nil
 	})
 	var dup *duplicateError
@@ -261,7 +289,7 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		case errors.As(rerr, &le) && le.Message != "":
 			rep.Outcome = le.Message
 		default:
-			rep.Outcome = "the service could not be reached"
+			rep.Outcome = OutcomeUnreachable
 		}
 		f.logger().Warn("verdict report refused", "task_id", taskID, "option", option, "category", string(cat), "error", rerr)
 	}

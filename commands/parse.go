@@ -3,6 +3,8 @@ package commands
 import (
 	"fmt"
 	"html"
+	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -38,25 +40,82 @@ func (r *Registry) Parse(text string) Parsed {
 	c, ok := r.commands[verb]
 	args := words[1:]
 	if !ok {
-		// The bare form takes URLs: /scan https://… (or example.com/path).
-		if bare, has := r.commands[""]; has && looksLikeURL(words[0]) {
+		bare, has := r.commands[""]
+		switch {
+		case has && looksLikeURL(words[0]):
+			// The bare form takes URLs: /scan https://… (or example.com/path).
 			c, args = bare, words
-		} else {
-			reply := fmt.Sprintf("`%s` is not a %s command.", words[0], r.Slash)
+		case has && isPlaceholder(bare, verb):
+			// The help's placeholder typed as a word: /scan url https://…
+			c, args = bare, words
+		default:
+			reply := fmt.Sprintf("%s is not a %s command.", code(words[0]), r.Slash)
 			if near := r.closest(verb); near != "" {
-				reply += fmt.Sprintf(" Did you mean `%s %s`?", r.Slash, near)
+				reply += fmt.Sprintf(" Did you mean %s?", code(r.Slash+" "+near))
 			}
 			return Parsed{Reply: reply + "\n" + r.Help()}
 		}
+	}
+	args, hint := r.dropPlaceholders(c, args)
+	if hint != "" {
+		return Parsed{Reply: hint}
 	}
 	if len(args) < c.MinArgs || (c.MaxArgs >= 0 && len(args) > c.MaxArgs) {
 		what := "Not enough arguments"
 		if len(args) >= c.MinArgs {
 			what = "Too many arguments"
 		}
-		return Parsed{Reply: fmt.Sprintf("%s. Usage: `%s` — %s", what, r.UsageOf(c), c.Description)}
+		reply := fmt.Sprintf("%s. Usage: %s — %s", what, code(r.UsageOf(c)), EscapeMrkdwn(c.Description))
+		if len(c.Examples) > 0 {
+			reply += fmt.Sprintf(". For example %s.", code(c.Examples[0]))
+		}
+		return Parsed{Reply: reply}
 	}
 	return Parsed{Command: c, Args: args}
+}
+
+// placeholderRe finds the placeholders of a usage: <task_id>,
+// <md5|sha1|sha256>, and bracketed single words ([n], [domain]); [on|off]
+// are literal choices, not placeholders.
+var placeholderRe = regexp.MustCompile(`<([^<>]+)>|\[([a-z_]+)\]`)
+
+// placeholders returns the words standing for values in c's usage
+// ("task_id", "md5", "sha1"…), lower case.
+func placeholders(c *Command) []string {
+	var words []string
+	for _, m := range placeholderRe.FindAllStringSubmatch(c.Usage, -1) {
+		inner := m[1] + m[2]
+		for w := range strings.SplitSeq(inner, "|") {
+			words = append(words, strings.ToLower(strings.TrimRight(w, "…")))
+		}
+	}
+	return words
+}
+
+func isPlaceholder(c *Command, word string) bool {
+	return slices.Contains(placeholders(c), strings.ToLower(word))
+}
+
+// dropPlaceholders removes a placeholder typed as a word in front of its
+// value (/scan status task_id 4711, /scan hash sha256 <digest>). A
+// placeholder with no value after it is answered with what to type.
+func (r *Registry) dropPlaceholders(c *Command, args []string) ([]string, string) {
+	out := args[:0:0]
+	for i, a := range args {
+		if !isPlaceholder(c, a) {
+			out = append(out, a)
+			continue
+		}
+		if i+1 < len(args) && !isPlaceholder(c, args[i+1]) {
+			continue // the value follows
+		}
+		hint := fmt.Sprintf("%s stands for a value: type the value itself in its place.", code("<"+strings.ToLower(a)+">"))
+		if len(c.Examples) > 0 {
+			hint += fmt.Sprintf(" For example %s.", code(c.Examples[0]))
+		}
+		return nil, hint + " Usage: " + code(r.UsageOf(c))
+	}
+	return out, ""
 }
 
 // splitWords splits on white space, honouring double and single quotes,
@@ -100,9 +159,15 @@ func splitWords(text string) ([]string, error) {
 	return words, nil
 }
 
-// unescape turns <https://x|label> into https://x, <@U1|name> into U1-style
-// mentions kept as <@U1>, and HTML entities back into characters.
+// unescape turns HTML entities back into characters, <https://x|label>
+// (and a value typed in the help's angle brackets, <4711>) into
+// https://x, <@U1|name> into U1-style mentions kept as <@U1>, and a value
+// typed in the help's square brackets ([10]) into the value.
 func unescape(w string) string {
+	w = html.UnescapeString(w)
+	if len(w) > 2 && strings.HasPrefix(w, "[") && strings.HasSuffix(w, "]") {
+		return w[1 : len(w)-1]
+	}
 	if strings.HasPrefix(w, "<") && strings.HasSuffix(w, ">") {
 		inner := w[1 : len(w)-1]
 		if i := strings.IndexByte(inner, '|'); i >= 0 {
@@ -113,7 +178,7 @@ func unescape(w string) string {
 		}
 		w = inner
 	}
-	return html.UnescapeString(w)
+	return w
 }
 
 // looksLikeURL reports whether a word is meant as a link.

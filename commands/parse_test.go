@@ -44,14 +44,30 @@ func TestParse(t *testing.T) {
 		{"channel files off now", "-", nil, "Too many arguments"},
 		{`allow add "corp.example.com"`, "allow", []string{"add", "corp.example.com"}, ""},
 		{"help", "help", nil, ""},
-		{"", "-", nil, "/scan status <task_id>"},
+		{"", "-", nil, "/scan status &lt;task_id&gt;"},
 		{"stauts 1", "-", nil, "Did you mean `/scan status`?"},
 		{"hsh abc", "-", nil, "Did you mean `/scan hash`?"},
 		{"rep t1", "-", nil, "Did you mean `/scan report`?"},
 		{"frobnicate", "-", nil, "`frobnicate` is not a /scan command."},
-		{"status", "-", nil, "Not enough arguments. Usage: `/scan status <task_id>`"},
+		{"status", "-", nil, "Not enough arguments. Usage: `/scan status &lt;task_id&gt;`"},
 		{"status 1 2", "-", nil, "Too many arguments"},
-		{"report t1 phishing", "-", nil, "Usage: `/scan report <task_id> <category> fp|fn|restore`"},
+		{"report t1 phishing", "-", nil, "Usage: `/scan report &lt;task_id&gt; &lt;category&gt; fp|fn|restore`"},
+		// The help's notation typed back: placeholder words, brackets,
+		// and Slack's entities for them.
+		{"url https://evil.example/login", "", []string{"https://evil.example/login"}, ""},
+		{"URL <https://evil.example/login>", "", []string{"https://evil.example/login"}, ""},
+		{"<https://evil.example/login>", "", []string{"https://evil.example/login"}, ""},
+		{"&lt;https://evil.example/login&gt;", "", []string{"https://evil.example/login"}, ""},
+		{"status <1042>", "status", []string{"1042"}, ""},
+		{"status &lt;1042&gt;", "status", []string{"1042"}, ""},
+		{"status task_id 1042", "status", []string{"1042"}, ""},
+		{"hash sha256 44d88612fea8a8f36de82e1278abb02f", "hash", []string{"44d88612fea8a8f36de82e1278abb02f"}, ""},
+		{"recent [5]", "recent", []string{"5"}, ""},
+		{"allow add [corp.example.com]", "allow", []string{"add", "corp.example.com"}, ""},
+		{"<url>", "-", nil, "`&lt;url&gt;` stands for a value: type the value itself in its place. For example `/scan https://example.com/login`."},
+		{"url", "-", nil, "`&lt;url&gt;` stands for a value"},
+		{"status <task_id>", "-", nil, "`&lt;task_id&gt;` stands for a value"},
+		{"<@U1> <b>", "-", nil, "`&lt;@U1&gt;` is not a /scan command."},
 		{`allow add "unclosed`, "-", nil, "a quote is not closed"},
 		{"<@U123|alice> please", "-", nil, "is not a /scan command"},
 	}
@@ -72,10 +88,11 @@ func TestHelpIsGeneratedFromTheRegistry(t *testing.T) {
 	t.Parallel()
 	r := testRegistry()
 	help := r.Help()
+	shown := slackRenders(help)
 	for _, n := range r.Names() {
 		c, _ := r.Lookup(n)
-		if !strings.Contains(help, r.UsageOf(c)) || !strings.Contains(help, c.Description) {
-			t.Errorf("help lacks %q", r.UsageOf(c))
+		if !strings.Contains(shown, r.UsageOf(c)) || !strings.Contains(shown, c.Description) {
+			t.Errorf("help as Slack shows it lacks %q:\n%s", r.UsageOf(c), shown)
 		}
 	}
 	if len(help) > 3000 {

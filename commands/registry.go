@@ -15,6 +15,12 @@ type Request struct {
 	User, Channel string
 	// ResponseURL answers the command (valid for 30 minutes).
 	ResponseURL string
+	// Answer, if set, takes the command's answers instead of the
+	// Responder (the App Home shows them in the Home tab).
+	Answer func(ctx context.Context, text string) error
+	// Via names where the command came from in audit lines: "slash"
+	// (the default) or "home".
+	Via string
 }
 
 // Handler runs a command. Its error, if any, is turned into a private
@@ -94,37 +100,8 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// Help is the generated help text.
-func (r *Registry) Help() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%s* — scan links, look up analyses, manage verdictbot\n", r.Slash)
-	for _, n := range r.Names() {
-		c := r.commands[n]
-		line := strings.TrimSpace(r.Slash + " " + strings.TrimSpace(c.Name+" "+c.Usage))
-		fmt.Fprintf(&b, "• `%s` — %s", line, c.Description)
-		if c.Admin == AdminAlways {
-			b.WriteString(" _(admins)_")
-		}
-		b.WriteString("\n")
-	}
-	var ex []string
-	for _, n := range r.Names() {
-		ex = append(ex, r.commands[n].Examples...)
-	}
-	if len(ex) > 0 {
-		b.WriteString("Examples: ")
-		for i, e := range ex {
-			if i > 0 {
-				b.WriteString(" · ")
-			}
-			fmt.Fprintf(&b, "`%s`", e)
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
-}
-
-// UsageOf is the one-line usage of a command.
+// UsageOf is the one-line usage of a command, as typed (not escaped for
+// mrkdwn: see EscapeMrkdwn).
 func (r *Registry) UsageOf(c *Command) string {
 	return strings.TrimSpace(r.Slash + " " + strings.TrimSpace(c.Name+" "+c.Usage))
 }

@@ -1,9 +1,11 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -92,8 +94,34 @@ type Scan struct {
 	DefaultFiles bool
 	// AllowChanged is called after the runtime allowlist changed.
 	AllowChanged func()
+	// Log receives the audit lines of changes to channel settings.
+	Log *slog.Logger
 	// Events, if set, gets a finding for each setting change (package events).
 	Events events.Sink
+}
+
+// respond answers req: through req.Answer when the request carries one
+// (the App Home), else through the Responder.
+func (s *Scan) respond(ctx context.Context, req *Request, text string) error {
+	if req.Answer != nil {
+		return req.Answer(ctx, text)
+	}
+	return s.Respond(ctx, req, text)
+}
+
+// audit writes the audit line of a channel setting changed by an admin,
+// whether from /scan channel or from the App Home, and emits its event.
+func (s *Scan) audit(ctx context.Context, req *Request, setting, from, to string) {
+	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: setting, Value: to})
+	if s.Log == nil {
+		return
+	}
+	via := req.Via
+	if via == "" {
+		via = "slash"
+	}
+	s.Log.Info("channel setting changed", "audit", true, "user", req.User, "channel", req.Channel,
+		"setting", setting, "from", from, "to", to, "via", via)
 }
 
 // NewScanRegistry builds the /scan registry with its handlers. With a nil
@@ -103,24 +131,26 @@ func NewScanRegistry(s *Scan) *Registry {
 		s = &Scan{}
 	}
 	r := NewRegistry("/scan")
-	r.Register(&Command{Name: "", Usage: "<url> [<url>…]", Description: "scan links now and post the card here",
+	// One example per command, with values a user could type as they
+	// are (TestEveryHelpFormParses feeds each to the parser).
+	r.Register(&Command{Name: "", Usage: "<url> [<url>…]", Description: "scan links now; the card is posted in this channel whatever its mode",
 		MinArgs: 1, MaxArgs: 10, Handler: s.scanURLs, Examples: []string{"/scan https://login.example.com/verify"}})
-	r.Register(&Command{Name: "status", Usage: "<task_id>", Description: "state of a URL or sandbox task",
-		MinArgs: 1, MaxArgs: 1, Handler: s.status})
-	r.Register(&Command{Name: "hash", Usage: "<md5|sha1|sha256>", Description: "what the sandbox knows of a file",
-		MinArgs: 1, MaxArgs: 1, Handler: s.hash})
-	r.Register(&Command{Name: "report", Usage: "<task_id> <category> fp|fn|restore", Description: "report a verdict (restore: admins)",
-		MinArgs: 3, MaxArgs: 3, Handler: s.report, Examples: []string{"/scan report 5a57…d5 phishing fp"}})
-	r.Register(&Command{Name: "recent", Usage: "[n]", Description: "the last verdicts seen in this channel",
-		MaxArgs: 1, Handler: s.recent})
-	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "every verdict and report for a link or task",
-		MinArgs: 1, MaxArgs: 1, Handler: s.history})
-	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off]", Description: "show or set this channel's mode and whether its files are scanned (admins set)",
+	r.Register(&Command{Name: "status", Usage: "<task_id>", Description: "state of a URL task (32 hex) or sandbox task (a number)",
+		MinArgs: 1, MaxArgs: 1, Handler: s.status, Examples: []string{"/scan status 4711"}})
+	r.Register(&Command{Name: "hash", Usage: "<md5|sha1|sha256>", Description: "what the sandbox knows of a file: record, tasks, newest report",
+		MinArgs: 1, MaxArgs: 1, Handler: s.hash, Examples: []string{"/scan hash 44d88612fea8a8f36de82e1278abb02f"}})
+	r.Register(&Command{Name: "report", Usage: "<task_id> <category> fp|fn|restore", Description: "report a verdict, as the card's buttons do (restore: admins)",
+		MinArgs: 3, MaxArgs: 3, Handler: s.report, Examples: []string{"/scan report 5a57c0ffee5a57c0ffee5a57c0ffeed5 phishing fp"}})
+	r.Register(&Command{Name: "recent", Usage: "[n]", Description: "the last verdicts seen in this channel (n: 1 to 20, default 5)",
+		MaxArgs: 1, Handler: s.recent, Examples: []string{"/scan recent 10"}})
+	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "every verdict and report for a link or task, who and when",
+		MinArgs: 1, MaxArgs: 1, Handler: s.history, Examples: []string{"/scan history https://login.example.com/verify"}})
+	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off]", Description: "show or set this channel's mode, and whether its shared files are scanned",
 		MaxArgs: 2, Admin: AdminToChange, Handler: s.channel, Examples: []string{"/scan channel files off"}})
-	r.Register(&Command{Name: "allow", Usage: "add|remove|list [domain]", Description: "the runtime allowlist (admins change)",
-		MinArgs: 1, MaxArgs: 2, Admin: AdminToChange, Handler: s.allow})
-	r.Register(&Command{Name: "help", Description: "this help", MaxArgs: -1, Handler: func(ctx context.Context, req *Request) error {
-		return s.Respond(ctx, req, r.Help())
+	r.Register(&Command{Name: "allow", Usage: "add|remove|list [domain]", Description: "the runtime allowlist: links to these domains are never sent",
+		MinArgs: 1, MaxArgs: 2, Admin: AdminToChange, Handler: s.allow, Examples: []string{"/scan allow add example.org"}})
+	r.Register(&Command{Name: "help", Description: "this help", MaxArgs: -1, Examples: []string{"/scan help"}, Handler: func(ctx context.Context, req *Request) error {
+		return s.respond(ctx, req, r.Help())
 	}})
 	return r
 }
@@ -161,7 +191,7 @@ func (s *Scan) scanURLs(ctx context.Context, req *Request) error {
 	if err := s.Scanner.ScanRequest(ctx, req.Channel, req.User, targets, skipped); err != nil {
 		return err
 	}
-	return s.Respond(ctx, req, fmt.Sprintf("Scanning %d link(s); the card will appear in this channel.", len(targets)))
+	return s.respond(ctx, req, fmt.Sprintf("Scanning %d link(s); the card will appear in this channel.", len(targets)))
 }
 
 // resolve moves the targets whose host resolves only to private or special
@@ -224,7 +254,7 @@ func (s *Scan) status(ctx context.Context, req *Request) error {
 		if err != nil {
 			return serviceErr("URL service", err, id)
 		}
-		return s.Respond(ctx, req, fmt.Sprintf("URL task `%s`: *%s*.", id, st))
+		return s.respond(ctx, req, fmt.Sprintf("URL task `%s`: *%s*.", id, st))
 	case "sandbox":
 		if s.Sandbox == nil {
 			return userErr("No sandbox service is configured, so there is no sandbox task `%s` to look up.", id)
@@ -244,7 +274,7 @@ func (s *Scan) status(ctx context.Context, req *Request) error {
 			}
 			text += " (the sandbox's clock)."
 		}
-		return s.Respond(ctx, req, text)
+		return s.respond(ctx, req, text)
 	}
 	return userErr("`%s` is not a task id: URL tasks are 32 hexadecimal characters, sandbox tasks are numbers.", truncate(id, 80))
 }
@@ -259,7 +289,7 @@ func (s *Scan) hash(ctx context.Context, req *Request) error {
 	}
 	f, err := s.Sandbox.Sample(ctx, h)
 	if errors.Is(err, scan.ErrNotFound) {
-		return s.Respond(ctx, req, fmt.Sprintf("The sandbox has never seen a file with hash `%s`.", h))
+		return s.respond(ctx, req, fmt.Sprintf("The sandbox has never seen a file with hash `%s`.", h))
 	}
 	if err != nil {
 		return serviceErr("sandbox", err, "")
@@ -283,7 +313,7 @@ func (s *Scan) hash(ctx context.Context, req *Request) error {
 		}
 		b.WriteString(".")
 	}
-	return s.Respond(ctx, req, b.String())
+	return s.respond(ctx, req, b.String())
 }
 
 func sep(i int) string {
@@ -348,7 +378,7 @@ func (s *Scan) report(ctx context.Context, req *Request) error {
 	if line < 0 { // the card changed since the lookup
 		return userErr("Task `%s` has no card in this channel; run the command in the channel where its card is.", id)
 	}
-	return s.Respond(ctx, req, s.Feedback.Report(ctx, ReportRequest{User: req.User, Channel: pick.Card.Channel,
+	return s.respond(ctx, req, s.Feedback.Report(ctx, ReportRequest{User: req.User, Channel: pick.Card.Channel,
 		SourceTS: pick.Card.SourceTS, Line: line, TaskID: id, Category: cat, Option: option}))
 }
 
@@ -366,7 +396,7 @@ func (s *Scan) recent(ctx context.Context, req *Request) error {
 		return err
 	}
 	if len(cards) == 0 {
-		return s.Respond(ctx, req, "No verdicts in this channel yet.")
+		return s.respond(ctx, req, "No verdicts in this channel yet.")
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "*The last %d verdict(s) in this channel:*\n", len(cards))
@@ -387,7 +417,7 @@ func (s *Scan) recent(ctx context.Context, req *Request) error {
 		}
 		fmt.Fprintf(&b, "• *%s* · %s · %s\n", level, strings.Join(targets, ", "), when)
 	}
-	return s.Respond(ctx, req, b.String())
+	return s.respond(ctx, req, b.String())
 }
 
 func (s *Scan) history(ctx context.Context, req *Request) error {
@@ -423,7 +453,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		}
 	}
 	if len(hist) == 0 && len(reports) == 0 {
-		return s.Respond(ctx, req, fmt.Sprintf("No verdicts recorded for `%s`.", links.DefangTruncate(target, 120)))
+		return s.respond(ctx, req, fmt.Sprintf("No verdicts recorded for `%s`.", links.DefangTruncate(target, 120)))
 	}
 	type entry struct {
 		at   time.Time
@@ -461,7 +491,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		}
 		fmt.Fprintf(&b, "• %s — %s\n", e.at.UTC().Format("2006-01-02 15:04 UTC"), e.text)
 	}
-	return s.Respond(ctx, req, b.String())
+	return s.respond(ctx, req, b.String())
 }
 
 func (s *Scan) channel(ctx context.Context, req *Request) error {
@@ -481,9 +511,9 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 			return err
 		}
 		if current == "" {
-			return s.Respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s", s.DefaultMode, files))
+			return s.respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s", s.DefaultMode, files))
 		}
-		return s.Respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*. %s", current, files))
+		return s.respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*. %s", current, files))
 	}
 	mode := strings.ToLower(req.Args[0])
 	switch mode {
@@ -502,8 +532,8 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 	if err := s.State.SetChannelMode(req.Channel, mode); err != nil {
 		return err
 	}
-	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: "mode", Value: mode})
-	return s.Respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
+	s.audit(ctx, req, "mode", cmp.Or(current, "default"), mode)
+	return s.respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
 }
 
 // filesLine says whether the channel's shared files are scanned, and why.
@@ -532,7 +562,7 @@ func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
 		if err != nil {
 			return err
 		}
-		return s.Respond(ctx, req, line)
+		return s.respond(ctx, req, line)
 	}
 	v := strings.ToLower(req.Args[1])
 	if v != "on" && v != "off" {
@@ -541,14 +571,18 @@ func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
 	if !s.Access.IsAdmin(req.User) {
 		return userErr("Only admins can change whether this channel's files are scanned.")
 	}
+	prev, err := s.State.ChannelFiles(req.Channel)
+	if err != nil {
+		return err
+	}
 	if err := s.State.SetChannelFiles(req.Channel, v); err != nil {
 		return err
 	}
-	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: "files", Value: v})
+	s.audit(ctx, req, "files", cmp.Or(prev, "default"), v)
 	if v == "off" {
-		return s.Respond(ctx, req, "Files shared in this channel are now *not scanned*: they are not downloaded and not sent to the sandbox.")
+		return s.respond(ctx, req, "Files shared in this channel are now *not scanned*: they are not downloaded and not sent to the sandbox.")
 	}
-	return s.Respond(ctx, req, "Files shared in this channel are now *scanned*: they are sent to the sandbox.")
+	return s.respond(ctx, req, "Files shared in this channel are now *scanned*: they are sent to the sandbox.")
 }
 
 func (s *Scan) allow(ctx context.Context, req *Request) error {
@@ -560,20 +594,20 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 			return err
 		}
 		if len(list) == 0 {
-			return s.Respond(ctx, req, "The runtime allowlist is empty (Slack's own domains and VERDICTBOT_ALLOW_DOMAINS always apply).")
+			return s.respond(ctx, req, "The runtime allowlist is empty (Slack's own domains and VERDICTBOT_ALLOW_DOMAINS always apply).")
 		}
 		var b strings.Builder
 		b.WriteString("*Runtime allowlist* (subdomains included):\n")
 		for _, e := range list {
 			fmt.Fprintf(&b, "• `%s` — added by <@%s> %s\n", e.Domain, e.By, e.At.UTC().Format("2006-01-02"))
 		}
-		return s.Respond(ctx, req, b.String())
+		return s.respond(ctx, req, b.String())
 	case "add", "remove":
 	default:
-		return userErr("`%s`: use `/scan allow add <domain>`, `/scan allow remove <domain>` or `/scan allow list`.", truncate(req.Args[0], 20))
+		return userErr("`%s`: use `/scan allow add &lt;domain&gt;`, `/scan allow remove &lt;domain&gt;` or `/scan allow list`.", truncate(req.Args[0], 20))
 	}
 	if len(req.Args) != 2 {
-		return userErr("Which domain? `/scan allow %s <domain>`.", verb)
+		return userErr("Which domain? `/scan allow %s &lt;domain&gt;`.", verb)
 	}
 	if !s.Access.IsAdmin(req.User) {
 		return userErr("Only admins can change the allowlist.")
@@ -604,9 +638,9 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 	change := map[string]string{"add": "added", "remove": "removed"}[verb]
 	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: "allowlist", Domain: domain, Value: change})
 	if verb == "add" {
-		return s.Respond(ctx, req, fmt.Sprintf("Links to `%s` and its subdomains are no longer sent for scanning.", domain))
+		return s.respond(ctx, req, fmt.Sprintf("Links to `%s` and its subdomains are no longer sent for scanning.", domain))
 	}
-	return s.Respond(ctx, req, fmt.Sprintf("`%s` was removed from the allowlist; its links are scanned again.", domain))
+	return s.respond(ctx, req, fmt.Sprintf("`%s` was removed from the allowlist; its links are scanned again.", domain))
 }
 
 // serviceErr turns a service failure into an answer.

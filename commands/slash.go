@@ -12,7 +12,7 @@ import (
 )
 
 // maxAck keeps an ack payload under Slack's 20 KB limit for Socket Mode
-// responses (slack-go refuses larger ones; notes slack-platform.md §1.4).
+// responses (slack-go refuses larger ones; Slack's Socket Mode docs).
 const maxAck = 12_000
 
 // Slash runs the /scan command: the ack is computed from the text alone
@@ -106,7 +106,13 @@ func (s *Slash) Run(ctx context.Context, req *Request) {
 }
 
 func (s *Slash) answer(ctx context.Context, req *Request, text string) {
-	if err := s.Respond(ctx, req, text); err != nil {
+	respond := func() error {
+		if req.Answer != nil {
+			return req.Answer(ctx, text)
+		}
+		return s.Respond(ctx, req, text)
+	}
+	if err := respond(); err != nil {
 		s.log().Warn("could not answer a command", "command", req.Command.Name, "error", err)
 	}
 }

@@ -37,7 +37,8 @@ import (
 //     a host becomes "a[.]hxxps://x" and a second pass finds nothing new.
 //
 // None of these escape for mrkdwn (&, <, >); render the result in a code
-// span or escape it when posting (notes/slack-platform.md pitfall 12).
+// span or escape it when posting (Slack reads &, < and > as control
+// characters in mrkdwn).
 
 // Defang makes a URL unclickable for cards and logs: "http" becomes "hxxp",
 // "https" becomes "hxxps", and every dot in the authority (userinfo

@@ -24,8 +24,8 @@ import (
 // returned: in text typed by a person Slack wraps every address it makes
 // clickable, so an unwrapped one sits in a code span; see FromMrkdwn.
 //
-// Format reference: notes/slack-platform.md §4.1 and Slack's "Formatting
-// text for app surfaces" (docs.slack.dev/messaging/formatting-message-text).
+// Format reference: Slack's "Formatting text for app surfaces"
+// (docs.slack.dev/messaging/formatting-message-text).
 func FromText(text string) []string {
 	return appendText(nil, text)
 }
@@ -86,7 +86,7 @@ func FromAttachments(atts []slack.Attachment) []string {
 // do with them. Link-unfurl attachments (those Slack adds with original_url,
 // from_url or is_msg_unfurl set) are left out, so a message_changed event
 // that only adds unfurls has the same Set as the message before it
-// (notes/slack-platform.md pitfall 11). Compare with slices.Equal or
+// (Slack edits a message to add its unfurls). Compare with slices.Equal or
 // SameLinks.
 func Set(msg *slack.Msg) []string {
 	if msg == nil {

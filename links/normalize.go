@@ -27,7 +27,7 @@ const (
 )
 
 // urlError is the error Normalize returns. Its text never contains the URL,
-// so it can be logged and shown (STYLE.md practice 6); why is the
+// so it can be logged and shown (user input stays out of error texts); why is the
 // user-facing detail that Extract copies into Skipped.Detail.
 type urlError struct {
 	kind error // ErrMalformed or ErrUnsupportedScheme
@@ -75,7 +75,7 @@ type parsedURL struct {
 // Normalize returns the canonical form of an absolute http or https URL, the
 // form that is deduplicated, checked against a Policy and sent to the
 // analysis services, which match URLs as exact strings
-// (notes/analysis-services.md, "Search task id").
+// (docs/specs/url-reputation-api.md §4.5, "Search task ID").
 //
 // The URL is read and written the way a browser reads and requests it (the
 // WHATWG URL Standard's basic URL parser and serialiser,

@@ -33,6 +33,8 @@ type Metrics struct {
 	rechecks     *prometheus.CounterVec
 	flips        prometheus.Counter
 	recheckTime  prometheus.Histogram
+	recheckLag   prometheus.Gauge
+	recheckLast  prometheus.Gauge
 }
 
 const ns = "verdictbot"
@@ -74,8 +76,14 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 		Help: "Verdicts a recheck changed."})
 	m.recheckTime = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "recheck_run_seconds",
 		Help: "Duration of recheck runs.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 12)})
+	m.recheckLag = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "recheck_lag_seconds",
+		Help: "How late the oldest due recheck was when the last run on this replica began (0: nothing was overdue)."})
+	m.recheckLast = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "recheck_last_run_timestamp_seconds",
+		Help: "Unix time of the last recheck run on this replica (its start time until the first run)."})
+	m.recheckLast.SetToCurrentTime()
 	for _, c := range []prometheus.Collector{m.envelopes, m.dropped, m.ackLatency, m.scans, m.statusPolls, m.levels,
-		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.recheckTime} {
+		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.recheckTime,
+		m.recheckLag, m.recheckLast} {
 		f(c)
 	}
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
@@ -203,4 +211,6 @@ func (m *Metrics) RecheckRun(st scan.RunStats) {
 	m.rechecks.WithLabelValues("ran").Inc()
 	m.flips.Add(float64(st.Changed))
 	m.recheckTime.Observe(st.Took.Seconds())
+	m.recheckLag.Set(st.Lag.Seconds())
+	m.recheckLast.SetToCurrentTime()
 }

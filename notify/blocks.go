@@ -16,8 +16,8 @@ import (
 
 // Block Kit limits the renderer keeps to. Sources: docs.slack.dev Block Kit
 // reference as restated in Slack's own TypeScript types
-// (slackapi/node-slack-sdk packages/types/src, file and line in
-// /work/shared/notes/slack-platform.md §3.1) unless noted.
+// (slackapi/node-slack-sdk packages/types/src, whose doc comments copy
+// docs.slack.dev) unless noted.
 const (
 	// maxBlocks: blocks per message (docs.slack.dev/reference/block-kit/blocks).
 	maxBlocks = 50

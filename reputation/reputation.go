@@ -1,5 +1,5 @@
 // Package reputation is a client for the URL reputation service
-// (specs/url-reputation-api.md): scan a URL, poll its task, read the summary
+// (docs/specs/url-reputation-api.md): scan a URL, poll its task, read the summary
 // verdict and the full detail, find the latest task for a URL, and report a
 // false positive / false negative or restore a verdict.
 //
@@ -33,9 +33,9 @@ var (
 	ErrWrongTaskID       = errors.New("wrong task id")
 	ErrTaskNotCompleted  = errors.New("task not completed yet")
 	ErrFailedToGetResult = errors.New("failed to get result")
-	//lint:ignore ST1005 the service's exact text (specs/url-reputation-api.md)
+	//lint:ignore ST1005 the service's exact text (docs/specs/url-reputation-api.md)
 	ErrVerdictType = errors.New("verdict_type error.")
-	//lint:ignore ST1005 the service's exact text (specs/url-reputation-api.md)
+	//lint:ignore ST1005 the service's exact text (docs/specs/url-reputation-api.md)
 	ErrOption = errors.New("Option error.")
 	// ErrInvalidKey is the simulator's text for an unknown key; the spec does
 	// not say what the real service answers.

@@ -59,7 +59,7 @@ func eventOf(e apiclient.Event) Event {
 }
 
 // DefaultUploadTimeout bounds one CreateFile attempt: about 28.6 MiB (CAPE's
-// 30,000,000-byte max_sample_size, notes §1.2) at 1 Mbit/s takes 4 min.
+// 30,000,000-byte max_sample_size, CAPEv2's tasks/create/file) at 1 Mbit/s takes 4 min.
 const DefaultUploadTimeout = 5 * time.Minute
 
 // Client talks to one sandbox service with one key. It is safe for
@@ -93,7 +93,8 @@ func WithTimeout(d time.Duration) Option { return func(s *settings) { s.cfg.Time
 func WithUploadTimeout(d time.Duration) Option { return func(s *settings) { s.uploadTimeout = d } }
 
 // WithCAFile trusts the PEM certificates in path in addition to the system
-// roots, for on-premises appliances with their own CA (notes §2).
+// roots, for on-premises appliances with their own CA (one public client
+// of the service reaches it on a private address without TLS checks).
 func WithCAFile(path string) Option { return func(s *settings) { s.cfg.CAFile = path } }
 
 // WithInsecureTLS skips certificate verification. For lab appliances only.

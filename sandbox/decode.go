@@ -15,7 +15,7 @@ import (
 
 // The decoders below turn a successful answer (the core has already ruled
 // out `error` true) into the package's types. They are pure and tolerant of
-// both the spec's and CAPE's shapes (notes §4.2 "Ids", §5 checklist): ids as
+// both the spec's and CAPE's shapes (the spec writes ids as strings, CAPE as integers): ids as
 // strings or numbers, nullable timestamps, unknown members ignored. Each is a
 // fuzz target.
 
@@ -40,7 +40,7 @@ func isNull(raw json.RawMessage) bool {
 // Submission is the answer to CreateFile (spec §4 #1).
 type Submission struct {
 	// TaskIDs holds one id per task created; CAPE creates several for an
-	// archive it unpacks or for machine=all (notes §1.2). Never empty.
+	// archive it unpacks or for machine=all (CAPEv2's tasks/create/file). Never empty.
 	TaskIDs []string
 	// URLs are the tracking URLs the service returned (may be empty), with
 	// the API key, should one carry it, replaced.
@@ -171,7 +171,7 @@ func decodeStringList(raw json.RawMessage) ([]string, error) {
 // File is a sample record (spec §2 "Sample file record"; data of File view).
 type File struct {
 	// ID is what the service calls "analysis task id of the sample"; CAPE
-	// sends its sample row id there (notes §1.3). Do not rely on it.
+	// sends its sample row id there (CAPEv2's files/view). Do not rely on it.
 	ID     string
 	MD5    string
 	SHA1   string
@@ -224,13 +224,13 @@ func decodeFile(raw []byte) (*File, error) {
 
 // Task is a task record (spec §2 "Task record"; task search results and
 // task info). Timestamps are the server's naive "YYYY-MM-DD HH:MM:SS" text,
-// empty until reached (CAPE sends null, notes §1.5).
+// empty until reached (CAPE sends null, CAPEv2's tasks/view).
 type Task struct {
 	ID string
 	// Target is the analysed file name (task search; CAPE also sends it in
 	// task info).
 	Target string
-	// Status and Category are CAPE extras (notes §1.4); empty when absent.
+	// Status and Category are CAPE extras (CAPEv2's tasks/search); empty when absent.
 	Status   Status
 	Category string
 
@@ -354,10 +354,10 @@ type Report struct {
 	TaskID string
 	// MalFamily is the malware family; empty means no detection.
 	MalFamily string
-	// MalScore is the threat score, 0–10 (a float, e.g. 3.6: notes §1.10).
+	// MalScore is the threat score, 0–10 (a float, e.g. 3.6: CAPEv2's malscore bands).
 	MalScore float64
 	// URLs is a member the spec does not list but a public client reads
-	// (notes §3.1); kept when it is a list of strings, else empty.
+	// (a public client of the service); kept when it is a list of strings, else empty.
 	URLs []string
 }
 

@@ -1,7 +1,8 @@
 // Package sandbox is a client for the sandbox analysis service
-// (specs/sandbox-api.md; the vendor's "Cloud Sandbox API Reference",
+// (docs/specs/sandbox-api.md; the vendor's "Cloud Sandbox API Reference",
 // https://doc.sorbsecurity.com/sorbsecurity-cloud-sandbox-api-reference),
-// a CAPEv2-derived service (notes/analysis-services.md §1).
+// a CAPEv2-derived service (its paths, error envelope and screenshot archive
+// match CAPEv2 as of 2021).
 //
 // It covers every operation the spec documents (§4):
 //
@@ -34,11 +35,11 @@
 //   - Budgets (spec §8 gives no numbers): run 1 request/s with a burst of 2,
 //     report 5 requests/s with a burst of 10 (DefaultRunLimit,
 //     DefaultReportLimit). CAPE's own defaults were stricter ([filecreate]
-//     1/s and 2/min, others 1/s and 5/min, notes §1.9); an operator with
+//     1/s and 2/min, others 1/s and 5/min, CAPEv2's rate limits); an operator with
 //     known limits sets them with WithRateLimits. A zero Limit is unlimited.
 //   - Per attempt: 30 s for reads (WithTimeout), 5 min for an upload
 //     (DefaultUploadTimeout, WithUploadTimeout): CAPE accepts samples up to
-//     30,000,000 bytes (notes §1.2).
+//     30,000,000 bytes (CAPEv2's tasks/create/file).
 //   - Retries: the core's (3 retries, 500 ms–30 s full-jitter backoff,
 //     Retry-After honoured up to 2 min). An upload is retried only when the
 //     request never left the client or the service answered 429, and only
@@ -47,7 +48,7 @@
 //     jitter (DefaultWaitBackoff); overall deadline 45 min
 //     (DefaultWaitDeadline), since a normal CAPE run takes 200 s of analysis
 //     plus up to minutes of processing and a queue can hold a task pending
-//     for long (notes §1.6, §3.1: a 5-minute budget is too short).
+//     for long (CAPEv2's task statuses; a public client found a 5-minute budget too short).
 //   - Screenshots: at most DefaultMaxScreenshots images per call,
 //     MaxImageBytes per image, MaxScreenshotBytes in all, MaxArchiveBytes of
 //     archive.

@@ -12,45 +12,45 @@ import (
 
 // Sentinels for the service's error texts. The spec has no catalogue (§7:
 // "not shown"); these are CAPE's texts for the same endpoints
-// (notes/analysis-services.md §1.2–§1.7, CAPE 2021 and HEAD), which the
+// (CAPEv2's apiv2 views, CAPE 2021 and HEAD), which the
 // simulator sends too. A failure the service reports is an *APIError whose
 // Message is the text as sent; errors.Is(err, ErrX) matches it. Keep in sync with sentinels and prefixes below.
 var (
-	// ErrNoFile: CreateFile sent no `file` part (notes §1.2).
-	//lint:ignore ST1005 the service's exact text (specs/sandbox-api.md)
+	// ErrNoFile: CreateFile sent no `file` part (CAPEv2's tasks/create/file).
+	//lint:ignore ST1005 the service's exact text (docs/specs/sandbox-api.md)
 	ErrNoFile = errors.New("No file was submitted")
-	// ErrEmptyFile: CreateFile sent zero bytes (notes §1.2).
-	//lint:ignore ST1005 the service's exact text (specs/sandbox-api.md)
+	// ErrEmptyFile: CreateFile sent zero bytes (CAPEv2's tasks/create/file).
+	//lint:ignore ST1005 the service's exact text (docs/specs/sandbox-api.md)
 	ErrEmptyFile = errors.New("You submitted an empty file")
-	// ErrFileTooLarge: the sample exceeds the service's upload limit (notes §1.2).
+	// ErrFileTooLarge: the sample exceeds the service's upload limit (CAPEv2's tasks/create/file).
 	ErrFileTooLarge = errors.New("File size exceeds API limit") // the service's exact text
-	// ErrSampleNotFound: FileView of an unknown hash (notes §1.3); also
+	// ErrSampleNotFound: FileView of an unknown hash (CAPEv2's files/view); also
 	// matches CAPE's multitenancy text "Sample not found".
-	//lint:ignore ST1005 the service's exact text (specs/sandbox-api.md)
+	//lint:ignore ST1005 the service's exact text (docs/specs/sandbox-api.md)
 	ErrSampleNotFound = errors.New("Sample not found in database")
-	// ErrTaskNotFound: TaskInfo of an unknown id (notes §1.5); also matches
+	// ErrTaskNotFound: TaskInfo of an unknown id (CAPEv2's tasks/view); also matches
 	// CAPE's multitenancy text "Task not found".
 	ErrTaskNotFound = errors.New("Task not found in database") // the service's exact text
 	// ErrTaskDoesNotExist: Status, SimpleReport or a screenshot operation
-	// on an unknown id (notes §1.6, §1.7).
+	// on an unknown id (CAPEv2's task status and screenshot views).
 	ErrTaskDoesNotExist = errors.New("Task does not exist") // the service's exact text
 	// ErrStillAnalyzing: SimpleReport or a screenshot operation before the
-	// task is reported (notes §1.7, §4.2). CAPE 2021 also answers this for
+	// task is reported (CAPEv2's screenshot views). CAPE 2021 also answers this for
 	// failed tasks.
 	ErrStillAnalyzing = errors.New("Task is still being analyzed") // the service's exact text
 	// ErrTaskFailed: SimpleReport or a screenshot operation on a failed
-	// task (CAPE HEAD, notes §1.7); Wait's *TaskFailedError matches it too.
+	// task (CAPE HEAD, CAPEv2's screenshot views); Wait's *TaskFailedError matches it too.
 	ErrTaskFailed = errors.New("Task failed") // the service's exact text
 	// ErrNoScreenshots: the task has no screenshots; the service's text is
-	// "No screenshots created for task <id>" (notes §1.7). Screenshots
+	// "No screenshots created for task <id>" (CAPEv2's screenshot views). Screenshots
 	// turns it into an empty result.
-	//lint:ignore ST1005 the service's exact text (specs/sandbox-api.md)
+	//lint:ignore ST1005 the service's exact text (docs/specs/sandbox-api.md)
 	ErrNoScreenshots = errors.New("No screenshots created for task")
 	// ErrScreenshotNotFound: Screenshot of a number the task does not have
-	// (notes §1.7).
+	// (CAPEv2's screenshot views).
 	ErrScreenshotNotFound = errors.New("Screenshot does not exist") // the service's exact text
 	// ErrInvalidKey is the simulator's text for an unknown key (HTTP 403,
-	// notes §4, an invented text: what the real service answers is not
+	// an invented text: what the real service answers is not
 	// documented).
 	ErrInvalidKey = errors.New("invalid api key")
 )
@@ -78,7 +78,7 @@ var prefixes = map[string]error{
 }
 
 // rateLimitTexts mean "slow down" whatever the HTTP status: CAPE 2020's
-// limit_exceeded view (notes §1.9), which the simulator sends with 429.
+// limit_exceeded view (CAPEv2's rate limits), which the simulator sends with 429.
 var rateLimitTexts = []string{"Rate limit exceeded for this API"}
 
 // quotaTexts mean the total-request quota is spent (the simulator's text;
@@ -88,12 +88,12 @@ var quotaTexts = []string{"quota exceeded"}
 // Client-side refusals, matched with errors.Is through *InputError.
 var (
 	// ErrInvalidHash: FileView or SearchTasks got something that is not 32,
-	// 40 or 64 hex digits (CAPE's routes accept nothing else, notes §1.1).
+	// 40 or 64 hex digits (CAPEv2's URL routes accept nothing else).
 	ErrInvalidHash = errors.New("invalid hash")
 	// ErrInvalidTaskID: an empty task id, ".", "..", or one containing '/'.
 	ErrInvalidTaskID = errors.New("invalid task id")
 	// ErrInvalidScreenshotNumber: a screenshot number outside 0–9999 (CAPE
-	// route \d{1,4}, notes §1.1).
+	// route \d{1,4}, CAPEv2's URL routes).
 	ErrInvalidScreenshotNumber = errors.New("invalid screenshot number")
 )
 

@@ -22,7 +22,7 @@ import (
 )
 
 // Screenshot limits. CAPE's shots are small JPEGs (one per changed screen,
-// one per second at most, notes §1.7); the caps bound memory against a
+// one per second at most, CAPEv2's screenshot views); the caps bound memory against a
 // misbehaving service.
 const (
 	// MaxImageBytes caps one screenshot.
@@ -40,7 +40,7 @@ const (
 	// its members.
 	maxExpandedBytes  = 256 << 20
 	maxArchiveMembers = 10000
-	// maxScreenshotNumber is CAPE's route limit, \d{1,4} (notes §1.1).
+	// maxScreenshotNumber is CAPE's route limit, \d{1,4} (CAPEv2's URL routes).
 	maxScreenshotNumber = 9999
 	// maxShotMisses is how many unusable answers in a row end
 	// ScreenshotsByNumber: a service whose every answer is broken costs a
@@ -76,7 +76,7 @@ type Image struct {
 
 // Media types accepted for a single shot and for the archive; the bytes
 // decide in the end (magic bytes), since CAPE labels its archive
-// "application/octet-stream;" (notes §1.7).
+// "application/octet-stream;" (CAPEv2's screenshot views).
 var (
 	imageTypes   = []string{"image/jpeg", "image/jpg", "image/pjpeg", "image/png", "application/octet-stream", "binary/octet-stream"}
 	archiveTypes = []string{"application/octet-stream", "binary/octet-stream", "application/x-bzip2", "application/x-bzip",
@@ -86,7 +86,7 @@ var (
 
 // Screenshot returns screenshot number n of a reported task (spec §4 #7b,
 // GET tasks/get/screenshot/<task_id>/<n>/). Numbering starts at 1 in CAPE
-// (shots/0001.jpg; 0 after its optional deduplication, notes §1.7); n must
+// (shots/0001.jpg; 0 after its optional deduplication, CAPEv2's screenshot views); n must
 // be 0–9999. Only JPEG or PNG bytes up to MaxImageBytes are accepted
 // (ErrNotImage, ErrImageTooLarge). Service errors: ErrScreenshotNotFound,
 // ErrTaskDoesNotExist, ErrStillAnalyzing, ErrTaskFailed.
@@ -129,7 +129,7 @@ func (c *Client) Screenshot(ctx context.Context, taskID string, n int) (*Image, 
 // DefaultMaxScreenshots), lowest numbers first (spec §4 #7a, GET
 // tasks/get/screenshot/<task_id>/).
 //
-// It lists the archive rather than guessing names (notes §1.7, §5.7): the
+// It lists the archive rather than guessing names (CAPEv2's screenshot views; CAPE may deduplicate and renumber them): the
 // format is recognised by its magic bytes (tar.bz2 as the spec and CAPE 2021
 // serve it, zip as newer CAPE does, also tar.gz and plain tar), members may
 // be bare ("0001.jpg") or in a directory ("shots/0001.jpg") and in any order;
@@ -138,7 +138,7 @@ func (c *Client) Screenshot(ctx context.Context, taskID string, n int) (*Image, 
 //
 // A task without screenshots gives an empty slice and a nil error, whether
 // the service says "No screenshots created for task <id>" or crashes with
-// HTTP 500 (CAPE 2021 does when the shots directory is missing, notes §1.7;
+// HTTP 500 (CAPE 2021 does when the shots directory is missing, CAPEv2's screenshot views;
 // the core retries the 500 first). Other service errors are returned:
 // ErrTaskDoesNotExist, ErrStillAnalyzing, ErrTaskFailed.
 //
@@ -195,7 +195,7 @@ func (c *Client) fallback(ctx context.Context, taskID string, max int, cause err
 
 // ScreenshotsByNumber fetches screenshots one by one with Screenshot, from
 // number 0 upward (CAPE numbers from 0001, or from 0000 after its
-// deduplication, notes §1.7; so number 0 is asked first, and its absence is
+// deduplication, CAPEv2's screenshot views; so number 0 is asked first, and its absence is
 // normal), until the service answers "Screenshot does not exist" after
 // number 0 (CAPE's numbering has no gaps), max images (max <= 0:
 // DefaultMaxScreenshots), MaxScreenshotBytes, or maxShotMisses answers in a
@@ -583,7 +583,7 @@ func (c *collector) readZip(r io.Reader) error {
 		}
 		if f.Flags&0x1 != 0 {
 			// Newer CAPE password-protects the zip (commit 58f36f6a,
-			// notes §1.7); archive/zip cannot decrypt it.
+			// CAPEv2's screenshot views); archive/zip cannot decrypt it.
 			return unusable("zip member %q is encrypted", baseName(f.Name))
 		}
 		name := baseName(f.Name)

@@ -7,7 +7,7 @@ import (
 
 // Status is a task status as the status operation returns it (spec §3, §4
 // #5). The spec lists pending, reporting and reported as examples of an
-// open-ended list; CAPE's complete list is below (notes §1.6). Unknown
+// open-ended list; CAPE's complete list is below (CAPEv2's task statuses). Unknown
 // values are kept as sent and count as in progress.
 type Status string
 
@@ -36,7 +36,7 @@ func (s Status) norm() string { return strings.ToLower(strings.TrimSpace(string(
 func (s Status) IsSuccess() bool { return s.norm() == string(StatusReported) }
 
 // IsFailure reports whether the task ended in failure: any failed_* status
-// (and a bare "failed"), or banned (notes §1.6).
+// (and a bare "failed"), or banned (CAPEv2's task statuses).
 func (s Status) IsFailure() bool {
 	n := s.norm()
 	return strings.HasPrefix(n, "failed_") || n == "failed" || n == string(StatusBanned)
@@ -50,7 +50,7 @@ func (s Status) IsTerminal() bool { return s.IsSuccess() || s.IsFailure() }
 func (s Status) InProgress() bool { return !s.IsTerminal() }
 
 // IsPending reports whether the task is waiting for a machine. CAPE can move
-// a task back from running to pending (a dead VM, notes §1.6).
+// a task back from running to pending (a dead VM, CAPEv2's task statuses).
 func (s Status) IsPending() bool { return s.norm() == string(StatusPending) }
 
 // Band is the threat band of a malscore (spec §2, Summary report).
@@ -66,7 +66,7 @@ const (
 
 // Level bands a malscore as the spec does (§2: 0–2 clean, 2–6 suspicious,
 // 6–10 malicious). The spec's ranges share their ends; the boundaries follow
-// CAPE's web UI, which the spec's bands come from (notes §1.10: ≤2.0 green,
+// CAPE's web UI, which the spec's bands come from (CAPEv2's malscore bands: ≤2.0 green,
 // ≤6.0 yellow, otherwise red): score ≤ 2 is clean, ≤ 6 suspicious, above 6
 // malicious. Scores outside 0–10 fall in the nearest band; NaN is
 // BandUnknown.

@@ -37,7 +37,7 @@ const (
 // 429; otherwise it goes out chunked and is sent at most once (a second
 // attempt fails with a "not replayable" error internally and the first
 // attempt's error is returned). An upload the service may have received is
-// never repeated: each one creates tasks (notes §5.6).
+// never repeated: each one creates tasks.
 //
 // CreateFile stops reading r before it returns, unless ctx ends while a Read
 // of r is blocked; make such readers honour ctx.
@@ -96,7 +96,7 @@ func (c *Client) FileView(ctx context.Context, hash string) (*File, error) {
 
 // SearchTasks returns the tasks analysed for a sample, by MD5, SHA1 or
 // SHA256 (spec §4 #3, GET tasks/search/{md5|sha1|sha256}/<hash>/), newest
-// first as CAPE orders them (notes §1.4). An unknown hash gives an empty
+// first as CAPE orders them (CAPEv2's tasks/search). An unknown hash gives an empty
 // slice and a nil error: CAPE answers `data: []` for it, and a service that
 // answers "Sample not found" is read the same way. The hash is validated as
 // for FileView.
@@ -158,7 +158,7 @@ func (c *Client) Status(ctx context.Context, taskID string) (Status, error) {
 
 // SimpleReport returns a reported task's malware family and score (spec §4
 // #6, GET tasks/get/simple_report/<task_id>/); band the score with Level.
-// Errors (CAPE validate_task texts, notes §4.2): ErrTaskDoesNotExist,
+// Errors (CAPE validate_task texts, the simulator's sandbox model): ErrTaskDoesNotExist,
 // ErrStillAnalyzing before the task is reported, ErrTaskFailed for a failed
 // task (older services answer ErrStillAnalyzing for those too).
 func (c *Client) SimpleReport(ctx context.Context, taskID string) (*Report, error) {
@@ -189,7 +189,7 @@ func checkTaskID(op, id string) error {
 
 // checkHash returns the route segment for hash (md5, sha1 or sha256, by
 // length) and the hash in lower case, or an *InputError: CAPE's routes
-// accept exactly 32, 40 or 64 hex digits (notes §1.1) and answer anything
+// accept exactly 32, 40 or 64 hex digits (CAPEv2's URL routes) and answer anything
 // else with an HTML 404.
 func checkHash(op, hash string) (alg, norm string, err error) {
 	h := strings.TrimSpace(hash)

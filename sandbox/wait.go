@@ -12,14 +12,14 @@ import (
 
 // DefaultWaitBackoff is Wait's polling schedule: the first status check
 // after 1s (a cached or instant result shows at once), then ×2 per check up
-// to 60s (notes §4.2: about a minute at most between checks of a task that
+// to 60s (the simulator's sandbox model: about a minute at most between checks of a task that
 // takes minutes), ±10% jitter so tasks submitted together spread out.
 var DefaultWaitBackoff = Backoff{Initial: time.Second, Factor: 2, Max: time.Minute, Jitter: 0.1}
 
 // DefaultWaitDeadline bounds a Wait: a CAPE run takes its 200s analysis
 // timeout plus up to 60s "critical" plus processing and reporting, after
-// any time queued (notes §1.6); 5 minutes proved too short in a public
-// client (notes §3.1), the notes ask for at least 20–30.
+// any time queued (CAPEv2's task statuses); 5 minutes proved too short in a public
+// client of the service, so at least 20–30 are needed.
 const DefaultWaitDeadline = 45 * time.Minute
 
 // WaitOptions tunes Wait. The zero value uses the defaults.
@@ -41,7 +41,7 @@ type WaitOptions struct {
 	// PendingDeadline, if positive, ends the wait with ErrStuckPending
 	// when the task has shown "pending" for that long, measured on the
 	// client's clock from the first poll that saw it pending (server
-	// timestamps have no documented zone, spec §2, notes §3.2). A task
+	// timestamps have no documented zone, spec §2; CAPE writes naive server local time). A task
 	// that goes back from running to pending starts a new count.
 	PendingDeadline time.Duration
 	// OnStatus is called after every successful poll with the status and
@@ -62,7 +62,7 @@ type WaitOptions struct {
 //   - failed_* and banned end it with a *TaskFailedError (errors.Is
 //     ErrTaskFailed).
 //   - Every other status, unknown ones included, keeps polling; a task may
-//     go back from running to pending (notes §1.6).
+//     go back from running to pending (CAPEv2's task statuses).
 //   - Transient errors (rate limits, 5xx and odd answers after the core's
 //     retries, transport failures) keep polling until the deadline; the
 //     last of them is wrapped in the timeout error.
@@ -199,7 +199,7 @@ const (
 	// PriorMin and PriorMax bound what an analysis is assumed to take
 	// before any has been seen: from a few seconds (a sample the sandbox
 	// dismisses at once) to a full CAPE run, whose default analysis
-	// timeout is 200 s plus reporting (notes §4.2).
+	// timeout is 200 s plus reporting (the simulator's sandbox model).
 	PriorMin = 5 * time.Second
 	PriorMax = 5 * time.Minute
 )
@@ -208,7 +208,7 @@ const (
 // checks before the learned durations are LearnedApproach× the elapsed
 // time apart (instead of the core's 3×), so that a task seldom jumps from
 // running to reported between two checks and the near-the-end statuses
-// (which last about a fifth of an analysis, notes §4.2) are seen; that
+// (which last about a fifth of an analysis, the simulator's sandbox model) are seen; that
 // leaves a budget of LearnedBudget calls per minute of mean duration for
 // the learned part. With them, analyses spread over 5–120 s take 15–20
 // status calls and are seen about 1 s after they end, learned or not
@@ -218,9 +218,32 @@ const (
 	LearnedBudget   = 6
 )
 
+// LearnedNearGap is the wait between checks once a task shows one of
+// NearStatuses, plus a tenth of the time it has shown it (the core's
+// NearGap). 1.3 s rather than the core's 1 s: the report-writing phase
+// took 7 of the 20 status calls of an analysis spread over 5–120 s, with
+// a median lag of 0.8 s where issue 14 asks 1.5 s; 1.3 s saves about one
+// call per analysis and still sees a 20 s analysis's report (about 4 s of
+// writing) within 1.6 s.
+const LearnedNearGap = 1300 * time.Millisecond
+
+// PromptFrom–PromptTo is checked at least every PromptGap while nothing is
+// learned: the report-writing phase of a 20 s analysis (issue 14: a first
+// analysis of that length seen within 2 s) lasts about 4.4 s from 15.6 s,
+// and the prior's checks there, LearnedApproach× the elapsed time apart
+// (7 s by 15 s), often jumped from running to reported (seen up to 3 s
+// late, about 3 % of such analyses in the model); a check every 3 s sees
+// it, and NearStatuses' checks then see the end within LearnedNearGap and
+// a bit. About 1.5 more calls for a first analysis longer than 22 s.
+const (
+	PromptFrom = 12 * time.Second
+	PromptTo   = 22 * time.Second
+	PromptGap  = 3 * time.Second
+)
+
 // NearStatuses are the statuses after which only the report is left to
 // write: CAPE's "completed" (analysis over) and the spec's "reporting"
-// (notes §4.2: completed ~1 s, then reporting), plus CAPE's
+// (the simulator's sandbox model: completed ~1 s, then reporting), plus CAPE's
 // "distributed_completed". A LearnedSchedule from NewLearnedSchedule
 // checks often while a task shows one of them.
 var NearStatuses = []string{string(StatusCompleted), string(StatusReporting), string(StatusDistributedCompleted)}
@@ -229,8 +252,8 @@ var NearStatuses = []string{string(StatusCompleted), string(StatusReporting), st
 // learns how long this service's analyses take (the HTTP core's
 // LearnedSchedule with its defaults), plans as if they took between
 // PriorMin and PriorMax until it has seen 8 of them, checks at least every
-// LearnedApproach× the elapsed time, and checks every second or so (growing
-// with the phase's age) once a task shows one of NearStatuses. Use one per service, pass it as WaitOptions.Schedule, and
+// LearnedApproach× the elapsed time, and checks every LearnedNearGap or so
+// (growing with the phase's age) once a task shows one of NearStatuses. Use one per service, pass it as WaitOptions.Schedule, and
 // Observe each completed wait's PollStats.Completion (WaitOptions.OnEnd)
 // when the wait started at submission.
 func NewLearnedSchedule() *LearnedSchedule {
@@ -239,6 +262,8 @@ func NewLearnedSchedule() *LearnedSchedule {
 	cfg.PriorMin, cfg.PriorMax = PriorMin, PriorMax
 	cfg.Near = NearStatuses
 	cfg.Approach, cfg.Budget = LearnedApproach, LearnedBudget
+	cfg.NearGap = LearnedNearGap
+	cfg.PromptFrom, cfg.PromptTo, cfg.PromptGap = PromptFrom, PromptTo, PromptGap
 	return &LearnedSchedule{s: apiclient.NewLearnedSchedule(cfg)}
 }
 
@@ -282,3 +307,7 @@ type LearnedStats struct {
 	// expects to make per task (zero until Learning).
 	ChecksPerTask float64
 }
+
+// Begin implements the HTTP core's learning from running tasks (Wait calls
+// it; see apiclient.LearnedSchedule.Begin).
+func (l *LearnedSchedule) Begin() *apiclient.Running { return l.s.Begin() }

@@ -13,7 +13,7 @@ import (
 // DefaultMaxFileBytes is the largest file the pipeline fetches and
 // uploads (VERDICTBOT_MAX_FILE_BYTES): CAPE's max_sample_size, which the
 // sandbox enforces with "File size exceeds API limit"
-// (notes/analysis-services.md §1.2, §4.2).
+// (CAPEv2's tasks/create/file).
 const DefaultMaxFileBytes int64 = 30_000_000
 
 // Fetcher reads the content of the files the pipeline checks: the chat's

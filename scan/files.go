@@ -675,9 +675,10 @@ func (f *Files) task(ctx context.Context, id string, reported, fresh bool, call 
 			return out
 		}
 		// A task uploaded by this analysis waited from its submission: it
-		// teaches the schedule how long the sandbox takes.
+		// teaches the schedule how long the sandbox takes, once the report
+		// is fetched (rebuilding the plan takes milliseconds).
 		if fresh && f.learned != nil {
-			f.learned.Observe(stats.Completion())
+			defer f.learned.Observe(stats.Completion())
 		}
 	}
 	rep, err := f.sb.SimpleReport(ctx, id)
@@ -774,8 +775,8 @@ func isImage(b []byte) bool {
 
 // known returns the task to use for a hash the sandbox already has: the
 // newest reported one, else the newest still in progress (joined rather
-// than uploading the file again). Tasks search answers newest first (notes
-// analysis-services.md §1.4); a task without a status there has it asked,
+// than uploading the file again). Tasks search answers newest first (as
+// CAPEv2's tasks/search does); a task without a status there has it asked,
 // for the newest three at most. A failed search is logged and means
 // "unknown": the file is uploaded.
 func (f *Files) known(ctx context.Context, sha string) (sandbox.Task, bool) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,21 @@ import (
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 )
+
+// firstSpeedFromEnv is the virtual clock's speed: FIRSTVERDICT_SPEED if
+// set (4 halves the distortion of real overheads, at twice the run time),
+// else firstSpeed.
+func firstSpeedFromEnv(b *testing.B) float64 {
+	v := os.Getenv("FIRSTVERDICT_SPEED")
+	if v == "" {
+		return firstSpeed
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 1 {
+		b.Fatalf("FIRSTVERDICT_SPEED=%q: want a number ≥ 1", v)
+	}
+	return f
+}
 
 // fastClock is virtual time running speed× the real clock, shared by a
 // simulator (Config.Now) and the waits (Now, Sleep): a 120 s analysis
@@ -44,7 +61,8 @@ func (c *fastClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Settings of BenchmarkFirstVerdictLatency.
+// Settings of BenchmarkFirstVerdictLatency. The uniform durations are
+// stratified (see runFirstWorkload).
 const (
 	firstSpeed    = 8  // virtual seconds per real second
 	firstWarm     = 12 // analyses learned from before measuring (learned workloads)
@@ -67,8 +85,10 @@ type firstWorkload struct {
 
 // firstTask is one measured analysis.
 type firstTask struct {
-	lag   time.Duration // result read − service finished, virtual time
-	calls int           // status calls
+	lag    time.Duration   // result read − service finished, virtual time
+	calls  int             // status calls
+	dur    time.Duration   // the analysis's duration
+	checks []time.Duration // URL tasks: when each status call arrived, from creation
 }
 
 // BenchmarkFirstVerdictLatency measures the issue 14 item 2 targets: the
@@ -81,10 +101,14 @@ type firstTask struct {
 // sandbox workloads through sandbox.Client CreateFile, Wait and
 // SimpleReport (SIM:DURATION=<N> files take N s, pending → running →
 // completed → reporting → reported in the realistic proportions). Each
-// workload has its own simulator on a virtual clock 8× the real one, with
+// workload has its own simulator on a virtual clock 8× the real one
+// (FIRSTVERDICT_SPEED sets another speed), with
 // the clients' rate limits raised so that budgets play no part; measured
-// analyses start one every 3 s; all workloads run at once, in about 35 s of
-// real time.
+// analyses start one every 3 s; all workloads run at once, in about 45 s of
+// real time (90 s with FIRSTVERDICT_SPEED=4). FIRSTVERDICT_PHASES=1 also
+// logs the URL workloads' status calls by when they were made, next to
+// what the schedule plans for the same durations, and the sandbox
+// workloads' calls by the status they saw.
 //
 //	go test -run '^$' -bench FirstVerdictLatency -benchtime 1x -count 3 ./scan/
 //
@@ -110,6 +134,9 @@ func BenchmarkFirstVerdictLatency(b *testing.B) {
 		wg.Wait()
 	}
 	b.StopTimer()
+	if os.Getenv("FIRSTVERDICT_PHASES") != "" {
+		b.Logf("sandbox status calls by status seen: %v", sbStatusCalls)
+	}
 	b.Logf("%-24s %5s %8s %8s %8s %10s %9s", "workload", "tasks", "lag p50", "lag p95", "lag max", "calls mean", "calls max")
 	for i, w := range workloads {
 		tasks := results[i]
@@ -140,18 +167,44 @@ func nearestRank(sorted []time.Duration, q float64) time.Duration {
 }
 
 func runFirstWorkload(b *testing.B, w firstWorkload) []firstTask {
-	clock := newFastClock(firstSpeed)
+	clock := newFastClock(firstSpeedFromEnv(b))
 	srv, base := simtest.Start(b, sim.Config{Now: clock.Now, Profile: sim.RealisticProfile(), MaxLog: 1 << 20})
 	rng := rand.New(rand.NewPCG(w.seed, 0))
+	n := firstMeasured
+	if w.single {
+		n = firstSingles
+	}
+	// Uniform durations, stratified: the warm-up's and the measured ones
+	// each one from every equal slice of 5–120 s, in a random order. 40
+	// independent draws have a mean off by ±5 s (seed 2's: 69 s), which
+	// moves the mean status calls by ±2, as much as the schedules differ.
+	var (
+		mu     sync.Mutex
+		queue  []int
+		served int
+	)
+	stratified := func(k int) []int {
+		out := make([]int, k)
+		for i := range out {
+			out[i] = 5 + int(115*(float64(i)+rng.Float64())/float64(k)+0.5)
+		}
+		rng.Shuffle(k, func(i, j int) { out[i], out[j] = out[j], out[i] })
+		return out
+	}
+	if !w.single {
+		if w.learned {
+			queue = stratified(firstWarm)
+		}
+		queue = append(queue, stratified(n)...)
+	}
 	duration := func() int {
 		if w.single {
 			return 20
 		}
-		return 5 + rng.IntN(116)
-	}
-	n := firstMeasured
-	if w.single {
-		n = firstSingles
+		mu.Lock()
+		defer mu.Unlock()
+		served++
+		return queue[served-1]
 	}
 	if w.sandbox {
 		return runFirstSandbox(b, w, clock, base, n, duration)
@@ -193,7 +246,7 @@ func runFirstURLs(b *testing.B, w firstWorkload, clock *fastClock, srv *sim.Serv
 		}
 		finished := task.Created.Add(time.Duration(seconds) * time.Second)
 		mu.Lock()
-		tasks = append(tasks, firstTask{lag: returned.Sub(finished), calls: v.Polls})
+		tasks = append(tasks, firstTask{lag: returned.Sub(finished), calls: v.Polls, dur: time.Duration(seconds) * time.Second, checks: statusTimes(srv, v.TaskID, task.Created)})
 		mu.Unlock()
 	}
 	if w.learned {
@@ -218,8 +271,81 @@ func runFirstURLs(b *testing.B, w firstWorkload, clock *fastClock, srv *sim.Serv
 		_ = clock.Sleep(context.Background(), firstPace)
 	}
 	wg.Wait()
+	if os.Getenv("FIRSTVERDICT_PHASES") != "" {
+		logPhases(b, w, tasks, shared)
+	}
 	return tasks
 }
+
+// statusTimes returns when the simulator received each status call of task
+// id, from created.
+func statusTimes(srv *sim.Server, id string, created time.Time) []time.Duration {
+	var out []time.Duration
+	for _, r := range srv.Requests() {
+		if r.Service == sim.ServiceReputation && r.Op == sim.OpStatus && strings.Contains(r.Path, id) {
+			out = append(out, r.Time.Sub(created))
+		}
+	}
+	return out
+}
+
+// firstPhases are the bounds (s) of the phases the calls are counted in.
+var firstPhases = []float64{15, 30, 60, 90, 120}
+
+func phaseOf(t time.Duration) int {
+	for i, p := range firstPhases {
+		if t.Seconds() < p {
+			return i
+		}
+	}
+	return len(firstPhases)
+}
+
+// logPhases logs the measured calls per analysis by phase (when the check
+// arrived) next to what the schedule itself plans for the same durations
+// (no overhead; learned: the plan at the end of the run; cold: the prior).
+func logPhases(b *testing.B, w firstWorkload, tasks []firstTask, shared *scan.URLs) {
+	sched := shared.LearnedSchedule()
+	if !w.learned {
+		sched = reputation.NewLearnedSchedule()
+	}
+	k := len(firstPhases) + 1
+	meas, model := make([]float64, k), make([]float64, k)
+	var mlag, mcalls, seen, after float64
+	for _, t := range tasks {
+		for _, c := range t.checks {
+			meas[phaseOf(c)]++
+		}
+		if len(t.checks) > 0 {
+			last := t.checks[len(t.checks)-1]
+			seen += (last - t.dur).Seconds()
+			after += (t.lag - (last - t.dur)).Seconds()
+		}
+		var e time.Duration
+		for n := 0; ; n++ {
+			e += sched.Next(n, e)
+			model[phaseOf(e)]++
+			mcalls++
+			if e >= t.dur {
+				mlag += (e - t.dur).Seconds()
+				break
+			}
+		}
+	}
+	n := float64(len(tasks))
+	for i := range meas {
+		meas[i] /= n
+		model[i] /= n
+	}
+	b.Logf("%s phases <15/<30/<60/<90/<120/more: measured %.2v, model %.2v (model calls %.2f, mean lag %.2f s; measured: check arrives %.2f s after the end, result in hand %.2f s after that)", w.name, meas, model, mcalls/n, mlag/n, seen/n, after/n)
+}
+
+// sbStatusCalls counts the sandbox workloads' status calls by the status
+// they saw (FIRSTVERDICT_PHASES).
+var (
+	sbStatusMu    sync.Mutex
+	sbStatusCalls = map[string]int{}
+)
 
 func runFirstSandbox(b *testing.B, w firstWorkload, clock *fastClock, base string, n int, duration func() int) []firstTask {
 	fast := sandbox.Limit{Rate: 1000, Burst: 1000}
@@ -243,8 +369,10 @@ func runFirstSandbox(b *testing.B, w firstWorkload, clock *fastClock, base strin
 		}
 		id := sub.TaskIDs[0]
 		var stats sandbox.PollStats
+		byStatus := map[sandbox.Status]int{}
 		_, err = sb.Wait(ctx, id, sandbox.WaitOptions{Schedule: l, Sleep: clock.Sleep, Now: clock.Now,
-			OnEnd: func(s sandbox.PollStats) { stats = s }})
+			OnEnd:    func(s sandbox.PollStats) { stats = s },
+			OnStatus: func(s sandbox.Status, _ bool) { byStatus[s]++ }})
 		if err == nil {
 			_, err = sb.SimpleReport(ctx, id)
 		}
@@ -258,6 +386,11 @@ func runFirstSandbox(b *testing.B, w firstWorkload, clock *fastClock, base strin
 			return
 		}
 		mu.Lock()
+		sbStatusMu.Lock()
+		for st, k := range byStatus {
+			sbStatusCalls[w.name+" "+string(st)] += k
+		}
+		sbStatusMu.Unlock()
 		tasks = append(tasks, firstTask{lag: returned.Sub(created.Add(time.Duration(seconds) * time.Second)), calls: stats.Polls})
 		mu.Unlock()
 	}

@@ -33,6 +33,8 @@ type DueURL struct {
 	// Cards are the cards that show it (for OnChange; scan does not read
 	// them).
 	Cards []card.Ref
+	// DueAt is when its recheck fell due (zero if unknown).
+	DueAt time.Time
 }
 
 // Change is a verdict that a recheck changed.
@@ -70,9 +72,12 @@ type Recheck struct {
 // RunStats sums up one run.
 type RunStats struct {
 	Due, Checked, Changed, Failed int
-	Skipped                       bool // another run was still going
-	Follower                      bool // another replica leads the recheck
-	Took                          time.Duration
+	// Lag is how late the oldest due recheck was when the run began (0
+	// with nothing due): runs that cannot keep up let it grow.
+	Lag      time.Duration
+	Skipped  bool // another run was still going
+	Follower bool // another replica leads the recheck
+	Took     time.Duration
 }
 
 // ErrRunning is returned by Run when the previous run has not finished.
@@ -80,6 +85,23 @@ var ErrRunning = errors.New("recheck: the previous run is still going")
 
 // Run rechecks up to Max due URLs, oldest due first.
 func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	return r.run(ctx, now)
+}
+
+// RunDueBy is Run taking the URLs whose recheck is due by at rather than
+// by now: their next recheck is brought forward, the rest of the run is
+// the cron's (the same checks, changes announced, schedule advanced from
+// the real time of the check). `verdictbot shell`'s recheck command uses
+// it so that a link scanned a minute ago can be rechecked on demand.
+func (r *Recheck) RunDueBy(ctx context.Context, at time.Time) (RunStats, error) {
+	return r.run(ctx, func() time.Time { return at })
+}
+
+func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, error) {
 	if !r.running.CompareAndSwap(false, true) {
 		st := RunStats{Skipped: true}
 		r.report(st)
@@ -98,10 +120,6 @@ func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
 		}
 		defer release()
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
 	log := r.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -111,11 +129,17 @@ func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
 	if max <= 0 {
 		max = 200
 	}
-	due, err := r.Store.Due(now(), max)
+	// Lag is measured from the time the run asked for (the cron's now;
+	// the shell's brought-forward time).
+	began := dueBy()
+	due, err := r.Store.Due(began, max)
 	if err != nil {
 		return RunStats{}, err
 	}
 	st := RunStats{Due: len(due)}
+	if len(due) > 0 && !due[0].DueAt.IsZero() {
+		st.Lag = began.Sub(due[0].DueAt) // the oldest due comes first
+	}
 	par := r.Parallel
 	if par <= 0 {
 		par = 4
@@ -164,7 +188,7 @@ func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
 	if len(changes) > 0 && r.OnChange != nil {
 		r.OnChange(context.WithoutCancel(ctx), changes)
 	}
-	log.Info("recheck run", "due", st.Due, "checked", st.Checked, "changed", st.Changed, "failed", st.Failed, "took", st.Took)
+	log.Info("recheck run", "due", st.Due, "lag", st.Lag, "checked", st.Checked, "changed", st.Changed, "failed", st.Failed, "took", st.Took)
 	r.report(st)
 	return st, nil
 }

@@ -128,6 +128,37 @@ func TestRecheckReportsAFlip(t *testing.T) {
 	}
 }
 
+// RunDueBy brings the next recheck forward: at t0 nothing is due by the
+// clock, but everything due by t0+1h is rechecked now, with the change
+// announced and the schedule advanced past that age (the shell's recheck).
+func TestRecheckRunDueByBringsTheNextAgeForward(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 10)
+	const u = "https://example.org/soon"
+	rig.urls.Check(t.Context(), u, scan.CheckOptions{})
+	rig.sim.FlipOnNextScan(u, sim.Scores{Phishing: 0.97})
+	if st, _ := rig.r.Run(t.Context()); st.Due != 0 {
+		t.Fatalf("Run: nothing is due at t0: %+v", st)
+	}
+	if st, _ := rig.r.RunDueBy(t.Context(), rig.t0.Add(59*time.Minute)); st.Due != 0 {
+		t.Fatalf("RunDueBy before the first age: %+v", st)
+	}
+	st, err := rig.r.RunDueBy(t.Context(), rig.t0.Add(time.Hour))
+	if err != nil || st.Due != 1 || st.Checked != 1 || st.Changed != 1 {
+		t.Fatalf("RunDueBy at the first age: %+v %v", st, err)
+	}
+	if len(rig.seen) != 1 || rig.seen[0].Was != verdict.Clean || rig.seen[0].Now.Level != verdict.Malicious {
+		t.Fatalf("changes %+v", rig.seen)
+	}
+	tg, _ := rig.db.Target(u)
+	if tg.Rechecks != 1 || !tg.NextCheck.Equal(tg.FirstSeen.Add(6*time.Hour)) {
+		t.Fatalf("schedule not advanced to the next age: %+v", tg)
+	}
+	if st, _ := rig.r.RunDueBy(t.Context(), rig.t0.Add(time.Hour)); st.Due != 0 {
+		t.Fatalf("the 1h age is done: %+v", st)
+	}
+}
+
 func TestRecheckRunsNeverOverlap(t *testing.T) {
 	t.Parallel()
 	rig := newRecheckRig(t, sim.Config{}, 10)
@@ -210,5 +241,33 @@ func TestRecheckRunsOnlyWhereItLeads(t *testing.T) {
 	st, err = r.Run(t.Context())
 	if err != nil || st.Follower || due.calls.Load() != 1 || released != 1 {
 		t.Fatalf("the leader: %+v, %v, %d Due calls, %d releases", st, err, due.calls.Load(), released)
+	}
+}
+
+// TestRecheckRunReportsItsLag: a run says how late the oldest due recheck
+// was when it began (the recheck lag metric), from the store's due times:
+// an hour late, then the next one's lateness once that one is done, and 0
+// with nothing due.
+func TestRecheckRunReportsItsLag(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 1)
+	for i := range 2 {
+		if v := rig.urls.Check(t.Context(), fmt.Sprintf("https://example.com/lag/%d", i), scan.CheckOptions{}); v.Level != verdict.Clean {
+			t.Fatalf("%+v", v)
+		}
+		rig.clock.Set(rig.clock.Now().Add(10 * time.Minute))
+	}
+	if st, _ := rig.r.Run(t.Context()); st.Due != 0 || st.Lag != 0 {
+		t.Fatalf("nothing due yet: %+v", st)
+	}
+	rig.clock.Set(rig.t0.Add(2 * time.Hour)) // due at t0+1h and t0+1h10m
+	if st, err := rig.r.Run(t.Context()); err != nil || st.Lag != time.Hour {
+		t.Fatalf("run 1: lag %v, want 1h (%+v, %v)", st.Lag, st, err)
+	}
+	if st, err := rig.r.Run(t.Context()); err != nil || st.Lag != 50*time.Minute {
+		t.Fatalf("run 2: lag %v, want 50m (%+v, %v)", st.Lag, st, err)
+	}
+	if st, _ := rig.r.Run(t.Context()); st.Due != 0 || st.Lag != 0 {
+		t.Fatalf("nothing due: %+v", st)
 	}
 }

@@ -33,8 +33,10 @@ func (u *URLs) LearnedSchedule() *reputation.LearnedSchedule { return u.learned 
 // wait polls taskID to its end, reporting status changes to call, and
 // returns how many status calls it made. A task submitted by this wait's
 // analysis (fresh) that completed teaches the learned schedule how long it
-// took; a resumed one does not, since its wait did not start at submission.
-func (u *URLs) wait(ctx context.Context, taskID string, fresh bool, call *urlCall) (polls int, err error) {
+// took, when the caller calls learn: after the result is fetched, since
+// rebuilding the plan takes milliseconds that the verdict need not wait
+// for. A resumed one does not, since its wait did not start at submission.
+func (u *URLs) wait(ctx context.Context, taskID string, fresh bool, call *urlCall) (polls int, learn func(), err error) {
 	var stats reputation.PollStats
 	wo := u.opt.Wait
 	wo.OnStatus = func(s reputation.Status, changed bool) {
@@ -56,8 +58,9 @@ func (u *URLs) wait(ctx context.Context, taskID string, fresh bool, call *urlCal
 		wo.Schedule, wo.Backoff = nil, reputation.DefaultBackoff
 	}
 	_, err = u.rep.Wait(ctx, taskID, wo)
+	learn = func() {}
 	if err == nil && fresh && u.learned != nil {
-		u.learned.Observe(stats.Completion())
+		learn = func() { u.learned.Observe(stats.Completion()) }
 	}
-	return stats.Polls, err
+	return stats.Polls, learn, err
 }

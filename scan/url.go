@@ -377,13 +377,14 @@ func (u *URLs) run(url, taskID, source string, call *urlCall) URLVerdict {
 		}
 	}
 	call.setStatus("submitted")
-	polls, err := u.wait(ctx, taskID, !resumed, call)
+	polls, learn, err := u.wait(ctx, taskID, !resumed, call)
 	if err != nil {
 		v := unknown(url, taskID, err)
 		v.Polls = polls
 		return v
 	}
 	res, err := u.rep.Result(ctx, taskID)
+	learn()
 	if err != nil {
 		v := unknown(url, taskID, err)
 		v.Polls = polls

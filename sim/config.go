@@ -43,7 +43,7 @@ const (
 
 // Default values of Config fields.
 const (
-	// DefaultMaxFileSize is CAPE's web.conf max_sample_size (notes §1.2).
+	// DefaultMaxFileSize is CAPE's web.conf max_sample_size (CAPEv2's tasks/create/file).
 	DefaultMaxFileSize = 30_000_000
 	// DefaultFirstTaskID is the first sandbox task id.
 	DefaultFirstTaskID = 1000
@@ -94,7 +94,7 @@ type Config struct {
 	ScoreScale float64
 
 	// StrictHTTP makes URL-service JSON errors carry 400/404/405/409/500
-	// instead of 200 (notes §4.1 "HTTP status codes").
+	// instead of 200 (an assumption: the spec gives no HTTP codes).
 	StrictHTTP bool
 
 	// DispositionRecordOnly records fp/fn/restore reports without changing
@@ -102,7 +102,7 @@ type Config struct {
 	DispositionRecordOnly bool
 
 	// RedirectNoSlash answers a GET or HEAD without the trailing slash with a
-	// 301 to the slashed path, as Django's APPEND_SLASH does (notes §1.1).
+	// 301 to the slashed path, as Django's APPEND_SLASH does (CAPEv2's URL routes).
 	RedirectNoSlash bool
 
 	// CAPECompat emits sandbox ids as JSON integers and the CAPE create
@@ -201,9 +201,9 @@ func FastProfile() Profile {
 }
 
 // RealisticProfile moves tasks by elapsed time. URL task: pending 2s,
-// processing 10s (notes §4.1: 1–5 s and 5–30 s, assumed). Sandbox task:
+// processing 10s (assumed: 1–5 s and 5–30 s). Sandbox task:
 // pending 10s, running 200s (CAPE's default analysis timeout), completed 1s,
-// reporting 60s (notes §4.2 table).
+// reporting 60s (the simulator's sandbox model).
 func RealisticProfile() Profile {
 	return Profile{
 		Name:             "realistic",

@@ -1,12 +1,13 @@
 // Package sim is a deterministic simulator of the two analysis services,
-// the URL reputation service (specs/url-reputation-api.md, under
-// /api/<key>/) and the sandbox (specs/sandbox-api.md, under /apineo/<key>/),
+// the URL reputation service (docs/specs/url-reputation-api.md, under
+// /api/<key>/) and the sandbox (docs/specs/sandbox-api.md, under /apineo/<key>/),
 // served by one http.Handler. Tests start it with Start; `verdictbot sim`
 // serves it on a port.
 //
-// It follows the behaviour model of notes/analysis-services.md §4; every
-// error text is byte-exact. Behaviour the specs leave open is an
-// ASSUMPTION of the notes and is marked so where it is implemented.
+// It models the services on CAPEv2 as of 2021, which the sandbox's
+// paths, error envelope and screenshot archive match; every error text
+// is byte-exact. Behaviour the specs leave open is an ASSUMPTION, marked
+// so where it is implemented.
 //
 // # Gateway (both services)
 //

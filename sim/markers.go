@@ -181,7 +181,7 @@ func parseMarkerDuration(v string) (time.Duration, bool) {
 }
 
 // fileType is the libmagic-like file_type chosen from the first bytes
-// (notes §4.2 "File view").
+// (the simulator's sandbox model).
 func fileType(head []byte) string {
 	switch {
 	case bytes.HasPrefix(head, []byte("MZ")):

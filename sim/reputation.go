@@ -42,7 +42,7 @@ var strictCode = map[string]int{
 }
 
 // URL task statuses. Only "completed" is in the spec; the rest are
-// ASSUMPTION (notes §4.1 "Status values").
+// ASSUMPTION (the spec documents only "completed").
 const (
 	StatusPending    = "pending"
 	StatusProcessing = "processing"
@@ -283,8 +283,8 @@ func (s *Server) urlResult(w http.ResponseWriter, id string, detail bool) {
 		}{URL: snap.url, Verdict: v})
 		return
 	}
-	// The detail's content is not in the spec; this shape is the notes'
-	// proposal (§4.1 "Detail").
+	// The detail's content is not in the spec; this shape is an
+	// ASSUMPTION.
 	type detailObj struct {
 		URL           string      `json:"url"`
 		FinalURL      string      `json:"final_url"`

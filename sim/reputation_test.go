@@ -86,7 +86,7 @@ func TestReputationKeys(t *testing.T) {
 	h := setup(t, sim.Config{Keys: []string{testKey, "other"}})
 	h.scan("https://example.com/")
 	r := h.postJSON("/api/wrong/scan/", `{"url":"https://example.com/"}`)
-	// Invented text (notes §4: the spec says nothing about unknown keys).
+	// Invented text (an assumption: the spec says nothing about unknown keys).
 	wantBody(t, "unknown key", r, 403, `{"error":true,"msg":"invalid api key"}`)
 	r = h.postJSON("/api/other/scan/", `{"url":"https://example.com/"}`)
 	if r.code != 200 {

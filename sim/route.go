@@ -96,7 +96,7 @@ func matchReputation(rt *route, seg []string) {
 var hashLen = map[string]int{"md5": 32, "sha1": 40, "sha256": 64}
 
 // matchSandbox fills rt from the sandbox's paths (sandbox spec §4). The
-// shapes follow CAPE's URL patterns (notes §1.1): ids are \d+, hashes are
+// shapes follow CAPE's URL patterns (CAPEv2's URL routes): ids are \d+, hashes are
 // hex of the exact length, a screenshot number is \d{1,4}.
 func matchSandbox(rt *route, seg []string) {
 	set := func(op, bucket string, methods []string, params ...string) {

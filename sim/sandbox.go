@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Sandbox error texts (notes §1, from CAPE 2021 apiv2), byte-exact.
+// Sandbox error texts (from CAPE 2021 apiv2), byte-exact.
 const (
 	errNoFile         = "No file was submitted"
 	errEmptyFile      = "You submitted an empty file"
@@ -32,7 +32,7 @@ const (
 	trackingPathFormat = "/submit/status/%d/"
 )
 
-// Sandbox task statuses (notes §1.6 and §4.2): CAPE's, plus the vendor's
+// Sandbox task statuses (CAPEv2's task statuses and the simulator's sandbox model): CAPE's, plus the vendor's
 // "reporting" between completed and reported.
 const (
 	StatusRunning          = "running"
@@ -246,7 +246,7 @@ func (s *Server) sandboxPlan(f contentFacts, now time.Time) *progress {
 	build := func(pend, run, comp, rep time.Duration) []step {
 		head := []step{{StatusPending, pend}, {StatusRunning, run}}
 		if s.cfg.Chaos {
-			// A dead VM sends the task back to the queue once (notes §1.6).
+			// A dead VM sends the task back to the queue once (CAPEv2's task statuses).
 			head = append(head, step{StatusPending, pend}, step{StatusRunning, run})
 		}
 		switch {
@@ -350,7 +350,7 @@ func (s *Server) taskTimes(t *sbTask, now time.Time) (status string, added strin
 }
 
 // taskSearch is GET tasks/search/<alg>/<hash>/ (sandbox spec §4 #3): newest
-// first; an unknown hash is an empty list, not an error (notes §1.4).
+// first; an unknown hash is an empty list, not an error (CAPEv2's tasks/search).
 func (s *Server) taskSearch(w http.ResponseWriter, alg, h string) {
 	type entry struct {
 		ID          any     `json:"id"`
@@ -446,7 +446,7 @@ func (s *Server) taskOp(w http.ResponseWriter, rt *route) {
 	}
 }
 
-// validateTask is CAPE's validate_task for a known task (notes §1.7): only
+// validateTask is CAPE's validate_task for a known task (CAPEv2's screenshot views): only
 // a reported task has results.
 func (s *Server) validateTask(status string) string {
 	switch {
@@ -474,7 +474,7 @@ func (s *Server) simpleReport(w http.ResponseWriter, id int, score float64, fami
 }
 
 // screenshot is GET tasks/get/screenshot/<id>/[<n>/] (sandbox spec §4 #7,
-// notes §1.7).
+// CAPEv2's screenshot views).
 func (s *Server) screenshot(w http.ResponseWriter, rt *route, id, shots int, doneAt time.Time) {
 	if s.cfg.ShotsDirMissing {
 		writeHTML(w, http.StatusInternalServerError, serverErrorPage)

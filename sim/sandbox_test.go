@@ -454,7 +454,7 @@ func TestSandboxRouteShapes(t *testing.T) {
 	if r := h.do("HEAD", neo("tasks/view/1000/"), "", nil); r.code != 200 {
 		t.Errorf("HEAD: %d", r.code)
 	}
-	// Invented text (notes §4: the spec says nothing about unknown keys).
+	// Invented text (an assumption: the spec says nothing about unknown keys).
 	h2 := setup(t, sim.Config{Keys: []string{"good"}})
 	wantBody(t, "unknown key", h2.get("/apineo/bad/tasks/status/1000/"), 403, `{"error":true,"error_value":"invalid api key"}`)
 }

@@ -196,7 +196,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt *route) {
 		return
 	}
 	if !s.keyOK(rt.key) {
-		// ASSUMPTION (notes §4): invented texts; the specs say nothing
+		// ASSUMPTION: invented texts; the specs say nothing
 		// about an unknown key.
 		if rt.service == ServiceReputation {
 			writeJSON(w, http.StatusForbidden, urlError{Error: true, Msg: "invalid api key"})
@@ -212,7 +212,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt *route) {
 		if rt.service == ServiceReputation {
 			s.urlErr(w, msgInvalidMethod)
 		} else {
-			// Django REST framework's answer to a wrong method (notes §1.8).
+			// Django REST framework's answer to a wrong method (CAPEv2's error texts).
 			w.Header().Set("Allow", rt.allowHeader())
 			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": fmt.Sprintf("Method %q not allowed.", r.Method)})
 		}
@@ -257,7 +257,7 @@ func (s *Server) limited(w http.ResponseWriter, rt *route) bool {
 		if s.cfg.QuotaForbidden {
 			code = http.StatusForbidden
 		}
-		// ASSUMPTION (notes §4.1 "Rate limits"): the quota text.
+		// ASSUMPTION: the quota text.
 		if rt.service == ServiceReputation {
 			writeJSON(w, code, urlError{Error: true, Msg: "quota exceeded"})
 		} else {
@@ -275,7 +275,7 @@ func (s *Server) limited(w http.ResponseWriter, rt *route) bool {
 func (s *Server) writeThrottled(w http.ResponseWriter, rt *route, retryAfter int) {
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	if rt.service == ServiceReputation {
-		// ASSUMPTION (notes §4.1 "Rate limits").
+		// ASSUMPTION (rate limits are not documented).
 		writeJSON(w, http.StatusTooManyRequests, urlError{Error: true, Msg: "rate limit exceeded"})
 		return
 	}
@@ -291,7 +291,7 @@ func (s *Server) writeThrottled(w http.ResponseWriter, rt *route, retryAfter int
 	case ThrottleHTML:
 		writeHTML(w, http.StatusTooManyRequests, throttlePage)
 	default:
-		// CAPE 2020 limit_exceeded view (notes §1.9).
+		// CAPE 2020 limit_exceeded view (CAPEv2's rate limits).
 		writeJSON(w, http.StatusTooManyRequests, sbError{Error: true, ErrorValue: "Rate limit exceeded for this API"})
 	}
 }
@@ -388,7 +388,7 @@ const serverErrorPage = `<!doctype html>
 `
 
 // throttlePage is the legacy CAPE 429 page (2020 handler403 with
-// RATELIMIT_ERROR_MSG, notes §1.9).
+// RATELIMIT_ERROR_MSG, CAPEv2's rate limits).
 const throttlePage = `<!DOCTYPE html>
 <html>
 <head><title>429 Too Many Requests</title></head>

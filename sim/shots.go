@@ -23,7 +23,7 @@ const (
 )
 
 // ShotName is the file name of screenshot n (1-based), as CAPE's analyzer
-// saves it: shots/%04d.jpg (notes §1.7).
+// saves it: shots/%04d.jpg (CAPEv2's screenshot views).
 func ShotName(n int) string { return fmt.Sprintf("%04d.jpg", n) }
 
 // ShotColor is the solid colour of screenshot n (1-based): hues step by the
@@ -127,7 +127,7 @@ func tarBz2(order []int, mtime time.Time) ([]byte, error) {
 }
 
 // zipShots returns a zip of the screenshots in order with members
-// shots/0001.jpg…, as CAPE serves it after commit 58f36f6a (notes §1.7).
+// shots/0001.jpg…, as CAPE serves it after commit 58f36f6a (CAPEv2's screenshot views).
 func zipShots(order []int, mtime time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)

@@ -20,7 +20,7 @@ const (
 	classOther       = "other"
 )
 
-// Fixed score sets of the rule table (notes §4.1 "Deterministic verdicts").
+// Fixed score sets of the rule table (an assumption: deterministic verdicts).
 // The three minor scores of each set are ≤ 0.05.
 var classScores = map[string]Scores{
 	classPhishing:    {Phishing: 0.97, Advertising: 0.02, Malicious: 0.05, Illegal: 0.01},
@@ -117,7 +117,7 @@ func hasWord(s, w string) bool {
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
-// Sentinel hosts of the URL service (notes §4.1), matched as the host or a
+// Sentinel hosts of the URL service (an assumption), matched as the host or a
 // subdomain of it.
 const (
 	hostPending  = "pending.test"  // never completes
@@ -176,7 +176,7 @@ func toWire(s Scores, scale float64) wireVerdict {
 }
 
 // verdictTypes are the accepted verdict_type values of the disposition
-// operation (ASSUMPTION, notes §4.1: all four keys).
+// operation (ASSUMPTION: all four keys).
 var verdictTypes = []string{"phishing", "advertising", "malicious", "illegal"}
 
 // field returns a pointer to the score named t, or nil.

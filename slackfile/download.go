@@ -37,9 +37,8 @@ const DefaultDownloadTimeout = 5 * time.Minute
 // slackFileDomains are the domains whose https hosts may receive the bot
 // token, with their subdomains. They are the domains slack-go (v0.35.0,
 // misc.go slackDomains / ensureURLMayReceiveToken) sends it to: files are
-// served from files.slack.com (url_private, url_private_download, notes
-// slack-platform.md §2.5, §4.4; docs.slack.dev files.sharedPublicURL shows
-// them under slack.com) and from files.slack-gov.com in GovSlack.
+// served from files.slack.com (url_private, url_private_download;
+// docs.slack.dev files.sharedPublicURL shows them under slack.com) and from files.slack-gov.com in GovSlack.
 //
 // slack-files.com and slack-edge.com are deliberately left out: they serve
 // public permalinks (permalink_public, "https://slack-files.com/T…-F…-<secret>")
@@ -60,7 +59,7 @@ var (
 	ErrUntrustedHost = errors.New("refusing to send the bot token there: not an https Slack file host or the Slack API host")
 	// ErrSignInPage: Slack answered its HTML sign-in page instead of the
 	// file, which is what it does for a missing or wrong token, or a token
-	// without files:read (notes slack-platform.md §4.4, pitfall 15).
+	// without files:read (commonly reported; Slack's docs do not say so).
 	//lint:ignore ST1005 a sentence shown in logs, starting with a name
 	ErrSignInPage = errors.New("Slack answered an HTML sign-in page instead of the file (missing files:read scope, or no access to the file)")
 	// ErrTooLarge: the file is larger than the limit; the download stopped
@@ -206,6 +205,7 @@ func NewDownloader(botToken, apiURL string, opts ...DownloaderOption) (*Download
 		}
 	}
 	if d.hc == nil {
+		// The default transport honours HTTPS_PROXY and NO_PROXY.
 		d.hc = &http.Client{Transport: http.DefaultTransport}
 	}
 	if d.timeout <= 0 {

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // gateRun records the order in which writers get through a writeGate.
@@ -70,5 +72,93 @@ func TestWriteGateAlternatesSoNeitherStarves(t *testing.T) {
 	r.wg.Wait()
 	if want := []string{"journal1", "card1", "journal2", "card2"}; !slices.Equal(r.order, want) {
 		t.Fatalf("order %v, want %v", r.order, want)
+	}
+}
+
+// commits returns how many write transactions the bolt store has committed
+// (its meta page's transaction id).
+func commits(t *testing.T, db *DB) uint64 {
+	t.Helper()
+	var id uint64
+	if err := db.be.(*boltBackend).db.View(func(tx *bolt.Tx) error { id = uint64(tx.ID()); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestJournalWritesShareTheLinksCommits: while shared (batched) writes
+// are under way, RecordJobs and FinishJob join them: one commit, one
+// fsync, for the three writes here instead of three.
+func TestJournalWritesShareTheLinksCommits(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	be := db.be.(*boltBackend)
+	// A batch waits this long for company: long enough that the writes
+	// below all join the one batch.
+	be.db.MaxBatchDelay = time.Second
+	old := &Job{Kind: "message", EventID: "Ev0"}
+	if _, err := db.RecordJobs([]*Job{old}); err != nil {
+		t.Fatal(err)
+	}
+	before := commits(t, db)
+	// A shared write holding the store (it commits on its own).
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer release()
+	waitSharing := func(n int, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); be.sharing() != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not join the shared writes", what)
+			}
+		}
+	}
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		if err := be.batch(func(tx txn) error { <-hold; return tx.put(bMeta, "x", []byte("1")) }); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitSharing(1, "the held write")
+	// A card write waits for its batch, then the journal arrives.
+	go func() {
+		defer wg.Done()
+		if _, err := db.UpsertCardShared(CardRef{Channel: "C1", SourceTS: "1.0"}, func(*CardRecord, bool) error { return nil }); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitSharing(2, "the card write")
+	go func() {
+		defer wg.Done()
+		if err := db.FinishJob(old.ID); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitSharing(3, "FinishJob")
+	var fresh []bool
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		fresh, err = db.RecordJobs([]*Job{{Kind: "message", EventID: "Ev1"}, {Kind: "message", EventID: "Ev1"}, {Kind: "message", EventID: "Ev0"}})
+	}()
+	waitSharing(4, "RecordJobs")
+	release()
+	wg.Wait()
+	if err != nil || !slices.Equal(fresh, []bool{true, false, false}) {
+		t.Fatalf("RecordJobs: %v, %v", fresh, err)
+	}
+	if n := commits(t, db) - before; n != 2 {
+		t.Errorf("%d commits, want 2 (the held write, then the card, the finished job and the journal together)", n)
+	}
+	jobs, err := db.PendingJobs()
+	if err != nil || len(jobs) != 1 || jobs[0].EventID != "Ev1" {
+		t.Fatalf("pending jobs %+v, %v", jobs, err)
 	}
 }

@@ -20,7 +20,9 @@ type Job struct {
 
 // RecordJobs stores jobs in one transaction (one fsync for the batch). A
 // job whose EventID was seen before is a redelivery: it is not stored and
-// its entry in the result is false. Jobs get their ID here.
+// its entry in the result is false. Jobs get their ID here. It returns
+// once the jobs are durable; when other per-link writes are under way it
+// shares their commit (see recordFirst).
 func (db *DB) RecordJobs(jobs []*Job) ([]bool, error) {
 	fresh := make([]bool, len(jobs))
 	ids := make([]uint64, len(jobs))
@@ -28,7 +30,10 @@ func (db *DB) RecordJobs(jobs []*Job) ([]bool, error) {
 		ids[i] = db.nextSeq()
 	}
 	now := db.now()
-	err := db.updateFirst(func(t txn) error {
+	err := db.recordFirst(func(t txn) error {
+		// This may run more than once (a shared commit that failed is
+		// retried write by write): start afresh each time.
+		clear(fresh)
 		for i, j := range jobs {
 			if j.EventID != "" {
 				if t.get(bEvents, j.EventID) != nil {
@@ -76,9 +81,10 @@ func (db *DB) SeenEvent(eventID string) (bool, error) {
 	return fresh, err
 }
 
-// FinishJob deletes a finished job.
+// FinishJob deletes a finished job. Every link's job ends here, so
+// concurrent calls share a commit (batch), like the link's other writes.
 func (db *DB) FinishJob(id uint64) error {
-	return db.update(func(t txn) error { return t.del(bJobs, seqKey(id)) })
+	return db.be.batch(func(t txn) error { return t.del(bJobs, seqKey(id)) })
 }
 
 // PendingJobs returns the unfinished jobs, oldest first.

@@ -26,6 +26,8 @@ type backend interface {
 	// write of the batch fails), so it must change nothing outside t but
 	// variables it sets on every run.
 	batch(fn func(t txn) error) error
+	// sharing is how many batch calls are under way.
+	sharing() int
 	view(fn func(t txn) error) error
 	close() error
 	size() int64
@@ -66,8 +68,8 @@ const (
 type boltBackend struct {
 	db   *bolt.DB
 	path string
-	// sharing counts the callers of batch under way.
-	sharing atomic.Int32
+	// shared counts the callers of batch under way.
+	shared atomic.Int32
 }
 
 func openBolt(path string, noSync bool) (*boltBackend, error) {
@@ -100,13 +102,15 @@ func (b *boltBackend) update(fn func(t txn) error) error {
 // link a few milliseconds per write and a sequential writer (a load, a
 // migration) that much per record.
 func (b *boltBackend) batch(fn func(t txn) error) error {
-	n := b.sharing.Add(1)
-	defer b.sharing.Add(-1)
+	n := b.shared.Add(1)
+	defer b.shared.Add(-1)
 	if n == 1 {
 		return b.update(fn)
 	}
 	return b.db.Batch(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
 }
+
+func (b *boltBackend) sharing() int { return int(b.shared.Load()) }
 
 func (b *boltBackend) view(fn func(t txn) error) error {
 	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
@@ -218,6 +222,8 @@ type memBackend struct {
 func newMemBackend() *memBackend { return &memBackend{data: map[string]map[string][]byte{}} }
 
 func (m *memBackend) batch(fn func(t txn) error) error { return m.update(fn) }
+
+func (m *memBackend) sharing() int { return 0 }
 
 func (m *memBackend) update(fn func(t txn) error) error {
 	m.mu.Lock()

@@ -36,9 +36,9 @@ const (
 	checkExitUsage      = 4 // bad flags or settings: nothing was checked
 )
 
-const checkUsage = `Usage: verdictbot check [--json] [--sim] [--timeout d] <url|file>…
-
-Checks each argument once and prints its verdict, one line per target (or a
+// checkUsage is what check does (verdictbot help check adds the usage
+// line, the flags and the settings).
+const checkUsage = `Checks each argument once and prints its verdict, one line per target (or a
 JSON array with --json):
   - an existing local file goes to the sandbox: looked up by its sha256
     first, uploaded only when the sandbox does not know it;
@@ -63,8 +63,6 @@ Exit status: that of the worst verdict, in the order the bot's cards use
   2  malicious
   3  could not check (service error, timeout, failed analysis, not a link)
   4  usage or configuration error: nothing was checked
-
-Flags:
 `
 
 // checkResult is one target's verdict, as --json prints it.
@@ -93,24 +91,36 @@ type checkResult struct {
 	level verdict.Level
 }
 
+// checkFlags are the values of check's flags.
+type checkFlags struct {
+	asJSON, useSim *bool
+	timeout        *time.Duration
+}
+
+// newCheckFlags is check's flag set (also printed by its help).
+func newCheckFlags() (*flag.FlagSet, checkFlags) {
+	fs := flag.NewFlagSet("verdictbot check", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are printed by runCheck, in one line
+	fs.Usage = func() {}
+	return fs, checkFlags{
+		asJSON:  fs.Bool("json", false, "print a JSON array of results instead of one line per target"),
+		useSim:  fs.Bool("sim", false, "use a built-in simulator of both services, whose analyses take about a second (REPUTATION_URL and SANDBOX_URL are ignored)"),
+		timeout: fs.Duration("timeout", 0, "how long one analysis may take (default: VERDICTBOT_URL_DEADLINE for links, VERDICTBOT_SANDBOX_DEADLINE for files)"),
+	}
+}
+
 // runCheck is `verdictbot check`; it returns the exit status.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verdictbot check", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are printed below, in one line
-	asJSON := fs.Bool("json", false, "print a JSON array of results instead of one line per target")
-	useSim := fs.Bool("sim", false, "use a built-in simulator of both services, whose analyses take about a second (REPUTATION_URL and SANDBOX_URL are ignored)")
-	timeout := fs.Duration("timeout", 0, "how long one analysis may take (default: VERDICTBOT_URL_DEADLINE for links, VERDICTBOT_SANDBOX_DEADLINE for files)")
-	fs.Usage = func() {}
+	fs, f := newCheckFlags()
+	asJSON, useSim, timeout := f.asJSON, f.useSim, f.timeout
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "verdictbot check: "+format+"\n", a...)
 		return checkExitUsage
 	}
 	targets, err := parseInterleaved(fs, args)
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stderr, checkUsage)
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
+	case errors.Is(err, flag.ErrHelp): // Main answers -h; this is for direct callers
+		writeCommandHelp(stderr, findCLICommand("check"))
 		return checkExitClean
 	case err != nil:
 		return fail("%v (verdictbot check -h for help)", err)
@@ -120,10 +130,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail("--timeout must not be negative")
 	}
 
-	cfg, err := loadConfig()
-	if err != nil {
-		return fail("%v", err)
-	}
+	cfg, loadErr := loadConfig()
 	if *useSim {
 		base, stop, err := startLocalSim(sim.Config{Profile: simQuickProfile})
 		if err != nil {
@@ -133,8 +140,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		cfg.ReputationURL, cfg.ReputationAPIKey = base, shellSimKey
 		cfg.SandboxURL, cfg.SandboxAPIKey = base, shellSimKey
 	}
-	if err := cfg.Validate(false); err != nil {
-		return fail("%v", err)
+	if err := joinSettings(loadErr, cfg.Validate(false)); err != nil {
+		return fail("%v", err) // every problem at once
 	}
 	logger := slog.New(slog.DiscardHandler)
 	if os.Getenv("VERDICTBOT_LOG_LEVEL") != "" {

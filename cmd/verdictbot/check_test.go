@@ -106,9 +106,10 @@ func TestCheckUsageErrorsExit4(t *testing.T) {
 	if code, _, errOut := runCheckArgs("--sim", "https://example.com/"); code != 4 || !strings.Contains(errOut, "did you mean VERDICTBOT_THRESHOLD_PHISHING?") {
 		t.Errorf("a misspelt setting: exit %d, stderr %q", code, errOut)
 	}
-	code, _, errOut := runCheckArgs("-h")
-	if code != 0 || !strings.Contains(errOut, "4  usage or configuration error") {
-		t.Errorf("-h: exit %d, stderr %q", code, errOut)
+	// Help asked for goes to stdout, with exit 0 (cli_test covers every command).
+	code, out, _ := runCheckArgs("-h")
+	if code != 0 || !strings.Contains(out, "4  usage or configuration error") {
+		t.Errorf("-h: exit %d, stdout %q", code, out)
 	}
 }
 

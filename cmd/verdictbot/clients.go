@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"net/http"
 
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
@@ -46,4 +47,13 @@ func newSandbox(cfg *Config, log *slog.Logger, observe func(sandbox.Event)) (*sa
 		opts = append(opts, sandbox.WithInsecureTLS())
 	}
 	return sandbox.New(cfg.SandboxURL, cfg.SandboxAPIKey.Reveal(), opts...)
+}
+
+// slackHTTP is the Slack Web API's HTTP client: the default transport's
+// settings with the proxy from the environment (HTTPS_PROXY, NO_PROXY)
+// stated, so that a change of transport cannot drop it.
+func slackHTTP() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = http.ProxyFromEnvironment
+	return &http.Client{Transport: tr}
 }

@@ -6,38 +6,45 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/verdictbot/verdictbot/internal/bytesize"
 	"github.com/verdictbot/verdictbot/store"
 )
 
+// compactText is what compact does (verdictbot help compact).
+const compactText = "Rewrites the store file with only its live records, to give back the space that\n" +
+	"retention (VERDICTBOT_RETENTION) freed. Stop the bot first: the command refuses\n" +
+	"while the file is open. The original is kept as " + store.FileName + ".precompact."
+
+// newCompactFlags is compact's flag set (also printed by its help).
+func newCompactFlags() (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
+	dir := strings.TrimSpace(os.Getenv("VERDICTBOT_DATA_DIR"))
+	if dir == "" {
+		dir = defaultConfig().DataDir
+	}
+	return fs, fs.String("data-dir", dir, "the data directory holding "+store.FileName+" (default: VERDICTBOT_DATA_DIR)")
+}
+
 // runCompact is "verdictbot compact": offline, it rewrites the store file
 // of VERDICTBOT_DATA_DIR (or --data-dir) with only its live records. The
 // file's lock makes it refuse while the bot runs.
 func runCompact(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := os.Getenv("VERDICTBOT_DATA_DIR")
-	if dir == "" {
-		dir = defaultConfig().DataDir
-	}
-	fs.StringVar(&dir, "data-dir", dir, "the data directory holding "+store.FileName+" (default: VERDICTBOT_DATA_DIR)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: verdictbot compact [--data-dir DIR]\n\n"+
-			"Rewrites the store file with only its live records, to give back the space that\n"+
-			"retention (VERDICTBOT_RETENTION) freed. Stop the bot first: the command refuses\n"+
-			"while the file is open. The original is kept as %s.precompact.\n\n", store.FileName)
-		fs.PrintDefaults()
-	}
+	fs, dirFlag := newCompactFlags()
+	fs.SetOutput(io.Discard) // Main prints the error and where help is
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			writeCommandHelp(stderr, findCLICommand("compact"))
 			return nil
 		}
-		return errUsage
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return errUsage
+		return fmt.Errorf("%w: compact takes no arguments but --data-dir, got %q", errUsage, fs.Args())
 	}
+	dir := *dirFlag
 	st, err := store.Compact(dir)
 	if err != nil {
 		return err

@@ -8,18 +8,18 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/verdictbot/verdictbot/slackfile"
 
 	"github.com/kelseyhightower/envconfig"
 	"github.com/robfig/cron/v3"
 
 	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -59,6 +59,11 @@ func (d DatabaseURL) String() string {
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
+	// libpq also takes the password as a parameter (?password=…).
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
 	return u.String()
 }
 
@@ -73,11 +78,14 @@ func (d DatabaseURL) Reveal() string { return string(d) }
 
 // Password returns the URL's password ("" if none), for the log redactor.
 func (d DatabaseURL) Password() Secret {
-	if u, err := url.Parse(string(d)); err == nil && u.User != nil {
-		p, _ := u.User.Password()
+	u, err := url.Parse(string(d))
+	if err != nil {
+		return ""
+	}
+	if p, ok := u.User.Password(); ok {
 		return Secret(p)
 	}
-	return ""
+	return Secret(u.Query().Get("password"))
 }
 
 // Config is every setting, read from the environment over defaultConfig
@@ -154,6 +162,9 @@ type Config struct {
 
 	// Derived by Validate.
 	thresholds verdict.Thresholds
+	// fromEnv holds the settings loadConfig took from the environment
+	// (the others are defaults), for `verdictbot config`.
+	fromEnv map[string]bool
 }
 
 // defaultConfig is every setting at its default: the one place defaults
@@ -211,27 +222,117 @@ func defaultConfig() *Config {
 	return cfg
 }
 
-// loadConfig reads the environment over the defaults and validates the
-// result. The error is one line naming the setting.
+// loadConfig reads the environment over the defaults. A variable that is
+// unset or empty (VAR=) keeps the default. Every value that does not parse
+// and every unknown VERDICTBOT_* variable is reported, one line each (a
+// settingsError); the config returned holds the defaults in their place,
+// so Validate can still report the other settings' problems.
 func loadConfig() (*Config, error) {
 	cfg := defaultConfig()
-	if err := envconfig.Process("", cfg); err != nil {
+	var errs settingsError
+	v := reflect.ValueOf(cfg).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		name := t.Field(i).Tag.Get("envconfig")
+		if name == "" {
+			continue
+		}
+		raw, _ := os.LookupEnv(name)
+		if strings.TrimSpace(raw) == "" {
+			continue // unset or empty: the default
+		}
+		if err := setSetting(v.Field(i), t.Field(i)); err != nil {
+			shown := raw
+			if isSecretField(t.Field(i).Type) {
+				shown = "…" // never echoed
+			}
+			errs = append(errs, fmt.Errorf("%s=%q: not a valid %s", name, shown, typeWord(t.Field(i).Type.String())))
+			continue
+		}
+		if cfg.fromEnv == nil {
+			cfg.fromEnv = map[string]bool{}
+		}
+		cfg.fromEnv[name] = true
+	}
+	errs = append(errs, checkUnknown()...)
+	cfg.trim()
+	return cfg, errs.orNil()
+}
+
+// loadValidConfig is loadConfig then Validate (needSlack: for `run`),
+// with every problem of both in one error, one line each.
+func loadValidConfig(needSlack bool) (*Config, error) {
+	cfg, loadErr := loadConfig()
+	return cfg, joinSettings(loadErr, cfg.Validate(needSlack))
+}
+
+// setSetting parses the environment variable of Config's field sf into f.
+// envconfig does the decoding (the types and formats the settings have
+// always had: durations, comma lists, numbers); it is given a struct of
+// this one field, so that one bad value does not hide the others and an
+// empty variable, skipped by the caller, keeps its default.
+func setSetting(f reflect.Value, sf reflect.StructField) error {
+	one := reflect.New(reflect.StructOf([]reflect.StructField{{Name: sf.Name, Type: sf.Type, Tag: sf.Tag}}))
+	one.Elem().Field(0).Set(f)
+	if err := envconfig.Process("", one.Interface()); err != nil {
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s=%q: not a valid %s", pe.KeyName, pe.Value, typeWord(pe.TypeName))
+			return pe.Err
 		}
-		return nil, err
+		return err
 	}
-	if err := checkUnknown(cfg); err != nil {
-		return nil, err
+	f.Set(one.Elem().Field(0))
+	return nil
+}
+
+func isSecretField(t reflect.Type) bool {
+	return t == reflect.TypeFor[Secret]() || t == reflect.TypeFor[DatabaseURL]()
+}
+
+// settingsError is every problem of the settings, one line each.
+type settingsError []error
+
+func (e settingsError) Error() string {
+	if len(e) == 1 {
+		return e[0].Error()
 	}
-	cfg.trim()
-	return cfg, nil
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d settings are wrong:", len(e))
+	for _, err := range e {
+		b.WriteString("\n  " + err.Error())
+	}
+	return b.String()
+}
+
+func (e settingsError) Unwrap() []error { return e }
+
+func (e settingsError) orNil() error {
+	if len(e) == 0 {
+		return nil
+	}
+	return e
+}
+
+// joinSettings puts the problems of several errors (settingsErrors or
+// single ones) in one settingsError; nil when there is none.
+func joinSettings(errs ...error) error {
+	var all settingsError
+	for _, err := range errs {
+		var se settingsError
+		switch {
+		case err == nil:
+		case errors.As(err, &se):
+			all = append(all, se...)
+		default:
+			all = append(all, err)
+		}
+	}
+	return all.orNil()
 }
 
 func typeWord(t string) string {
 	switch t {
-	case "int":
+	case "int", "int64":
 		return "whole number"
 	case "float64":
 		return "number"
@@ -239,13 +340,16 @@ func typeWord(t string) string {
 		return "boolean (true or false)"
 	case "time.Duration":
 		return "duration (Go syntax: 90s, 15m, 1h)"
+	case "[]time.Duration":
+		return "list of durations (Go syntax, comma-separated: 1h,6h,24h)"
 	}
 	return t
 }
 
 // checkUnknown refuses VERDICTBOT_* variables we do not read: a typo would
 // otherwise silently keep a default.
-func checkUnknown(cfg *Config) error {
+func checkUnknown() settingsError {
+	var errs settingsError
 	known := knownSettings()
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -261,9 +365,10 @@ func checkUnknown(cfg *Config) error {
 		if near := nearest(name, known); near != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", near)
 		}
-		return errors.New(msg)
+		errs = append(errs, errors.New(msg))
 	}
-	return nil
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
 }
 
 // kubernetesServiceVar reports whether name looks like one of the variables
@@ -306,11 +411,12 @@ func (c *Config) trim() {
 }
 
 // Validate checks the settings `run` needs (needSlack false: the ones
-// `check` needs) and derives the thresholds. It returns the first
-// problem, in configRules order. Messages are exact and tested.
+// `check` needs) and derives the thresholds. It returns every problem, in
+// configRules order, one line each (a settingsError). Messages are exact
+// and tested.
 func (c *Config) Validate(needSlack bool) error {
 	if errs := c.problems(needSlack); len(errs) > 0 {
-		return errs[0]
+		return settingsError(errs)
 	}
 	c.thresholds = verdict.Thresholds{}
 	for _, t := range thresholdSettings(c) {
@@ -504,8 +610,8 @@ func loopbackHost(h string) bool {
 // Bounds and assumptions of the derived VERDICTBOT_MAX_CONCURRENT.
 const (
 	// typicalAnalysis is how long a URL analysis typically takes: the
-	// middle of the 5–120 s spread issue 14 plans for (notes §4.1 put
-	// the URL service at 1–5 s pending plus 5–30 s processing).
+	// middle of the 5–120 s spread issue 14 plans for (the simulator assumes
+	// 1–5 s pending plus 5–30 s processing for the URL service).
 	typicalAnalysis = 60 * time.Second
 	// reportCallsPerAnalysis is the report-budget requests of a typical
 	// analysis: about a dozen status calls and the result
@@ -639,7 +745,7 @@ func threshold(cat verdict.Category) configRule {
 func checkBaseURL(name, v string) error {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%s=%q: want an http:// or https:// URL", name, v)
+		return fmt.Errorf("%s=%q: want an http:// or https:// URL", name, maskURLPassword(v))
 	}
 	if u.User != nil {
 		return fmt.Errorf("%s: must not carry credentials in the URL", name)

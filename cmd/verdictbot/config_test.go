@@ -185,7 +185,7 @@ func TestKubernetesServiceVariablesAreNotUnknownSettings(t *testing.T) {
 
 // TestConfigRulesEachNameTheirSetting: with every setting wrong, each rule
 // of the table reports one problem, and its message starts with the
-// setting the row names; Validate returns the first.
+// setting the row names; Validate returns them all.
 func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 	known := map[string]bool{}
 	for _, tag := range settingTags() {
@@ -222,8 +222,19 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		}
 		i++
 	}
-	if err := bad.Validate(true); err == nil || err.Error() != errs[0].Error() {
-		t.Errorf("Validate = %v, want the first problem %v", err, errs[0])
+	// Validate reports them all, one line each, in table order.
+	err := bad.Validate(true)
+	if err == nil {
+		t.Fatal("Validate passed")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if lines[0] != fmt.Sprintf("%d settings are wrong:", len(errs)) || len(lines) != len(errs)+1 {
+		t.Fatalf("Validate = %v", err)
+	}
+	for i, e := range errs {
+		if lines[i+1] != "  "+e.Error() {
+			t.Errorf("line %d = %q, want %q", i+1, lines[i+1], e)
+		}
 	}
 	if n := len(bad.problems(false)); n >= len(errs) {
 		t.Errorf("check (no Slack) sees %d problems, want fewer than run's %d", n, len(errs))

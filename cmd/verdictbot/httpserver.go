@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -96,11 +97,14 @@ func (s *opsServer) shutdown() {
 // (distroless images have no shell or curl). It exits 0 when /healthz
 // answers 200 on VERDICTBOT_HTTP_ADDR.
 func runHealthcheck(ctx context.Context, args []string, stdout io.Writer) error {
-	addr := os.Getenv("VERDICTBOT_HTTP_ADDR")
+	addr := strings.TrimSpace(os.Getenv("VERDICTBOT_HTTP_ADDR")) // empty: the default
 	if addr == "" {
 		addr = defaultHTTPAddr
 	}
-	if len(args) > 0 {
+	switch {
+	case len(args) > 1:
+		return fmt.Errorf("%w: healthcheck takes at most one address, got %q", errUsage, args)
+	case len(args) == 1:
 		addr = args[0]
 	}
 	host, port, err := net.SplitHostPort(addr)

@@ -1,7 +1,8 @@
 // Command verdictbot is a Slack app that scans the links and files posted in
 // the channels it is in and answers in the thread with a verdict card.
 //
-// Subcommands: run | shell | check | sim | migrate | compact | healthcheck | version. Only this package reads
+// Subcommands: run | shell | check | sim | migrate | compact | healthcheck | config | version | help
+// (cliCommands, cli.go, describes each). Only this package reads
 // the environment and turns signals into a cancelled context.
 package main
 
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -25,34 +27,40 @@ func main() {
 	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// errUsage marks an error that should print the usage text.
+// errUsage marks an error that should print the command's usage.
 var errUsage = errors.New("usage")
-
-const usage = `verdictbot scans links and files shared in Slack channels.
-
-Usage:
-  verdictbot run                                  connect to Slack (settings from the environment)
-  verdictbot shell                                chat with the bot in the terminal, no Slack needed (built-in
-                                                  simulator unless REPUTATION_URL / SANDBOX_URL are set)
-  verdictbot check [--json] [--sim] <url|file>…   scan links and files once, for scripts and CI; exit status
-                                                  0 clean, 1 suspicious, 2 malicious, 3 could not check, 4 usage
-  verdictbot sim [--addr 127.0.0.1:8099] [flags]   serve a simulator of both analysis services
-  verdictbot migrate                              bring the state's schema up to date (PostgreSQL when
-                                                  VERDICTBOT_DATABASE_URL is set, else the file) and exit
-  verdictbot compact [--data-dir DIR]             shrink the store file to its live records (offline: stop
-                                                  the bot first; keeps the original as verdictbot.db.precompact)
-  verdictbot healthcheck [addr]                   exit 0 if /healthz answers (for container health checks)
-  verdictbot version                              print version and commit
-
-Run "verdictbot <command> -h" for the flags of a command.
-`
 
 // Main runs one subcommand and returns the process exit code. It is what
 // main calls, and what tests call to drive the real program.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		writeUsage(stderr)
 		return 2
+	}
+	switch name := args[0]; {
+	case name == "help" || name == "-h" || name == "--help" || name == "-help":
+		if len(args) == 1 {
+			writeUsage(stdout)
+			return 0
+		}
+		topic := args[1]
+		if wantsHelp(args[1:2]) {
+			topic = "help"
+		}
+		c := findCLICommand(topic)
+		if c == nil {
+			fmt.Fprint(stderr, unknownCommand(args[1]))
+			return 2
+		}
+		writeCommandHelp(stdout, c)
+		return 0
+	case name == "--version" || name == "-v":
+	case findCLICommand(name) == nil:
+		fmt.Fprint(stderr, unknownCommand(name))
+		return 2
+	case wantsHelp(args[1:]):
+		writeCommandHelp(stdout, findCLICommand(name))
+		return 0
 	}
 	// The first SIGINT/SIGTERM cancels ctx: intake stops, work in flight
 	// reaches the store, and the process exits within 10 s. A second one
@@ -95,16 +103,22 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCheck(ctx, args[1:], stdout, stderr) // its own exit statuses (check.go)
 	case "sim":
 		err = runSim(ctx, args[1:], stdout, stderr)
+	case "config":
+		err = runConfig(args[1:], stdout)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "verdictbot %s (commit %s)\n", version, commit)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-	default:
-		fmt.Fprintf(stderr, "verdictbot: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		if len(args) > 1 {
+			err = fmt.Errorf("%w: version takes no arguments", errUsage)
+		} else {
+			fmt.Fprintf(stdout, "verdictbot %s (commit %s)\n", version, commit)
+		}
 	}
 	if errors.Is(err, errUsage) {
-		fmt.Fprint(stderr, usage)
+		msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), errUsage.Error()), ": ")
+		if msg == "" {
+			msg = "wrong arguments"
+		}
+		fmt.Fprintf(stderr, "verdictbot %s: %s\nUsage: %s\nRun \"verdictbot help %s\" for its flags and settings.\n",
+			args[0], msg, findCLICommand(args[0]).synopsis, args[0])
 		return 2
 	}
 	if err != nil {

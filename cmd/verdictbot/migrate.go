@@ -23,17 +23,14 @@ alone before a rolling upgrade, or to check a database.
 // runMigrate is `verdictbot migrate`.
 func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) > 0 {
-		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-			fmt.Fprint(stdout, migrateHelp)
+		if args[0] == "help" {
+			writeCommandHelp(stdout, findCLICommand("migrate"))
 			return nil
 		}
-		return fmt.Errorf("migrate takes no arguments (settings come from the environment)\n\n%s", migrateHelp)
+		return fmt.Errorf("%w: migrate takes no arguments, got %q (settings come from the environment)", errUsage, args)
 	}
-	cfg, err := loadConfig()
+	cfg, err := loadValidConfig(false) // every problem at once
 	if err != nil {
-		return err
-	}
-	if err := cfg.Validate(false); err != nil {
 		return err
 	}
 	if cfg.DatabaseURL == "" {

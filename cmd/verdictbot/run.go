@@ -41,13 +41,10 @@ import (
 // over Socket Mode and serves until ctx ends or a fatal error.
 func runBot(ctx context.Context, args []string, stderr io.Writer) error {
 	if len(args) > 0 {
-		return fmt.Errorf("run takes no arguments (settings come from the environment; see the README)")
+		return fmt.Errorf("%w: run takes no arguments, got %q (settings come from the environment: verdictbot help run)", errUsage, args)
 	}
-	cfg, err := loadConfig()
+	cfg, err := loadValidConfig(true) // every problem at once
 	if err != nil {
-		return err
-	}
-	if err := cfg.Validate(true); err != nil {
 		return err
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey,
@@ -85,6 +82,11 @@ type app struct {
 	// when VERDICTBOT_EVENTS_URL and VERDICTBOT_EVENTS_FILE are unset).
 	events      *events.Emitter
 	eventSender *events.Sender
+	// health follows the services' last answers; home is the App Home,
+	// mention answers @verdictbot.
+	health  *serviceHealth
+	home    *commands.Home
+	mention *commands.Mention
 }
 
 func apiURL(u string) string {
@@ -145,12 +147,22 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
+	// Every outbound connection honours HTTPS_PROXY, HTTP_PROXY and
+	// NO_PROXY: the Web API, file uploads and downloads through slackHTTP,
+	// the Socket Mode WebSocket through slack-go's dialer (which sets the
+	// same http.ProxyFromEnvironment), the service clients through
+	// internal/apiclient's transport (TestEveryOutboundConnectionGoesThroughHTTPSProxy).
 	a.api = slack.New(cfg.SlackBotToken.Reveal(),
+		slack.OptionHTTPClient(slackHTTP()),
 		slack.OptionAppLevelToken(cfg.SlackAppToken.Reveal()),
 		slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	a.sm = socketmode.New(a.api)
 
-	rep, err := newReputation(cfg, log, a.metrics.ReputationEvent)
+	a.health = newServiceHealth(true, cfg.SandboxURL != "")
+	rep, err := newReputation(cfg, log, func(e reputation.Event) {
+		a.metrics.ReputationEvent(e)
+		a.health.observe("URL reputation", string(e.Reason), e.IsWait)
+	})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -223,6 +235,8 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		OnTakeOver: a.metrics.WatchReplicas(db.Replicas)})
 	a.bot.SetJournal(db)
 	a.metrics.WatchJournal(a.bot.Spooled)
+	a.metrics.WatchConnection(a.bot.Connected)
+	a.metrics.WatchCards(a.cards.Scanning)
 	a.messages = &cards.Messages{
 		Self:          a.cardsIdentity,
 		Links:         policy,
@@ -247,8 +261,20 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}, a.messages.NeedsWork)
 	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
 		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist,
-		Events: a.sink()}
+		Log: log.With("component", "audit"), Events: a.sink()}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
+	a.home = &commands.Home{API: a.api, Scan: a.scan, Registry: a.slash.Registry, Run: a.slash.Run, Access: access,
+		Health: a.health.states, Pending: a.feedback.Pending, Log: log.With("component", "home")}
+	a.mention = &commands.Mention{API: a.api, Scanner: a.messages, Self: func() string { return a.bot.Identity().UserID },
+		Log: log.With("component", "mention")}
+	a.bot.SetPeopleHandlers(func(ctx context.Context, ev *slackevents.AppHomeOpenedEvent) {
+		a.home.Opened(ctx, ev.User, ev.Tab)
+	}, func(ctx context.Context, ev *slackevents.AppMentionEvent) {
+		if ev.BotID != "" {
+			return // another app's post: mentions are for people
+		}
+		a.mention.Handle(ctx, ev.User, ev.Channel, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp)
+	})
 	if err := a.wireFiles(); err != nil {
 		db.Close()
 		return nil, err
@@ -302,7 +328,10 @@ func (a *app) wireFiles() error {
 		log.Info("no SANDBOX_URL: shared files are not checked")
 		return nil
 	}
-	sb, err := newSandbox(cfg, log, a.metrics.SandboxEvent)
+	sb, err := newSandbox(cfg, log, func(e sandbox.Event) {
+		a.metrics.SandboxEvent(e)
+		a.health.observe("Sandbox", string(e.Reason), e.IsWait)
+	})
 	if err != nil {
 		return err
 	}
@@ -370,6 +399,9 @@ func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback, ra
 		if err := a.poster.Ephemeral(ctx, channel, cb.User.ID, "Scanning that message; the card will appear in its thread."); err != nil {
 			a.log.Warn("shortcut reply failed", "error", err)
 		}
+		return
+	}
+	if a.home.HandleInteraction(ctx, cb) {
 		return
 	}
 	a.feedback.HandleInteraction(ctx, cb)

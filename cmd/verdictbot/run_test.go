@@ -479,23 +479,6 @@ func TestFatalAuthExitsNonZeroWithAClearLine(t *testing.T) {
 	}
 }
 
-func TestDirectMessagesAreNotScanned(t *testing.T) {
-	h := startBot(t, nil, sim.Config{})
-	if _, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: "D0DIRECT", User: alice, Text: "<https://evil.test/in-a-dm>"}); err != nil {
-		t.Fatal(err)
-	}
-	// A thread broadcast in a channel is scanned. Its card takes a status
-	// poll (about a second), by when the DM, delivered first, was handled.
-	root := h.post("root")
-	if _, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, ThreadTS: root.TS, SubType: "thread_broadcast", Text: "<https://evil.test/broadcast>"}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitCard(root.TS, func(s string) bool { return strings.Contains(s, "broadcast") })
-	if n := len(h.sim.URLTasks("https://evil.test/in-a-dm")); n != 0 {
-		t.Fatal("a direct message was sent to the service")
-	}
-}
-
 func TestOffChannelsAreNotScanned(t *testing.T) {
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Config{})
 	d := h.post("<https://evil.test/off>")

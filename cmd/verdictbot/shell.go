@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/verdictbot/verdictbot/sim"
@@ -24,7 +25,8 @@ import (
 // (the read loop and what a line does), shell_press.go (feedback buttons),
 // shell_render.go (what the bot posted, as terminal text).
 
-// The shell's one channel and one user (an admin, so every command works).
+// The shell's channel, and the person typing at first (an admin, so that
+// every command works; `as @alice` acts as someone who is not).
 const (
 	shellChannel     = "C0SECURITY"
 	shellChannelName = "security"
@@ -37,13 +39,21 @@ const (
 	shellMaxFile = 64 << 20
 )
 
+// shellHelp lists what the shell understands besides /scan.
 const shellHelp = `Type a message to post it in #security; the bot scans the links in it.
-  /scan …                  the slash command (/scan help lists what it does)
-  file <path>              share a local file (it goes to the sandbox)
-  fp 1, fn 1, restore 1    press a button of line 1 of the last card
-  fp 1 malicious @2        … reporting another category, on card #2
-  help                     this help
-  quit                     leave (or Ctrl-D)
+  /scan …                   the slash command (its commands are listed below)
+  file <path>               share a local file (it goes to the sandbox)
+  show [N]                  print card N (default: the last) in full; later changes print as one line
+  fp 1, fn 1, restore 1     press a button of line 1 of the last card
+  fp 1 malicious @2         … reporting another category, on card #2
+  mode [quiet|verbose|off]  show or set #security's mode (it starts as production's default)
+  flip <url> [category [score]|clean]
+                            make the simulator's next scan of <url> say something else
+  recheck                   run the recheck job now (each link's next recheck brought forward)
+  as [@name]                show or change who you are: @you (an admin), @alice or @bob (not admins)
+  help                      this help
+  quit                      leave (or Ctrl-D)
+At the prompt: ←/→ Home/End Ctrl-A/E/K/U/W edit the line, ↑/↓ go through the history.
 `
 
 // shellFlags are the shell's command-line flags.
@@ -84,6 +94,10 @@ func parseShellFlags(args []string, stderr io.Writer) (shellFlags, error) {
 	return shellFlags{profile: profile, wait: *wait}, nil
 }
 
+// shellStarted, set by tests, is told about the shell before it reads
+// its first line.
+var shellStarted func(*shell)
+
 // runShell is `verdictbot shell`.
 func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	flags, err := parseShellFlags(args, stderr)
@@ -114,18 +128,65 @@ func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer bot.stop()
 
-	sh := &shell{out: stdout, fake: fake, db: bot.app.db, wait: flags.wait,
-		interactive: isTerminal(stdin), color: isTerminal(stdout) && os.Getenv("NO_COLOR") == "",
-		shown: map[string]*shownMsg{}}
 	services := fmt.Sprintf("URL service: %s; sandbox: %s", env.repName, env.sbName)
-	if sh.interactive {
-		sh.print("verdictbot shell: you are " + shellUser + " (an admin) in #" + shellChannelName + "; " + services + ".\n" +
-			"Post a message with a link, try /scan help, share a file with file <path>; help for more, Ctrl-D to leave.\n")
-	} else {
+	inFile, inTTY := stdin.(*os.File)
+	outFile, outTTY := stdout.(*os.File)
+	interactive := inTTY && outTTY && isTerminal(inFile) && isTerminal(outFile)
+	if !interactive {
+		sh := newShell(stdout, fake, bot.app, env, flags.wait, false, false)
 		if env.keepLogs {
 			services += "; logs in " + env.logFile.Name()
 		}
-		fmt.Fprintf(stderr, "verdictbot shell: %s\n", services)
+		fmt.Fprint(stderr, sh.banner(services, ""))
+		if shellStarted != nil {
+			shellStarted(sh)
+		}
+		return sh.run(ctx, newPipeLines(stdin), bot)
 	}
-	return sh.run(ctx, stdin, bot)
+
+	// A terminal: a prompt, line editing and a history kept in the
+	// user's state directory (in memory only when it cannot be written).
+	histNote := ""
+	path, err := historyPath()
+	if err == nil {
+		histNote = "history in " + path
+	}
+	hist, herr := openHistory(path)
+	if err != nil || herr != nil {
+		histNote = "history not kept: " + errors.Join(err, herr).Error()
+	}
+	tl, err := openTerminal(inFile, outFile, "", hist)
+	if err != nil {
+		return err
+	}
+	defer tl.close()
+	sh := newShell(tl, fake, bot.app, env, flags.wait, true, os.Getenv("NO_COLOR") == "")
+	sh.print(sh.banner(services, histNote))
+	if shellStarted != nil {
+		shellStarted(sh)
+	}
+	return sh.run(ctx, tl, bot)
+}
+
+// banner is the shell's greeting: what it runs against, who you are and
+// the channel's mode, what to try, and how to leave.
+func (s *shell) banner(services, histNote string) string {
+	mode := s.app.cfg.ChannelMode
+	var b strings.Builder
+	fmt.Fprintf(&b, "verdictbot shell: the bot against a fake Slack, nothing leaves this machine; %s.\n", services)
+	fmt.Fprintf(&b, "You are @%s (an admin) in #%s, mode %s as in production: %s (mode verbose: a card every time).\n",
+		shellUserName, shellChannelName, mode, modeWords[mode])
+	b.WriteString("Try: see https://login.phish.test/verify · /scan help · flip https://example.com/ then recheck · as @alice\n")
+	b.WriteString("help lists every command; Ctrl-D leaves")
+	if histNote != "" {
+		b.WriteString("; " + histNote)
+	}
+	b.WriteString(".\n")
+	return b.String()
+}
+
+// help is the shell's commands, then /scan's (the command registry's
+// help, as the terminal shows Slack's text).
+func (s *shell) help() string {
+	return shellHelp + "\n" + s.app.slash.Registry.TerminalHelp() + "\n"
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,30 +94,63 @@ func (env *shellEnv) close() {
 	env.closers = nil
 }
 
+// shellPerson is someone the shell can act as (`as @name`).
+type shellPerson struct {
+	id, name string
+	admin    bool // in VERDICTBOT_ADMINS
+}
+
+// shellPeople are the fake workspace's members of #security: you (an
+// admin, the default) and two analysts who are not admins.
+var shellPeople = []shellPerson{
+	{shellUser, shellUserName, true},
+	{"U0ALICE", "alice", false},
+	{"U0BOB", "bob", false},
+}
+
+// findPerson finds a person by @name, name or user id.
+func findPerson(who string) (shellPerson, bool) {
+	who = strings.TrimPrefix(strings.TrimSpace(who), "@")
+	for _, p := range shellPeople {
+		if strings.EqualFold(who, p.name) || strings.EqualFold(who, p.id) {
+			return p, true
+		}
+	}
+	return shellPerson{}, false
+}
+
 // startShellSlack starts the fake Slack on a free loopback port, with the
-// shell's channel and its one user, an admin.
+// shell's channel and its members.
 func startShellSlack() (*slackfake.Server, error) {
 	fake, err := slackfake.New() // 127.0.0.1, a free port
 	if err != nil {
 		return nil, err
 	}
-	fake.AddChannel(slackfake.Channel{ID: shellChannel, Name: shellChannelName, Members: []string{shellUser}})
-	fake.AddUser(slackfake.User{ID: shellUser, Name: shellUserName, RealName: shellUserName, IsAdmin: true})
+	var members []string
+	for _, p := range shellPeople {
+		members = append(members, p.id)
+		fake.AddUser(slackfake.User{ID: p.id, Name: p.name, RealName: p.name, IsAdmin: p.admin})
+	}
+	fake.AddChannel(slackfake.Channel{ID: shellChannel, Name: shellChannelName, Members: members})
 	return fake, nil
 }
 
-// config is the bot's configuration in the shell: the defaults, pointed at
-// the fake Slack and the services, every message carded at once, no ops
-// port.
+// config is the bot's configuration in the shell: the defaults (the
+// channel mode included: quiet, as in production), pointed at the fake
+// Slack and the services, no ops port.
 func (env *shellEnv) config(fake *slackfake.Server) (*Config, error) {
 	cfg := defaultConfig()
 	cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackAPIURL = Secret(fake.BotToken()), Secret(fake.AppToken()), fake.APIURL()
 	cfg.ReputationURL, cfg.ReputationAPIKey = env.repURL, env.repKey
 	cfg.SandboxURL, cfg.SandboxAPIKey = env.sbURL, env.sbKey
 	cfg.DataDir = env.dir
-	cfg.Admins = []string{shellUser}
-	cfg.ChannelMode = "verbose" // a card for every message with a link, shown at once
-	cfg.HTTPAddr = "off"        // no health or metrics port
+	cfg.Admins = nil
+	for _, p := range shellPeople {
+		if p.admin {
+			cfg.Admins = append(cfg.Admins, p.id)
+		}
+	}
+	cfg.HTTPAddr = "off" // no health or metrics port
 	if err := cfg.Validate(true); err != nil {
 		return nil, err
 	}
@@ -200,4 +237,35 @@ func isTerminal(f any) bool {
 	}
 	st, err := file.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// flip makes the reputation service's next scan of url give scores,
+// through the simulator's admin API (POST /_sim/flip at the service's
+// origin). A service that is not the simulator answers something else:
+// the error says flip needs the simulator.
+func (env *shellEnv) flip(ctx context.Context, url string, scores sim.Scores) error {
+	base, err := neturl.Parse(env.repURL)
+	if err != nil || base.Host == "" {
+		return errors.New("flip needs the simulator as the URL service")
+	}
+	admin := &neturl.URL{Scheme: base.Scheme, Host: base.Host, Path: "/_sim/flip"}
+	body, _ := json.Marshal(map[string]any{"url": url, "scores": scores})
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, admin.String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		// The admin URL holds no key; still, say no more than the host.
+		return fmt.Errorf("flip: the URL service at %s did not answer", base.Host)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("flip needs the simulator as the URL service (%s answered %s to POST /_sim/flip)", base.Host, resp.Status)
+	}
+	return nil
 }

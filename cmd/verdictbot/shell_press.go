@@ -67,7 +67,7 @@ func (s *shell) press(option string, args []string) error {
 		}
 		value = notify.EncodeActionValue(idx, task, cat)
 	}
-	_, err = s.fake.DeliverBlockAction(slackfake.BlockAction{UserID: shellUser, Channel: shellChannel, MessageTS: ts, ActionID: action, Value: value})
+	_, err = s.fake.DeliverBlockAction(slackfake.BlockAction{UserID: s.who().id, Channel: shellChannel, MessageTS: ts, ActionID: action, Value: value})
 	return err
 }
 

@@ -66,7 +66,13 @@ func TestShellScriptedSession(t *testing.T) {
 		"file " + filepath.Join(t.TempDir(), "missing.bin"),
 		"docs at https://example.com/guide, thanks",
 		"/scan history https://login.phish.test/verify",
+		"\x1b[A\x1b[Alook https://example.org/typed-at-a-pipe",
+		"mode verbose",
+		"see https://example.net/page",
 	}, "\n") + "\n"
+	var sh *shell
+	shellStarted = func(s *shell) { sh = s }
+	defer func() { shellStarted = nil }()
 	code, out, errOut := runShellScript(t, nil, script, "--sim-profile", "quick", "--wait", "20s")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
@@ -74,12 +80,14 @@ func TestShellScriptedSession(t *testing.T) {
 	inOrder(t, out,
 		"you: fp 1", "! there is no card yet",
 		"you: /foo", "! only /scan is a command here",
-		// The phishing link: a card, scanning then the verdict, defanged.
+		// The phishing link (a quiet channel: the card comes with the
+		// verdict), defanged.
 		"you: look https://login.phish.test/verify", "── card #1 ──",
 		"MALICIOUS — do not open", "1. MALICIOUS · hxxps://login[.]phish[.]test/verify", "[fp 1] [fn 1] [restore 1] (category: phishing)",
-		// fp 1: the audit line on the card, and the private confirmation
-		// (sent only once the service accepted the report).
-		"you: fp 1", "── card #1, updated ──", "@U0YOU reported a false positive (phishing)",
+		// fp 1: the audit line added to the card, as a change line, and
+		// the private confirmation (sent only once the service accepted
+		// the report).
+		"you: fp 1", "card #1 · line 1 · @U0YOU reported a false positive (phishing)\n",
 		"» Thanks: A false positive (phishing) was reported to the URL service for task `",
 		"you: fp 4", "! card #1 has no fp button on line 4",
 		"you: /scan help", "» /scan — scan links", "/scan history",
@@ -87,12 +95,27 @@ func TestShellScriptedSession(t *testing.T) {
 		"you: file "+sample, "── card #2 ──", "MALICIOUS — do not open", "file invoice.exe", "family EICAR",
 		"[screenshot 0001.jpg, 64×48 JPEG]", "[screenshot 0002.jpg, 64×48 JPEG]",
 		"you: file", "! stat ", "missing.bin: no such file or directory",
-		"you: docs at https://example.com/guide, thanks", "── card #3 ──", "CLEAN\n1 link: 1 clean\n1. CLEAN · hxxps://example[.]com/guide",
+		// Clean in a quiet channel: the reaction, no card.
+		"you: docs at https://example.com/guide, thanks",
+		"✓ verdictbot reacted :white_check_mark: to \"docs at https://example.com/guide, thanks\" (clean; a quiet channel gets no card)",
 		"you: /scan history https://login.phish.test/verify", "» History of `hxxps://login[.]phish[.]test/verify`",
 		"— malicious (scan, task", "@U0YOU reported a false positive (phishing)",
+		// Arrow keys typed into a pipe arrive as escape sequences: shown
+		// in caret notation, refused, never posted.
+		"you: ^[[A^[[Alook https://example.org/typed-at-a-pipe", "! not posted: the line holds control characters",
+		"you: mode verbose", "mode: #security is now verbose",
+		"you: see https://example.net/page", "── card #3 ──", "1. CLEAN · hxxps://example[.]net/page",
 	)
+	if strings.Contains(out, "card #1, updated") || strings.Count(out, "── card #1 ──") != 1 {
+		t.Errorf("card #1 printed in full more than once:\n%s", out)
+	}
 	if strings.Contains(out, "\x1b") {
 		t.Error("escape sequences in plain output")
+	}
+	for _, m := range sh.fake.Messages(shellChannel, "") {
+		if hasControl(m.Text) || strings.Contains(m.Text, "typed-at-a-pipe") {
+			t.Errorf("posted %q", m.Text)
+		}
 	}
 	if strings.Count(out, "[screenshot ") != 2 {
 		t.Errorf("want 2 screenshots:\n%s", out)
@@ -135,7 +158,7 @@ func TestShellUsesTheConfiguredServices(t *testing.T) {
 func TestShellGivesUpWaitingAfterTheBound(t *testing.T) {
 	// pending.test never completes: at EOF the shell waits --wait, then
 	// says what is unfinished and exits 1.
-	code, out, errOut := runShellScript(t, nil, "https://pending.test/forever\n", "--sim-profile", "quick", "--wait", "2s")
+	code, out, errOut := runShellScript(t, nil, "mode verbose\nhttps://pending.test/forever\n", "--sim-profile", "quick", "--wait", "2s")
 	if code != 1 || !strings.Contains(errOut, "verdictbot shell: gave up waiting after 2s: 1 card(s) still being analysed") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -185,5 +208,72 @@ func TestSlackTextIsWhatAClientSends(t *testing.T) {
 		if got := plainText(in); got != want {
 			t.Errorf("plainText(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The shell's own commands in a script: mode, flip then recheck (the
+// recheck job's card and thread reply), as @bob refused an admin command,
+// show, and their usage errors.
+func TestShellScriptedRecheckModeAndAs(t *testing.T) {
+	script := strings.Join([]string{
+		"mode",
+		"recheck",
+		"see https://example.com/landing",
+		"flip https://example.com/landing",
+		"recheck",
+		"recheck",
+		"flip https://example.com/landing clean",
+		"recheck",
+		"flip nota url",
+		"mode loud",
+		"as @carol",
+		"as @bob",
+		"/scan allow add example.org",
+		"/scan channel verbose",
+		"mode",
+		"as you",
+		"/scan channel verbose",
+		"mode",
+		"show",
+		"show 9",
+	}, "\n") + "\n"
+	code, out, errOut := runShellScript(t, nil, script, "--sim-profile", "quick", "--wait", "20s")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
+	}
+	inOrder(t, out,
+		"you: mode", "mode: #security is quiet, the default (VERDICTBOT_CHANNEL_MODE, as in production)",
+		"you: recheck", "recheck: nothing to recheck",
+		"you: see https://example.com/landing", "✓ verdictbot reacted :white_check_mark:",
+		"you: flip https://example.com/landing", "will say phishing 97% (last verdict clean)",
+		// Quiet and clean had no card: the recheck posts one, and replies.
+		"you: recheck", "── card #1 ──", "1. MALICIOUS · hxxps://example[.]com/landing",
+		"Note: Rechecked ", "is now malicious (was clean).",
+		"verdictbot: @U0YOU a link you shared was checked again: `hxxps://example[.]com/landing` is now malicious (was clean).",
+		"recheck: 1 due, 1 checked, 1 changed, 0 failed",
+		// The flip held for one scan: the next age finds it clean again,
+		// told as change lines.
+		"you: recheck", "card #1 · hxxps://example[.]com/landing · malicious → CLEAN\n",
+		"card #1 · note: Rechecked ", "is now clean (was malicious).",
+		"recheck: 1 due, 1 checked, 1 changed",
+		"you: flip https://example.com/landing clean", "will say clean (last verdict clean)",
+		"you: recheck", "recheck: 1 due, 1 checked, 0 changed, 0 failed",
+		"you: flip nota url", "! flip: not a URL",
+		"you: mode loud", "! usage: mode [quiet|verbose|off]",
+		"you: as @carol", "! as: nobody called @carol in #security; people here: @you (admin), @alice, @bob",
+		"you: as @bob", "as: you are now @bob (U0BOB), not an admin",
+		"bob: /scan allow add example.org", "» Only admins can change the allowlist.",
+		"bob: /scan channel verbose", "» Only admins can change this channel's mode.",
+		"bob: mode", "is quiet, the default",
+		"you: /scan channel verbose", "» This channel's mode is now verbose.",
+		"you: mode", "mode: #security is verbose",
+		"you: show", "── card #1 ──", "1. CLEAN · hxxps://example[.]com/landing",
+		"you: show 9", "! there is no card #9",
+	)
+	if strings.Count(out, "── card #1 ──") != 2 { // first shown, then `show`
+		t.Errorf("card #1 printed in full %d times:\n%s", strings.Count(out, "── card #1 ──"), out)
+	}
+	if !strings.Contains(errOut, "You are @you (an admin) in #security, mode quiet as in production") {
+		t.Errorf("banner: %q", errOut)
 	}
 }

@@ -64,8 +64,34 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // parseSimFlags reads the flags of `verdictbot sim` into a simulator
 // configuration and a listen address.
 func parseSimFlags(args []string, stderr io.Writer) (sim.Config, string, error) {
+	fs, f := newSimFlags()
+	fs.SetOutput(io.Discard) // Main prints the error and where help is
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			writeCommandHelp(stderr, findCLICommand("sim"))
+			return sim.Config{}, "", err
+		}
+		return sim.Config{}, "", fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return f.config(fs)
+}
+
+// simFlags are the values of sim's flags.
+type simFlags struct {
+	addr, profile, keys, throttleStyle, baseURL, tz                                  *string
+	runRate, reportRate, failRate, scoreScale                                        *float64
+	quota, failEvery, shots, firstTask                                               *int
+	quota403, strictHTTP, recordOnly, capeCompat, redirect, omitError, legacy, chaos *bool
+	shuffle, archiveZip, shotsMissing                                                *bool
+	failSeed                                                                         *uint64
+	delay                                                                            *time.Duration
+	maxFileSize                                                                      *int64
+}
+
+// newSimFlags is sim's flag set (also printed by its help).
+func newSimFlags() (*flag.FlagSet, *simFlags) {
 	fs := flag.NewFlagSet("verdictbot sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
 		addr          = fs.String("addr", "127.0.0.1:8099", "listen address")
 		profile       = fs.String("profile", "realistic", "task progression: fast (one status per poll) or realistic (by time)")
@@ -96,12 +122,22 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Config, string, error) 
 		baseURL       = fs.String("base-url", "", "base of the sandbox's tracking URLs (default: from the request)")
 		tz            = fs.String("tz", "UTC", "time zone of the services' timestamps (IANA name)")
 	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return sim.Config{}, "", err
-		}
-		return sim.Config{}, "", fmt.Errorf("%w: %v", errUsage, err)
-	}
+	return fs, &simFlags{addr: addr, profile: profile, keys: keys, throttleStyle: throttleStyle, baseURL: baseURL, tz: tz,
+		runRate: runRate, reportRate: reportRate, failRate: failRate, scoreScale: scoreScale,
+		quota: quota, failEvery: failEvery, shots: shots, firstTask: firstTask,
+		quota403: quota403, strictHTTP: strictHTTP, recordOnly: recordOnly, capeCompat: capeCompat, redirect: redirect,
+		omitError: omitError, legacy: legacy, chaos: chaos, shuffle: shuffle, archiveZip: archiveZip, shotsMissing: shotsMissing,
+		failSeed: failSeed, delay: delay, maxFileSize: maxFileSize}
+}
+
+// config turns the parsed flags into a simulator configuration and a
+// listen address.
+func (f *simFlags) config(fs *flag.FlagSet) (sim.Config, string, error) {
+	addr, profile, keys, throttleStyle, baseURL, tz := f.addr, f.profile, f.keys, f.throttleStyle, f.baseURL, f.tz
+	runRate, reportRate, failRate, scoreScale := f.runRate, f.reportRate, f.failRate, f.scoreScale
+	quota, failEvery, shots, firstTask := f.quota, f.failEvery, f.shots, f.firstTask
+	quota403, strictHTTP, recordOnly, capeCompat, redirect, omitError, legacy, chaos := f.quota403, f.strictHTTP, f.recordOnly, f.capeCompat, f.redirect, f.omitError, f.legacy, f.chaos
+	shuffle, archiveZip, shotsMissing, failSeed, delay, maxFileSize := f.shuffle, f.archiveZip, f.shotsMissing, f.failSeed, f.delay, f.maxFileSize
 	if fs.NArg() > 0 {
 		return sim.Config{}, "", fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}

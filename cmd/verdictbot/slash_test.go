@@ -94,8 +94,9 @@ func TestSlashBadInputGetsASpecificAnswerAndNoServiceCall(t *testing.T) {
 		{"report " + strings.Repeat("a", 32) + " phishing maybe", "is not a report"},
 		{"recent 500", "give a number from 1 to 20"},
 		{"chanel off", "Did you mean `/scan channel`?"},
-		{"", "/scan status <task_id>"},
-		{"help", "/scan history <url|task_id>"},
+		// Escaped: Slack would show an unescaped <task_id> as a link.
+		{"", "`/scan status &lt;task_id&gt;`"},
+		{"help", "`/scan history &lt;url|task_id&gt;`"},
 	} {
 		got := h.slash(alice, tc.text)
 		if !strings.Contains(got, tc.want) {

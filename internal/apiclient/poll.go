@@ -231,10 +231,20 @@ func WaitStatus(ctx context.Context, cfg WaitConfig, fetch func(context.Context)
 	if cfg.Schedule != nil {
 		sched = cfg.Schedule
 	}
+	var running *Running
+	b, learns := sched.(interface{ Begin() *Running })
 	var aware *statusSchedule
 	if s, ok := sched.(StatusSchedule); ok {
 		aware = &statusSchedule{s: s}
 		sched = aware
+	}
+	if learns {
+		// A learning schedule also learns from the tasks still running
+		// (LearnedSchedule.Begin); the wait ends before OnEnd, where its
+		// duration may be observed.
+		running = b.Begin()
+		defer running.End()
+		sched = &runningSchedule{Schedule: sched, r: running}
 	}
 	var (
 		last      string
@@ -280,8 +290,25 @@ func WaitStatus(ctx context.Context, cfg WaitConfig, fetch func(context.Context)
 	if err != nil && errors.Is(err, ErrDeadline) && transient != nil {
 		err = fmt.Errorf("%w; last error: %w", err, transient)
 	}
+	if running != nil {
+		running.End()
+	}
 	if cfg.OnEnd != nil {
 		cfg.OnEnd(stats)
 	}
 	return last, err
+}
+
+// runningSchedule tells a learning schedule's Running, before each next
+// check is planned, that the previous check found the task still running.
+type runningSchedule struct {
+	Schedule
+	r *Running
+}
+
+func (s *runningSchedule) Next(polls int, elapsed time.Duration) time.Duration {
+	if polls > 0 {
+		s.r.Seen(elapsed)
+	}
+	return s.Schedule.Next(polls, elapsed)
 }

@@ -55,12 +55,18 @@ import (
 type LearnedSchedule struct {
 	cfg LearnedConfig
 
-	mu      sync.Mutex      // guards samples and next
-	samples []time.Duration // ring of the last cfg.Memory durations
-	next    int             // where the next sample goes once full
+	mu       sync.Mutex      // guards samples, next, observed and running
+	samples  []time.Duration // ring of the last cfg.Memory durations
+	next     int             // where the next sample goes once full
+	observed int             // durations observed so far
+	running  map[*Running]struct{}
 
 	plan  atomic.Pointer[learnedPlan] // nil until MinSamples are known
 	prior *learnedPlan                // from PriorMin–PriorMax; nil without a prior
+
+	// When Observe rebuilds the plan (rebuildDue); under mu.
+	pending int       // durations observed since the plan was built
+	built   time.Time // when it was
 }
 
 // LearnedConfig tunes a LearnedSchedule. Zero fields take the values of
@@ -115,6 +121,30 @@ type LearnedConfig struct {
 	// expected is checked less often), never more than TailGap.
 	Near    []string
 	NearGap time.Duration
+	// MidGap, if positive, makes the plan aim at lag quantiles instead of
+	// spending Budget along √hazard: every point of the plan is checked
+	// every MinGap, every MidGap, or only by the approach and tail, chosen
+	// by the hazard f/(1−F) there (highest first), with the fewest checks
+	// per task that leave at most MidShare of the tasks (by the planned
+	// distribution) in gaps longer than MinGap and at most SparseShare in
+	// gaps longer than MidGap; leftover Budget then turns more of the
+	// highest-hazard points to MinGap (a steady service's whole window).
+	// Why three levels: a task ending in a gap g waits uniformly on
+	// [0, g], so the share of tasks waiting over L is ∫f·(1−L/g)⁺, while a
+	// check at t costs only the tasks still running, 1−F(t): per unit of
+	// time the cost S/g plus the Lagrange-weighted shares is piecewise
+	// linear in 1/g with kinks at 1/MinGap and 1/MidGap, so the optimum
+	// sits at those kinks (or at none), switching where the hazard crosses
+	// two thresholds (see docs/PERFORMANCE.md, issue 14 item 2).
+	MidGap                time.Duration
+	MidShare, SparseShare float64
+	// PromptFrom–PromptTo, when planning from the prior (nothing learned
+	// yet), is checked at least every PromptGap: where the service's
+	// typical analysis ends, so that a first analysis of that length is
+	// seen promptly even though the prior spreads its mass wide (with
+	// Near statuses, a PromptGap shorter than the near-the-end phase of
+	// such an analysis makes sure a check sees that phase).
+	PromptFrom, PromptTo, PromptGap time.Duration
 }
 
 // DefaultLearnedConfig returns the defaults documented on LearnedConfig.
@@ -167,6 +197,15 @@ func NewLearnedSchedule(cfg LearnedConfig) *LearnedSchedule {
 	if cfg.NearGap <= 0 {
 		cfg.NearGap = time.Second
 	}
+	if cfg.MidGap > 0 {
+		cfg.MidGap = max(cfg.MidGap, cfg.MinGap)
+		if cfg.MidShare <= 0 {
+			cfg.MidShare = 0.45
+		}
+		if cfg.SparseShare <= 0 {
+			cfg.SparseShare = 0.03
+		}
+	}
 	s := &LearnedSchedule{cfg: cfg}
 	if cfg.PriorMax > 0 {
 		lo, hi := max(cfg.PriorMin, 0), max(cfg.PriorMax, cfg.PriorMin)
@@ -174,7 +213,7 @@ func NewLearnedSchedule(cfg LearnedConfig) *LearnedSchedule {
 		for i := range prior {
 			prior[i] = lo + time.Duration(float64(hi-lo)*float64(i)/float64(max(len(prior)-1, 1)))
 		}
-		s.prior = buildPlan(cfg, prior)
+		s.prior = buildPlan(cfg, prior, nil, true)
 	}
 	return s
 }
@@ -206,6 +245,58 @@ func (s *LearnedSchedule) NextStatus(status string, inStatus time.Duration, poll
 	return d
 }
 
+// Running is a wait in progress on a LearnedSchedule (Begin): a task
+// still running after t says its duration is more than t, which the
+// schedule uses when it learns (see Begin).
+type Running struct {
+	s   *LearnedSchedule
+	seq int          // s.observed at Begin
+	age atomic.Int64 // the latest elapsed time (ns) a check saw it running
+}
+
+// Begin records that a wait on the schedule has started; WaitStatus calls
+// it for a schedule that has it, Seen after every check that found the task
+// running, and End when the wait ends, however it ends.
+//
+// Why: completions arrive shortest first. Learned only from the tasks that
+// have ended, a schedule that has just started learning (or a burst of
+// submissions) believes durations shorter than they are, checks densely
+// where most tasks are still far from done, and pays for it in calls (the
+// benchmark's learned 5–120 s row: two calls per task more than its final
+// plan). So the durations are estimated as survival data: the tasks still
+// running count as durations longer than their current age (Kaplan–Meier
+// weights; see weighted). Only waits begun since the oldest remembered
+// duration was observed count, so that a busy service's many running tasks
+// do not outweigh a memory that spans a shorter time than its analyses. A
+// resumed wait's age understates the task's, which only makes it count as
+// a shorter lower bound.
+func (s *LearnedSchedule) Begin() *Running {
+	r := &Running{s: s}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running == nil {
+		s.running = map[*Running]struct{}{}
+	}
+	r.seq = s.observed
+	s.running[r] = struct{}{}
+	return r
+}
+
+// Seen records that a check at elapsed found the task still running.
+func (r *Running) Seen(elapsed time.Duration) {
+	if elapsed > time.Duration(r.age.Load()) {
+		r.age.Store(int64(elapsed))
+	}
+}
+
+// End records that the wait is over (its duration, if it completed, is
+// for the caller to Observe).
+func (r *Running) End() {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	delete(r.s.running, r)
+}
+
 // Observe records that a task took d from submission to completion (for a
 // polled task, PollStats.Completion of its wait). Only tasks that completed
 // normally should be recorded, and only when the wait started at
@@ -217,14 +308,25 @@ func (s *LearnedSchedule) Observe(d time.Duration) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.observed++
 	if len(s.samples) < s.cfg.Memory {
 		s.samples = append(s.samples, d)
 	} else {
 		s.samples[s.next] = d
 		s.next = (s.next + 1) % s.cfg.Memory
 	}
+	if !s.rebuildDue(len(s.samples) == s.cfg.MinSamples) {
+		return
+	}
 	if len(s.samples) >= s.cfg.MinSamples {
-		s.plan.Store(buildPlan(s.cfg, s.samples))
+		oldest := s.observed - len(s.samples) // seq of a wait begun before the oldest sample
+		var censored []time.Duration
+		for r := range s.running {
+			if a := time.Duration(r.age.Load()); r.seq >= oldest && a > 0 {
+				censored = append(censored, a)
+			}
+		}
+		s.plan.Store(buildPlan(s.cfg, s.samples, censored, false))
 	}
 }
 
@@ -294,70 +396,178 @@ const (
 // tail (durations learned during a burst come from its shortest tasks).
 const hazardFloor = 0.1
 
-func buildPlan(cfg LearnedConfig, samples []time.Duration) *learnedPlan {
+// buildPlan builds the plan for samples. For the prior (evenly spread
+// samples standing for a uniform distribution) the density is the exact
+// uniform one instead of a kernel estimate, whose bandwidth (Silverman's,
+// made for bell shapes) would smear the prior's ends by tens of seconds,
+// and the prompt window applies.
+func buildPlan(cfg LearnedConfig, samples, censored []time.Duration, prior bool) *learnedPlan {
 	n := len(samples)
-	xs := make([]float64, n)
-	for i, d := range samples {
-		xs[i] = d.Seconds()
-	}
-	slices.Sort(xs)
+	xs, ws := weighted(samples, censored)
 	var mean, sd float64
-	for _, x := range xs {
-		mean += x
+	for i, x := range xs {
+		mean += ws[i] * x
 	}
-	mean /= float64(n)
-	for _, x := range xs {
-		sd += (x - mean) * (x - mean)
+	for i, x := range xs {
+		sd += ws[i] * (x - mean) * (x - mean)
 	}
-	sd = math.Sqrt(sd / float64(max(n-1, 1)))
+	sd = math.Sqrt(sd * float64(n) / float64(max(n-1, 1)))
 
 	// Bandwidth: Silverman's rule of thumb, 0.9·min(σ, IQR/1.34)·n^-⅕. Its
 	// floor is MinGap/2, the uncertainty of each sample itself (a task
 	// seen done by a check MinGap after the previous one ended somewhere
 	// in that gap).
 	spread := sd
-	if iqr := (xs[(3*n)/4] - xs[n/4]) / 1.34; iqr > 0 && iqr < spread {
+	if iqr := (weightedQuantile(xs, ws, 0.75) - weightedQuantile(xs, ws, 0.25)) / 1.34; iqr > 0 && iqr < spread {
 		spread = iqr
 	}
 	minGap := cfg.MinGap.Seconds()
 	h := max(0.9*spread*math.Pow(float64(n), -0.2), minGap/2)
+	lo, hi := xs[0], xs[len(xs)-1]
+	uniform := prior && hi-lo > minGap
 
 	p := &learnedPlan{
 		lnR:   math.Log(cfg.Approach),
 		first: cfg.First.Seconds(),
 		tail:  1 / cfg.TailGap.Seconds(),
 	}
-	end := xs[n-1] + 4*h + cfg.TailGap.Seconds() // f ≈ 0 and F ≈ 1 beyond
+	end := hi + 4*h + cfg.TailGap.Seconds() // f ≈ 0 and F ≈ 1 beyond
 	p.step = max(planStep, end/(planPoints-1))
 	points := int(math.Ceil(end/p.step)) + 1
 
-	// base = approach + tail; dense = √f; λ = base + min(k·dense, room).
+	// base = approach + tail; f and 1−F of the planned durations.
 	base := make([]float64, points)
-	dense := make([]float64, points)
+	fs := make([]float64, points)
+	surv := make([]float64, points)
 	peak := 0.0
-	norm := 1 / (float64(n) * h * math.Sqrt(2*math.Pi))
+	norm := 1 / (h * math.Sqrt(2*math.Pi))
 	for i := range points {
 		t := float64(i) * p.step
 		var f, cdf float64
-		for _, x := range xs {
-			switch z := (t - x) / h; {
-			case z > 8: // beyond 8 bandwidths the kernel is 0 and its CDF 1
-				cdf++
-			case z >= -8:
-				f += math.Exp(-z * z / 2)
-				cdf += 0.5 * math.Erfc(-z/math.Sqrt2)
+		if uniform {
+			if t >= lo && t <= hi {
+				f = 1 / (hi - lo)
+			}
+			cdf = min(max((t-lo)/(hi-lo), 0), 1)
+		} else {
+			for k, x := range xs {
+				switch z := (t - x) / h; {
+				case z > 8: // beyond 8 bandwidths the kernel is 0 and its CDF 1
+					cdf += ws[k]
+				case z >= -8:
+					f += ws[k] * math.Exp(-z*z/2)
+					cdf += ws[k] * 0.5 * math.Erfc(-z/math.Sqrt2)
+				}
+			}
+			f *= norm
+		}
+		base[i] = p.approach(t) + cdf*p.tail
+		fs[i], surv[i] = f, 1-cdf
+		peak = max(peak, f)
+	}
+	// Expected checks for a task of duration x: the checks before x, plus
+	// the one that sees it done, on average Λ(x) + ½.
+	checks := func(cum []float64) float64 {
+		sum := 0.0
+		for k, x := range xs {
+			sum += ws[k] * (interp(cum, x/p.step) + 0.5)
+		}
+		return sum
+	}
+	budget := cfg.Budget * max(1, mean/cfg.BudgetSpan.Seconds())
+	cum := make([]float64, points)
+	integrate := func(rate []float64) {
+		for i := range points {
+			if i == 0 {
+				cum[0] = 0
+			} else {
+				cum[i] = cum[i-1] + (rate[i-1]+rate[i])/2*p.step
 			}
 		}
-		f *= norm
-		cdf /= float64(n)
-		base[i] = p.approach(t) + cdf*p.tail
+	}
+	if cfg.MidGap > 0 {
+		integrate(quantilePlan(cfg, p.step, base, fs, surv, prior, budget, func(rate []float64) float64 {
+			integrate(rate)
+			return checks(cum)
+		}))
+	} else {
+		sqrtHazardPlan(cfg, p.step, base, fs, surv, peak, budget, prior, cum, checks)
+	}
+	p.cum = cum
+	p.checks = checks(cum)
+	return p
+}
+
+// weighted returns the durations (seconds, sorted) the plan is built from
+// and their weights (summing to 1): the samples, weighted by the
+// Kaplan–Meier estimate that also counts the censored ages (tasks still
+// running, whose durations are longer): each sample takes the drop of the
+// survival at it, 1/(number of samples and censored ages at least as long)
+// of what survives. What survives the longest sample (tasks running longer
+// than any remembered one) is shared by the censored ages beyond it, placed
+// at those ages. Without censored ages every sample weighs 1/n.
+func weighted(samples, censored []time.Duration) (xs, ws []float64) {
+	for _, d := range samples {
+		xs = append(xs, d.Seconds())
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	ws = make([]float64, n)
+	cs := make([]float64, 0, len(censored))
+	for _, d := range censored {
+		cs = append(cs, d.Seconds())
+	}
+	slices.Sort(cs)
+	surv, c := 1.0, 0 // cs[c:] are the censored ages ≥ the current sample
+	for i, x := range xs {
+		for c < len(cs) && cs[c] < x {
+			c++
+		}
+		next := surv * (1 - 1/float64(n-i+len(cs)-c))
+		ws[i], surv = surv-next, next
+	}
+	if surv > 1e-12 {
+		rest := cs[c:]
+		for _, a := range rest {
+			xs = append(xs, a)
+			ws = append(ws, surv/float64(len(rest)))
+		}
+	}
+	return xs, ws
+}
+
+// weightedQuantile returns the q-quantile of the sorted xs weighted by ws.
+func weightedQuantile(xs, ws []float64, q float64) float64 {
+	acc := 0.0
+	for i, w := range ws {
+		if acc += w; acc >= q {
+			return xs[i]
+		}
+	}
+	return xs[len(xs)-1]
+}
+
+// sqrtHazardPlan fills cum for λ = base + min(k·√hazard, room under the
+// MinGap cap), k the largest within budget (see LearnedSchedule).
+func sqrtHazardPlan(cfg LearnedConfig, step float64, base, fs, surv []float64, peak, budget float64, prior bool, cum []float64, checks func([]float64) float64) {
+	points := len(base)
+	if pg := cfg.PromptGap.Seconds(); prior && pg > 0 {
+		// The prompt window is checked at least every PromptGap.
+		base = slices.Clone(base)
+		for i := range base {
+			if t := float64(i) * step; t >= cfg.PromptFrom.Seconds() && t <= cfg.PromptTo.Seconds() {
+				base[i] = max(base[i], 1/pg)
+			}
+		}
+	}
+	dense := make([]float64, points)
+	for i := range points {
 		// √ of the hazard f/(1−F): a check at t costs only the tasks
 		// still running, so late checks are cheaper (see LearnedSchedule).
 		// The floor keeps the kernel's far tail (f ≈ 0, 1−F ≈ 0) sparse.
-		dense[i] = math.Sqrt(f / max(1-cdf, hazardFloor))
-		peak = max(peak, f)
+		dense[i] = math.Sqrt(fs[i] / max(surv[i], hazardFloor))
 	}
-	maxRate := 1 / minGap
+	maxRate := 1 / cfg.MinGap.Seconds()
 	build := func(k float64, cum []float64) {
 		prev := 0.0
 		for i := range points {
@@ -365,27 +575,16 @@ func buildPlan(cfg LearnedConfig, samples []time.Duration) *learnedPlan {
 			if i == 0 {
 				cum[0] = 0
 			} else {
-				cum[i] = cum[i-1] + (prev+l)/2*p.step
+				cum[i] = cum[i-1] + (prev+l)/2*step
 			}
 			prev = l
 		}
 	}
-	// Expected checks for a task of duration x: the checks before x, plus
-	// the one that sees it done, on average Λ(x) + ½.
-	checks := func(cum []float64) float64 {
-		sum := 0.0
-		for _, x := range xs {
-			sum += interp(cum, x/p.step) + 0.5
-		}
-		return sum / float64(n)
-	}
-	budget := cfg.Budget * max(1, mean/cfg.BudgetSpan.Seconds())
 	// k at most puts the cap where f ≥ peak/2 (and, the hazard being at
 	// least f, wherever the hazard is that high); more would only spread the
 	// MinGap checking over the kernel's tails (which the √f ramp around
 	// the window covers at a lower rate).
 	kMax := math.Sqrt2 * maxRate / math.Sqrt(peak)
-	cum := make([]float64, points)
 	k := kMax
 	if build(k, cum); checks(cum) > budget {
 		lo, hi := 0.0, kMax
@@ -397,12 +596,108 @@ func buildPlan(cfg LearnedConfig, samples []time.Duration) *learnedPlan {
 				lo = k
 			}
 		}
-		k = lo
-		build(k, cum)
+		build(lo, cum)
 	}
-	p.cum = cum
-	p.checks = checks(cum)
-	return p
+}
+
+// quantilePlan returns the checking rate at each grid point for the
+// three-level plan of LearnedConfig.MidGap: each point is checked every
+// MinGap (x), every MidGap (y) or at the base rate, by hazard rank, the
+// cheapest split that keeps the shares of tasks in gaps over x and over y
+// within MidShare and SparseShare; then, while checks (the expected checks
+// per task of a rate) stay within budget, more points go to x. Costs and
+// shares per point: a check there costs the tasks still running, 1−F
+// (floored at hazardFloor, so that the far tail stays sparse and a task
+// longer than the learned ones does not pay for it), and a task ending in a
+// gap g waits more than L with probability (1−L/g)⁺.
+func quantilePlan(cfg LearnedConfig, step float64, base, fs, surv []float64, prior bool, budget float64, checks func([]float64) float64) []float64 {
+	points := len(base)
+	x, y := cfg.MinGap.Seconds(), cfg.MidGap.Seconds()
+	rate := make([]float64, points)
+	var (
+		order               []int // points planned by rank
+		fixCost, fix1, fix2 float64
+	)
+	pf, pt, pg := cfg.PromptFrom.Seconds(), cfg.PromptTo.Seconds(), cfg.PromptGap.Seconds()
+	over := func(l, r float64) float64 { return max(0, 1-l*r) }
+	for i := range points {
+		t := float64(i) * step
+		if prior && pg > 0 && t >= pf && t <= pt {
+			r := max(base[i], 1/pg)
+			rate[i] = r
+			fixCost += max(surv[i], hazardFloor) * r * step
+			fix1 += fs[i] * step * over(x, r)
+			fix2 += fs[i] * step * over(y, r)
+			continue
+		}
+		order = append(order, i)
+	}
+	hazard := func(i int) float64 { return fs[i] / max(surv[i], hazardFloor) }
+	sort.SliceStable(order, func(a, b int) bool { return hazard(order[a]) > hazard(order[b]) })
+	m := len(order)
+	// Prefix sums over the ranked points of each level's cost and shares.
+	cx, cy, cs := make([]float64, m+1), make([]float64, m+1), make([]float64, m+1)
+	y1, s1, s2 := make([]float64, m+1), make([]float64, m+1), make([]float64, m+1)
+	for k, i := range order {
+		w, c := fs[i]*step, max(surv[i], hazardFloor)*step
+		rx, ry, rs := max(base[i], 1/x), max(base[i], 1/y), base[i]
+		cx[k+1], cy[k+1], cs[k+1] = cx[k]+c*rx, cy[k]+c*ry, cs[k]+c*rs
+		y1[k+1], s1[k+1], s2[k+1] = y1[k]+w*over(x, ry), s1[k]+w*over(x, rs), s2[k]+w*over(y, rs)
+	}
+	// The first i ranked points at x, the next up to j at y, the rest at
+	// the base rate.
+	cost := func(i, j int) float64 { return cx[i] + cy[j] - cy[i] + cs[m] - cs[j] }
+	share1 := func(i, j int) float64 { return fix1 + y1[j] - y1[i] + s1[m] - s1[j] }
+	bi, bj, best := m, m, math.Inf(1)
+	for j := 0; j <= m; j++ {
+		if fix2+s2[m]-s2[j] > cfg.SparseShare {
+			continue
+		}
+		// share1 falls as i grows (y → x); find the least i that fits.
+		i := sort.Search(j+1, func(i int) bool { return share1(i, j) <= cfg.MidShare })
+		if i > j {
+			continue
+		}
+		if c := cost(i, j); c < best {
+			bi, bj, best = i, j, c
+		}
+	}
+	// Leftover budget turns to x, highest hazard first, the points at y,
+	// then those at the base rate where f is at least half its peak (as
+	// for sqrtHazardPlan's kMax: beyond, it would only spread MinGap
+	// checking over the kernel's tails). A steady service's window is then
+	// all checked every MinGap.
+	peak := 0.0
+	for _, f := range fs {
+		peak = max(peak, f)
+	}
+	extra := slices.Clone(order[bi:bj])
+	for _, p := range order[bj:] {
+		if fs[p] >= peak/2 {
+			extra = append(extra, p)
+		}
+	}
+	fill := func(e int) []float64 {
+		for k, p := range order {
+			switch {
+			case k < bi:
+				rate[p] = max(base[p], 1/x)
+			case k < bj:
+				rate[p] = max(base[p], 1/y)
+			default:
+				rate[p] = base[p]
+			}
+		}
+		for _, p := range extra[:e] {
+			rate[p] = max(base[p], 1/x)
+		}
+		return rate
+	}
+	e := 0
+	if checks(fill(0)) < budget {
+		e = sort.Search(len(extra)+1, func(k int) bool { return checks(fill(k)) > budget }) - 1
+	}
+	return fill(max(e, 0))
 }
 
 // approach is the approach intensity at t (seconds): one check in the
@@ -476,7 +771,7 @@ func (p *learnedPlan) gap(e float64) time.Duration {
 // nearGrowth is the part of the time spent in a Near status added to
 // NearGap. 0.1 keeps the wait about a tenth of the phase's age: for the
 // sandbox, whose report-writing phase is a fifth to a quarter of the whole
-// analysis (notes §4.2: completed 1 s + reporting 30–120 s after ~200 s
+// analysis (the simulator's sandbox model: completed 1 s + reporting 30–120 s after ~200 s
 // running), the report is seen within about 10 % of that phase, for about
 // ln(1+0.1·T)/ln(1.1)+1 checks in a phase of T seconds (a 60 s phase:
 // about 20 checks at most, fewer when the plan is already dense there).

@@ -345,13 +345,14 @@ func TestLearnedSchedulePlansFromThePriorUntilItKnowsEnough(t *testing.T) {
 	cfg := priorConfig()
 	cfg.Fallback = Backoff{Initial: time.Hour, Factor: 1, Max: time.Hour}
 	s := NewLearnedSchedule(cfg)
-	// The prior is the plan of durations spread evenly over 5–120 s.
-	want := NewLearnedSchedule(priorConfig())
+	// The prior is the plan of a uniform distribution over 5–120 s.
+	var even []time.Duration
 	for i := range 64 {
-		want.Observe(secs(5 + 115*float64(i)/63))
+		even = append(even, secs(5+115*float64(i)/63))
 	}
+	want := buildPlan(s.cfg, even, nil, true)
 	for _, e := range []float64{0, 3, 10, 20, 60, 110, 200} {
-		if got, w := s.Next(3, secs(e)), want.plan.Load().gap(e); got != w {
+		if got, w := s.Next(3, secs(e)), want.gap(e); got != w {
 			t.Errorf("no history, Next at %g s = %s, want the prior's %s", e, got, w)
 		}
 	}

@@ -31,6 +31,11 @@ type Manifest struct {
 		BackgroundColor string `yaml:"background_color"`
 	} `yaml:"display_information"`
 	Features struct {
+		AppHome struct {
+			HomeTabEnabled             bool `yaml:"home_tab_enabled"`
+			MessagesTabEnabled         bool `yaml:"messages_tab_enabled"`
+			MessagesTabReadOnlyEnabled bool `yaml:"messages_tab_read_only_enabled"`
+		} `yaml:"app_home"`
 		BotUser struct {
 			DisplayName  string `yaml:"display_name"`
 			AlwaysOnline bool   `yaml:"always_online"`

@@ -33,26 +33,22 @@ const (
 	repoRoot     = "../.."
 	manifestFile = repoRoot + "/manifest.yaml"
 	// schemaFile is Slack's public schema for manifests of major version 1
-	// (slackapi/manifest-schema, schemas/manifest.schema.1.0.0.json), kept
-	// in the shared docs beside the checkout (/work/shared, ../shared in
-	// CI) and not copied into the project (its README says so).
-	schemaFile = repoRoot + "/../shared/slack/manifest.schema.1.0.0.json"
+	// (slackapi/manifest-schema, schemas/manifest.schema.1.0.0.json, MIT
+	// licence), copied into testdata/ (see testdata/README.md).
+	schemaFile = "testdata/manifest.schema.1.0.0.json"
 )
 
 // ---- the schema ------------------------------------------------------------
 
-// compileSchema compiles Slack's manifest schema, offline, or skips the test
-// when the shared docs are not beside the checkout.
+// compileSchema compiles Slack's manifest schema from testdata, offline.
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	abs, err := filepath.Abs(schemaFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("Slack's manifest schema is not at %s: the shared docs (shared/slack/) must be checked out beside this repository (CI has them in ../shared); skipping the schema check", abs)
-	} else if err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(abs); err != nil {
+		t.Fatalf("Slack's manifest schema must be in the repository: %v", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft7) // the file says draft-07 too
@@ -68,7 +64,7 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 // offlineLoader loads the schema's $refs without the network. The 1.0.0
 // file only refers to itself (#/definitions/…); the entry point of
 // slackapi/manifest-schema (manifest.schema.json) refers to the versioned
-// files on raw.githubusercontent.com (notes/slack-platform.md §5.2), so a
+// files on raw.githubusercontent.com, so a
 // remote reference to a file of the same name is mapped to the local copy.
 // Any other remote reference fails, naming itself, rather than being
 // fetched.
@@ -154,8 +150,8 @@ func closingParen(src string, open int) int {
 	return -1
 }
 
-// instance turns YAML into the JSON value the validator expects (YAML and
-// JSON manifests are equivalent: notes/slack-platform.md §5.1).
+// instance turns YAML into the JSON value the validator expects (Slack
+// accepts a manifest as YAML or JSON, the same structure either way).
 func instance(t *testing.T, doc []byte) any {
 	t.Helper()
 	var v any
@@ -306,6 +302,10 @@ func TestManifestIsSocketMode(t *testing.T) {
 		t.Errorf("org_deploy_enabled = %v, token_rotation_enabled = %v; want both false (one workspace, a long-lived xoxb token)",
 			s.OrgDeployEnabled, s.TokenRotationEnabled)
 	}
+	// The Home tab and the Messages tab, where people write to the bot.
+	if h := m.Features.AppHome; !h.HomeTabEnabled || !h.MessagesTabEnabled || h.MessagesTabReadOnlyEnabled {
+		t.Errorf("features.app_home = %+v, want the Home and Messages tabs on, Messages not read-only", h)
+	}
 	if m.Features.BotUser.DisplayName != "verdictbot" || !m.Features.BotUser.AlwaysOnline {
 		t.Errorf("features.bot_user = %+v, want display_name verdictbot, always_online", m.Features.BotUser)
 	}
@@ -374,15 +374,19 @@ func TestManifestShortcut(t *testing.T) {
 func TestManifestBotEvents(t *testing.T) {
 	t.Parallel()
 	m := loadManifest(t)
-	// The events bot.Bot handles (slackevents.MessageEvent, FileSharedEvent).
+	// The events bot.Bot handles (slackevents.MessageEvent, FileSharedEvent,
+	// AppHomeOpenedEvent, AppMentionEvent).
 	want := []string{
+		"app_home_opened",  // the Home tab is published for whoever opens it
+		"app_mention",      // @verdictbot: help, or scan the thread's root
 		"file_shared",      // files shared in a channel → the sandbox
 		"message.channels", // messages in public channels the bot is in
 		"message.groups",   // messages in private channels the bot is in
+		"message.im",       // links and files sent to the bot in its Messages tab
 	}
 	got := sorted(m.Settings.EventSubscriptions.BotEvents)
 	if !slices.Equal(got, want) {
-		t.Errorf("settings.event_subscriptions.bot_events = %q, want %q (direct messages are never scanned: no message.im, message.mpim)", got, want)
+		t.Errorf("settings.event_subscriptions.bot_events = %q, want %q (only DMs to the bot are read, on request: no message.mpim)", got, want)
 	}
 	if len(m.Settings.EventSubscriptions.UserEvents) > 0 {
 		t.Errorf("user_events = %q; the app has no user token", m.Settings.EventSubscriptions.UserEvents)
@@ -390,17 +394,21 @@ func TestManifestBotEvents(t *testing.T) {
 }
 
 // wantBotScopes are the bot scopes, each with the calls or events that
-// need it. Adding a scope means a reinstall for every workspace (notes
-// slack-platform.md §4.5): keep it exact.
+// need it. Adding a scope means a reinstall for every workspace (events
+// only arrive for the scopes granted): keep it exact.
 var wantBotScopes = []string{
-	"channels:history", // message.channels; conversations.replies in public channels (cards.ThreadSearch finds a card after a crash)
-	"groups:history",   // message.groups; conversations.replies in private channels
-	"chat:write",       // chat.postMessage (cards, recheck replies, alerts), chat.update, chat.postEphemeral
-	"reactions:write",  // reactions.add / reactions.remove (the clean reaction in quiet channels)
-	"files:read",       // file_shared, files.info, downloading url_private_download with the bot token
-	"files:write",      // files.getUploadURLExternal + files.completeUploadExternal (screenshots in the thread)
-	"commands",         // the /scan slash command and the "Scan this message" shortcut
-	"usergroups:read",  // usergroups.users.list (VERDICTBOT_ADMIN_GROUP, commands.AdminGroup)
+	"channels:history",  // message.channels; conversations.replies in public channels (cards.ThreadSearch finds a card after a crash)
+	"groups:history",    // message.groups; conversations.replies in private channels
+	"chat:write",        // chat.postMessage (cards, recheck replies, alerts), chat.update, chat.postEphemeral
+	"reactions:write",   // reactions.add / reactions.remove (the clean reaction in quiet channels)
+	"files:read",        // file_shared, files.info, downloading url_private_download with the bot token
+	"files:write",       // files.getUploadURLExternal + files.completeUploadExternal (screenshots in the thread)
+	"commands",          // the /scan slash command and the "Scan this message" shortcut
+	"usergroups:read",   // usergroups.users.list (VERDICTBOT_ADMIN_GROUP, commands.AdminGroup)
+	"channels:read",     // users.conversations, conversations.members (the App Home's channels and who is in them)
+	"groups:read",       // the same for private channels
+	"im:history",        // message.im: links and files sent to the bot in its Messages tab
+	"app_mentions:read", // app_mention: @verdictbot in a channel
 }
 
 func TestManifestScopes(t *testing.T) {
@@ -422,32 +430,33 @@ func TestManifestScopes(t *testing.T) {
 // may call, by slack-go method (docs.slack.dev/reference/methods/<method>,
 // "Required scopes"). conversations.* methods need the history scope of
 // each conversation type they read: the bot reads public and private
-// channels, never direct messages.
+// channels, and its own DMs (the Messages tab), never group DMs.
 var webAPIScopes = map[string][]string{
-	"AuthTestContext":                {},                                     // auth.test
-	"GetConversationRepliesContext":  {"channels:history", "groups:history"}, // conversations.replies
-	"GetConversationHistoryContext":  {"channels:history", "groups:history"}, // conversations.history
-	"GetConversationInfoContext":     {"channels:read", "groups:read"},       // conversations.info
-	"PostMessageContext":             {"chat:write"},                         // chat.postMessage
-	"UpdateMessageContext":           {"chat:write"},                         // chat.update
-	"PostEphemeralContext":           {"chat:write"},                         // chat.postEphemeral
-	"DeleteMessageContext":           {"chat:write"},                         // chat.delete
-	"GetPermalinkContext":            {},                                     // chat.getPermalink
-	"AddReactionContext":             {"reactions:write"},                    // reactions.add
-	"RemoveReactionContext":          {"reactions:write"},                    // reactions.remove
-	"GetFileInfoContext":             {"files:read"},                         // files.info
-	"GetFileContext":                 {"files:read"},                         // download of url_private(_download)
-	"UploadFileContext":              {"files:write"},                        // files.getUploadURLExternal + files.completeUploadExternal
-	"GetUserGroupMembersContext":     {"usergroups:read"},                    // usergroups.users.list
-	"GetUserInfoContext":             {"users:read"},                         // users.info
-	"GetBotInfoContext":              {"users:read"},                         // bots.info
-	"OpenViewContext":                {},                                     // views.open (a trigger_id is the permission)
-	"UpdateViewContext":              {},                                     // views.update
-	"GetUsersInConversationContext":  {"channels:read", "groups:read"},       // conversations.members
-	"JoinConversationContext":        {"channels:join"},                      // conversations.join
-	"SendAuthRevokeContext":          {},                                     // auth.revoke
-	"GetUserGroupsContext":           {"usergroups:read"},                    // usergroups.list
-	"GetConversationsForUserContext": {"channels:read", "groups:read"},       // users.conversations
+	"AuthTestContext":                {},                                                   // auth.test
+	"GetConversationRepliesContext":  {"channels:history", "groups:history", "im:history"}, // conversations.replies (a card's thread in a DM too)
+	"GetConversationHistoryContext":  {"channels:history", "groups:history"},               // conversations.history
+	"GetConversationInfoContext":     {"channels:read", "groups:read"},                     // conversations.info
+	"PostMessageContext":             {"chat:write"},                                       // chat.postMessage
+	"UpdateMessageContext":           {"chat:write"},                                       // chat.update
+	"PostEphemeralContext":           {"chat:write"},                                       // chat.postEphemeral
+	"DeleteMessageContext":           {"chat:write"},                                       // chat.delete
+	"GetPermalinkContext":            {},                                                   // chat.getPermalink
+	"AddReactionContext":             {"reactions:write"},                                  // reactions.add
+	"RemoveReactionContext":          {"reactions:write"},                                  // reactions.remove
+	"GetFileInfoContext":             {"files:read"},                                       // files.info
+	"GetFileContext":                 {"files:read"},                                       // download of url_private(_download)
+	"UploadFileContext":              {"files:write"},                                      // files.getUploadURLExternal + files.completeUploadExternal
+	"GetUserGroupMembersContext":     {"usergroups:read"},                                  // usergroups.users.list
+	"GetUserInfoContext":             {"users:read"},                                       // users.info
+	"GetBotInfoContext":              {"users:read"},                                       // bots.info
+	"OpenViewContext":                {},                                                   // views.open (a trigger_id is the permission)
+	"UpdateViewContext":              {},                                                   // views.update
+	"GetUsersInConversationContext":  {"channels:read", "groups:read"},                     // conversations.members
+	"JoinConversationContext":        {"channels:join"},                                    // conversations.join
+	"SendAuthRevokeContext":          {},                                                   // auth.revoke
+	"GetUserGroupsContext":           {"usergroups:read"},                                  // usergroups.list
+	"GetConversationsForUserContext": {"channels:read", "groups:read"},                     // users.conversations
+	"PublishViewContext":             {},                                                   // views.publish (no scope: the app's own Home)
 }
 
 func TestWebAPIScopesNameRealMethods(t *testing.T) {
@@ -469,6 +478,7 @@ var eventScopes = map[string][]string{
 	"message.mpim":     {"mpim:history"},
 	"file_shared":      {"files:read"},
 	"app_mention":      {"app_mentions:read"},
+	"app_home_opened":  {}, // no scope (docs.slack.dev/reference/events/app_home_opened)
 }
 
 // TestScopesFollowTheCode derives the scopes from the code: the Web API

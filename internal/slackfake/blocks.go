@@ -9,7 +9,7 @@ import (
 )
 
 // Block Kit limits the fake enforces, from Slack's TypeScript types (their
-// doc comments copy docs.slack.dev; see notes/slack-platform.md §3.1).
+// doc comments copy docs.slack.dev).
 const (
 	maxBlocks          = 50    // blocks per message
 	maxSectionText     = 3000  // section text, text objects
@@ -37,13 +37,19 @@ func (b *blockIssues) addf(pointer, format string, args ...any) {
 // code (invalid_blocks_format for JSON that is not an array of objects,
 // invalid_blocks otherwise) and Slack-style messages.
 func validateBlocks(raw json.RawMessage) (string, []string) {
+	return validateBlocksMax(raw, maxBlocks)
+}
+
+// validateBlocksMax is validateBlocks with a limit on the number of blocks
+// (50 in a message, 100 in a view).
+func validateBlocksMax(raw json.RawMessage, maxN int) (string, []string) {
 	var blocks []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &blocks); err != nil {
 		return "invalid_blocks_format", []string{"[ERROR] " + err.Error()}
 	}
 	var iss blockIssues
-	if len(blocks) > maxBlocks {
-		iss.addf("/blocks", "no more than %d items allowed", maxBlocks)
+	if len(blocks) > maxN {
+		iss.addf("/blocks", "no more than %d items allowed", maxN)
 	}
 	ids := map[string]bool{}
 	for i, b := range blocks {
@@ -166,6 +172,40 @@ func checkElement(iss *blockIssues, raw json.RawMessage, ptr string, actionIDs m
 		}
 	case "image":
 		checkImage(iss, e, ptr)
+	case "static_select":
+		checkStaticSelect(iss, e, ptr)
+	}
+}
+
+// maxSelectOptions is the most options a static select may have.
+const maxSelectOptions = 100
+
+// checkStaticSelect checks a static select's options and that its
+// initial_option is one of them (Slack refuses a view otherwise).
+func checkStaticSelect(iss *blockIssues, e map[string]json.RawMessage, ptr string) {
+	var opts []struct {
+		Text  json.RawMessage `json:"text"`
+		Value string          `json:"value"`
+	}
+	_ = json.Unmarshal(e["options"], &opts)
+	if len(opts) == 0 && len(e["option_groups"]) == 0 {
+		iss.addf(ptr+"/options", "must provide either options or option_groups")
+	}
+	if len(opts) > maxSelectOptions {
+		iss.addf(ptr+"/options", "no more than %d items allowed", maxSelectOptions)
+	}
+	values := map[string]bool{}
+	for j, o := range opts {
+		checkTextObject(iss, o.Text, fmt.Sprintf("%s/options/%d/text", ptr, j), 75)
+		values[o.Value] = true
+	}
+	if init := e["initial_option"]; len(init) > 0 {
+		var io struct {
+			Value string `json:"value"`
+		}
+		if json.Unmarshal(init, &io) != nil || !values[io.Value] {
+			iss.addf(ptr+"/initial_option", "must match one of the provided options")
+		}
 	}
 }
 

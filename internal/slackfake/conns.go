@@ -11,7 +11,7 @@ import (
 
 // DefaultMaxConnections is Slack's allowance of simultaneous Socket Mode
 // connections per app (docs.slack.dev "Using Socket Mode", "Using multiple
-// connections"; notes/slack-platform.md §1.6).
+// connections"; Slack's Socket Mode docs, "Using multiple connections").
 const DefaultMaxConnections = 10
 
 // DefaultDeliverySeed seeds the default random DeliveryPolicy.
@@ -24,7 +24,7 @@ const DefaultDeliverySeed = 1
 // value sends the envelope to open[0].
 //
 // Slack sends each payload to any one of an app's open connections and
-// promises no distribution pattern (notes/slack-platform.md §1.6). The
+// promises no distribution pattern (Slack's Socket Mode docs, "Using multiple connections"). The
 // policy runs with the fake's lock held: it must be quick and must not call
 // the Server's methods. The default is RandomDelivery(DefaultDeliverySeed).
 type DeliveryPolicy func(open []int, env Envelope) int

@@ -432,7 +432,7 @@ func (s *Server) DeliverSlashCommand(c SlashCommand) (Delivery, error) {
 		"channel_id": c.ChannelID, "channel_name": cmp.Or(c.ChannelName, ch.Name),
 		"user_id": c.UserID, "user_name": cmp.Or(c.UserName, u.Name),
 		"command": c.Command, "text": c.Text, "api_app_id": s.cfg.appID,
-		// Slack sends this one as a string (notes/slack-platform.md pitfall 18).
+		// Slack may send this one as a string ("false"); slack-go accepts both.
 		"is_enterprise_install": "false",
 		"response_url":          s.base + t.path, "trigger_id": trigger,
 	})

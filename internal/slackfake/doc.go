@@ -59,7 +59,8 @@
 // envelope and every ack with its latency. Faults (429, error codes, slow
 // responses, apps.connections.open failures) are injected per method.
 //
-// The fake models Slack as described in the team's notes/slack-platform.md
-// (sources cited there); where Slack's behaviour is undocumented, the doc
-// comment of the identifier that makes the choice says so.
+// The fake models Slack as its documentation (docs.slack.dev, the Socket
+// Mode and Events API pages) and slack-go v0.35.0 describe it; where
+// Slack's behaviour is undocumented, the doc comment of the identifier that
+// makes the choice says so.
 package slackfake

@@ -10,7 +10,7 @@ import (
 
 // RateLimits are the Web API limits WithRateLimits enforces, modelled on
 // Slack's documented tiers (docs.slack.dev/apis/web-api/rate-limits, and
-// the team's notes/slack-platform.md §3.3). Limits are token buckets: a
+// Slack's Web API rate tiers). Limits are token buckets: a
 // call with no token left is answered HTTP 429, {"ok":false,
 // "error":"ratelimited"} and a Retry-After header giving the whole seconds
 // (at least 1) until the bucket has a token again, as Slack answers; a

@@ -3,6 +3,7 @@ package slackfake
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -49,6 +50,8 @@ type config struct {
 	maxConns                  int
 	policy                    DeliveryPolicy
 	logf                      func(format string, args ...any)
+	tls                       *tls.Config // WithTLS
+	host                      string      // WithTLS: the name in the URLs handed out
 }
 
 func defaultConfig() config {
@@ -137,6 +140,16 @@ func WithPostPacing(enforce bool) Option { return func(c *config) { c.enforcePac
 // WithLogf logs the fake's activity (connections, deliveries) through logf.
 func WithLogf(logf func(format string, args ...any)) Option { return func(c *config) { c.logf = logf } }
 
+// WithTLS serves the fake over TLS with cfg, so its URLs are https:// and
+// wss:// as Slack's are, and names host (with the listener's port) in every
+// URL it hands out (the API URL, the Socket Mode URL, file and response
+// URLs) instead of 127.0.0.1. A client reaches that name the way it would
+// reach slack.com: through its resolver, or through a proxy that resolves
+// it (a proxy is never used for loopback addresses).
+func WithTLS(cfg *tls.Config, host string) Option {
+	return func(c *config) { c.tls, c.host = cfg, host }
+}
+
 // Server is a running fake Slack. All methods are safe for concurrent use.
 type Server struct {
 	cfg  config
@@ -181,11 +194,16 @@ func New(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slackfake: listen on %s: %w", cfg.addr, err)
 	}
+	base := "http://" + reachableAddr(ln.Addr())
+	if cfg.tls != nil {
+		ln = tls.NewListener(ln, cfg.tls)
+		base = "https://" + net.JoinHostPort(cfg.host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	}
 	s := &Server{
 		cfg:      cfg,
 		policy:   cfg.policy,
 		ln:       ln,
-		base:     "http://" + reachableAddr(ln.Addr()),
+		base:     base,
 		done:     make(chan struct{}),
 		changed:  make(chan struct{}),
 		st:       newState(cfg.ackTimeout),

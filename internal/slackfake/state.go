@@ -349,7 +349,8 @@ type State struct {
 	frames     []ClientFrame
 	responses  []ResponsePost
 	pace       []PaceViolation
-	limited    map[string]int // WithRateLimits' 429s per method
+	limited    map[string]int       // WithRateLimits' 429s per method
+	views      map[string]*HomeView // Home tabs by user (views.publish)
 
 	openConns  int
 	totalConns int
@@ -384,6 +385,7 @@ func newState(ackTimeout time.Duration) *State {
 		msgIndex:   map[msgKey]*Message{},
 		envByID:    map[string]*Envelope{},
 		limited:    map[string]int{},
+		views:      map[string]*HomeView{},
 	}
 }
 

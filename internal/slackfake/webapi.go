@@ -105,6 +105,9 @@ var methods = map[string]methodSpec{
 	"users.info":                   {token: TokenBot, handle: (*Server).apiUsersInfo},
 	"usergroups.users.list":        {token: TokenBot, handle: (*Server).apiUsergroupsUsersList},
 	"files.info":                   {token: TokenBot, handle: (*Server).apiFilesInfo},
+	"views.publish":                {token: TokenBot, handle: (*Server).apiViewsPublish},
+	"users.conversations":          {token: TokenBot, handle: (*Server).apiUsersConversations},
+	"conversations.members":        {token: TokenBot, handle: (*Server).apiConversationsMembers},
 	"files.getUploadURLExternal":   {token: TokenBot, handle: (*Server).apiGetUploadURLExternal},
 	"files.completeUploadExternal": {token: TokenBot, handle: (*Server).apiCompleteUploadExternal},
 }
@@ -345,7 +348,7 @@ func (s *Server) apiAuthTest(c *apiCall) apiResult {
 		"bot_id":                s.cfg.botID,
 		"is_enterprise_install": false,
 	})
-	r.header = http.Header{"X-Oauth-Scopes": {"channels:history,groups:history,chat:write,files:read,files:write,reactions:write,commands,users:read,usergroups:read,channels:read,groups:read"}}
+	r.header = http.Header{"X-Oauth-Scopes": {"channels:history,groups:history,chat:write,files:read,files:write,reactions:write,commands,users:read,usergroups:read,channels:read,groups:read,im:history,app_mentions:read"}}
 	return r
 }
 

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+)
+
+// ptyShell is `verdictbot shell` run through Main on a pseudo-terminal, as
+// a person at a terminal runs it: the test types into the pty's master
+// side and reads what the terminal would show.
+type ptyShell struct {
+	t      *testing.T
+	master *os.File
+	sh     *shell
+	done   chan int // Main's exit code
+	stderr bytes.Buffer
+
+	mu   sync.Mutex
+	out  bytes.Buffer // everything the terminal received
+	seen int          // expect's cursor into the cleaned output
+	read chan struct{}
+}
+
+// startPtyShell starts the shell on a new pty; stateDir is its
+// XDG_STATE_HOME (where the history is kept).
+func startPtyShell(t *testing.T, stateDir string, args ...string) *ptyShell {
+	t.Helper()
+	for k, v := range map[string]string{"VERDICTBOT_DATA_DIR": t.TempDir(), "XDG_STATE_HOME": stateDir, "NO_COLOR": "",
+		"REPUTATION_URL": "", "REPUTATION_API_KEY": "", "SANDBOX_URL": "", "SANDBOX_API_KEY": ""} {
+		t.Setenv(k, v)
+	}
+	master, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pty.Setsize(master, &pty.Winsize{Rows: 50, Cols: 220}); err != nil {
+		t.Fatal(err)
+	}
+	p := &ptyShell{t: t, master: master, done: make(chan int, 1), read: make(chan struct{})}
+	started := make(chan *shell, 1)
+	shellStarted = func(s *shell) { started <- s }
+	t.Cleanup(func() { shellStarted = nil })
+	go func() { // owned by the test: ends when master is closed
+		defer close(p.read)
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { p.done <- Main(append([]string{"shell"}, args...), tty, tty, &p.stderr) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			t.Error("the shell did not end")
+		}
+		tty.Close()
+		master.Close()
+		<-p.read
+		if t.Failed() {
+			t.Logf("terminal:\n%s\nstderr: %s", p.screen(), p.stderr.String())
+		}
+	})
+	select {
+	case p.sh = <-started:
+	case code := <-p.done:
+		t.Fatalf("the shell ended at start: exit %d, stderr %s", code, p.stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("the shell did not start")
+	}
+	return p
+}
+
+// csi matches the terminal's control sequences (cursor moves, colours).
+var csi = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+
+// screen is the output as text: control sequences and CRs removed.
+func (p *ptyShell) screen() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.ReplaceAll(csi.ReplaceAllString(p.out.String(), ""), "\r", "")
+}
+
+// raw is the output as the terminal received it.
+func (p *ptyShell) raw() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// typ types keys.
+func (p *ptyShell) typ(keys string) {
+	p.t.Helper()
+	if _, err := p.master.Write([]byte(keys)); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// expect waits until want shows after the previous expectation's match.
+func (p *ptyShell) expect(want string) {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := p.screen()
+		if i := strings.Index(s[p.seen:], want); i >= 0 {
+			p.seen += i + len(want)
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the terminal does not show %q after byte %d:\n%s", want, p.seen, s[p.seen:])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// userMessages are the texts of the messages people posted in #security.
+func (p *ptyShell) userMessages() []string {
+	var out []string
+	p.sh.fake.Inspect(func(st *slackfake.State) {
+		for _, m := range st.AllMessages() {
+			if !m.Bot && m.Channel == shellChannel {
+				out = append(out, m.Text)
+			}
+		}
+	})
+	return out
+}
+
+// waitMessages waits until n messages were posted by people.
+func (p *ptyShell) waitMessages(n int) []string {
+	p.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := p.userMessages()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("want %d messages posted, have %q", n, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// quit leaves with Ctrl-D and checks the exit code.
+func (p *ptyShell) quit() {
+	p.t.Helper()
+	p.typ("\x04")
+	select {
+	case code := <-p.done:
+		p.done <- code // for the cleanup
+		if code != 0 {
+			p.t.Fatalf("exit %d; stderr %s", code, p.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		p.t.Fatal("Ctrl-D did not end the shell")
+	}
+}
+
+// At a terminal: the banner and prompt, a line edited with backspace,
+// Home and End, history recalled with the up arrow, a function key that
+// never reaches Slack, card updates as one change line, mode, a recheck
+// after a flip, and an admin command refused as @alice. Then a second
+// session recalls the first one's history from its file.
+func TestShellOnATerminal(t *testing.T) {
+	state := t.TempDir()
+	p := startPtyShell(t, state)
+	p.expect("verdictbot shell: the bot against a fake Slack")
+	p.expect("You are @you (an admin) in #security, mode quiet as in production")
+	p.expect("history in " + filepath.Join(state, "verdictbot", "shell_history"))
+	p.expect("#security @you> ")
+
+	p.typ("mode\r")
+	p.expect("mode: #security is quiet, the default (VERDICTBOT_CHANNEL_MODE, as in production)")
+	p.typ("mode verbose\r")
+	p.expect("mode: #security is now verbose")
+
+	// Typed with a typo, fixed with backspace, Home and End.
+	p.typ("ee https://login.phish.test/verifyXX\x7f\x7f\x1b[Hs\x1b[F\r")
+	if got := p.waitMessages(1); got[0] != "see <https://login.phish.test/verify>" {
+		t.Fatalf("the edited line was posted as %q", got[0])
+	}
+	// The card in full once, then its verdict as one change line.
+	p.expect("── card #1 ──")
+	p.expect("SCANNING…")
+	p.expect("card #1 · hxxps://login[.]phish[.]test/verify · scanning → MALICIOUS (phishing 97%)")
+	if n := strings.Count(p.screen(), "── card #1 ──"); n != 1 {
+		t.Fatalf("card #1 printed in full %d times", n)
+	}
+	if strings.Contains(p.screen(), "1. MALICIOUS") {
+		t.Fatal("the verdict reprinted the whole card")
+	}
+	p.typ("show 1\r")
+	p.expect("── card #1 ──")
+	p.expect("1. MALICIOUS · hxxps://login[.]phish[.]test/verify")
+
+	// The up arrow recalls the line before `show 1`: the same message
+	// again, a second card.
+	p.typ("\x1b[A\x1b[A\r")
+	if got := p.waitMessages(2); got[1] != got[0] {
+		t.Fatalf("history recall posted %q, want %q", got[1], got[0])
+	}
+	p.expect("── card #2 ──")
+
+	// A function key (F5) and an arrow typed mid-line edit nothing into
+	// the message.
+	p.typ("hi\x1b[15~ there\x1b[D\x1b[C\r")
+	if got := p.waitMessages(3); got[2] != "hi there" {
+		t.Fatalf("posted %q", got[2])
+	}
+
+	// A clean link, flipped in the simulator, then rechecked.
+	p.typ("see https://example.com/landing\r")
+	p.expect("card #3 · hxxps://example[.]com/landing · scanning → CLEAN")
+	p.typ("flip https://example.com/landing\r")
+	p.expect("flip: the simulator's next scan of hxxps://example[.]com/landing will say phishing 97% (last verdict clean)")
+	p.typ("recheck\r")
+	p.expect("card #3 · hxxps://example[.]com/landing · clean → MALICIOUS (phishing 97%)")
+	p.expect("verdictbot: @U0YOU a link you shared was checked again: `hxxps://example[.]com/landing` is now malicious (was clean).")
+	p.expect("recheck: 2 due, 2 checked, 1 changed, 0 failed")
+
+	// Someone who is not an admin.
+	p.typ("as @alice\r")
+	p.expect("as: you are now @alice (U0ALICE), not an admin")
+	p.expect("#security @alice> ")
+	p.typ("/scan channel quiet\r")
+	p.expect("» Only admins can change this channel's mode.")
+	p.typ("as\r")
+	p.expect("as: you are @alice (U0ALICE)")
+
+	for _, m := range p.userMessages() {
+		if hasControl(m) {
+			t.Errorf("a control character reached Slack: %q", m)
+		}
+	}
+	if strings.Contains(p.raw(), "\x1b[31m") == false {
+		t.Error("no colour at a terminal (NO_COLOR unset)")
+	}
+	p.quit()
+
+	hist, err := os.ReadFile(filepath.Join(state, "verdictbot", "shell_history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "mode\nmode verbose\nsee https://login.phish.test/verify\nshow 1\nsee https://login.phish.test/verify\nhi there\n"; !strings.HasPrefix(string(hist), want) {
+		t.Fatalf("history file:\n%s\nwant it to start with:\n%s", hist, want)
+	}
+
+	// A new session: the up arrow recalls the last session's last line.
+	p2 := startPtyShell(t, state)
+	p2.expect("#security @you> ")
+	p2.typ("\x1b[A\r")
+	p2.expect("as: you are @you (U0YOU), an admin")
+	p2.quit()
+}
+
+// When the history file cannot be written, the shell says so and keeps
+// the history in memory.
+func TestShellOnATerminalWithoutAHistoryFile(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(state, nil, 0o600); err != nil { // a file where a directory should be
+		t.Fatal(err)
+	}
+	p := startPtyShell(t, state)
+	p.expect("history not kept: mkdir ")
+	p.expect("#security @you> ")
+	p.typ("as\r")
+	p.expect("as: you are @you")
+	p.typ("\x1b[A\r")
+	p.expect("as: you are @you")
+	p.quit()
+}
+
+func TestFileHistory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "verdictbot", "shell_history")
+	h, err := openHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"one", "two", "two", "", "esc \x1b[A", "three"} {
+		h.Add(l)
+	}
+	if h.Len() != 3 || h.At(0) != "three" || h.At(2) != "one" {
+		t.Fatalf("len %d", h.Len())
+	}
+	for i := range shellHistoryMax + 10 {
+		h.Add(strings.Repeat("x", i%7+1) + string(rune('a'+i%26)))
+	}
+	h2, err := openHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h2.Len() != shellHistoryMax || h2.At(0) != h.At(0) {
+		t.Fatalf("reloaded %d lines, newest %q (want %d, %q)", h2.Len(), h2.At(0), shellHistoryMax, h.At(0))
+	}
+	data, _ := os.ReadFile(path)
+	if n := strings.Count(string(data), "\n"); n != shellHistoryMax {
+		t.Fatalf("the file was not cut back: %d lines", n)
+	}
+	st, _ := os.Stat(path)
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("history file mode %v", st.Mode())
+	}
+	if _, err := openHistory(filepath.Join(path, "sub", "x")); err == nil {
+		t.Fatal("a history under a file opened")
+	}
+	var perr *os.PathError
+	if _, err := openHistory(filepath.Join(path, "x")); !errors.As(err, &perr) {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -1,0 +1,166 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// homeAPI is a hand-written HomeSlack: channels the bot is in, their
+// members, and the views published.
+type homeAPI struct {
+	channels    []slack.Channel
+	members     map[string][]string
+	membersErr  map[string]error
+	memberCalls int
+	published   []slack.PublishViewContextRequest
+}
+
+func (a *homeAPI) PublishViewContext(_ context.Context, req slack.PublishViewContextRequest) (*slack.ViewResponse, error) {
+	a.published = append(a.published, req)
+	return &slack.ViewResponse{}, nil
+}
+
+func (a *homeAPI) GetConversationsForUserContext(_ context.Context, p *slack.GetConversationsForUserParameters) ([]slack.Channel, string, error) {
+	return a.channels, "", nil
+}
+
+func (a *homeAPI) GetUsersInConversationContext(_ context.Context, p *slack.GetUsersInConversationParameters) ([]string, string, error) {
+	a.memberCalls++
+	if err := a.membersErr[p.ChannelID]; err != nil {
+		return nil, "", err
+	}
+	return a.members[p.ChannelID], "", nil
+}
+
+func channelOf(id, name string, private bool) slack.Channel {
+	var c slack.Channel
+	c.ID, c.Name, c.IsPrivate = id, name, private
+	return c
+}
+
+func openStore(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func putVerdict(t *testing.T, db *store.DB, channel, ts, target string, level verdict.Level) {
+	t.Helper()
+	rec := &store.CardRecord{Card: card.Card{Channel: channel, SourceTS: ts, Final: true,
+		Lines: []card.Line{{Kind: card.KindURL, Target: target, Level: level}}}}
+	if err := db.PutCard(rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func viewJSON(t *testing.T, v slack.HomeTabViewRequest) (string, int) {
+	t.Helper()
+	raw, err := json.Marshal(v.Blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw), len(v.Blocks.BlockSet)
+}
+
+func TestHomeStaysWithinSlacksLimits(t *testing.T) {
+	db := openStore(t)
+	api := &homeAPI{members: map[string][]string{}}
+	for i := range 60 {
+		id := fmt.Sprintf("C%03d", i)
+		api.channels = append(api.channels, channelOf(id, fmt.Sprintf("chan-%03d", i), false))
+		api.members[id] = []string{"UADMIN"}
+		putVerdict(t, db, id, "1.1", fmt.Sprintf("https://evil-%03d.test/", i), verdict.Malicious)
+	}
+	s := &Scan{State: db, DefaultMode: "quiet"}
+	h := &Home{API: api, Scan: s, Registry: NewScanRegistry(s), Access: &Access{Admins: []string{"UADMIN"}}}
+	v := h.View(t.Context(), "UADMIN", "")
+	js, n := viewJSON(t, v)
+	if n > maxHomeBlocks {
+		t.Fatalf("%d blocks, Slack takes 100", n)
+	}
+	for _, want := range []string{"and 40 more channel(s)", "… and 50 more", `"action_id":"home_channel_mode"`, `"block_id":"home_channel:C000"`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("the view lacks %q", want)
+		}
+	}
+	if strings.Contains(js, "home_channel:C020") {
+		t.Error("a 21st channel is listed with its selects")
+	}
+	if api.memberCalls != 60 {
+		t.Errorf("%d conversations.members calls, want one per channel", api.memberCalls)
+	}
+	h.View(t.Context(), "UADMIN", "")
+	if api.memberCalls != 60 {
+		t.Errorf("%d conversations.members calls after a second open, want the cached 60", api.memberCalls)
+	}
+}
+
+func TestHomeFailsClosedWhenMembershipIsUnknown(t *testing.T) {
+	db := openStore(t)
+	api := &homeAPI{
+		channels:   []slack.Channel{channelOf("C1", "general", false), channelOf("G1", "incident", true)},
+		members:    map[string][]string{"C1": {"U1"}},
+		membersErr: map[string]error{"G1": errors.New("ratelimited")},
+	}
+	putVerdict(t, db, "C1", "1.1", "https://public.test/", verdict.Suspicious)
+	putVerdict(t, db, "G1", "1.1", "https://private-incident.test/", verdict.Malicious)
+	s := &Scan{State: db, DefaultMode: "quiet"}
+	h := &Home{API: api, Scan: s, Registry: NewScanRegistry(s), Access: &Access{}}
+	js, _ := viewJSON(t, h.View(t.Context(), "U1", ""))
+	if !strings.Contains(js, "public[.]test") {
+		t.Errorf("the viewer's own channel's verdict is missing: %s", js)
+	}
+	if strings.Contains(js, "private-incident") || strings.Contains(js, "G1") {
+		t.Errorf("a channel whose members could not be read is shown: %s", js)
+	}
+	if strings.Contains(js, "static_select") {
+		t.Error("a non-admin gets selects")
+	}
+}
+
+func TestHomeListsReportsAwaitingAnAnswer(t *testing.T) {
+	db := openStore(t)
+	api := &homeAPI{channels: []slack.Channel{channelOf("C1", "general", false)}, members: map[string][]string{"C1": {"U1"}}}
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	rec := &store.CardRecord{Card: card.Card{Channel: "C1", SourceTS: "1.1", Final: true, Lines: []card.Line{
+		{Kind: card.KindURL, Target: "https://a.test/", TaskID: "aaaa", Level: verdict.Malicious,
+			Reports: []card.Report{{User: "U1", Option: "fp", Category: verdict.CatPhishing, At: at, Outcome: OutcomeUnreachable}}},
+		{Kind: card.KindURL, Target: "https://b.test/", TaskID: "bbbb", Level: verdict.Malicious,
+			Reports: []card.Report{{User: "U1", Option: "fp", Category: verdict.CatPhishing, At: at, Outcome: OutcomeUnreachable},
+				{User: "U2", Option: "fp", Category: verdict.CatPhishing, At: at.Add(time.Minute)}}},
+	}}}
+	if err := db.PutCard(rec); err != nil {
+		t.Fatal(err)
+	}
+	f := &Feedback{}
+	f.pending = map[string]PendingReport{"k": {User: "U3", Channel: "C1", TaskID: "cccc", Option: "fn", Category: verdict.CatPhishing, Since: at},
+		"elsewhere": {User: "U4", Channel: "C9", TaskID: "dddd", Option: "fp", Since: at}}
+	s := &Scan{State: db, DefaultMode: "quiet"}
+	h := &Home{API: api, Scan: s, Registry: NewScanRegistry(s), Access: &Access{}, Pending: f.Pending}
+	js, _ := viewJSON(t, h.View(t.Context(), "U1", ""))
+	for _, want := range []string{"task `aaaa`", "task `cccc`", "being sent since"} {
+		if !strings.Contains(js, want) {
+			t.Errorf("reports lack %q: %s", want, js)
+		}
+	}
+	for _, not := range []string{"task `bbbb`", "task `dddd`"} {
+		if strings.Contains(js, not) {
+			t.Errorf("reports show %q (answered later, or in a channel the viewer is not in)", not)
+		}
+	}
+}
