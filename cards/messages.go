@@ -17,6 +17,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
@@ -80,6 +81,13 @@ type Messages struct {
 	Mode          func(channel string) string
 	CleanReaction string
 	Log           *slog.Logger
+	// Events, if set, gets a finding for each verdict shown on a card and
+	// each recheck flip (package events).
+	Events events.Sink
+	// settled holds, per card generation being tracked, the verdicts its
+	// previous generation had (a job resumed after a crash, an edit), so
+	// that the same verdict is not emitted twice.
+	settled sync.Map // settledKey → map[target]card.Line
 	// MaxLinks is shown on cards that left links out.
 	MaxLinks int
 	// StripQuery removes the query of every URL before it is sent
@@ -360,7 +368,16 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 // journal meanwhile, so a restart resumes it too. ok is false when ctx
 // ends first.
 func (m *Messages) begin(ctx context.Context, channel, src string, draft card.Card, mode string) (int, card.Card, bool) {
+	var prev *store.CardRecord
+	if m.Events != nil {
+		prev, _ = m.Cards.Get(channel, src)
+	}
 	gen, snap, err := m.Cards.Begin(channel, src, draft, mode)
+	defer func() {
+		if err == nil && prev != nil {
+			m.remember(channel, src, gen, prev.Card.Lines)
+		}
+	}()
 	for wait := 100 * time.Millisecond; err != nil; wait = min(2*wait, 5*time.Second) {
 		if wait == 100*time.Millisecond {
 			m.Log.Error("could not save the card; retrying until the store can be written", "channel", channel, "ts", src, "error", err)
@@ -641,4 +658,38 @@ func (m *Messages) deleted(ctx context.Context, ev *slackevents.MessageEvent) {
 			m.Log.Warn("card update after deletion failed", "error", err)
 		}
 	}
+}
+
+type settledKey struct {
+	channel, src string
+	gen          int
+}
+
+// remember keeps the verdicts a card's previous generation showed, for
+// emitted, until the new generation's tracking ends (forget).
+func (m *Messages) remember(channel, src string, gen int, lines []card.Line) {
+	prev := map[string]card.Line{}
+	for _, l := range lines {
+		if l.Level != verdict.Pending {
+			prev[l.Target] = l
+		}
+	}
+	if len(prev) > 0 {
+		m.settled.Store(settledKey{channel, src, gen}, prev)
+	}
+}
+
+// emitted reports whether the card's previous generation already showed
+// l's verdict (same level, same analysis): its event went out then.
+func (m *Messages) emitted(channel, src string, gen int, l card.Line) bool {
+	v, ok := m.settled.Load(settledKey{channel, src, gen})
+	if !ok {
+		return false
+	}
+	old, ok := v.(map[string]card.Line)[l.Target]
+	return ok && old.Level == l.Level && old.TaskID == l.TaskID
+}
+
+func (m *Messages) forget(channel, src string, gen int) {
+	m.settled.Delete(settledKey{channel, src, gen})
 }

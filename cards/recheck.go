@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/events"
 
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/scan"
@@ -67,6 +68,14 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 			})
 			if !ok {
 				continue
+			}
+			for _, l := range snap.Lines {
+				if l.Target == url {
+					f := events.LineFinding(events.KindFlip, &snap, l)
+					f.Previous = ch.Was
+					events.Emit(ctx, m.Events, f)
+					break
+				}
 			}
 			m.show(ctx, &snap)
 			m.act(ctx, &snap)

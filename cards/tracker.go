@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/events"
 
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -57,6 +58,7 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 	// Buffered for every sender, so a tracker that gives up early leaves
 	// no goroutine blocked.
 	results := make(chan result, len(lines))
+	defer m.forget(channel, src, gen)
 	follow := make(chan func() (card.Card, bool), len(lines))
 	changed := make(chan struct{}, 1)
 	for _, p := range lines {
@@ -107,6 +109,11 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			})
 			if !ok {
 				return false // an edit started a newer scan of this message
+			}
+			if m.Events != nil && r.line < len(snap.Lines) {
+				if l := snap.Lines[r.line]; l.Level != verdict.Pending && !m.emitted(channel, src, gen, l) {
+					m.Events.Emit(ctx, events.LineFinding(events.KindVerdict, &snap, l))
+				}
 			}
 			if k.after != nil {
 				if fetch := k.after(ctx, snap, r.line, r.v); fetch != nil {

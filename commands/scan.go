@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
@@ -103,6 +104,8 @@ type Scan struct {
 	AllowChanged func()
 	// Log receives the audit lines of changes to channel settings.
 	Log *slog.Logger
+	// Events, if set, gets a finding for each setting change (package events).
+	Events events.Sink
 }
 
 // respond answers req: through req.Answer when the request carries one
@@ -115,8 +118,9 @@ func (s *Scan) respond(ctx context.Context, req *Request, text string) error {
 }
 
 // audit writes the audit line of a channel setting changed by an admin,
-// whether from /scan channel or from the App Home.
-func (s *Scan) audit(req *Request, setting, from, to string) {
+// whether from /scan channel or from the App Home, and emits its event.
+func (s *Scan) audit(ctx context.Context, req *Request, setting, from, to string) {
+	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: setting, Value: to})
 	if s.Log == nil {
 		return
 	}
@@ -544,7 +548,7 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 	if err := s.State.SetChannelMode(req.Channel, mode); err != nil {
 		return err
 	}
-	s.audit(req, "mode", cmp.Or(current, "default"), mode)
+	s.audit(ctx, req, "mode", cmp.Or(current, "default"), mode)
 	return s.respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
 }
 
@@ -590,7 +594,7 @@ func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
 	if err := s.State.SetChannelFiles(req.Channel, v); err != nil {
 		return err
 	}
-	s.audit(req, "files", cmp.Or(prev, "default"), v)
+	s.audit(ctx, req, "files", cmp.Or(prev, "default"), v)
 	if v == "off" {
 		return s.respond(ctx, req, "Files shared in this channel are now *not scanned*: they are not downloaded and not sent to the sandbox.")
 	}
@@ -662,7 +666,7 @@ func (s *Scan) channelQuarantine(ctx context.Context, req *Request) error {
 	if err := s.State.SetChannelQuarantine(req.Channel, v); err != nil {
 		return err
 	}
-	s.audit(req, "quarantine", cmp.Or(prev, "default"), v)
+	s.audit(ctx, req, "quarantine", cmp.Or(prev, "default"), v)
 	line, err := s.quarantineLine(req.Channel)
 	if err != nil {
 		return err
@@ -720,6 +724,8 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 	if s.AllowChanged != nil {
 		s.AllowChanged()
 	}
+	change := map[string]string{"add": "added", "remove": "removed"}[verb]
+	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: "allowlist", Domain: domain, Value: change})
 	if verb == "add" {
 		return s.respond(ctx, req, fmt.Sprintf("Links to `%s` and its subdomains are no longer sent for scanning.", domain))
 	}

@@ -124,6 +124,10 @@ type Quarantine struct {
 	OnQuarantine func(ctx context.Context, q store.Quarantined, c card.Card)
 	OnRelease    func(ctx context.Context, q store.Quarantined, c card.Card)
 	OnFailure    func(reason string)
+	// OnNotRemoved is told of each message that reached its channel's
+	// level but could not be removed, with the card and the reason (the
+	// events emitter hooks here).
+	OnNotRemoved func(ctx context.Context, c card.Card, level verdict.Level, reason string)
 	OnAction     func(action string)
 	Log          *slog.Logger
 	Now          func() time.Time
@@ -339,6 +343,9 @@ func (q *Quarantine) fail(ctx context.Context, c card.Card, level verdict.Level,
 	q.log().Warn("quarantine: message not removed", "channel", c.Channel, "ts", c.SourceTS, "reason", reason)
 	if q.OnFailure != nil {
 		q.OnFailure(reason)
+	}
+	if q.OnNotRemoved != nil {
+		q.OnNotRemoved(ctx, c, level, reason)
 	}
 	at := q.now()
 	q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {

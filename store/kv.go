@@ -60,6 +60,7 @@ const (
 	bReports    = "reports"     // target \x00 time \x00 seq → Report
 	bChannels   = "channels"    // channel → mode
 	bAllow      = "allow"       // domain → AllowEntry
+	bEventQueue = "event_queue" // sequence → outgoing event (eventqueue.go); created by its first write
 )
 
 // ---- bbolt ----

@@ -84,6 +84,9 @@ type State interface {
 	// opened by one process only, so it always leads.
 	Lead(ctx context.Context, job string) (release func(), ok bool, err error)
 
+	// The durable queue of outgoing events (eventqueue.go).
+	EventQueue
+
 	// Replicas sharing the state (replicas.go). The embedded file is opened
 	// by one process: it claims every analysis, has no orphans, and counts
 	// one replica.

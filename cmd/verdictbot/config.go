@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"github.com/robfig/cron/v3"
 
+	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -158,6 +160,12 @@ type Config struct {
 	LogLevel  string `envconfig:"VERDICTBOT_LOG_LEVEL"`
 	LogFormat string `envconfig:"VERDICTBOT_LOG_FORMAT"`
 
+	// Findings in the SOC's tools (package events).
+	EventsURL       string `envconfig:"VERDICTBOT_EVENTS_URL"`
+	EventsSecret    Secret `envconfig:"VERDICTBOT_EVENTS_SECRET"`
+	EventsFile      string `envconfig:"VERDICTBOT_EVENTS_FILE"`
+	EventsMaxQueued int    `envconfig:"VERDICTBOT_EVENTS_MAX_QUEUED"`
+
 	// Derived by Validate.
 	thresholds verdict.Thresholds
 	// fromEnv holds the settings loadConfig took from the environment
@@ -216,6 +224,8 @@ func defaultConfig() *Config {
 		HTTPAddr:  "127.0.0.1:8080",
 		LogLevel:  "info",
 		LogFormat: "text",
+
+		EventsMaxQueued: events.DefaultMaxQueued,
 	}
 	cfg.trim()
 	return cfg
@@ -575,10 +585,46 @@ var configRules = []configRule{
 	}},
 	oneOf("VERDICTBOT_LOG_LEVEL", func(c *Config) string { return c.LogLevel }, "debug, info, warn or error", "debug", "info", "warn", "error"),
 	oneOf("VERDICTBOT_LOG_FORMAT", func(c *Config) string { return c.LogFormat }, "text or json", "text", "json"),
+	{"VERDICTBOT_EVENTS_URL", false, func(c *Config) error { return eventsURL(c.EventsURL) }},
+	{"VERDICTBOT_EVENTS_FILE", false, func(c *Config) error {
+		if c.EventsFile == "" || c.EventsFile == "-" {
+			return nil
+		}
+		if fi, err := os.Stat(filepath.Dir(c.EventsFile)); err != nil || !fi.IsDir() {
+			return fmt.Errorf("VERDICTBOT_EVENTS_FILE=%q: its directory does not exist (want a file path, or - for standard output)", c.EventsFile)
+		}
+		return nil
+	}},
+	atLeast("VERDICTBOT_EVENTS_MAX_QUEUED", func(c *Config) int { return c.EventsMaxQueued }, 1, "want at least 1 (events kept while the receiver is down)"),
 	threshold(verdict.CatPhishing),
 	threshold(verdict.CatAdvertising),
 	threshold(verdict.CatMalicious),
 	threshold(verdict.CatIllegal),
+}
+
+// eventsURL checks VERDICTBOT_EVENTS_URL: https, or plain http to a
+// loopback host only (a forwarder on the same machine). Messages name the
+// host at most: the path may hold a token.
+func eventsURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return errors.New("VERDICTBOT_EVENTS_URL: want an https:// URL (plain http:// only to a loopback host)")
+	}
+	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		return fmt.Errorf("VERDICTBOT_EVENTS_URL: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not %s: use https", u.Hostname())
+	}
+	return nil
+}
+
+func loopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Bounds and assumptions of the derived VERDICTBOT_MAX_CONCURRENT.

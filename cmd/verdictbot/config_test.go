@@ -202,6 +202,7 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		HTTPAddr: "8080", LogLevel: "loud", LogFormat: "xml", DatabaseURL: "mysql://u:p@h/db",
 		ThresholdPhishing: "x", ThresholdAdvertising: "x", ThresholdMalicious: "x", ThresholdIllegal: "x",
 		Quarantine: "always", SlackAdminUserToken: "xoxb-not-a-user-token",
+		EventsURL: "http://siem.example.com/hook", EventsFile: "/nonexistent/dir/events.jsonl", EventsMaxQueued: 0,
 	}
 	errs := bad.problems(true)
 	// REPUTATION_URL unset is a problem once (not set); its URL form is
@@ -283,5 +284,68 @@ func TestMaxConcurrentFollowsTheBudgets(t *testing.T) {
 	}
 	if err == nil || !strings.HasPrefix(err.Error(), "VERDICTBOT_MAX_CONCURRENT") {
 		t.Errorf("VERDICTBOT_MAX_CONCURRENT=-1: %v", err)
+	}
+}
+
+// TestEventsSettings: VERDICTBOT_EVENTS_URL is https, or plain http to a
+// loopback host only, and its message never shows the URL's path (it may
+// hold a token); VERDICTBOT_EVENTS_SECRET never prints.
+func TestEventsSettings(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "https://siem.example.com/hook/tok-1"}, ""},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "http://127.0.0.1:8089/hook"}, ""},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "http://[::1]:8089/hook"}, ""},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "http://localhost:8089/hook"}, ""},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "http://siem.example.com/hook/tok-1"},
+			"VERDICTBOT_EVENTS_URL: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not siem.example.com: use https"},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "http://10.0.0.5/hook/tok-1"},
+			"VERDICTBOT_EVENTS_URL: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not 10.0.0.5: use https"},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "ftp://siem.example.com/tok-1"},
+			"VERDICTBOT_EVENTS_URL: want an https:// URL (plain http:// only to a loopback host)"},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "siem.example.com/tok-1"},
+			"VERDICTBOT_EVENTS_URL: want an https:// URL (plain http:// only to a loopback host)"},
+		{map[string]string{"VERDICTBOT_EVENTS_FILE": "-"}, ""},
+		{map[string]string{"VERDICTBOT_EVENTS_FILE": "/nonexistent/dir/events.jsonl"},
+			`VERDICTBOT_EVENTS_FILE="/nonexistent/dir/events.jsonl": its directory does not exist (want a file path, or - for standard output)`},
+		{map[string]string{"VERDICTBOT_EVENTS_MAX_QUEUED": "0"},
+			"VERDICTBOT_EVENTS_MAX_QUEUED=0: want at least 1 (events kept while the receiver is down)"},
+	}
+	for _, tc := range cases {
+		setEnv(t, validEnv)
+		setEnv(t, tc.env)
+		cfg, err := loadConfig()
+		if err == nil {
+			err = cfg.Validate(true)
+		}
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%v: err = %q\nwant %q", tc.env, got, tc.want)
+		}
+		if strings.Contains(got, "tok-1") {
+			t.Errorf("the URL's path is in the message: %s", got)
+		}
+		os.Unsetenv("VERDICTBOT_EVENTS_URL")
+		os.Unsetenv("VERDICTBOT_EVENTS_FILE")
+		os.Unsetenv("VERDICTBOT_EVENTS_MAX_QUEUED")
+	}
+	setEnv(t, validEnv)
+	setEnv(t, map[string]string{"VERDICTBOT_EVENTS_SECRET": "whsec-never-print"})
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.EventsMaxQueued != 100000 {
+		t.Errorf("VERDICTBOT_EVENTS_MAX_QUEUED default %d", cfg.EventsMaxQueued)
+	}
+	for _, s := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg)} {
+		if strings.Contains(s, "whsec-never-print") {
+			t.Fatalf("the events secret printed: %s", s)
+		}
 	}
 }

@@ -183,13 +183,13 @@ func TestMigrateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (5, true)`); err != nil {
+	if _, err := conn.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true)`, pg.SchemaVersion+1); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
 	errOut.Reset()
 	code := Main([]string{"migrate"}, strings.NewReader(""), &out, &errOut)
-	if want := fmt.Sprintf("verdictbot migrate: database schema 5 is newer than this verdictbot (%d); upgrade verdictbot\n", pg.SchemaVersion); code != 1 || errOut.String() != want {
+	if want := fmt.Sprintf("verdictbot migrate: database schema %d is newer than this verdictbot (%d); upgrade verdictbot\n", pg.SchemaVersion+1, pg.SchemaVersion); code != 1 || errOut.String() != want {
 		t.Fatalf("newer: exit %d, %q, want %q", code, errOut.String(), want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -146,7 +147,8 @@ func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
 // place as the bot (whose, who released it, unfurls off), the card says so,
 // and one false positive reaches the service.
 func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
-	h := startQuarantine(t, nil, adminUser)
+	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
+	h := startQuarantine(t, map[string]string{"VERDICTBOT_EVENTS_FILE": eventsFile}, adminUser)
 	const url = "https://login.phish.test/account"
 	d := h.post("please log in here <" + url + "> before friday")
 	h.waitDeleted(d.TS)
@@ -231,6 +233,39 @@ func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 	if os.Getenv("QUARANTINE_RENDER") != "" {
 		t.Logf("channel after a quarantine:\n%s\nchannel after the release:\n%s", removed, renderChannel(h))
 	}
+	// The removal and the release are findings in the SOC's tools, in
+	// that order: the quarantine names the target, the release its admin.
+	waitQuarantineEvents(t, eventsFile, func(u map[string]any) bool {
+		q, _ := u["quarantine"].(map[string]any)
+		return u["kind"] == "quarantine" && u["target"] == url && q["removed"] == true && q["level"] == "malicious"
+	}, func(u map[string]any) bool {
+		q, _ := u["quarantine"].(map[string]any)
+		return u["kind"] == "release" && u["actor"] == adminUser && q["released_by"] == adminUser
+	})
+}
+
+// waitQuarantineEvents waits until the events file holds a line matching
+// each of want, in that order.
+func waitQuarantineEvents(t *testing.T, file string, want ...func(unmapped map[string]any) bool) {
+	t.Helper()
+	var lines []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		lines = fileLines(t, file)
+		next := 0
+		for _, l := range lines {
+			var ev struct {
+				ClassUID int            `json:"class_uid"`
+				Unmapped map[string]any `json:"unmapped"`
+			}
+			if json.Unmarshal([]byte(l), &ev) == nil && ev.ClassUID == 2004 && next < len(want) && want[next](ev.Unmapped) {
+				next++
+			}
+		}
+		if next == len(want) {
+			return
+		}
+	}
+	t.Fatalf("the events file lacks the quarantine events in order:\n%s", strings.Join(lines, "\n"))
 }
 
 // TestQuarantineRecheckFlipRemovesAnEarlierMessage: a message found clean
@@ -281,7 +316,8 @@ func TestQuarantineSlackConnectMessageIsNotRemovable(t *testing.T) {
 // TestQuarantineWithoutAdminTokenSaysSo: with no admin token the card says
 // the message could not be removed and why, and nothing is deleted.
 func TestQuarantineWithoutAdminTokenSaysSo(t *testing.T) {
-	h := startQuarantine(t, map[string]string{"SLACK_ADMIN_USER_TOKEN": ""}, adminUser)
+	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
+	h := startQuarantine(t, map[string]string{"SLACK_ADMIN_USER_TOKEN": "", "VERDICTBOT_EVENTS_FILE": eventsFile}, adminUser)
 	d := h.post("<https://secure-login.phish.test/no-token>")
 	h.waitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "SLACK_ADMIN_USER_TOKEN")
@@ -295,6 +331,10 @@ func TestQuarantineWithoutAdminTokenSaysSo(t *testing.T) {
 	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="no_token"}`); got != "1" {
 		t.Errorf("no_token failures = %q, want 1", got)
 	}
+	waitQuarantineEvents(t, eventsFile, func(u map[string]any) bool {
+		q, _ := u["quarantine"].(map[string]any)
+		return u["kind"] == "quarantine" && q["removed"] == false && q["reason"] == "no_token"
+	})
 }
 
 // TestQuarantineAdminTokenOfAMemberIsReportedAtStart: a token whose user is

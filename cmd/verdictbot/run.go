@@ -27,6 +27,7 @@ import (
 	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/commands"
+	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/metrics"
 	"github.com/verdictbot/verdictbot/notify"
@@ -49,7 +50,7 @@ func runBot(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey,
-		cfg.DatabaseURL.Password(), cfg.SlackAdminUserToken)
+		cfg.DatabaseURL.Password(), cfg.SlackAdminUserToken, cfg.EventsSecret)
 	return serve(ctx, cfg, log, nil)
 }
 
@@ -83,6 +84,10 @@ type app struct {
 	// stopping is closed when the bot has stopped taking work: the
 	// pipelines' store writes stop retrying then (cards.URLMemory.Stop).
 	stopping chan struct{}
+	// events and eventSender are the findings for the SOC's tools (nil
+	// when VERDICTBOT_EVENTS_URL and VERDICTBOT_EVENTS_FILE are unset).
+	events      *events.Emitter
+	eventSender *events.Sender
 	// health follows the services' last answers; home is the App Home,
 	// mention answers @verdictbot.
 	health  *serviceHealth
@@ -144,6 +149,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			return n
 		},
 		func() bool { ok, _ := a.ready(); return ok })
+	if err := a.wireEvents(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	// Every outbound connection honours HTTPS_PROXY, HTTP_PROXY and
 	// NO_PROXY: the Web API, file uploads and downloads through slackHTTP,
 	// the Socket Mode WebSocket through slack-go's dialer (which sets the
@@ -210,6 +219,9 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			if err != nil {
 				log.Warn("could not record a report in the audit trail", "error", err)
 			}
+			f := events.LineFinding(events.KindReport, c, l)
+			f.At, f.Actor, f.Option, f.Outcome, f.Category = r.At, r.User, r.Option, r.Outcome, r.Category
+			events.Emit(context.Background(), a.sink(), f)
 		}}
 	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Default: cfg.Quarantine,
 		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
@@ -223,6 +235,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		// The admin's token goes only to SLACK_API_URL, through this client.
 		a.quarantine.Admin = slack.New(cfg.SlackAdminUserToken.Reveal(), slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	}
+	a.wireQuarantineEvents()
 	a.slash = &commands.Slash{Access: access, Respond: a.respond, Log: log.With("component", "commands")}
 	a.bot = bot.New(a.sm, a.api, bot.Handlers{
 		Interaction: a.interaction,
@@ -257,6 +270,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		StripQuery:    cfg.URLQuery == "strip",
 		Log:           log.With("component", "messages"),
 		Act:           a.quarantine.Act,
+		Events:        a.sink(),
 	}
 	if cfg.DatabaseURL != "" {
 		// Another replica may be posting a card this one is about to post.
@@ -268,7 +282,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
 		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist,
 		DefaultQuarantine: cfg.Quarantine, QuarantineProblem: a.quarantineProblem,
-		Log: log.With("component", "audit")}
+		Log: log.With("component", "audit"), Events: a.sink()}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
 	a.home = &commands.Home{API: a.api, Scan: a.scan, Registry: a.slash.Registry, Run: a.slash.Run, Access: access,
 		Health: a.health.states, Pending: a.feedback.Pending, Log: log.With("component", "home")}
@@ -574,6 +588,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 	go func() { defer bgDone.Done(); a.pruneEvents(bg) }()
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.pruneRetention(bg, pruneFirstDelay, time.Hour) }()
+	bgDone.Add(1)
+	go func() { defer bgDone.Done(); a.runEvents(bg) }()
 	waitRecheck := a.startRecheck(bg)
 	if cfg.HTTPAddr != "off" {
 		ops, err := startOps(cfg.HTTPAddr, a.metrics, a.ready, log)
@@ -622,6 +638,9 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 	a.urls.Close()
 	if a.files != nil {
 		a.files.Close()
+	}
+	if a.events != nil {
+		a.events.File.Close()
 	}
 	if errors.Is(err, context.Canceled) || (err == nil && ctx.Err() != nil) {
 		log.Info("stopped")

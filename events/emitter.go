@@ -1,0 +1,152 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/verdictbot/verdictbot/store"
+)
+
+// DefaultMaxQueued is VERDICTBOT_EVENTS_MAX_QUEUED's default: about a day
+// of a busy workspace's verdicts, a few hundred MB at most (an event is
+// 1-2 KB).
+const DefaultMaxQueued = 100000
+
+// Emitter is the Sink the bot uses: each finding becomes an OCSF event,
+// queued durably for the Sender (when Queue is set: VERDICTBOT_EVENTS_URL)
+// and written as a JSON line to File (VERDICTBOT_EVENTS_FILE) once the
+// queue has it. Emit returns once both are done; a failure is logged
+// (the finding itself is already in the state layer and on its card).
+type Emitter struct {
+	// Queue, if set, keeps the events for the Sender.
+	Queue store.EventQueue
+	// MaxQueued bounds the queue (default DefaultMaxQueued): beyond it
+	// the oldest events are dropped, counted and logged.
+	MaxQueued int
+	// File, if set, gets each event as one JSON line.
+	File *File
+	// Product names verdictbot in the events.
+	Product Product
+	Log     *slog.Logger
+	// OnDropped, if set, counts events dropped (reason "queue_full").
+	OnDropped func(reason string, n int)
+	// OnQueued, if set, is told of each queued event (wakes the Sender).
+	OnQueued func()
+
+	mu sync.Mutex // orders the file's lines as the queue's
+}
+
+var _ Sink = (*Emitter)(nil)
+
+// Emit implements Sink. A nil *Emitter does nothing.
+func (e *Emitter) Emit(_ context.Context, f Finding) {
+	if e == nil || (e.Queue == nil && e.File == nil) {
+		return
+	}
+	ev := Build(f, e.Product, NewUID())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var body []byte
+	if e.Queue != nil {
+		max := e.MaxQueued
+		if max <= 0 {
+			max = DefaultMaxQueued
+		}
+		_, dropped, err := e.Queue.EnqueueEvent(func(seq uint64) ([]byte, error) {
+			ev.Metadata.Sequence = seq
+			b, err := json.Marshal(ev)
+			body = b
+			return b, err
+		}, max)
+		if err != nil {
+			e.log().Warn("could not queue an event for VERDICTBOT_EVENTS_URL; it is lost", "kind", f.Kind, "error", err)
+			body = nil
+		}
+		if dropped > 0 {
+			e.log().Warn("the event queue is full (VERDICTBOT_EVENTS_MAX_QUEUED): the oldest events were dropped", "dropped", dropped, "max", max)
+			if e.OnDropped != nil {
+				e.OnDropped("queue_full", dropped)
+			}
+		}
+		if err == nil && e.OnQueued != nil {
+			e.OnQueued()
+		}
+	}
+	if e.File == nil {
+		return
+	}
+	if body == nil {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			e.log().Warn("could not encode an event", "kind", f.Kind, "error", err)
+			return
+		}
+		body = b
+	}
+	if err := e.File.Write(body); err != nil {
+		e.log().Warn("could not write an event to VERDICTBOT_EVENTS_FILE", "kind", f.Kind, "error", err)
+	}
+}
+
+func (e *Emitter) log() *slog.Logger {
+	if e.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Log
+}
+
+// File is the JSON-lines sink (VERDICTBOT_EVENTS_FILE): one event per
+// line, appended; "-" is standard output. Each line is written in one
+// write(2) and, for a file, fsynced before Write returns, so a line the
+// bot wrote survives a crash of the machine (events are few: one per
+// verdict or action).
+type File struct {
+	mu   sync.Mutex
+	w    io.Writer
+	sync func() error
+	c    io.Closer
+}
+
+// OpenFile opens path for appending (creating it, mode 0600), or standard
+// output for "-".
+func OpenFile(path string) (*File, error) {
+	if path == "-" {
+		return &File{w: os.Stdout}, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("VERDICTBOT_EVENTS_FILE: %w", err)
+	}
+	return &File{w: f, sync: f.Sync, c: f}, nil
+}
+
+// NewFile writes lines to w (tests).
+func NewFile(w io.Writer) *File { return &File{w: w} }
+
+// Write appends body and a newline.
+func (f *File) Write(body []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	line := make([]byte, 0, len(body)+1)
+	line = append(append(line, body...), '\n')
+	if _, err := f.w.Write(line); err != nil {
+		return err
+	}
+	if f.sync != nil {
+		return f.sync()
+	}
+	return nil
+}
+
+// Close closes the file (not standard output).
+func (f *File) Close() error {
+	if f == nil || f.c == nil {
+		return nil
+	}
+	return f.c.Close()
+}

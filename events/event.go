@@ -1,0 +1,468 @@
+// Package events turns what verdictbot finds and does (verdicts, recheck
+// flips, feedback reports, quarantines, releases, channel setting changes)
+// into events for the SOC's own tools: one JSON object per event, in the
+// Open Cybersecurity Schema Framework's Detection Finding shape (class
+// 2004), with verdictbot's own fields under "unmapped".
+//
+// Events are queued durably in the state layer (store.EventQueue) before
+// anything sends them; a Sender posts them one by one, in order, signed,
+// to VERDICTBOT_EVENTS_URL, and VERDICTBOT_EVENTS_FILE gets them as JSON
+// lines. The package knows nothing of Slack: emitters fill a Finding.
+//
+// Privacy: an event carries the scanned target (the URL as sent to the
+// service, or the file's name and hashes), ids (channel, message ts, user
+// ids, task id) and the verdict; never the message's text.
+package events
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// Kind is what happened.
+type Kind string
+
+// The kinds of event. Quarantine and Release are emitted by the quarantine
+// feature (issue 16 items 1-2), which fills Finding.Quarantine.
+const (
+	KindVerdict    Kind = "verdict"    // a target's verdict shown on a card
+	KindFlip       Kind = "flip"       // a recheck changed a verdict
+	KindReport     Kind = "report"     // feedback reported to the service (fp, fn, restore)
+	KindQuarantine Kind = "quarantine" // a message or file was removed (or could not be)
+	KindRelease    Kind = "release"    // an admin released a quarantined message
+	KindSetting    Kind = "setting"    // a channel setting or the allowlist changed
+)
+
+// Finding is what an emitter knows of one fact; Build turns it into the
+// OCSF event. Only the fields that apply to the kind are set.
+type Finding struct {
+	Kind Kind
+	// At is when it happened (zero: now).
+	At time.Time
+
+	// Where: the channel, the message the card answers, the card itself.
+	Channel   string
+	MessageTS string
+	ThreadTS  string
+	CardTS    string
+	// Poster is the user who posted the message (a Slack user id).
+	Poster string
+
+	// What was checked: TargetKind "url" or "file"; Target the URL as sent
+	// to the service, or the file's name. File hashes when known.
+	TargetKind string
+	Target     string
+	FileSHA256 string
+	FileMD5    string
+	FileSize   int64
+
+	// The verdict: Level, the category that decided it, the scores, the
+	// analysis (service, task id); Previous is the level before a flip.
+	Level    verdict.Level
+	Previous verdict.Level
+	Category verdict.Category
+	Scores   verdict.Scores
+	Service  string
+	TaskID   string
+	Cached   bool
+	Problem  string // user-safe sentence when Level is Unknown
+
+	// Actor is the user who acted (a report, a release, a setting change;
+	// "" for the bot itself).
+	Actor string
+	// Report: Option is fp, fn or restore; Outcome "" when the service
+	// accepted it, else its text.
+	Option  string
+	Outcome string
+
+	// Setting: Name ("mode", "files", "allowlist", "quarantine"), the new
+	// Value, and for the allowlist the Domain added or removed (Value
+	// "added" or "removed").
+	Setting string
+	Value   string
+	Domain  string
+
+	// Quarantine is set for KindQuarantine and KindRelease.
+	Quarantine *Quarantine
+}
+
+// Quarantine is what the quarantine feature tells of a removal or release.
+type Quarantine struct {
+	// Removed is true when the message (or file) was removed; false with
+	// Reason when it could not be (no admin token, cant_delete_message,
+	// already deleted…).
+	Removed bool
+	Reason  string
+	// Level is the channel's quarantine level ("malicious", "suspicious").
+	Level string
+	// Until is when the kept original is forgotten (the retention).
+	Until time.Time
+	// ReleasedBy is the admin who released it (KindRelease).
+	ReleasedBy string
+	// ReleasedTS is the ts of the re-posted message (KindRelease).
+	ReleasedTS string
+}
+
+// Product names verdictbot in every event's metadata.
+type Product struct {
+	Name       string // "verdictbot"
+	VendorName string // "verdictbot"
+	Version    string // the build's version
+}
+
+// OCSFVersion is the OCSF schema version the events follow.
+const OCSFVersion = "1.3.0"
+
+// OCSF Detection Finding (schema.ocsf.io/1.3.0/classes/detection_finding).
+// Required attributes, from github.com/ocsf/ocsf-schema:
+//   - events/base_event.json and its traits (classification, occurrence):
+//     activity_id, category_uid, class_uid, type_uid, severity_id, time,
+//     metadata;
+//   - events/findings/finding.json: finding_info;
+//   - objects/metadata.json: product, version;
+//   - objects/finding_info.json: uid (title is recommended; we set it).
+//
+// RequiredAttributes lists them as dotted paths; event_test.go checks every
+// kind of event against it.
+var RequiredAttributes = []string{
+	"activity_id", "category_uid", "class_uid", "type_uid", "severity_id", "time",
+	"metadata", "metadata.version", "metadata.product",
+	"finding_info", "finding_info.uid",
+}
+
+const (
+	classUID    = 2004 // Detection Finding
+	categoryUID = 2    // Findings
+)
+
+// OCSF finding activities (events/findings/finding.json activity_id).
+const (
+	activityCreate = 1
+	activityUpdate = 2
+	activityClose  = 3
+	activityOther  = 99
+)
+
+// OCSF status_id values (events/findings/finding.json).
+const (
+	statusNew        = 1
+	statusInProgress = 2
+	statusSuppressed = 3
+	statusResolved   = 4
+)
+
+// Event is one OCSF Detection Finding, as sent.
+type Event struct {
+	ActivityID   int    `json:"activity_id"`
+	ActivityName string `json:"activity_name"`
+	CategoryUID  int    `json:"category_uid"`
+	CategoryName string `json:"category_name"`
+	ClassUID     int    `json:"class_uid"`
+	ClassName    string `json:"class_name"`
+	TypeUID      int    `json:"type_uid"`
+	TypeName     string `json:"type_name"`
+	SeverityID   int    `json:"severity_id"`
+	Severity     string `json:"severity"`
+	Time         int64  `json:"time"` // ms since the epoch
+	Message      string `json:"message"`
+	StatusID     int    `json:"status_id"`
+	Status       string `json:"status"`
+	IsAlert      bool   `json:"is_alert"`
+
+	Metadata    Metadata     `json:"metadata"`
+	FindingInfo FindingInfo  `json:"finding_info"`
+	Observables []Observable `json:"observables,omitempty"`
+	Resources   []Resource   `json:"resources,omitempty"`
+	Unmapped    Unmapped     `json:"unmapped"`
+}
+
+// Metadata is OCSF's metadata object.
+type Metadata struct {
+	Version  string      `json:"version"`
+	Product  MetaProduct `json:"product"`
+	UID      string      `json:"uid"`
+	Sequence uint64      `json:"sequence,omitempty"`
+	LogName  string      `json:"log_name,omitempty"`
+}
+
+// MetaProduct is OCSF's product object.
+type MetaProduct struct {
+	Name       string `json:"name"`
+	VendorName string `json:"vendor_name"`
+	Version    string `json:"version,omitempty"`
+}
+
+// FindingInfo is OCSF's finding_info object.
+type FindingInfo struct {
+	UID          string   `json:"uid"`
+	Title        string   `json:"title"`
+	Desc         string   `json:"desc,omitempty"`
+	Types        []string `json:"types,omitempty"`
+	CreatedTime  int64    `json:"created_time"`
+	ModifiedTime int64    `json:"modified_time,omitempty"`
+}
+
+// Observable is OCSF's observable object (type_id: 6 URL String, 7 File
+// Name, 8 Hash, 4 User Name... see objects/observable.json).
+type Observable struct {
+	Name   string `json:"name"`
+	TypeID int    `json:"type_id"`
+	Type   string `json:"type"`
+	Value  string `json:"value"`
+}
+
+// Resource is OCSF's resource_details object: the Slack message affected.
+type Resource struct {
+	UID  string `json:"uid"`
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+}
+
+// Unmapped holds verdictbot's own fields.
+type Unmapped struct {
+	Kind       string             `json:"kind"`
+	Channel    string             `json:"channel,omitempty"`
+	MessageTS  string             `json:"message_ts,omitempty"`
+	ThreadTS   string             `json:"thread_ts,omitempty"`
+	CardTS     string             `json:"card_ts,omitempty"`
+	Poster     string             `json:"poster,omitempty"`
+	TargetKind string             `json:"target_kind,omitempty"`
+	Target     string             `json:"target,omitempty"`
+	FileSHA256 string             `json:"file_sha256,omitempty"`
+	FileMD5    string             `json:"file_md5,omitempty"`
+	FileSize   int64              `json:"file_size,omitempty"`
+	Level      string             `json:"level,omitempty"`
+	Previous   string             `json:"previous_level,omitempty"`
+	Category   string             `json:"category,omitempty"`
+	Scores     map[string]float64 `json:"scores,omitempty"`
+	Service    string             `json:"service,omitempty"`
+	TaskID     string             `json:"task_id,omitempty"`
+	Cached     bool               `json:"cached,omitempty"`
+	Problem    string             `json:"problem,omitempty"`
+	Actor      string             `json:"actor,omitempty"`
+	Option     string             `json:"option,omitempty"`
+	Outcome    string             `json:"outcome,omitempty"`
+	Setting    string             `json:"setting,omitempty"`
+	Value      string             `json:"value,omitempty"`
+	Domain     string             `json:"domain,omitempty"`
+	Quarantine *QuarantineFields  `json:"quarantine,omitempty"`
+}
+
+// QuarantineFields is Quarantine as sent.
+type QuarantineFields struct {
+	Removed    bool   `json:"removed"`
+	Reason     string `json:"reason,omitempty"`
+	Level      string `json:"level,omitempty"`
+	Until      int64  `json:"until,omitempty"` // ms since the epoch
+	ReleasedBy string `json:"released_by,omitempty"`
+	ReleasedTS string `json:"released_ts,omitempty"`
+}
+
+// severity maps a verdict level to OCSF severity_id (base_event.json:
+// 0 Unknown, 1 Informational, 2 Low, 3 Medium, 4 High, 5 Critical).
+func severity(l verdict.Level) (int, string) {
+	switch l {
+	case verdict.Malicious:
+		return 4, "High"
+	case verdict.Suspicious:
+		return 3, "Medium"
+	case verdict.Clean, verdict.Skipped:
+		return 1, "Informational"
+	case verdict.Unknown:
+		return 0, "Unknown"
+	}
+	return 0, "Unknown"
+}
+
+var activityNames = map[int]string{activityCreate: "Create", activityUpdate: "Update", activityClose: "Close", activityOther: "Other"}
+var statusNames = map[int]string{statusNew: "New", statusInProgress: "In Progress", statusSuppressed: "Suppressed", statusResolved: "Resolved"}
+
+// Build makes the OCSF event of f. uid is the event's own id (metadata.uid).
+func Build(f Finding, p Product, uid string) Event {
+	at := f.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	ms := at.UnixMilli()
+	level := f.Level
+	activity, status := activityCreate, statusNew
+	var title string
+	var types []string
+	what := f.Target
+	if f.TargetKind == "" && what == "" {
+		what = f.Channel
+	}
+	switch f.Kind {
+	case KindVerdict:
+		title = fmt.Sprintf("%s %s: %s", nonEmpty(f.TargetKind, "target"), level, what)
+		types = []string{"verdict"}
+	case KindFlip:
+		activity = activityUpdate
+		title = fmt.Sprintf("recheck: %s is now %s (was %s)", what, level, f.Previous)
+		types = []string{"verdict", "recheck"}
+	case KindReport:
+		activity, status = activityUpdate, statusInProgress
+		if f.Option == "fp" {
+			status = statusSuppressed
+		}
+		title = fmt.Sprintf("%s reported on %s", reportWords(f.Option), what)
+		types = []string{"report", f.Option}
+	case KindQuarantine:
+		activity, status = activityUpdate, statusResolved
+		title = "message quarantined: " + what
+		if f.Quarantine != nil && !f.Quarantine.Removed {
+			status = statusNew
+			title = "message could not be quarantined: " + what
+		}
+		types = []string{"quarantine"}
+	case KindRelease:
+		activity, status = activityClose, statusSuppressed
+		title = "quarantined message released: " + what
+		types = []string{"release"}
+	case KindSetting:
+		activity, status = activityOther, statusNew
+		level = verdict.Clean // informational
+		title = fmt.Sprintf("channel setting %s set to %s", f.Setting, f.Value)
+		if f.Setting == "allowlist" {
+			title = fmt.Sprintf("allowlist: %s %s", f.Domain, f.Value)
+		}
+		types = []string{"setting", f.Setting}
+	default:
+		activity = activityOther
+		title = string(f.Kind)
+	}
+	sevID, sev := severity(level)
+	e := Event{
+		ActivityID: activity, ActivityName: activityNames[activity],
+		CategoryUID: categoryUID, CategoryName: "Findings",
+		ClassUID: classUID, ClassName: "Detection Finding",
+		TypeUID: classUID*100 + activity, TypeName: "Detection Finding: " + activityNames[activity],
+		SeverityID: sevID, Severity: sev,
+		Time: ms, Message: title,
+		StatusID: status, Status: statusNames[status],
+		IsAlert: (f.Kind == KindVerdict || f.Kind == KindFlip) && level >= verdict.Suspicious,
+		Metadata: Metadata{Version: OCSFVersion, UID: uid, LogName: "verdictbot",
+			Product: MetaProduct{Name: nonEmpty(p.Name, "verdictbot"), VendorName: nonEmpty(p.VendorName, "verdictbot"), Version: p.Version}},
+		FindingInfo: FindingInfo{UID: findingUID(f), Title: title, Types: types, CreatedTime: ms},
+		Unmapped: Unmapped{Kind: string(f.Kind), Channel: f.Channel, MessageTS: f.MessageTS, ThreadTS: f.ThreadTS,
+			CardTS: f.CardTS, Poster: f.Poster, TargetKind: f.TargetKind, Target: f.Target,
+			FileSHA256: f.FileSHA256, FileMD5: f.FileMD5, FileSize: f.FileSize,
+			Category: string(f.Category), Service: f.Service, TaskID: f.TaskID, Cached: f.Cached, Problem: f.Problem,
+			Actor: f.Actor, Option: f.Option, Outcome: f.Outcome, Setting: f.Setting, Value: f.Value, Domain: f.Domain},
+	}
+	if f.Kind != KindSetting && f.Level != verdict.Pending {
+		e.Unmapped.Level = f.Level.Key()
+	}
+	if f.Kind == KindFlip {
+		e.Unmapped.Previous = f.Previous.Key()
+	}
+	if len(f.Scores) > 0 {
+		e.Unmapped.Scores = make(map[string]float64, len(f.Scores))
+		for k, v := range f.Scores {
+			e.Unmapped.Scores[string(k)] = v
+		}
+	}
+	if q := f.Quarantine; q != nil {
+		e.Unmapped.Quarantine = &QuarantineFields{Removed: q.Removed, Reason: q.Reason, Level: q.Level,
+			ReleasedBy: q.ReleasedBy, ReleasedTS: q.ReleasedTS}
+		if !q.Until.IsZero() {
+			e.Unmapped.Quarantine.Until = q.Until.UnixMilli()
+		}
+	}
+	e.Observables = observables(f)
+	if f.Channel != "" && f.MessageTS != "" {
+		e.Resources = []Resource{{UID: f.Channel + "/" + f.MessageTS, Type: "slack_message", Name: f.Channel}}
+	} else if f.Channel != "" {
+		e.Resources = []Resource{{UID: f.Channel, Type: "slack_channel", Name: f.Channel}}
+	}
+	return e
+}
+
+// observables lists the event's observables (objects/observable.json
+// type_id: 1 Hostname, 6 URL String, 7 File Name, 8 Hash, 4 User Name is
+// not used: Slack user ids go under 99 Other).
+func observables(f Finding) []Observable {
+	var out []Observable
+	switch f.TargetKind {
+	case "url":
+		if f.Target != "" {
+			out = append(out, Observable{Name: "unmapped.target", TypeID: 6, Type: "URL String", Value: f.Target})
+		}
+	case "file":
+		if f.Target != "" {
+			out = append(out, Observable{Name: "unmapped.target", TypeID: 7, Type: "File Name", Value: f.Target})
+		}
+		if f.FileSHA256 != "" {
+			out = append(out, Observable{Name: "unmapped.file_sha256", TypeID: 8, Type: "Hash", Value: f.FileSHA256})
+		}
+	}
+	if f.Domain != "" {
+		out = append(out, Observable{Name: "unmapped.domain", TypeID: 1, Type: "Hostname", Value: f.Domain})
+	}
+	for _, u := range []struct{ name, v string }{{"unmapped.poster", f.Poster}, {"unmapped.actor", f.Actor}} {
+		if u.v != "" {
+			out = append(out, Observable{Name: u.name, TypeID: 99, Type: "Other", Value: u.v})
+		}
+	}
+	return out
+}
+
+// findingUID names the finding an event is about, the same for every
+// event of it: a target on a message (its verdict, flips, reports,
+// quarantine, release), or a channel's setting.
+func findingUID(f Finding) string {
+	if f.Kind == KindSetting {
+		parts := []string{"setting", f.Channel, f.Setting}
+		if f.Domain != "" {
+			parts = append(parts, f.Domain)
+		}
+		return strings.Join(parts, "/")
+	}
+	return strings.Join([]string{f.Channel, f.MessageTS, f.TargetKind, f.Target}, "/")
+}
+
+func reportWords(option string) string {
+	switch option {
+	case "fp":
+		return "false positive"
+	case "fn":
+		return "false negative"
+	case "restore":
+		return "restore"
+	}
+	return option
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// NewUID returns a random event id (128 bits, hex).
+func NewUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Sink receives findings. Emit must not block on the network: it records
+// the event durably (or writes the file) and returns. A nil Sink is
+// allowed wherever one is taken: Emit(nil, …) does nothing.
+type Sink interface {
+	Emit(ctx context.Context, f Finding)
+}
+
+// Emit sends f to s unless s is nil.
+func Emit(ctx context.Context, s Sink, f Finding) {
+	if s != nil {
+		s.Emit(ctx, f)
+	}
+}
