@@ -44,8 +44,11 @@ func diskOutage(t *testing.T, h *harness, n int, failed func() bool, recover fun
 	time.Sleep(300 * time.Millisecond) // let the spool retry against the broken disk
 	recover()
 	start := time.Now()
+	// The held messages are submitted at the URL service's run budget (a
+	// few a second) and each is first checked 4 s after it (the polling
+	// schedule's prior): ten take about 14 s, so 15 s was too tight.
 	for i, d := range ds {
-		h.waitCard(d.TS, func(b string) bool {
+		h.waitCardWithin(45*time.Second, d.TS, func(b string) bool {
 			return strings.Contains(b, fmt.Sprintf("outage-%d", i)) && strings.Contains(b, "Malicious")
 		})
 	}

@@ -151,8 +151,14 @@ func (h *harness) post(text string) slackfake.Delivery {
 // ok, and returns it.
 func (h *harness) waitCard(threadTS string, ok func(blocks string) bool) slackfake.Message {
 	h.t.Helper()
+	return h.waitCardWithin(15*time.Second, threadTS, ok)
+}
+
+// waitCardWithin is waitCard with its own bound.
+func (h *harness) waitCardWithin(within time.Duration, threadTS string, ok func(blocks string) bool) slackfake.Message {
+	h.t.Helper()
 	var found slackfake.Message
-	err := h.slack.WaitFor(h.ctx(15*time.Second), func(st *slackfake.State) bool {
+	err := h.slack.WaitFor(h.ctx(within), func(st *slackfake.State) bool {
 		for _, m := range st.Messages(secChannel, threadTS) {
 			if m.Bot && ok(blocksText(m.Blocks)) {
 				found = m
