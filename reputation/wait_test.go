@@ -83,3 +83,22 @@ func TestWaitLearnedScheduleAgainstTheSimulator(t *testing.T) {
 		}
 	}
 }
+
+// Before anything is learned the first check is LearnedProbe (a verdict the
+// service has cached is seen at once); once a slow service is learned, the
+// plan alone decides and does not probe that early.
+func TestLearnedScheduleProbesOnlyBeforeLearning(t *testing.T) {
+	s := reputation.NewLearnedSchedule()
+	if d := s.Next(0, 0); d != reputation.LearnedProbe {
+		t.Fatalf("first check before learning after %v, want %v", d, reputation.LearnedProbe)
+	}
+	if d := s.Next(1, reputation.LearnedProbe); reputation.LearnedProbe+d < reputation.LearnedFirst-reputation.LearnedFirst/10 {
+		t.Errorf("second check at %v: the probe is followed by the prior's plan, not by more early checks", reputation.LearnedProbe+d)
+	}
+	for range 64 {
+		s.Observe(60 * time.Second)
+	}
+	if d := s.Next(0, 0); d <= 2*reputation.LearnedProbe {
+		t.Errorf("a service learned to take 60 s is still probed after %v", d)
+	}
+}

@@ -145,6 +145,13 @@ type LearnedConfig struct {
 	// Near statuses, a PromptGap shorter than the near-the-end phase of
 	// such an analysis makes sure a check sees that phase).
 	PromptFrom, PromptTo, PromptGap time.Duration
+	// Probe, if set, is when the first check is made while nothing is
+	// learned, when that is sooner than the prior's first check: a service
+	// that answers at once (a verdict it has cached) is seen after Probe
+	// instead of after First, for one more call per analysis of a slow
+	// one. Once durations are learned the plan alone decides (a service
+	// that never ends that soon is not probed).
+	Probe time.Duration
 }
 
 // DefaultLearnedConfig returns the defaults documented on LearnedConfig.
@@ -230,7 +237,11 @@ func (s *LearnedSchedule) Next(polls int, elapsed time.Duration) time.Duration {
 	if p == nil {
 		return s.cfg.Fallback.Next(polls, elapsed)
 	}
-	return jitter(p.gap(elapsed.Seconds()), s.cfg.Jitter)
+	d := p.gap(elapsed.Seconds())
+	if polls == 0 && s.cfg.Probe > 0 && p == s.prior && elapsed+d > s.cfg.Probe {
+		return max(s.cfg.Probe-elapsed, 0)
+	}
+	return jitter(d, s.cfg.Jitter)
 }
 
 // NextStatus implements StatusSchedule: Next, except that while the task
