@@ -32,7 +32,7 @@ demo: ## try it without Slack or API keys (verdictbot shell)
 test: ## vet, then every test with the race detector (fuzz seeds included)
 	@[ -n "$$VERDICTBOT_TEST_DATABASE_URL" ] || echo "VERDICTBOT_TEST_DATABASE_URL unset: PostgreSQL conformance suite skipped"
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 test-short: ## quick tests without the race detector
 	$(GO) test -short $(PKGS)
