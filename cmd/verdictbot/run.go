@@ -233,7 +233,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		}}
 	if cfg.SlackAdminUserToken != "" {
 		// The admin's token goes only to SLACK_API_URL, through this client.
-		a.quarantine.Admin = slack.New(cfg.SlackAdminUserToken.Reveal(), slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
+		a.quarantine.Admin = slack.New(cfg.SlackAdminUserToken.Reveal(), slack.OptionHTTPClient(slackHTTP()), slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	}
 	a.wireQuarantineEvents()
 	a.slash = &commands.Slash{Access: access, Respond: a.respond, Log: log.With("component", "commands")}
