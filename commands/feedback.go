@@ -193,12 +193,32 @@ type ReportRequest struct {
 	Option   string // fp, fn, restore
 }
 
-// edit applies fn to the card r names.
-func (f *Feedback) edit(r ReportRequest, fn func(c *card.Card) error) error {
+// cardTSWait is how long a click on a card whose ts the store does not
+// know yet waits for it: a card is posted first and its ts saved after, so
+// a click in between (a fast clicker, a slow disk, another replica) finds
+// no card for a moment.
+const cardTSWait = 3 * time.Second
+
+// edit applies fn to the card r names. A card named by its ts that the
+// store does not know yet is waited for, up to cardTSWait.
+func (f *Feedback) edit(ctx context.Context, r ReportRequest, fn func(c *card.Card) error) error {
 	if r.CardTS == "" {
 		return f.Cards.EditBySource(r.Channel, r.SourceTS, fn)
 	}
-	return f.Cards.Edit(r.Channel, r.CardTS, fn)
+	deadline := time.Now().Add(cardTSWait)
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+		err := f.Cards.Edit(r.Channel, r.CardTS, fn)
+		if !errors.Is(err, ErrCardNotFound) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 // Report sends a verdict report for a card line and returns the answer for
@@ -236,7 +256,7 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	key := fmt.Sprintf("%s|%s|%s", taskID, option, cat)
 	var target string
 	lineIdx := r.Line
-	err := f.edit(r, func(c *card.Card) error {
+	err := f.edit(ctx, r, func(c *card.Card) error {
 		if lineIdx < 0 || lineIdx >= len(c.Lines) || c.Lines[lineIdx].TaskID != taskID {
 			return errStale
 		}
@@ -294,7 +314,7 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		f.logger().Warn("verdict report refused", "task_id", taskID, "option", option, "category", string(cat), "error", rerr)
 	}
 	var saved *card.Card
-	err = f.edit(r, func(c *card.Card) error {
+	err = f.edit(ctx, r, func(c *card.Card) error {
 		if lineIdx < len(c.Lines) {
 			c.Lines[lineIdx].Reports = append(c.Lines[lineIdx].Reports, rep)
 		}

@@ -1,0 +1,118 @@
+package commands
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// lateBook is a CardBook whose card's ts becomes known only at known: the
+// window between a card's post and the store taking its ts.
+type lateBook struct {
+	mu    sync.Mutex
+	c     card.Card
+	known time.Time
+}
+
+func (b *lateBook) Edit(channel, cardTS string, fn func(c *card.Card) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if time.Now().Before(b.known) || channel != b.c.Channel || cardTS != b.c.CardTS {
+		return ErrCardNotFound
+	}
+	return fn(&b.c)
+}
+
+func (b *lateBook) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if channel != b.c.Channel || sourceTS != b.c.SourceTS {
+		return ErrCardNotFound
+	}
+	return fn(&b.c)
+}
+
+type sentReport struct {
+	taskID, option string
+	cat            verdict.Category
+}
+
+type recordingReporter struct {
+	mu   sync.Mutex
+	sent []sentReport
+}
+
+func (r *recordingReporter) Report(_ context.Context, taskID string, cat verdict.Category, option string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, sentReport{taskID, option, cat})
+	return nil
+}
+
+type recordingPoster struct {
+	mu      sync.Mutex
+	updates []card.Card
+}
+
+func (p *recordingPoster) Update(_ context.Context, c *card.Card) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.updates = append(p.updates, *c)
+	return nil
+}
+
+func (p *recordingPoster) Ephemeral(context.Context, string, string, string, ...slack.Block) error {
+	return nil
+}
+
+func feedbackCard() card.Card {
+	return card.Card{Channel: "C1", SourceTS: "1.1", CardTS: "1.2", Final: true, Lines: []card.Line{
+		{Kind: card.KindURL, Target: "https://a.test/", TaskID: "aaaa", Level: verdict.Malicious},
+	}}
+}
+
+// A click that arrives between the card's post and the store taking its ts
+// waits for the ts instead of telling the user the card changed.
+func TestReportOnACardWhoseTSIsNotSavedYetWaitsForIt(t *testing.T) {
+	book := &lateBook{c: feedbackCard(), known: time.Now().Add(400 * time.Millisecond)}
+	rep, poster := &recordingReporter{}, &recordingPoster{}
+	f := &Feedback{Cards: book, Rep: rep, Poster: poster, Access: &Access{}}
+	answer := f.Report(t.Context(), ReportRequest{User: "U1", Channel: "C1", CardTS: "1.2", Line: 0,
+		TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"})
+	if !strings.HasPrefix(answer, "Thanks") {
+		t.Fatalf("answer %q", answer)
+	}
+	if len(rep.sent) != 1 || rep.sent[0] != (sentReport{"aaaa", "fp", verdict.CatPhishing}) {
+		t.Fatalf("sent %+v", rep.sent)
+	}
+	if len(poster.updates) != 1 || len(poster.updates[0].Lines[0].Reports) != 1 || poster.updates[0].Lines[0].Reports[0].User != "U1" {
+		t.Fatalf("the card was not updated with the audit line: %+v", poster.updates)
+	}
+}
+
+// A card the store never learns of is not waited for forever: the user is
+// told it changed, and nothing is sent.
+func TestReportOnAnUnknownCardSaysItChanged(t *testing.T) {
+	book := &lateBook{c: feedbackCard()}
+	rep, poster := &recordingReporter{}, &recordingPoster{}
+	f := &Feedback{Cards: book, Rep: rep, Poster: poster, Access: &Access{}}
+	start := time.Now()
+	answer := f.Report(t.Context(), ReportRequest{User: "U1", Channel: "C1", CardTS: "9.9", Line: 0,
+		TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"})
+	if !strings.Contains(answer, "has changed") {
+		t.Fatalf("answer %q", answer)
+	}
+	if waited := time.Since(start); waited > cardTSWait+time.Second {
+		t.Fatalf("waited %v for an unknown card", waited)
+	}
+	if len(rep.sent) != 0 || len(poster.updates) != 0 {
+		t.Fatalf("sent %+v, updates %d", rep.sent, len(poster.updates))
+	}
+}
