@@ -211,6 +211,9 @@ func (m *URLMemory) InFlight(url string) (string, bool) { return m.a().inFlight(
 // Claim makes this replica the one that submits url (scan.Claimer).
 func (m *URLMemory) Claim(url string) (string, bool, bool) { return m.a().claim(url) }
 
+// Release drops a fresh claim on url that will not be submitted (scan.Claimer).
+func (m *URLMemory) Release(url string) { m.a().forget(url) }
+
 // Submitting records the intent to submit url.
 func (m *URLMemory) Submitting(url string) { m.a().submitting(url) }
 
@@ -293,6 +296,9 @@ func (m *FileMemory) InFlight(sha256 string) (string, bool) { return m.a().inFli
 
 // Claim makes this replica the one that uploads the file (scan.Claimer).
 func (m *FileMemory) Claim(sha256 string) (string, bool, bool) { return m.a().claim(sha256) }
+
+// Release drops a fresh claim on a file that will not be uploaded (scan.Claimer).
+func (m *FileMemory) Release(sha256 string) { m.a().forget(sha256) }
 
 // Submitting records the intent to upload.
 func (m *FileMemory) Submitting(sha256 string) { m.a().submitting(sha256) }

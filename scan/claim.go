@@ -16,6 +16,9 @@ type Claimer interface {
 	// an intent whose request may or may not have arrived). mine is false
 	// while a live replica analyses key.
 	Claim(key string) (taskID string, existed, mine bool)
+	// Release drops the intent of a fresh claim (existed false) that this
+	// process will not submit after all.
+	Release(key string)
 }
 
 // followPoll is how often a replica waiting for another's analysis looks
@@ -37,8 +40,9 @@ type claimed[V any] struct {
 // replica analyses key it waits, with status "submitted" (the analysis
 // exists), for that replica to record the verdict, and returns it; if that
 // replica stops first, this one takes the analysis over. It returns ctx's
-// error if ctx ends first.
-func claimOrFollow[V any](ctx context.Context, mem Memory[V], key string, ttl time.Duration, status func(string)) (claimed[V], error) {
+// error if ctx ends first. reuse is false for a recheck, which wants a new
+// analysis even when a verdict within ttl is recorded.
+func claimOrFollow[V any](ctx context.Context, mem Memory[V], key string, ttl time.Duration, reuse bool, status func(string)) (claimed[V], error) {
 	cl, ok := mem.(Claimer)
 	if !ok {
 		id, existed := mem.InFlight(key)
@@ -50,6 +54,16 @@ func claimOrFollow[V any](ctx context.Context, mem Memory[V], key string, ttl ti
 	told := false
 	for {
 		id, existed, mine := cl.Claim(key)
+		if mine && !existed && reuse {
+			// The caller found no verdict before claiming, but another
+			// replica may have recorded one and dropped its claim since:
+			// a fresh claim is checked against the verdicts once more, or
+			// that replica's analysis would be submitted a second time.
+			if v, ok := mem.Recall(key, ttl); ok {
+				cl.Release(key)
+				return claimed[V]{followed: true, v: v}, nil
+			}
+		}
 		if mine {
 			return claimed[V]{taskID: id, existed: existed}, nil
 		}

@@ -46,6 +46,13 @@ func (m replicaMemory) Claim(key string) (string, bool, bool) {
 	}
 	return r.task, true, false
 }
+func (m replicaMemory) Release(key string) {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	if r, ok := m.s.rows[key]; ok && r.owner == m.me && r.task == "" {
+		delete(m.s.rows, key)
+	}
+}
 func (m replicaMemory) Recall(key string, ttl time.Duration) (URLVerdict, bool) {
 	m.s.mu.Lock()
 	defer m.s.mu.Unlock()
@@ -185,5 +192,57 @@ func TestAnalysisOfADeadReplicaIsResumedNotResubmitted(t *testing.T) {
 	}
 	if n := len(srv.URLTasks(url)); n != 1 {
 		t.Fatalf("%d submissions, want 1 (resumed, not resubmitted)", n)
+	}
+}
+
+// staleFirstRecall is a replica's memory whose first Recall misses: the
+// replica looked for a verdict just before another replica recorded it.
+type staleFirstRecall struct {
+	replicaMemory
+	looked *bool
+}
+
+func (m staleFirstRecall) Recall(key string, ttl time.Duration) (URLVerdict, bool) {
+	if !*m.looked {
+		*m.looked = true
+		return URLVerdict{}, false
+	}
+	return m.replicaMemory.Recall(key, ttl)
+}
+
+// TestVerdictRecordedBetweenLookAndClaimIsNotSubmittedAgain: replica b
+// looks for a verdict and finds none; replica a then records its verdict
+// and drops its claim; b's claim is fresh, and must not submit the URL a
+// second time: it takes a's verdict and leaves no claim behind.
+func TestVerdictRecordedBetweenLookAndClaimIsNotSubmittedAgain(t *testing.T) {
+	srv, base := simtest.Start(t, sim.Config{})
+	s := newShared()
+	a := replicaURLs(t, base, replicaMemory{s, "a"})
+	const url = "https://login.phish.test/raced"
+	va := a.Check(t.Context(), url, CheckOptions{})
+	if va.Level != verdict.Malicious || len(srv.URLTasks(url)) != 1 {
+		t.Fatalf("a's verdict %+v, tasks %v", va, srv.URLTasks(url))
+	}
+	looked := false
+	b := replicaURLs(t, base, staleFirstRecall{replicaMemory{s, "b"}, &looked})
+	vb := b.Check(t.Context(), url, CheckOptions{})
+	if !looked {
+		t.Fatal("b never looked for a verdict")
+	}
+	if n := len(srv.URLTasks(url)); n != 1 {
+		t.Fatalf("%d submissions of the URL, want 1: b submitted a verdict a had recorded", n)
+	}
+	if vb.TaskID != va.TaskID || !vb.Cached || vb.Level != verdict.Malicious {
+		t.Fatalf("b's verdict %+v, want a's (task %s) reused", vb, va.TaskID)
+	}
+	s.mu.Lock()
+	_, left := s.rows[url]
+	s.mu.Unlock()
+	if left {
+		t.Fatal("b's claim was left behind: other replicas would wait for an analysis nobody runs")
+	}
+	// A recheck wants a new analysis all the same.
+	if v := b.Check(t.Context(), url, CheckOptions{Recheck: true}); v.Cached || len(srv.URLTasks(url)) != 2 {
+		t.Fatalf("recheck %+v, tasks %d: want a new analysis", v, len(srv.URLTasks(url)))
 	}
 }

@@ -547,7 +547,7 @@ func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, c
 	if f.opt.Memory != nil {
 		// One replica uploads each file: another replica's analysis in
 		// flight is waited for, not uploaded again.
-		c, err := claimOrFollow(ctx, f.opt.Memory, sha, f.opt.TTL, call.setStatus)
+		c, err := claimOrFollow(ctx, f.opt.Memory, sha, f.opt.TTL, true, call.setStatus)
 		if err != nil {
 			done()
 			return f.unknown(v, err, "")

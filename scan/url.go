@@ -326,7 +326,7 @@ func (u *URLs) run(url, taskID, source string, call *urlCall) URLVerdict {
 	if taskID == "" && u.opt.Memory != nil {
 		// One replica submits each URL: another replica's analysis in
 		// flight is waited for, not submitted again.
-		c, err := claimOrFollow(ctx, u.opt.Memory, url, u.opt.TTL, call.setStatus)
+		c, err := claimOrFollow(ctx, u.opt.Memory, url, u.opt.TTL, source != "recheck", call.setStatus)
 		if err != nil {
 			return unknown(url, "", err)
 		}
