@@ -13,6 +13,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -66,6 +69,8 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey,
 		"VERDICTBOT_CHANNEL_MODE": "verbose", "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": freeAddr(t),
+		// A receiver for the events, so that their metrics are registered.
+		"VERDICTBOT_EVENTS_URL": eventsReceiver(t),
 	} {
 		t.Setenv(k, v)
 	}
@@ -116,6 +121,12 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 	m.Dropped("message", "duplicate")
 	m.FileDone(scan.FileVerdict{Level: verdict.Clean, Polls: 3})
 	m.RecheckRun(scan.RunStats{Checked: 1, Changed: 1, Took: time.Second, Lag: time.Minute})
+	m.Quarantine("removed")
+	m.QuarantineFailure("no_token")
+	if a.eventSender == nil {
+		t.Fatal("VERDICTBOT_EVENTS_URL is set but there is no event sender")
+	}
+	a.eventSender.OnFailed("network")
 
 	gathered, err := m.Registry.Gather()
 	if err != nil {
@@ -458,4 +469,15 @@ func TestSeriesInRefusesForeignMetrics(t *testing.T) {
 	if _, err := seriesIn("time()"); err == nil {
 		t.Error("an expression with no metric accepted")
 	}
+}
+
+// eventsReceiver serves a loopback receiver that accepts every event.
+func eventsReceiver(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
