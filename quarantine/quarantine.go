@@ -234,6 +234,9 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 	msg, err := q.fetch(ctx, c.Channel, ts, c.ThreadTS)
 	if err != nil {
 		reason, problem := q.explain(err, "")
+		if reason == ReasonAlreadyDeleted && q.removedBefore(ctx, c, ts, level, files) {
+			return
+		}
 		q.fail(ctx, c, level, reason, problem)
 		return
 	}
@@ -251,7 +254,9 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 	if files {
 		rec.Files = filesToRemove(c, msg, threshold)
 		if len(rec.Files) == 0 {
-			q.fail(ctx, c, level, ReasonAlreadyDeleted, "its files are no longer in the message.")
+			if !q.removedBefore(ctx, c, ts, level, files) {
+				q.fail(ctx, c, level, ReasonAlreadyDeleted, "its files are no longer in the message.")
+			}
 			return
 		}
 	}
@@ -312,6 +317,38 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 	if q.OnQuarantine != nil {
 		q.OnQuarantine(ctx, rec, snap)
 	}
+}
+
+// removedBefore handles a message (or files) found gone that quarantine
+// itself removed: the process stopped after the deletion and before its
+// job was done, and the job ran again after the restart on a card begun
+// afresh. The original kept for release says so; the card is made the
+// tombstone again (or shows the release), instead of saying a person
+// deleted it. It returns false when nothing was kept (someone else
+// deleted it).
+func (q *Quarantine) removedBefore(ctx context.Context, c card.Card, ts string, level verdict.Level, files bool) bool {
+	rec, err := q.Store.Quarantined(c.Channel, ts)
+	if err != nil || (files && len(rec.Files) == 0) {
+		return false
+	}
+	snap := q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
+		if cc.Quarantine != nil && (cc.Quarantine.State == card.QuarantineRemoved || cc.Quarantine.State == card.QuarantineReleased) {
+			return
+		}
+		st := &card.Quarantine{State: card.QuarantineRemoved, Level: level, At: rec.RemovedAt, Files: files}
+		if rec.Released() {
+			st.State, st.ReleasedBy, st.ReleasedAt = card.QuarantineReleased, rec.ReleasedBy, rec.ReleasedAt
+		}
+		cc.Quarantine = st
+	})
+	q.log().Info("quarantine: removed before a restart; the card says so again", "channel", c.Channel, "ts", ts,
+		"released", rec.Released())
+	// The events are at least once: the stop may have come before the
+	// removal's event was queued.
+	if q.OnQuarantine != nil && !rec.Released() {
+		q.OnQuarantine(ctx, rec, snap)
+	}
+	return true
 }
 
 // show applies fn (if any) to the card and updates it in Slack; it returns

@@ -1,0 +1,168 @@
+package quarantine
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+const testAdminToken = "xoxp-1000000001-4000000004-quarantinetesttoken"
+
+// oneCard is a CardBook holding one card.
+type oneCard struct {
+	mu sync.Mutex
+	c  card.Card
+}
+
+func (b *oneCard) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if channel != b.c.Channel || sourceTS != b.c.SourceTS {
+		return card.ErrNotFound
+	}
+	return fn(&b.c)
+}
+
+func (b *oneCard) get() card.Card {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.c.Clone()
+}
+
+type updates struct {
+	mu    sync.Mutex
+	cards []card.Card
+}
+
+func (u *updates) Update(_ context.Context, c *card.Card) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.cards = append(u.cards, c.Clone())
+	return nil
+}
+
+func (u *updates) Ephemeral(context.Context, string, string, string, ...slack.Block) error {
+	return nil
+}
+
+// quarantineAgainstFake is a Quarantine of malicious messages with real
+// Slack clients against the fake Slack and a real store on disk.
+func quarantineAgainstFake(t *testing.T) (*Quarantine, *slackfake.Server, *store.DB, *updates) {
+	t.Helper()
+	fake := slackfaketest.Start(t, slackfake.WithUserToken(slackfake.UserToken{Token: testAdminToken, User: "U0ADMIN", Scopes: []string{"chat:write", "files:write"}}))
+	fake.AddUser(slackfake.User{ID: "U0ADMIN", Name: "secadmin", IsAdmin: true})
+	fake.AddUser(slackfake.User{ID: "U0ALICE", Name: "alice"})
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	up := &updates{}
+	q := &Quarantine{
+		Admin:   slack.New(testAdminToken, slack.OptionAPIURL(fake.APIURL())),
+		Bot:     slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL())),
+		Store:   db,
+		Poster:  up,
+		Default: "malicious",
+	}
+	return q, fake, db, up
+}
+
+func maliciousCard(channel, ts string) card.Card {
+	return card.Card{Channel: channel, ThreadTS: ts, SourceTS: ts, CardTS: "1795000000.000900", Final: true,
+		Lines: []card.Line{{Kind: card.KindURL, Target: "https://login.phish.test/verify", Level: verdict.Malicious}}}
+}
+
+// TestRemovedBeforeARestartIsNotTakenForAPersonsDeletion: the process
+// removed a message and stopped before its job was done; after the
+// restart the job runs again on a card begun afresh and finds the message
+// gone. The original kept for release shows the removal was quarantine's:
+// the card is the tombstone again, and no failure is counted.
+func TestRemovedBeforeARestartIsNotTakenForAPersonsDeletion(t *testing.T) {
+	q, fake, db, up := quarantineAgainstFake(t)
+	var failures []string
+	q.OnFailure = func(reason string) { failures = append(failures, reason) }
+	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C0SEC", User: "U0ALICE", Text: "urgent <https://login.phish.test/verify>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	book := &oneCard{c: maliciousCard("C0SEC", d.TS)}
+	q.Cards = book
+
+	// The first run removes it (and keeps the original).
+	q.Act(t.Context(), book.get())
+	if m, ok := fake.Message("C0SEC", d.TS); !ok || !m.Deleted {
+		t.Fatal("the message was not removed")
+	}
+	removed := book.get().Quarantine
+	if removed == nil || removed.State != card.QuarantineRemoved {
+		t.Fatalf("card after the removal: %+v", removed)
+	}
+
+	// The restart: the job runs again, its card begun afresh.
+	book.mu.Lock()
+	book.c = maliciousCard("C0SEC", d.TS)
+	book.mu.Unlock()
+	q.Act(t.Context(), book.get())
+	got := book.get().Quarantine
+	if got == nil || got.State != card.QuarantineRemoved || !got.At.Equal(removed.At) {
+		t.Fatalf("card after the job ran again: %+v, want the removal of %v", got, removed.At)
+	}
+	if len(failures) != 0 {
+		t.Fatalf("failures counted: %v", failures)
+	}
+	if last := up.cards[len(up.cards)-1]; last.Quarantine == nil || last.Quarantine.State != card.QuarantineRemoved {
+		t.Fatalf("Slack was last shown %+v", last.Quarantine)
+	}
+
+	// Once released, the job running again shows the release.
+	rec, err := db.Quarantined("C0SEC", d.TS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.ReleasedBy, rec.ReleasedAt, rec.ReleasedTS = "U0ADMIN", time.Now(), "1795000001.000100"
+	if err := db.PutQuarantined(rec); err != nil {
+		t.Fatal(err)
+	}
+	book.mu.Lock()
+	book.c = maliciousCard("C0SEC", d.TS)
+	book.mu.Unlock()
+	q.Act(t.Context(), book.get())
+	if got := book.get().Quarantine; got == nil || got.State != card.QuarantineReleased || got.ReleasedBy != "U0ADMIN" {
+		t.Fatalf("card after a release and the job again: %+v", got)
+	}
+}
+
+// TestDeletedByAPersonStillSaysSo: a message its author deleted before
+// quarantine got to it was not quarantine's: the card says it was already
+// deleted, and the failure is counted.
+func TestDeletedByAPersonStillSaysSo(t *testing.T) {
+	q, fake, _, _ := quarantineAgainstFake(t)
+	var failures []string
+	q.OnFailure = func(reason string) { failures = append(failures, reason) }
+	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C0SEC", User: "U0ALICE", Text: "urgent <https://login.phish.test/verify>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.DeleteMessage("C0SEC", d.TS); err != nil {
+		t.Fatal(err)
+	}
+	book := &oneCard{c: maliciousCard("C0SEC", d.TS)}
+	q.Cards = book
+	q.Act(t.Context(), book.get())
+	if got := book.get().Quarantine; got == nil || got.State != card.QuarantineFailed {
+		t.Fatalf("card: %+v", got)
+	}
+	if len(failures) != 1 || failures[0] != ReasonAlreadyDeleted {
+		t.Fatalf("failures %v", failures)
+	}
+}
