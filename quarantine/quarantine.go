@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -231,7 +233,11 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 		q.fail(ctx, c, level, ReasonNoToken, "no admin token is set (SLACK_ADMIN_USER_TOKEN), so verdictbot cannot remove messages.")
 		return
 	}
-	msg, err := q.fetch(ctx, c.Channel, ts, c.ThreadTS)
+	var msg *slack.Message
+	err := q.retry(ctx, func(int) (err error) {
+		msg, err = q.fetch(ctx, c.Channel, ts, c.ThreadTS)
+		return err
+	})
 	if err != nil {
 		reason, problem := q.explain(err, "")
 		if reason == ReasonAlreadyDeleted && q.removedBefore(ctx, c, ts, level, files) {
@@ -283,14 +289,25 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 		q.fail(ctx, c, level, ReasonError, "the original could not be kept for release, so it was left in place.")
 		return
 	}
+	// A deletion retried after a passing failure may find its target gone:
+	// the failed try had deleted it (its answer was lost).
+	gone := func(attempt int, err error) error {
+		if attempt > 0 && err != nil && slices.Contains([]string{"message_not_found", "file_not_found", "file_deleted"}, slackCode(err)) {
+			return nil
+		}
+		return err
+	}
 	if files {
 		for _, f := range rec.Files {
-			if err = q.Admin.DeleteFileContext(ctx, f.ID); err != nil {
+			if err = q.retry(ctx, func(attempt int) error { return gone(attempt, q.Admin.DeleteFileContext(ctx, f.ID)) }); err != nil {
 				break
 			}
 		}
 	} else {
-		_, _, err = q.Admin.DeleteMessageContext(ctx, c.Channel, ts)
+		err = q.retry(ctx, func(attempt int) error {
+			_, _, err := q.Admin.DeleteMessageContext(ctx, c.Channel, ts)
+			return gone(attempt, err)
+		})
 	}
 	if err != nil {
 		reason, problem := q.explain(err, rec.Team)
@@ -431,6 +448,57 @@ func slackCode(err error) string {
 }
 
 var errNotFound = errors.New("message_not_found")
+
+// retryWaits are the waits between the tries of one Slack call that
+// failed for a passing reason (see passing): four tries in about 13 s, or
+// Slack's Retry-After when it asks for longer (up to maxRetryAfter).
+var retryWaits = []time.Duration{time.Second, 3 * time.Second, 9 * time.Second}
+
+const maxRetryAfter = 30 * time.Second
+
+// retry calls call (with its try number, from 0) until it succeeds, fails
+// for good, the tries are spent, or ctx ends.
+func (q *Quarantine) retry(ctx context.Context, call func(attempt int) error) error {
+	for attempt := 0; ; attempt++ {
+		err := call(attempt)
+		if err == nil || attempt >= len(retryWaits) || ctx.Err() != nil {
+			return err
+		}
+		asked, ok := passing(err)
+		if !ok {
+			return err
+		}
+		wait := max(retryWaits[attempt], min(asked, maxRetryAfter))
+		q.log().Info("quarantine: Slack call failed; trying again", "reason", slackCode(err), "wait", wait.String())
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// passing reports whether err is worth another try (Slack's 429, with
+// the wait it asked for; a 5xx page; Slack's own internal errors; the
+// network) rather than an answer (a refusal, a missing message).
+func passing(err error) (time.Duration, bool) {
+	var rl *slack.RateLimitedError
+	var sc slack.StatusCodeError
+	var se slack.SlackErrorResponse
+	switch {
+	case errors.As(err, &rl):
+		return rl.RetryAfter, true
+	case errors.As(err, &sc):
+		return 0, sc.Code >= 500 || sc.Code == http.StatusTooManyRequests
+	case errors.As(err, &se):
+		return 0, slices.Contains([]string{"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}, se.Err)
+	case errors.Is(err, errNotFound), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return 0, false
+	}
+	return 0, true // the request did not get an answer
+}
 
 // fetch reads the message at ts (a reply when thread is another ts).
 func (q *Quarantine) fetch(ctx context.Context, channel, ts, thread string) (*slack.Message, error) {

@@ -166,3 +166,54 @@ func TestDeletedByAPersonStillSaysSo(t *testing.T) {
 		t.Fatalf("failures %v", failures)
 	}
 }
+
+// TestRemovalRetriesPassingSlackFailures: Slack's 429 and a 5xx page on
+// chat.delete are tried again (the 429 after its Retry-After), and the
+// message is removed; a refusal is not tried again.
+func TestRemovalRetriesPassingSlackFailures(t *testing.T) {
+	old := retryWaits
+	retryWaits = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
+	t.Cleanup(func() { retryWaits = old })
+	q, fake, _, _ := quarantineAgainstFake(t)
+	var failures []string
+	q.OnFailure = func(reason string) { failures = append(failures, reason) }
+	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C0SEC", User: "U0ALICE", Text: "urgent <https://login.phish.test/verify>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.InjectFault(slackfake.Fault{Method: "conversations.history", Times: 1, Status: 502})
+	fake.RateLimit("chat.delete", 1, time.Second)
+	fake.InjectFault(slackfake.Fault{Method: "chat.delete", Times: 1, Status: 503})
+	book := &oneCard{c: maliciousCard("C0SEC", d.TS)}
+	q.Cards = book
+	start := time.Now()
+	q.Act(t.Context(), book.get())
+	if m, ok := fake.Message("C0SEC", d.TS); !ok || !m.Deleted {
+		t.Fatalf("the message was not removed (failures %v)", failures)
+	}
+	if got := book.get().Quarantine; got == nil || got.State != card.QuarantineRemoved || len(failures) != 0 {
+		t.Fatalf("card %+v, failures %v", got, failures)
+	}
+	if n := len(fake.Calls("chat.delete")); n != 3 {
+		t.Fatalf("%d chat.delete calls, want 3 (429, 503, then the deletion)", n)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("took %v: the 429's Retry-After of 1 s was not waited", took)
+	}
+
+	// A refusal is an answer: one call, and the card says why.
+	d2, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C0SEC", User: "U0ALICE", Text: "again <https://login.phish.test/verify>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.Fail("chat.delete", 1, "cant_delete_message")
+	book2 := &oneCard{c: maliciousCard("C0SEC", d2.TS)}
+	q.Cards = book2
+	q.Act(t.Context(), book2.get())
+	if n := len(fake.Calls("chat.delete")); n != 4 {
+		t.Fatalf("%d chat.delete calls, want 4: a refusal was tried again", n)
+	}
+	if got := book2.get().Quarantine; got == nil || got.State != card.QuarantineFailed || len(failures) != 1 || failures[0] != ReasonNotAllowed {
+		t.Fatalf("card %+v, failures %v", got, failures)
+	}
+}
