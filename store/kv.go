@@ -113,8 +113,8 @@ func (b *boltBackend) update(fn func(t txn) error) error {
 // overlapped within companyWindow (links arriving steadily: at 100 a
 // second each of their half-dozen writes came alone most of the time, 5.4
 // commits a link), a lone write waits for company too, and the next
-// link's writes join its commit (3.3 commits a link; see
-// docs/PERFORMANCE.md): at most MaxBatchDelay more per write under load.
+// link's writes join its commit (3.3 commits a link in the throughput
+// benchmark): at most MaxBatchDelay more per write under load.
 func (b *boltBackend) batch(fn func(t txn) error) error {
 	n := b.shared.Add(1)
 	defer b.shared.Add(-1)
