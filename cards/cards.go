@@ -3,6 +3,7 @@ package cards
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"time"
 
@@ -144,7 +145,7 @@ func (cs *Cards) Get(channel, sourceTS string) (*store.CardRecord, bool) {
 // is 0) and returns a copy; ok is false when a newer generation replaced it
 // or the card is gone, or the store failed.
 func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, bool) {
-	c, err := cs.change(channel, sourceTS, gen, fn, false)
+	c, err := cs.change(channel, sourceTS, gen, "", fn, false)
 	return c, err == nil
 }
 
@@ -156,9 +157,40 @@ func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.Ca
 // run more than once and must change nothing but rec. The wait ends with
 // ctx (a shutdown: the job stays in the journal and is resumed).
 func (cs *Cards) Settle(ctx context.Context, channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, bool) {
+	return cs.settle(ctx, channel, sourceTS, gen, "", fn)
+}
+
+// settlingStore is implemented by a CardStore that can link a target to a
+// card in the write that shows its verdict (store.State, both backends).
+type settlingStore interface {
+	SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+}
+
+// linksTargets reports whether settle can link a target to its card in
+// the card's own write, in place of tc.AddCard: the card store can
+// (settlingStore), and tc keeps the targets in that same store (a
+// URLMemory over it).
+func (cs *Cards) linksTargets(tc TargetCards) bool {
+	st, ok := cs.st.(settlingStore)
+	if !ok {
+		return false
+	}
+	mem, ok := tc.(*URLMemory)
+	if !ok || mem == nil {
+		return false
+	}
+	db, ok := mem.DB.(settlingStore)
+	// Compared only when both are pointers (the stores are): comparing
+	// interfaces holding one uncomparable type would panic.
+	return ok && reflect.TypeOf(db).Kind() == reflect.Pointer && reflect.TypeOf(st).Kind() == reflect.Pointer && db == st
+}
+
+// settle is Settle; target, if not "", is linked to the card in the same
+// write (only when linksTargets said so).
+func (cs *Cards) settle(ctx context.Context, channel, sourceTS string, gen int, target string, fn func(rec *store.CardRecord)) (card.Card, bool) {
 	start := time.Now()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		c, err := cs.change(channel, sourceTS, gen, fn, true)
+		c, err := cs.change(channel, sourceTS, gen, target, fn, true)
 		if err == nil {
 			return c, true
 		}
@@ -173,9 +205,17 @@ func (cs *Cards) Settle(ctx context.Context, channel, sourceTS string, gen int, 
 	}
 }
 
-func (cs *Cards) change(channel, sourceTS string, gen int, fn func(rec *store.CardRecord), shared bool) (card.Card, error) {
+// change applies fn to the card of generation gen; shared lets the write
+// share its commit (updateShared), and target, if not "", is linked to
+// the card in the same write (SettleCard: the store is a settlingStore).
+func (cs *Cards) change(channel, sourceTS string, gen int, target string, fn func(rec *store.CardRecord), shared bool) (card.Card, error) {
 	update := cs.st.UpdateCard
-	if shared {
+	switch {
+	case target != "":
+		update = func(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+			return cs.st.(settlingStore).SettleCard(ref, target, fn)
+		}
+	case shared:
 		update = cs.updateShared
 	}
 	rec, err := update(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {

@@ -561,14 +561,13 @@ func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int,
 	kind := lineKind[scan.URLVerdict]{
 		err:  func(v scan.URLVerdict) error { return v.Err },
 		fill: urlLine,
-		recorded: func(v scan.URLVerdict) {
+		target: func(v scan.URLVerdict) string {
 			// A URL withheld (its host resolves inside the network) has no
 			// verdict to recheck.
-			if m.Targets != nil && v.Err == nil && v.Level != verdict.Skipped {
-				if err := m.Targets.AddCard(v.URL, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {
-					m.Log.Warn("could not link a target to its card", "error", err)
-				}
+			if v.Err != nil || v.Level == verdict.Skipped {
+				return ""
 			}
+			return v.URL
 		},
 	}
 	return track(ctx, m, kind, channel, sourceTS, gen, mode, hold, lines)

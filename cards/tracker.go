@@ -27,9 +27,10 @@ type lineKind[V any] struct {
 	err func(v V) error
 	// fill writes a verdict into its card line.
 	fill func(l card.Line, v V) card.Line
-	// recorded, if set, is called with each verdict before the card shows
-	// it (URLs: the target remembers the card, for rechecks).
-	recorded func(v V)
+	// target, if set, returns the target that must remember the card
+	// showing verdict v ("" for none): URLs, for their rechecks. It is
+	// linked before the card shows v, or in the same write.
+	target func(v V) string
 	// after, if set, starts work that follows a verdict without holding
 	// the card back (files: screenshots). Given the card as it stands with
 	// the verdict, it returns nil for nothing to do, or a fetch that runs
@@ -90,6 +91,9 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 	}
 	var snap card.Card
 	following := 0
+	// linked: the card's write links a verdict's target (SettleCard), in
+	// place of a write of its own (Targets.AddCard).
+	linked := m.Targets != nil && m.Cards.linksTargets(m.Targets)
 	for left := len(lines); left > 0 || following > 0; {
 		select {
 		case r := <-results:
@@ -97,11 +101,18 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			if k.err(r.v) != nil && ctx.Err() != nil {
 				return false // shutting down: the job resumes after the restart
 			}
-			if k.recorded != nil {
-				k.recorded(r.v)
+			target := ""
+			if k.target != nil && m.Targets != nil {
+				target = k.target(r.v)
+			}
+			if target != "" && !linked {
+				if err := m.Targets.AddCard(target, store.CardRef{Channel: channel, SourceTS: src}); err != nil {
+					m.Log.Warn("could not link a target to its card", "error", err)
+				}
+				target = ""
 			}
 			var ok bool
-			snap, ok = m.Cards.Settle(ctx, channel, src, gen, func(rec *store.CardRecord) {
+			snap, ok = m.Cards.settle(ctx, channel, src, gen, target, func(rec *store.CardRecord) {
 				if r.line < len(rec.Card.Lines) {
 					rec.Card.Lines[r.line] = k.fill(rec.Card.Lines[r.line], r.v)
 				}
@@ -129,10 +140,9 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			}
 			grace = nil
 			// Every verdict is in: the card is shown now, before any
-			// follow-up work is done.
-			if rec, ok := m.Cards.Get(channel, src); ok && rec.Gen == gen {
-				snap = rec.Card.Clone()
-			}
+			// follow-up work is done. snap is the card as the store has
+			// it: Settle read and wrote it in one transaction, of this
+			// generation (a newer one fails it), so it is not read again.
 			m.finish(ctx, &snap, mode)
 		case apply := <-follow:
 			following--

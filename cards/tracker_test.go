@@ -528,3 +528,54 @@ func TestResumedFileJobPostsAFinalCardNeverPosted(t *testing.T) {
 		}
 	}
 }
+
+// recordingChecker is urlChecker that records each verdict through mem,
+// as the URL pipeline does, before answering; at is the store's write
+// count once it has.
+type recordingChecker struct {
+	urlChecker
+	mem    *URLMemory
+	writes *atomic.Int32
+	at     atomic.Int32
+}
+
+func (c *recordingChecker) Check(ctx context.Context, url string, o scan.CheckOptions) scan.URLVerdict {
+	v := c.urlChecker.Check(ctx, url, o)
+	c.mem.Finished(v, "scan")
+	c.at.Store(c.writes.Load())
+	return v
+}
+
+// A link's verdict is shown on its card and links its target to the card
+// (for rechecks) in one write of the store on disk: the card's.
+func TestVerdictLinksItsTargetInTheCardsWrite(t *testing.T) {
+	const clean = "https://docs.example.org/"
+	var writes atomic.Int32
+	db, err := store.Open(t.TempDir(), store.Options{WriteFault: func() error { writes.Add(1); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	mem := &URLMemory{DB: db}
+	checker := &recordingChecker{urlChecker: urlChecker{levels: map[string]verdict.Level{clean: verdict.Clean}}, mem: mem, writes: &writes}
+	e := newEnv(t, checker, ModeQuiet)
+	e.db = db
+	e.messages.Cards = NewCards(db)
+	e.messages.Targets = mem
+	ts := e.deliver(t, "see <"+clean+">", func() {})
+	e.messages.Wait()
+
+	tg, err := db.Target(clean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (store.CardRef{Channel: "C1", SourceTS: ts}); len(tg.Cards) != 1 || tg.Cards[0] != want {
+		t.Fatalf("target's cards %+v, want %+v", tg.Cards, want)
+	}
+	if rec := e.card(t, ts); !rec.Card.Final || rec.Card.Lines[0].Level != verdict.Clean {
+		t.Fatalf("card %+v", rec.Card)
+	}
+	if n := writes.Load() - checker.at.Load(); n != 1 {
+		t.Fatalf("%d store writes after the verdict was recorded, want 1 (the card's, linking the target)", n)
+	}
+}

@@ -92,7 +92,7 @@ func (db *DB) CardByTS(channel, cardTS string) (*CardRecord, error) {
 // UpdateCard applies fn to the stored card in one transaction and saves
 // it; fn's error aborts without saving. It returns the saved record.
 func (db *DB) UpdateCard(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error) {
-	return db.updateCard(db.update, ref, fn)
+	return db.updateCard(db.update, ref, fn, nil)
 }
 
 // UpdateCardShared is UpdateCard for the writes every link makes (its
@@ -101,10 +101,34 @@ func (db *DB) UpdateCard(ref CardRef, fn func(rec *CardRecord) error) (*CardReco
 // than once, each time with the stored record read afresh: it must change
 // nothing but rec.
 func (db *DB) UpdateCardShared(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error) {
-	return db.updateCard(db.be.batch, ref, fn)
+	return db.updateCard(db.be.batch, ref, fn, nil)
 }
 
-func (db *DB) updateCard(write func(func(t txn) error) error, ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error) {
+// SettleCard is UpdateCard for the write that shows a verdict on a card:
+// when target is recorded, ref joins its cards (AddCard) in the same
+// transaction, so a recheck of target that finds the verdict finds the
+// card too, and a link's verdict costs one commit instead of two. A
+// target not recorded (an analysis that failed) is left out, without an
+// error; target "" links nothing. On the embedded store concurrent calls
+// may share one commit (as UpdateCardShared): fn may run more than once,
+// each time with the stored record read afresh, and must change nothing
+// but rec.
+func (db *DB) SettleCard(ref CardRef, target string, fn func(rec *CardRecord) error) (*CardRecord, error) {
+	var link func(t txn) error
+	if target != "" {
+		link = func(t txn) error {
+			if err := addCard(t, target, ref); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			return nil
+		}
+	}
+	return db.updateCard(db.be.batch, ref, fn, link)
+}
+
+// updateCard applies fn to the card ref and saves it with write; also, if
+// set, then runs in the same transaction.
+func (db *DB) updateCard(write func(func(t txn) error) error, ref CardRef, fn func(rec *CardRecord) error, also func(t txn) error) (*CardRecord, error) {
 	var out *CardRecord
 	err := write(func(t txn) error {
 		out = nil
@@ -116,8 +140,16 @@ func (db *DB) updateCard(write func(func(t txn) error) error, ref CardRef, fn fu
 			return err
 		}
 		rec.Updated = db.now()
+		if err := putCard(t, rec); err != nil {
+			return err
+		}
+		if also != nil {
+			if err := also(t); err != nil {
+				return err
+			}
+		}
 		out = rec
-		return putCard(t, rec)
+		return nil
 	})
 	return out, err
 }

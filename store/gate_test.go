@@ -162,3 +162,75 @@ func TestJournalWritesShareTheLinksCommits(t *testing.T) {
 		t.Fatalf("pending jobs %+v, %v", jobs, err)
 	}
 }
+
+// TestLoneWriteWaitsForCompanyOnlyUnderLoad: a shared write with no other
+// under way commits at once on a quiet store (a sequential writer pays no
+// batch delay), but waits for company when shared writes overlapped
+// lately (a steady load of links): the next write then joins its commit.
+func TestLoneWriteWaitsForCompanyOnlyUnderLoad(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	be := db.be.(*boltBackend)
+	const delay = 400 * time.Millisecond
+	be.db.MaxBatchDelay = delay
+	put := func(k string) error { return be.batch(func(tx txn) error { return tx.put(bMeta, k, []byte("1")) }) }
+	// two writes the second of which starts gap after the first; it
+	// returns the commits they made and how long the first took.
+	two := func(gap time.Duration) (uint64, time.Duration) {
+		t.Helper()
+		before := commits(t, db)
+		first := make(chan time.Duration, 1)
+		go func() {
+			start := time.Now()
+			if err := put("a"); err != nil {
+				t.Error(err)
+			}
+			first <- time.Since(start)
+		}()
+		time.Sleep(gap)
+		if err := put("b"); err != nil {
+			t.Fatal(err)
+		}
+		took := <-first
+		return commits(t, db) - before, took
+	}
+
+	// Quiet: each write commits alone, at once.
+	if n, took := two(delay / 4); n != 2 || took >= delay/2 {
+		t.Fatalf("quiet store: %d commits, the first write took %v; want 2, at once", n, took)
+	}
+	// Two writes under way together: the store is under load.
+	hold := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- be.batch(func(tx txn) error { <-hold; return tx.put(bMeta, "held", nil) }) }()
+	for deadline := time.Now().Add(5 * time.Second); be.sharing() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the held write did not start")
+		}
+	}
+	go func() { done <- put("c") }()
+	for deadline := time.Now().Add(5 * time.Second); be.sharing() != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second write did not start")
+		}
+	}
+	close(hold)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Under load: the first write waits for the second, one commit.
+	if n, _ := two(10 * time.Millisecond); n != 1 {
+		t.Fatalf("under load: %d commits for two writes 10 ms apart, want 1", n)
+	}
+	// Quiet again once no writes overlapped for companyWindow.
+	time.Sleep(companyWindow + delay)
+	if n, took := two(delay / 4); n != 2 || took >= delay/2 {
+		t.Fatalf("quiet again: %d commits, the first write took %v; want 2, at once", n, took)
+	}
+}

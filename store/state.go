@@ -33,6 +33,9 @@ type State interface {
 	Card(ref CardRef) (*CardRecord, error)
 	CardByTS(channel, cardTS string) (*CardRecord, error)
 	UpdateCard(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error)
+	// SettleCard is UpdateCard that also links a recorded target to the
+	// card (AddCard) in the same transaction: the write showing a verdict.
+	SettleCard(ref CardRef, target string, fn func(rec *CardRecord) error) (*CardRecord, error)
 	UpsertCard(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error)
 	UnfinishedCards() ([]*CardRecord, error)
 	RecentCards(channel string, n int) ([]*CardRecord, error)

@@ -186,20 +186,24 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 
 // AddCard remembers that card shows target (without a new verdict).
 func (db *DB) AddCard(target string, card CardRef) error {
-	return db.be.batch(func(t txn) error {
-		id, rec, ok, err := getTarget(t, target)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrNotFound
-		}
-		if slices.Contains(rec.Cards, card) {
-			return nil
-		}
-		rec.Cards = append(rec.Cards, card)
-		return t.put(bTargets, id, encodeTarget(&rec))
-	})
+	return db.be.batch(func(t txn) error { return addCard(t, target, card) })
+}
+
+// addCard adds card to target's cards; ErrNotFound when target is not
+// recorded.
+func addCard(t txn, target string, card CardRef) error {
+	id, rec, ok, err := getTarget(t, target)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNotFound
+	}
+	if slices.Contains(rec.Cards, card) {
+		return nil
+	}
+	rec.Cards = append(rec.Cards, card)
+	return t.put(bTargets, id, encodeTarget(&rec))
 }
 
 // Target returns what is known of a target, or ErrNotFound.

@@ -494,6 +494,48 @@ func (db *DB) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error
 	return out, nil
 }
 
+// SettleCard is UpdateCard that also links target, when recorded, to the
+// card in the same transaction (see store.DB.SettleCard): one transaction
+// instead of UpdateCard's and AddCard's.
+func (db *DB) SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	var out *store.CardRecord
+	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		out = nil
+		rec, err := getCard(ctx, tx, ref, true)
+		if err != nil {
+			return err
+		}
+		if err := fn(rec); err != nil {
+			return errCallback{err}
+		}
+		rec.Updated = db.now()
+		if err := putCard(ctx, tx, rec); err != nil {
+			return err
+		}
+		if target != "" {
+			// Only a recorded target is linked (AddCard's row lock keeps
+			// it from racing a verdict of the same target).
+			var one int
+			err := tx.QueryRow(ctx, `SELECT 1 FROM targets WHERE target = $1 FOR UPDATE`, target).Scan(&one)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
+				return err
+			default:
+				if err := addTargetCard(ctx, tx, target, ref); err != nil {
+					return err
+				}
+			}
+		}
+		out = rec
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // UpsertCard applies fn to the card answering ref, or to a new empty
 // record, and saves it in one transaction. Upserts of one key are
 // serialised (an advisory lock on the key for the transaction), so two

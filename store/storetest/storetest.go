@@ -49,6 +49,7 @@ var cases = []testCase{
 	{"Cards", cards},
 	{"UpsertCard", upsertCard},
 	{"UpdateCardIsAtomicUnderConcurrency", updateCardConcurrent},
+	{"SettleCardLinksARecordedTargetInTheSameWrite", settleCard},
 	{"UpsertCardIsAtomicUnderConcurrency", upsertCardConcurrent},
 	{"CardRecordRoundTrip", cardRoundTrip},
 	{"VerdictHistoryAndRecheckSchedule", verdictHistoryAndRecheckSchedule},
@@ -301,6 +302,91 @@ func cards(t *testing.T, db store.State, c *Clock) {
 	open, _ = db.UnfinishedCards()
 	if len(open) != 1 || open[0].Card.SourceTS != "4.4" {
 		t.Fatalf("unfinished %+v", open)
+	}
+}
+
+// settleCard: SettleCard updates the card and links a recorded target to
+// it, both or neither; a target not recorded is left out without an error.
+func settleCard(t *testing.T, db store.State, c *Clock) {
+	const known, unknown = "https://known.test/", "https://unknown.test/"
+	ref := store.CardRef{Channel: "C1", SourceTS: "1.1"}
+	other := store.CardRef{Channel: "C1", SourceTS: "0.9"}
+	must(t, db.PutCard(&store.CardRecord{Card: card.Card{Channel: ref.Channel, SourceTS: ref.SourceTS,
+		Lines: []card.Line{{Kind: card.KindURL, Target: known, Level: verdict.Pending}, {Kind: card.KindURL, Target: unknown, Level: verdict.Pending}}}, Gen: 1}))
+	if _, _, err := db.RecordVerdict(store.Verdict{Target: known, Kind: "url", TaskID: "t1", Level: verdict.Malicious, Source: "scan"}, &other, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	cardsOf := func(target string) []store.CardRef {
+		t.Helper()
+		tg, err := db.Target(target)
+		if err != nil {
+			t.Fatalf("target %s: %v", target, err)
+		}
+		sort.Slice(tg.Cards, func(i, j int) bool { return tg.Cards[i].Key() < tg.Cards[j].Key() })
+		return tg.Cards
+	}
+
+	// A failing update links nothing.
+	sentinel := errors.New("stale")
+	if _, err := db.SettleCard(ref, known, func(r *store.CardRecord) error {
+		r.Card.Lines[0].Level = verdict.Malicious
+		return sentinel
+	}); !errors.Is(err, sentinel) {
+		t.Fatalf("want the callback's error, got %v", err)
+	}
+	if got := cardsOf(known); len(got) != 1 || got[0] != other {
+		t.Fatalf("a failed settle linked the target: %+v", got)
+	}
+	if rec, _ := db.Card(ref); rec.Card.Lines[0].Level != verdict.Pending {
+		t.Fatal("a failed settle saved the card")
+	}
+	// A missing card: ErrNotFound, nothing linked.
+	if _, err := db.SettleCard(store.CardRef{Channel: "C1", SourceTS: "9.9"}, known, func(*store.CardRecord) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("settle of a missing card: %v", err)
+	}
+	if got := cardsOf(known); len(got) != 1 {
+		t.Fatalf("a settle of a missing card linked the target: %+v", got)
+	}
+
+	c.Add(time.Second)
+	rec, err := db.SettleCard(ref, known, func(r *store.CardRecord) error {
+		r.Card.Lines[0].Level = verdict.Malicious
+		return nil
+	})
+	if err != nil || rec.Card.Lines[0].Level != verdict.Malicious || !rec.Updated.Equal(c.Now()) {
+		t.Fatalf("settle: %+v, %v", rec, err)
+	}
+	if got := cardsOf(known); len(got) != 2 || got[0] != other || got[1] != ref {
+		t.Fatalf("target's cards after the settle: %+v, want %v and %v", got, other, ref)
+	}
+	// Again: linked once.
+	if _, err := db.SettleCard(ref, known, func(*store.CardRecord) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := cardsOf(known); len(got) != 2 {
+		t.Fatalf("target's cards after a second settle: %+v", got)
+	}
+	// A target not recorded: the card is saved, the target stays unknown.
+	rec, err = db.SettleCard(ref, unknown, func(r *store.CardRecord) error {
+		r.Card.Lines[1].Level = verdict.Unknown
+		r.Card.Final = true
+		return nil
+	})
+	if err != nil || !rec.Card.Final {
+		t.Fatalf("settle with an unrecorded target: %+v, %v", rec, err)
+	}
+	if _, err := db.Target(unknown); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the unrecorded target: %v, want ErrNotFound", err)
+	}
+	if got, _ := db.Card(ref); !got.Card.Final || got.Card.Lines[0].Level != verdict.Malicious {
+		t.Fatalf("stored card: %+v", got.Card)
+	}
+	// No target: a plain update.
+	if _, err := db.SettleCard(ref, "", func(r *store.CardRecord) error { r.Card.CardTS = "2.2"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if byTS, err := db.CardByTS("C1", "2.2"); err != nil || byTS.Card.SourceTS != ref.SourceTS {
+		t.Fatalf("card by ts after a settle: %+v, %v", byTS, err)
 	}
 }
 
