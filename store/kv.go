@@ -85,7 +85,13 @@ func openBolt(path string, noSync bool) (*boltBackend, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: cannot create %s: %w", filepath.Dir(path), err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: noSync})
+	// The freelist is not written at each commit (NoFreelistSync): bbolt
+	// rebuilds it when the file is opened, a scan of a file that retention
+	// keeps small, and each commit writes a page less (about 4 % of the
+	// CPU per link, docs/PERFORMANCE.md). Files of either kind open both
+	// ways (TestStoreFileOfAnEarlierVersionOpensAndBack).
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: noSync,
+		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		switch {
 		case errors.Is(err, berrors.ErrTimeout):
