@@ -84,9 +84,9 @@ func TestWaitLearnedScheduleAgainstTheSimulator(t *testing.T) {
 	}
 }
 
-// Before anything is learned the first check is LearnedProbe (a verdict the
-// service has cached is seen at once); once a slow service is learned, the
-// plan alone decides and does not probe that early.
+// Before anything is learned the first check is LearnedProbe (a service
+// that answers within a second is seen at once); once a slow service is
+// learned, the plan alone decides and does not probe that early.
 func TestLearnedScheduleProbesOnlyBeforeLearning(t *testing.T) {
 	s := reputation.NewLearnedSchedule()
 	if d := s.Next(0, 0); d != reputation.LearnedProbe {
@@ -100,5 +100,60 @@ func TestLearnedScheduleProbesOnlyBeforeLearning(t *testing.T) {
 	}
 	if d := s.Next(0, 0); d <= 2*reputation.LearnedProbe {
 		t.Errorf("a service learned to take 60 s is still probed after %v", d)
+	}
+}
+
+// TestProbeThatFindsTheTaskQueuedSkipsThePriorsFirstCheck: after the
+// probe, a task still "pending" goes straight to the prior's second check
+// (the first, at about LearnedFirst, is for services faster than the
+// prior, and would cost it a call for nothing); a task the service
+// already processes keeps the first check. For the prior's own 5–120 s
+// analyses the probe then costs no call at all.
+func TestProbeThatFindsTheTaskQueuedSkipsThePriorsFirstCheck(t *testing.T) {
+	s := reputation.NewLearnedSchedule()
+	probe := reputation.LearnedProbe
+	first := probe + s.Next(1, probe) // the prior's first check after the probe
+	if got := probe + s.NextStatus("processing", 0, 1, probe); got < first*9/10 || got > first*11/10 {
+		t.Fatalf("a task processing at the probe is checked next at %v, want the prior's first check (about %v)", got, first)
+	}
+	second := first + s.Next(2, first)
+	skipped := probe + s.NextStatus("pending", 0, 1, probe)
+	if skipped < second*9/10 || skipped > second*11/10 {
+		t.Fatalf("a task queued at the probe is checked next at %v, want the prior's second check (about %v)", skipped, second)
+	}
+	if d := s.NextStatus("some-undocumented-status", 0, 1, probe); probe+d > first*11/10 {
+		t.Errorf("an unknown status skipped the first check (next at %v)", probe+d)
+	}
+
+	// Calls for analyses spread over 5–120 s (queued for their first
+	// sixth, as the simulator's), with and without the probe: the probe
+	// with the skip costs none.
+	calls := func(sched interface {
+		NextStatus(string, time.Duration, int, time.Duration) time.Duration
+	}, probed bool) float64 {
+		total := 0
+		const n = 1000
+		for i := range n {
+			dur := 5*time.Second + time.Duration(float64(115*time.Second)*(float64(i)+0.5)/n)
+			var e time.Duration
+			for k := 0; e < dur; k++ {
+				st := "processing"
+				if e < dur/6 {
+					st = "pending"
+				}
+				d := sched.NextStatus(st, 0, k, e)
+				if k == 0 && !probed {
+					d = max(d, reputation.LearnedFirst) // as if there were no probe
+				}
+				e += d
+				total++
+			}
+		}
+		return float64(total) / n
+	}
+	with, without := calls(reputation.NewLearnedSchedule(), true), calls(reputation.NewLearnedSchedule(), false)
+	t.Logf("status calls for 5–120 s analyses before anything is learned: %.2f with the probe, %.2f without", with, without)
+	if with > without+0.05 {
+		t.Errorf("the probe costs %.2f calls per analysis (%.2f against %.2f)", with-without, with, without)
 	}
 }

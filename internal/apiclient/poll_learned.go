@@ -152,6 +152,12 @@ type LearnedConfig struct {
 	// one. Once durations are learned the plan alone decides (a service
 	// that never ends that soon is not probed).
 	Probe time.Duration
+	// NotStarted lists statuses that say the task has not started yet
+	// (queued). A probe that sees one skips the prior's first check (at
+	// about First), which is there for services faster than the prior: a
+	// task still queued at the probe is not one of those, and the check
+	// would cost it a call for nothing. Any other status keeps it.
+	NotStarted []string
 }
 
 // DefaultLearnedConfig returns the defaults documented on LearnedConfig.
@@ -244,10 +250,31 @@ func (s *LearnedSchedule) Next(polls int, elapsed time.Duration) time.Duration {
 	return jitter(d, s.cfg.Jitter)
 }
 
+// afterProbe returns the wait after a probe (the first check, while the
+// plan is the prior's) that found the task not started (NotStarted): to
+// the prior's second check, skipping its first.
+func (s *LearnedSchedule) afterProbe(status string, polls int, elapsed time.Duration) (time.Duration, bool) {
+	if polls != 1 || s.cfg.Probe <= 0 || !slices.Contains(s.cfg.NotStarted, status) {
+		return 0, false
+	}
+	p := s.plan.Load()
+	if p != nil || s.prior == nil {
+		return 0, false // learned plans are not probed
+	}
+	first := elapsed + s.prior.gap(elapsed.Seconds()) // the prior's first check
+	if first <= elapsed || elapsed > s.cfg.Probe+s.cfg.Probe/2 {
+		return 0, false
+	}
+	return first - elapsed + jitter(s.prior.gap(first.Seconds()), s.cfg.Jitter), true
+}
+
 // NextStatus implements StatusSchedule: Next, except that while the task
 // shows one of the Near statuses (for inStatus so far) the wait is at most
 // NearGap + inStatus/10, and at most TailGap.
 func (s *LearnedSchedule) NextStatus(status string, inStatus time.Duration, polls int, elapsed time.Duration) time.Duration {
+	if d, ok := s.afterProbe(status, polls, elapsed); ok {
+		return d
+	}
 	d := s.Next(polls, elapsed)
 	if slices.Contains(s.cfg.Near, status) {
 		near := min(s.cfg.NearGap+time.Duration(float64(max(inStatus, 0))*nearGrowth), s.cfg.TailGap)
