@@ -147,10 +147,11 @@ type LearnedConfig struct {
 	PromptFrom, PromptTo, PromptGap time.Duration
 	// Probe, if set, is when the first check is made while nothing is
 	// learned, when that is sooner than the prior's first check: a service
-	// that answers at once (a verdict it has cached) is seen after Probe
-	// instead of after First, for one more call per analysis of a slow
-	// one. Once durations are learned the plan alone decides (a service
-	// that never ends that soon is not probed).
+	// that answers within Probe is seen then instead of after First. It
+	// costs an analysis of a slow service one more call, unless its status
+	// at the probe is one of NotStarted. Once durations are learned the
+	// plan alone decides (a service that never ends that soon is not
+	// probed).
 	Probe time.Duration
 	// NotStarted lists statuses that say the task has not started yet
 	// (queued). A probe that sees one skips the prior's first check (at
