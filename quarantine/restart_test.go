@@ -77,6 +77,19 @@ func quarantineAgainstFake(t *testing.T) (*Quarantine, *slackfake.Server, *store
 	return q, fake, db, up
 }
 
+// postMalicious posts alice's message with a phishing link in C0SEC and
+// returns its ts and a card book holding its final malicious card.
+func postMalicious(t *testing.T, fake *slackfake.Server, q *Quarantine, text string) (string, *oneCard) {
+	t.Helper()
+	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C0SEC", User: "U0ALICE", Text: text + " <https://login.phish.test/verify>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	book := &oneCard{c: maliciousCard("C0SEC", d.TS)}
+	q.Cards = book
+	return d.TS, book
+}
+
 func maliciousCard(channel, ts string) card.Card {
 	return card.Card{Channel: channel, ThreadTS: ts, SourceTS: ts, CardTS: "1795000000.000900", Final: true,
 		Lines: []card.Line{{Kind: card.KindURL, Target: "https://login.phish.test/verify", Level: verdict.Malicious}}}
@@ -91,16 +104,11 @@ func TestRemovedBeforeARestartIsNotTakenForAPersonsDeletion(t *testing.T) {
 	q, fake, db, up := quarantineAgainstFake(t)
 	var failures []string
 	q.OnFailure = func(reason string) { failures = append(failures, reason) }
-	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C0SEC", User: "U0ALICE", Text: "urgent <https://login.phish.test/verify>"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	book := &oneCard{c: maliciousCard("C0SEC", d.TS)}
-	q.Cards = book
+	ts, book := postMalicious(t, fake, q, "urgent")
 
 	// The first run removes it (and keeps the original).
 	q.Act(t.Context(), book.get())
-	if m, ok := fake.Message("C0SEC", d.TS); !ok || !m.Deleted {
+	if m, ok := fake.Message("C0SEC", ts); !ok || !m.Deleted {
 		t.Fatal("the message was not removed")
 	}
 	removed := book.get().Quarantine
@@ -110,7 +118,7 @@ func TestRemovedBeforeARestartIsNotTakenForAPersonsDeletion(t *testing.T) {
 
 	// The restart: the job runs again, its card begun afresh.
 	book.mu.Lock()
-	book.c = maliciousCard("C0SEC", d.TS)
+	book.c = maliciousCard("C0SEC", ts)
 	book.mu.Unlock()
 	q.Act(t.Context(), book.get())
 	got := book.get().Quarantine
@@ -125,7 +133,7 @@ func TestRemovedBeforeARestartIsNotTakenForAPersonsDeletion(t *testing.T) {
 	}
 
 	// Once released, the job running again shows the release.
-	rec, err := db.Quarantined("C0SEC", d.TS)
+	rec, err := db.Quarantined("C0SEC", ts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +142,7 @@ func TestRemovedBeforeARestartIsNotTakenForAPersonsDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	book.mu.Lock()
-	book.c = maliciousCard("C0SEC", d.TS)
+	book.c = maliciousCard("C0SEC", ts)
 	book.mu.Unlock()
 	q.Act(t.Context(), book.get())
 	if got := book.get().Quarantine; got == nil || got.State != card.QuarantineReleased || got.ReleasedBy != "U0ADMIN" {
@@ -149,15 +157,10 @@ func TestDeletedByAPersonStillSaysSo(t *testing.T) {
 	q, fake, _, _ := quarantineAgainstFake(t)
 	var failures []string
 	q.OnFailure = func(reason string) { failures = append(failures, reason) }
-	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C0SEC", User: "U0ALICE", Text: "urgent <https://login.phish.test/verify>"})
-	if err != nil {
+	ts, book := postMalicious(t, fake, q, "urgent")
+	if _, err := fake.DeleteMessage("C0SEC", ts); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fake.DeleteMessage("C0SEC", d.TS); err != nil {
-		t.Fatal(err)
-	}
-	book := &oneCard{c: maliciousCard("C0SEC", d.TS)}
-	q.Cards = book
 	q.Act(t.Context(), book.get())
 	if got := book.get().Quarantine; got == nil || got.State != card.QuarantineFailed {
 		t.Fatalf("card: %+v", got)
@@ -177,18 +180,13 @@ func TestRemovalRetriesPassingSlackFailures(t *testing.T) {
 	q, fake, _, _ := quarantineAgainstFake(t)
 	var failures []string
 	q.OnFailure = func(reason string) { failures = append(failures, reason) }
-	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C0SEC", User: "U0ALICE", Text: "urgent <https://login.phish.test/verify>"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts, book := postMalicious(t, fake, q, "urgent")
 	fake.InjectFault(slackfake.Fault{Method: "conversations.history", Times: 1, Status: 502})
 	fake.RateLimit("chat.delete", 1, time.Second)
 	fake.InjectFault(slackfake.Fault{Method: "chat.delete", Times: 1, Status: 503})
-	book := &oneCard{c: maliciousCard("C0SEC", d.TS)}
-	q.Cards = book
 	start := time.Now()
 	q.Act(t.Context(), book.get())
-	if m, ok := fake.Message("C0SEC", d.TS); !ok || !m.Deleted {
+	if m, ok := fake.Message("C0SEC", ts); !ok || !m.Deleted {
 		t.Fatalf("the message was not removed (failures %v)", failures)
 	}
 	if got := book.get().Quarantine; got == nil || got.State != card.QuarantineRemoved || len(failures) != 0 {
@@ -202,13 +200,8 @@ func TestRemovalRetriesPassingSlackFailures(t *testing.T) {
 	}
 
 	// A refusal is an answer: one call, and the card says why.
-	d2, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C0SEC", User: "U0ALICE", Text: "again <https://login.phish.test/verify>"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	fake.Fail("chat.delete", 1, "cant_delete_message")
-	book2 := &oneCard{c: maliciousCard("C0SEC", d2.TS)}
-	q.Cards = book2
+	_, book2 := postMalicious(t, fake, q, "again")
 	q.Act(t.Context(), book2.get())
 	if n := len(fake.Calls("chat.delete")); n != 4 {
 		t.Fatalf("%d chat.delete calls, want 4: a refusal was tried again", n)
