@@ -132,6 +132,36 @@ func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (
 	return rec.Gen, rec.Card.Clone(), nil
 }
 
+// errCardExists aborts BeginIfAbsent's write when the card exists.
+var errCardExists = errors.New("the message has a card")
+
+// BeginIfAbsent is Begin for a message that has no card yet: when one
+// exists (any generation, any state: scanning, final, quarantined,
+// deleted) nothing is written and existing is that card. The check and
+// the write are one store transaction, so requests repeated or racing (on
+// any replica) and the automatic scan begin one card between them, and a
+// card already there keeps its generation, quarantine state and buttons.
+func (cs *Cards) BeginIfAbsent(channel, sourceTS string, fresh card.Card, mode string) (gen int, snap card.Card, existing *store.CardRecord, err error) {
+	rec, err := cs.st.UpsertCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
+		if exists {
+			existing = rec
+			return errCardExists
+		}
+		rec.Card = fresh.Clone()
+		rec.Mode = mode
+		rec.Gen = 1
+		return nil
+	})
+	if errors.Is(err, errCardExists) && existing != nil {
+		return 0, card.Card{}, existing, nil
+	}
+	if err != nil {
+		return 0, card.Card{}, nil, err
+	}
+	cs.track(rec, true)
+	return rec.Gen, rec.Card.Clone(), nil, nil
+}
+
 // Get returns the card answering (channel, sourceTS).
 func (cs *Cards) Get(channel, sourceTS string) (*store.CardRecord, bool) {
 	rec, err := cs.st.Card(store.CardRef{Channel: channel, SourceTS: sourceTS})

@@ -1,0 +1,152 @@
+package cards
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// ScanMessage answers a person who asked about one message — the "Scan
+// this message" shortcut, `@verdictbot scan` in a thread — and returns the
+// sentence to tell them privately (the caller sends it).
+//
+// A request never weakens the automatic scan. A message that has a card
+// already (scanning, final, quarantined, released, deleted) keeps it as it
+// is: same generation, quarantine state and Release button; nothing is
+// checked again and the asker is told what the card says. A card a quiet
+// channel did not post (a clean message has only a reaction) is posted in
+// the thread, so the asker can read it and report on it. A message
+// quarantine removed is left exactly as it is: nothing is re-posted and
+// nothing of the removed message is repeated to anyone.
+//
+// Only a message with no card at all is checked on request: an off
+// channel's (the shortcut works there too), one posted before the bot
+// joined, one whose own event the request overtook. Its card is begun in
+// the message's thread, shown as in a verbose channel and saying who
+// asked, and it is the message's card from then on: quarantine and rechecks
+// act on it like on any other. The card is begun in one store transaction
+// that fails when a card exists, so a request repeated or racing another
+// (on any replica) starts one check; the others are answered from the card.
+func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, user string) string {
+	m.init()
+	if m.own(msg) {
+		return "That is one of my own messages; there is nothing in it for me to check."
+	}
+	linkRec, hasLinkCard := m.Cards.Get(channel, msg.Timestamp)
+	if hasLinkCard {
+		if s, gone := goneAnswer(linkRec); gone {
+			return s
+		}
+	}
+	if msg.SubType == "tombstone" {
+		return "That message was deleted; there is nothing left to check."
+	}
+	var answers []string
+	began := false
+	if len(msg.Files) > 0 && m.Files != nil {
+		fileRec, ok := m.Cards.Get(channel, fileCardTS(msg.Timestamp))
+		if !ok {
+			fmsg := *msg
+			fmsg.Channel = channel
+			var started bool
+			started, fileRec = m.Files.handle(ctx, channel, &fmsg, fileJob{mode: ModeVerbose, requestedBy: user, again: true, onlyNew: true}, func() {})
+			began = began || started
+		}
+		if fileRec != nil {
+			answers = append(answers, m.existingAnswer(ctx, fileRec, "Its files"))
+		}
+	}
+	if !hasLinkCard {
+		var started bool
+		started, linkRec = m.scanLinks(ctx, channel, msg, rawMsg, ModeVerbose, user, true, Meta{})
+		began = began || started
+	}
+	if linkRec != nil {
+		answers = append([]string{m.existingAnswer(ctx, linkRec, "That message")}, answers...)
+	}
+	m.Log.Info("scan requested on a message", "channel", channel, "ts", msg.Timestamp, "user", user, "began", began,
+		"had_card", len(answers) > 0)
+	if began {
+		answers = append([]string{"Checking that message; its card will appear in its thread."}, answers...)
+	}
+	if len(answers) == 0 {
+		return "There is nothing in that message for me to check (no links or files)."
+	}
+	return strings.Join(answers, " ")
+}
+
+// goneAnswer is the answer about a message quarantine removed (or
+// released) or someone deleted: gone is true, and nothing else is done.
+// It repeats nothing of the message, only what the card in the thread
+// already shows.
+func goneAnswer(rec *store.CardRecord) (string, bool) {
+	c := &rec.Card
+	if q := c.Quarantine; q != nil && !q.Files {
+		switch q.State {
+		case card.QuarantineRemoved:
+			return fmt.Sprintf("That message was removed by quarantine: it was found *%s*. It stays removed and nothing was checked again; the card in its thread says why, and only an admin can release it.", q.Level), true
+		case card.QuarantineReleased:
+			return fmt.Sprintf("That message was removed by quarantine and later released by <@%s>; the card in its thread says so. Nothing was checked again.", q.ReleasedBy), true
+		}
+	}
+	if rec.Deleted {
+		return "That message was deleted; its card in the thread keeps the verdict for the record. Nothing was checked again.", true
+	}
+	return "", false
+}
+
+// existingAnswer tells the asker what the card rec (the message's own)
+// says; what is "That message" or "Its files". A card not posted yet (a
+// quiet channel shows only what needs attention) is posted now, in the
+// message's thread, once: a request repeated while it is being posted, or
+// after, only gets the answer.
+func (m *Messages) existingAnswer(ctx context.Context, rec *store.CardRecord, what string) string {
+	c := rec.Card.Clone()
+	if q := c.Quarantine; q != nil && q.Files && q.State == card.QuarantineRemoved {
+		return fmt.Sprintf("%s were removed by quarantine: found *%s*. Nothing was checked again; the card in the thread says why.", what, q.Level)
+	}
+	see, card := "see its card in the thread", "its card in the thread"
+	if c.CardTS == "" && !rec.PostStarted {
+		m.showRequested(ctx, &c)
+		see, card = "its card is now in the thread", "its card, now in the thread,"
+	}
+	if !c.Final {
+		return fmt.Sprintf("%s is being checked now: %s shows the verdict once it is in. Nothing was started again.", what, card)
+	}
+	return fmt.Sprintf("%s %s; %s. Nothing was checked again.", what, checkedPhrase(c.Level()), see)
+}
+
+// checkedPhrase says what a final card found, for an answer.
+func checkedPhrase(l verdict.Level) string {
+	switch l {
+	case verdict.Malicious, verdict.Suspicious:
+		return fmt.Sprintf("was checked already and found *%s*", l)
+	case verdict.Clean:
+		return "was checked already: *clean*"
+	case verdict.Unknown:
+		return "was checked already but *could not be checked in full*"
+	}
+	return "has nothing that could be sent for checking"
+}
+
+// showRequested posts a card a quiet channel had not posted (c, as read
+// from the store) and, once posted, shows it again as the store has it
+// then: the card's own tracker may have finished it in between, before
+// the post's ts was saved, and so not updated it.
+func (m *Messages) showRequested(ctx context.Context, c *card.Card) {
+	m.show(ctx, c)
+	if c.CardTS == "" {
+		return
+	}
+	if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok && rec.Card.CardTS == c.CardTS {
+		latest := rec.Card.Clone()
+		m.show(ctx, &latest)
+	}
+}
