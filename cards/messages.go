@@ -438,9 +438,11 @@ func (m *Messages) lines(targets []links.Target) ([]links.Target, []card.Line) {
 	lines := make([]card.Line, 0, len(targets))
 	at := map[string]int{}
 	for _, t := range targets {
-		dropped := false
+		dropped := t.QueryDropped // the policy stripped it already (links.Config.StripQuery)
 		if m.StripQuery {
-			t.URL, dropped = links.StripQuery(t.URL)
+			var d bool
+			t.URL, d = links.StripQuery(t.URL)
+			dropped = dropped || d
 		}
 		if i, dup := at[t.URL]; dup {
 			lines[i].QueryNotSent = lines[i].QueryNotSent || dropped

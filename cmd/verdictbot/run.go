@@ -189,7 +189,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	})
 	a.loadAllowlist()
 	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains,
-		MaxLinks: cfg.MaxLinks, AllowFunc: a.runtimeAllowed})
+		MaxLinks: cfg.MaxLinks, AllowFunc: a.runtimeAllowed, StripQuery: cfg.URLQuery == "strip"})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
