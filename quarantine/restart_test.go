@@ -235,7 +235,10 @@ func TestActWhoeverAskedForTheScan(t *testing.T) {
 		name string
 		edit func(c *card.Card)
 	}{
-		{"a /scan card", func(c *card.Card) { c.SourceTS = card.ScanRequestPrefix + "1795000000123456789"; c.RequestedBy = "U0BOB" }},
+		{"a /scan card", func(c *card.Card) {
+			c.SourceTS = card.ScanRequestPrefix + "1795000000123456789"
+			c.RequestedBy = "U0BOB"
+		}},
 		{"a DM with the bot", func(c *card.Card) { c.Channel = "D0ALICE"; c.RequestedBy = "U0ALICE" }},
 		{"links left out, the rest clean", func(c *card.Card) { c.Lines[0].Level = verdict.Clean; c.LeftOut = 12 }},
 	} {
