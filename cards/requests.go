@@ -103,8 +103,8 @@ func goneAnswer(rec *store.CardRecord) (string, bool) {
 }
 
 // existingAnswer tells the asker what the card rec (the message's own)
-// says; what is "That message" or "Its files". A card not posted yet (a
-// quiet channel shows only what needs attention) is posted now, in the
+// says; what is "That message" or "Its files". A quiet channel's card not
+// posted yet (it shows only what needs attention) is posted now, in the
 // message's thread, once: a request repeated while it is being posted, or
 // after, only gets the answer.
 func (m *Messages) existingAnswer(ctx context.Context, rec *store.CardRecord, what string) string {
@@ -113,7 +113,9 @@ func (m *Messages) existingAnswer(ctx context.Context, rec *store.CardRecord, wh
 		return fmt.Sprintf("%s were removed by quarantine: found *%s*. Nothing was checked again; the card in the thread says why.", what, q.Level)
 	}
 	see, card := "see its card in the thread", "its card in the thread"
-	if c.CardTS == "" && !rec.PostStarted {
+	// A verbose card (a verbose channel's, a request's) is shown by its
+	// own tracker, at the end of its grace period at the latest.
+	if c.CardTS == "" && !rec.PostStarted && rec.Mode != ModeVerbose {
 		m.showRequested(ctx, &c)
 		see, card = "its card is now in the thread", "its card, now in the thread,"
 	}
