@@ -205,7 +205,9 @@ func TestRecheckActsOnAMessageSomeoneAskedToScan(t *testing.T) {
 	}
 	h.shortcut(bob, d.TS)
 	mustContain(t, h.answers(bob, 1)[0].Text, "was checked already: *clean*", "its card is now in the thread")
-	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Clean") && strings.Contains(b, notify.ActionFalseNegative) })
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "Clean") && strings.Contains(b, notify.ActionFalseNegative)
+	})
 
 	h.waitDeleted(d.TS)
 	h.waitCard(d.TS, func(b string) bool {
@@ -308,7 +310,9 @@ func TestRequestAnswers(t *testing.T) {
 	}
 	h.shortcut(bob, reply.TS)
 	mustContain(t, h.answers(bob, 4)[3].Text, "was checked already: *clean*")
-	h.waitCard(bad.TS, func(b string) bool { return strings.Contains(b, "example[.]com/mirror") && strings.Contains(b, "Clean") })
+	h.waitCard(bad.TS, func(b string) bool {
+		return strings.Contains(b, "example[.]com/mirror") && strings.Contains(b, "Clean")
+	})
 	if n := h.sim.Count(sim.ServiceReputation, sim.OpScan); n != 2 {
 		t.Errorf("%d scans, want 2 (nothing scanned again on request)", n)
 	}
