@@ -57,6 +57,15 @@ func (cs *Cards) Scanning(now time.Time) (n int, oldest time.Duration) {
 	return n, oldest
 }
 
+// Tracking reports whether this process began the card answering
+// (channel, sourceTS) and has not seen it final yet: its tracker runs here.
+func (cs *Cards) Tracking(channel, sourceTS string) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	_, ok := cs.scanning[store.CardRef{Channel: channel, SourceTS: sourceTS}]
+	return ok
+}
+
 // track follows rec after a write: begun says the write started a new
 // generation.
 func (cs *Cards) track(rec *store.CardRecord, begun bool) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -45,6 +46,7 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 			return s
 		}
 	}
+	resumeLinks := hasLinkCard && m.orphaned(linkRec)
 	if msg.SubType == "tombstone" {
 		return "That message was deleted; there is nothing left to check."
 	}
@@ -52,20 +54,20 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 	began := false
 	if len(msg.Files) > 0 && m.Files != nil {
 		fileRec, ok := m.Cards.Get(channel, fileCardTS(msg.Timestamp))
-		if !ok {
+		if resume := ok && m.orphaned(fileRec); !ok || resume {
 			fmsg := *msg
 			fmsg.Channel = channel
 			var started bool
-			started, fileRec = m.Files.handle(ctx, channel, &fmsg, fileJob{mode: ModeVerbose, requestedBy: user, again: true, onlyNew: true}, func() {})
+			started, fileRec = m.Files.handle(ctx, channel, &fmsg, fileJob{mode: ModeVerbose, requestedBy: user, again: true, onlyNew: !resume}, func() {})
 			began = began || started
 		}
 		if fileRec != nil {
 			answers = append(answers, m.existingAnswer(ctx, fileRec, "Its files"))
 		}
 	}
-	if !hasLinkCard {
+	if !hasLinkCard || resumeLinks {
 		var started bool
-		started, linkRec = m.scanLinks(ctx, channel, msg, rawMsg, ModeVerbose, user, true, Meta{})
+		started, linkRec = m.scanLinks(ctx, channel, msg, rawMsg, ModeVerbose, user, !resumeLinks, Meta{})
 		began = began || started
 	}
 	if linkRec != nil {
@@ -80,6 +82,28 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 		return "There is nothing in that message for me to check (no links or files)."
 	}
 	return strings.Join(answers, " ")
+}
+
+// orphanAfter is how long a card that is not final may go unwritten before
+// a request takes it for one whose tracker is gone, when other processes
+// share the store (one of them may be tracking it). Verdicts and progress
+// write the card; an analysis that writes nothing for this long is past
+// any service's usual pace.
+const orphanAfter = 2 * time.Minute
+
+// orphaned reports whether rec is a card that is not final and that no
+// one is analysing any more: a request's card the process stopped in the
+// middle of (its job was the request, already done, so nothing resumes
+// it). A request begins it again rather than leaving it "scanning"
+// forever; an automatic card is resumed from the journal anyway, and
+// beginning it again costs no analysis (a cached or joined verdict). With
+// one process (PeerPostWait 0) a card this process is not tracking has no
+// tracker; with several, it must also have gone unwritten for orphanAfter.
+func (m *Messages) orphaned(rec *store.CardRecord) bool {
+	if rec.Card.Final || rec.Deleted || m.Cards.Tracking(rec.Card.Channel, rec.Card.SourceTS) {
+		return false
+	}
+	return m.PeerPostWait == 0 || time.Since(rec.Updated) > orphanAfter
 }
 
 // goneAnswer is the answer about a message quarantine removed (or
@@ -115,9 +139,15 @@ func (m *Messages) existingAnswer(ctx context.Context, rec *store.CardRecord, wh
 	see, card := "see its card in the thread", "its card in the thread"
 	// A verbose card (a verbose channel's, a request's) is shown by its
 	// own tracker, at the end of its grace period at the latest.
-	if c.CardTS == "" && !rec.PostStarted && rec.Mode != ModeVerbose {
-		m.showRequested(ctx, &c)
-		see, card = "its card is now in the thread", "its card, now in the thread,"
+	switch {
+	case c.CardTS == "" && !rec.PostStarted && rec.Mode != ModeVerbose:
+		if m.showRequested(ctx, &c); c.CardTS != "" {
+			see, card = "its card is now in the thread", "its card, now in the thread,"
+			break
+		}
+		see = "its card could not be posted in the thread"
+	case c.Final && c.CardTS == "" && !rec.PostStarted:
+		see = "its card could not be posted in the thread" // Slack refused it (the log says why)
 	}
 	if !c.Final {
 		return fmt.Sprintf("%s is being checked now: %s shows the verdict once it is in. Nothing was started again.", what, card)
