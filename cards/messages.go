@@ -41,6 +41,9 @@ type Poster interface {
 	Post(ctx context.Context, c *card.Card) error
 	Update(ctx context.Context, c *card.Card) error
 	React(ctx context.Context, channel, ts, emoji string) error
+	// EphemeralCard shows a card to one user only, in its thread, without
+	// its controls.
+	EphemeralCard(ctx context.Context, c *card.Card, user string) error
 }
 
 // Extractor finds the links of a message (*links.Policy implements it).

@@ -22,17 +22,19 @@ import (
 // already (scanning, final, quarantined, released, deleted) keeps it as it
 // is: same generation, quarantine state and Release button; nothing is
 // checked again and the asker is told what the card says. A card a quiet
-// channel did not post (a clean message has only a reaction) is posted in
-// the thread, so the asker can read it and report on it. A message
-// quarantine removed is left exactly as it is: nothing is re-posted and
-// nothing of the removed message is repeated to anyone.
+// channel did not post (a clean message has only a reaction) is shown to
+// the asker alone (existingAnswer): a request never makes the bot post in
+// a quiet channel. A message quarantine removed is left exactly as it is:
+// nothing is re-posted and nothing of the removed message is repeated to
+// anyone.
 //
 // Only a message with no card at all is checked on request: an off
 // channel's (the shortcut works there too), one posted before the bot
-// joined, one whose own event the request overtook. Its card is begun in
-// the message's thread, shown as in a verbose channel and saying who
-// asked, and it is the message's card from then on: quarantine and rechecks
-// act on it like on any other. The card is begun in one store transaction
+// joined, one whose own event the request overtook, one whose card a
+// stopped process left scanning (orphaned). Its card is begun in the
+// message's thread, shown as in a verbose channel and saying who asked,
+// and it is the message's card from then on: quarantine and rechecks act
+// on it like on any other. The card is begun in one store transaction
 // that fails when a card exists, so a request repeated or racing another
 // (on any replica) starts one check; the others are answered from the card.
 func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, user string) string {
@@ -62,7 +64,7 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 			began = began || started
 		}
 		if fileRec != nil {
-			answers = append(answers, m.existingAnswer(ctx, fileRec, "Its files"))
+			answers = append(answers, m.existingAnswer(ctx, fileRec, "Its files", user))
 		}
 	}
 	if !hasLinkCard || resumeLinks {
@@ -71,7 +73,7 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 		began = began || started
 	}
 	if linkRec != nil {
-		answers = append([]string{m.existingAnswer(ctx, linkRec, "That message")}, answers...)
+		answers = append([]string{m.existingAnswer(ctx, linkRec, "That message", user)}, answers...)
 	}
 	m.Log.Info("scan requested on a message", "channel", channel, "ts", msg.Timestamp, "user", user, "began", began,
 		"had_card", len(answers) > 0)
@@ -126,31 +128,38 @@ func goneAnswer(rec *store.CardRecord) (string, bool) {
 	return "", false
 }
 
-// existingAnswer tells the asker what the card rec (the message's own)
-// says; what is "That message" or "Its files". A quiet channel's card not
-// posted yet (it shows only what needs attention) is posted now, in the
-// message's thread, once: a request repeated while it is being posted, or
-// after, only gets the answer.
-func (m *Messages) existingAnswer(ctx context.Context, rec *store.CardRecord, what string) string {
+// existingAnswer tells the asker (user) what the card rec (the message's
+// own) says; what is "That message" or "Its files". Nothing is posted to
+// the channel: a quiet channel's card that was not shown (a clean
+// message's: the channel shows cards only for what needs attention) is
+// shown to the asker alone, in the thread. So asking about messages never
+// makes a quiet channel noisy, nor spends the channel's posting pace that
+// verdicts need.
+func (m *Messages) existingAnswer(ctx context.Context, rec *store.CardRecord, what, user string) string {
 	c := rec.Card.Clone()
 	if q := c.Quarantine; q != nil && q.Files && q.State == card.QuarantineRemoved {
 		return fmt.Sprintf("%s were removed by quarantine: found *%s*. Nothing was checked again; the card in the thread says why.", what, q.Level)
 	}
-	see, card := "see its card in the thread", "its card in the thread"
-	// A verbose card (a verbose channel's, a request's) is shown by its
-	// own tracker, at the end of its grace period at the latest.
+	// A quiet channel's card, not posted: a verbose card (a verbose
+	// channel's, a request's) is shown by its own tracker.
+	quiet := c.CardTS == "" && !rec.PostStarted && rec.Mode != ModeVerbose
+	if !c.Final {
+		if quiet {
+			return what + " is being checked now; nothing was started again. In this channel its card appears in the thread if anything needs attention, and a clean message gets a ✅: ask again then to see the details."
+		}
+		return what + " is being checked now: its card in the thread shows the verdict once it is in. Nothing was started again."
+	}
+	see := "see its card in the thread"
 	switch {
-	case c.CardTS == "" && !rec.PostStarted && rec.Mode != ModeVerbose:
-		if m.showRequested(ctx, &c); c.CardTS != "" {
-			see, card = "its card is now in the thread", "its card, now in the thread,"
+	case quiet:
+		if err := m.Poster.EphemeralCard(ctx, &c, user); err != nil {
+			m.Log.Warn("could not show a card privately", "channel", c.Channel, "error", err)
+			see = "its card could not be shown to you"
 			break
 		}
-		see = "its card could not be posted in the thread"
-	case c.Final && c.CardTS == "" && !rec.PostStarted:
+		see = "its card is shown to you alone, in the thread (this channel shows cards only for what needs attention)"
+	case c.CardTS == "" && !rec.PostStarted:
 		see = "its card could not be posted in the thread" // Slack refused it (the log says why)
-	}
-	if !c.Final {
-		return fmt.Sprintf("%s is being checked now: %s shows the verdict once it is in. Nothing was started again.", what, card)
 	}
 	return fmt.Sprintf("%s %s; %s. Nothing was checked again.", what, checkedPhrase(c.Level()), see)
 }
@@ -166,19 +175,4 @@ func checkedPhrase(l verdict.Level) string {
 		return "was checked already but *could not be checked in full*"
 	}
 	return "has nothing that could be sent for checking"
-}
-
-// showRequested posts a card a quiet channel had not posted (c, as read
-// from the store) and, once posted, shows it again as the store has it
-// then: the card's own tracker may have finished it in between, before
-// the post's ts was saved, and so not updated it.
-func (m *Messages) showRequested(ctx context.Context, c *card.Card) {
-	m.show(ctx, c)
-	if c.CardTS == "" {
-		return
-	}
-	if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok && rec.Card.CardTS == c.CardTS {
-		latest := rec.Card.Clone()
-		m.show(ctx, &latest)
-	}
 }

@@ -67,33 +67,41 @@ func TestRequestLeavesAnExistingCardAlone(t *testing.T) {
 	}
 }
 
-// TestRequestShowsAQuietCardOnce: a quiet channel's clean message has a
-// card that was never posted; a request posts it once, and requests that
-// follow only answer.
-func TestRequestShowsAQuietCardOnce(t *testing.T) {
+// TestRequestShowsAQuietCardPrivately: a quiet channel's clean message has
+// a card that was never posted; a request shows it to the asker alone, in
+// the thread, without controls, and never posts it; the card is not begun
+// again nor marked requested.
+func TestRequestShowsAQuietCardPrivately(t *testing.T) {
 	const good = "https://docs.example.org/"
 	e := newEnv(t, &urlChecker{levels: map[string]verdict.Level{good: verdict.Clean}}, ModeQuiet)
+	e.fake.AddUser(slackfake.User{ID: "U0BOB", Name: "bob"})
 	ts := e.deliver(t, "see <"+good+">", nil)
 	e.messages.Wait()
 	if rec := e.card(t, ts); rec.Card.CardTS != "" || !rec.Card.Final {
 		t.Fatalf("a quiet clean card was posted: %+v", rec.Card)
 	}
-	gen := e.card(t, ts).Gen
-	for i := range 5 {
+	before := e.rawCard(t, ts)
+	for i := range 3 {
 		got := e.messages.ScanMessage(t.Context(), "C1", e.requestMsg(t, ts), nil, "U0BOB")
-		want := "see its card in the thread"
-		if i == 0 {
-			want = "its card is now in the thread"
-		}
-		if !strings.Contains(got, "was checked already: *clean*") || !strings.Contains(got, want) {
+		if !strings.Contains(got, "was checked already: *clean*") || !strings.Contains(got, "shown to you alone, in the thread") {
 			t.Errorf("answer %d: %q", i, got)
 		}
 	}
-	if n := len(e.botReplies(ts)); n != 1 {
-		t.Errorf("%d cards posted, want 1", n)
+	if n := len(e.botReplies(ts)); n != 0 {
+		t.Errorf("%d cards posted in a quiet channel on request, want none", n)
 	}
-	if rec := e.card(t, ts); rec.Gen != gen || rec.Card.RequestedBy != "" {
-		t.Errorf("the card was begun again (gen %d, was %d) or marked requested (%q)", rec.Gen, gen, rec.Card.RequestedBy)
+	eph := e.fake.Ephemerals("C1", "U0BOB")
+	if len(eph) != 3 {
+		t.Fatalf("%d private cards, want 3", len(eph))
+	}
+	for _, p := range eph {
+		b := string(p.Blocks)
+		if p.ThreadTS != ts || !strings.Contains(b, "Clean") || !strings.Contains(b, "docs[.]example[.]org") || strings.Contains(b, `"actions"`) {
+			t.Errorf("private card in thread %q: %s", p.ThreadTS, b)
+		}
+	}
+	if after := e.rawCard(t, ts); after != before {
+		t.Errorf("the card changed:\nbefore %s\nafter  %s", before, after)
 	}
 }
 

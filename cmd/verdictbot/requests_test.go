@@ -187,9 +187,9 @@ func TestMentionScanInAQuarantinedThreadLeavesTheTombstone(t *testing.T) {
 }
 
 // TestRecheckActsOnAMessageSomeoneAskedToScan: a clean message in a quiet
-// quarantine channel (only ✅) gets its card posted when bob asks about
-// it, bob's answer says it was clean, and when a recheck flips the link to
-// phishing the message is removed all the same.
+// quarantine channel (only ✅): bob asks about it and is shown its card
+// privately (the channel stays quiet), and when a recheck flips the link
+// to phishing the message is removed all the same.
 func TestRecheckActsOnAMessageSomeoneAskedToScan(t *testing.T) {
 	h := startQuarantineWith(t, map[string]string{
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
@@ -204,10 +204,12 @@ func TestRecheckActsOnAMessageSomeoneAskedToScan(t *testing.T) {
 		t.Fatalf("first verdict (clean) not shown: %v", err)
 	}
 	h.shortcut(bob, d.TS)
-	mustContain(t, h.answers(bob, 1)[0].Text, "was checked already: *clean*", "its card is now in the thread")
-	h.waitCard(d.TS, func(b string) bool {
-		return strings.Contains(b, "Clean") && strings.Contains(b, notify.ActionFalseNegative)
-	})
+	eph := h.answers(bob, 2) // the card, privately, then the answer
+	mustContain(t, blocksText(eph[0].Blocks), "Clean", "promo[.]flip[.]test/asked")
+	mustContain(t, eph[1].Text, "was checked already: *clean*", "shown to you alone")
+	if n := len(botMessages(h.slack.Messages(secChannel, d.TS))); n != 0 {
+		t.Errorf("%d cards posted in the quiet channel on request", n)
+	}
 
 	h.waitDeleted(d.TS)
 	h.waitCard(d.TS, func(b string) bool {
@@ -296,7 +298,8 @@ func TestRequestAnswers(t *testing.T) {
 	mustContain(t, h.answers(bob, 3)[2].Text, "nothing in that message for me to check")
 
 	// A reply in a thread, in a quiet channel: the clean reply had only
-	// the reaction; asked about, its card goes in the thread.
+	// the reaction; asked about, its card is shown to the asker alone, in
+	// the thread.
 	reply, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, ThreadTS: bad.TS, Text: "mirror: <https://example.com/mirror>"})
 	if err != nil {
 		t.Fatal(err)
@@ -309,10 +312,12 @@ func TestRequestAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.shortcut(bob, reply.TS)
-	mustContain(t, h.answers(bob, 4)[3].Text, "was checked already: *clean*")
-	h.waitCard(bad.TS, func(b string) bool {
-		return strings.Contains(b, "example[.]com/mirror") && strings.Contains(b, "Clean")
-	})
+	eph := h.answers(bob, 5) // the reply's card, privately, in the thread; then the answer
+	mustContain(t, blocksText(eph[3].Blocks), "example[.]com/mirror", "Clean")
+	if eph[3].ThreadTS != bad.TS {
+		t.Errorf("the private card is in thread %q, want %q", eph[3].ThreadTS, bad.TS)
+	}
+	mustContain(t, eph[4].Text, "was checked already: *clean*", "shown to you alone")
 	if n := h.sim.Count(sim.ServiceReputation, sim.OpScan); n != 2 {
 		t.Errorf("%d scans, want 2 (nothing scanned again on request)", n)
 	}
@@ -326,8 +331,8 @@ func TestRequestAnswers(t *testing.T) {
 			sections = append(sections, blocks[0].BlockID)
 		}
 	}
-	if want := []string{"summary:" + bad.TS, "summary:" + reply.TS}; fmt.Sprint(sections) != fmt.Sprint(want) {
-		t.Errorf("cards in the thread %v, want one per message %v", sections, want)
+	if want := []string{"summary:" + bad.TS}; fmt.Sprint(sections) != fmt.Sprint(want) {
+		t.Errorf("cards in the thread %v, want the malicious message's only %v", sections, want)
 	}
 
 	// A DM with the bot: its card is in the DM already.
@@ -340,7 +345,7 @@ func TestRequestAnswers(t *testing.T) {
 	if _, err := h.slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: "scan_message", UserID: alice, Channel: dm, MessageTS: dd.TS}); err != nil {
 		t.Fatal(err)
 	}
-	eph, err := h.slack.WaitEphemerals(h.ctx(10*time.Second), dm, alice, 1)
+	eph, err = h.slack.WaitEphemerals(h.ctx(10*time.Second), dm, alice, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
