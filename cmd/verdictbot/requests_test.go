@@ -92,7 +92,7 @@ func TestShortcutBeforeTheVerdictStillQuarantines(t *testing.T) {
 	h.waitSubmitted(url)
 	h.shortcut(bob, d.TS)
 	eph := h.answers(bob, 1)
-	mustContain(t, eph[0].Text, "is being checked now", "Nothing was started again")
+	mustContain(t, eph[0].Text, "is being checked now", "nothing was started again", "its card appears in the thread if anything needs attention")
 
 	h.waitDeleted(d.TS)
 	card := h.waitCard(d.TS, func(b string) bool {
