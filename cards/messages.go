@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -647,6 +648,7 @@ func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
 	}
 	switch {
 	case mode == ModeVerbose, c.CardTS != "", level.NeedsAttention(), m.notCleared(c, level):
+		m.noteLeftInPlace(c, level)
 		m.show(ctx, c)
 		m.act(ctx, c)
 	case level == verdict.Clean:
@@ -669,6 +671,38 @@ func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
 // stays a log line.
 func (m *Messages) notCleared(c *card.Card, level verdict.Level) bool {
 	return level == verdict.Unknown && (c.LeftOut > 0 || m.quarantineOn(c.Channel))
+}
+
+// noteLeftInPlacePrefix starts the note a card gets when its message
+// could not be checked in full in a channel with quarantine on.
+const noteLeftInPlacePrefix = "Left in place "
+
+// noteLeftInPlace adds, once, a dated note to a card that could not be
+// checked in full (level Unknown) in a channel with quarantine on, saying
+// why its message stays: quarantine removes only what is found suspicious
+// or malicious (quarantine.Act), and "could not check" is neither. Like
+// the recheck notes it records what happened then; a later recheck that
+// finds the message malicious still removes it. c is updated with the
+// note.
+func (m *Messages) noteLeftInPlace(c *card.Card, level verdict.Level) {
+	if level != verdict.Unknown || !c.AnswersMessage() || IsDirect(c.Channel) || !m.quarantineOn(c.Channel) {
+		return
+	}
+	has := func(notes []string) bool {
+		return slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, noteLeftInPlacePrefix) })
+	}
+	if has(c.Notes) {
+		return
+	}
+	note := noteLeftInPlacePrefix + time.Now().UTC().Format("2006-01-02 15:04 UTC") +
+		": not everything in it could be checked, and quarantine removes only what is found suspicious or malicious."
+	if snap, ok := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
+		if !has(r.Card.Notes) {
+			r.Card.Notes = append(r.Card.Notes, note)
+		}
+	}); ok {
+		*c = snap
+	}
 }
 
 // quarantineOn reports whether channel has quarantine on (Quarantined).

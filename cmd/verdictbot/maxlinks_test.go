@@ -69,6 +69,9 @@ func TestLinksPastTheLimitMakeACardInAQuietChannel(t *testing.T) {
 	card := h.waitCard(d.TS, func(s string) bool { return strings.Contains(s, "Could not check") })
 	mustContain(t, blocksText(card.Blocks), "1 more link was not checked (limit 3 per message), so this message cannot be called clean",
 		"4 links: 3 clean · 1 not checked")
+	if strings.Contains(blocksText(card.Blocks), "Left in place") {
+		t.Error("a channel without quarantine says quarantine left the message")
+	}
 	if card.Text != "verdictbot: could not check 1 link in this message" {
 		t.Errorf("notification text %q", card.Text)
 	}
@@ -90,7 +93,8 @@ func TestQuarantineLeavesAMessageWithUncheckedLinks(t *testing.T) {
 	d := h.post("<https://example.com/a> <https://example.com/b> <https://login.phish.test/pushed-out>")
 	card := h.waitCard(d.TS, func(s string) bool { return strings.Contains(s, "Could not check") })
 	b := blocksText(card.Blocks)
-	mustContain(t, b, "1 more link was not checked (limit 2 per message), so this message cannot be called clean")
+	mustContain(t, b, "1 more link was not checked (limit 2 per message), so this message cannot be called clean",
+		"Left in place ", "not everything in it could be checked, and quarantine removes only what is found suspicious or malicious")
 	if strings.Contains(b, "Quarantined:") || strings.Contains(b, notify.ActionQuarantineRelease) {
 		t.Errorf("a message that could not be checked was quarantined:\n%s", b)
 	}
@@ -214,7 +218,7 @@ func TestQuarantineChannelShowsAFileItCouldNotCheck(t *testing.T) {
 	_, ds := h.share(secChannel, slackfake.File{Name: "payload.zip", Content: []byte(strings.Repeat(eicar, 4))}, "see attached")
 	ts := ds[0].TS
 	card := h.waitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Could not check") })
-	mustContain(t, blocksText(card.Blocks), "payload.zip", "It is larger than the")
+	mustContain(t, blocksText(card.Blocks), "payload.zip", "It is larger than the", "Left in place ")
 	if strings.Contains(blocksText(card.Blocks), "Quarantined:") {
 		t.Error("a file that could not be checked was quarantined")
 	}
