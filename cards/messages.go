@@ -515,9 +515,10 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		}
 	}
 	// Two goroutines of this process may show the same unposted card at
-	// once (a request shows a quiet channel's card while its tracker
-	// finishes it): the second waits for the first's post and updates it,
-	// rather than taking the post for one a crash interrupted.
+	// once (two generations of one card: a request's that overtook the
+	// message's own event, and the automatic one begun after it): the
+	// second waits for the first's post and updates it, rather than
+	// taking the post for one a crash interrupted and posting a second.
 	for c.CardTS == "" {
 		done := make(chan struct{})
 		prev, busy := m.posting.LoadOrStore(key, done)

@@ -439,8 +439,9 @@ func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback, ra
 			return
 		}
 		msg.Channel = channel
-		// The answer is private: asking about a message changes nothing the
-		// channel sees but a card it had not shown (cards.Messages.ScanMessage).
+		// The answer is private. Asking about a message leaves its card as
+		// it is; only a message with no card gets one, in its thread
+		// (cards.Messages.ScanMessage).
 		answer := a.messages.ScanMessage(ctx, channel, &msg, shortcutMessage(raw), cb.User.ID)
 		if err := a.poster.Ephemeral(ctx, channel, cb.User.ID, answer); err != nil {
 			a.log.Warn("shortcut reply failed", "error", err)
