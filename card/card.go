@@ -7,6 +7,7 @@ package card
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/verdictbot/verdictbot/verdict"
@@ -44,7 +45,11 @@ type Card struct {
 	SourceTS string `json:"source_ts"`
 	CardTS   string `json:"card_ts,omitempty"`
 	// Poster is the user who posted the source message (mentioned in
-	// recheck replies); RequestedBy is set for /scan and the shortcut.
+	// recheck replies). RequestedBy is who asked for the card: the /scan
+	// user, the person who sent the bot a DM, or whoever asked for a scan
+	// of a message that had no card yet (the shortcut, @verdictbot scan).
+	// It says who asked, nothing more: a card that answers a message is
+	// acted on (quarantine, rechecks) whoever asked (see AnswersMessage).
 	Poster      string `json:"poster,omitempty"`
 	RequestedBy string `json:"requested_by,omitempty"`
 
@@ -53,8 +58,9 @@ type Card struct {
 
 	Lines   []Line `json:"lines"`
 	Skipped []Skip `json:"skipped"`
-	// LeftOut counts targets beyond VERDICTBOT_MAX_LINKS, not checked;
-	// MaxLinks is that limit, shown beside the count ("limit 10") when set.
+	// LeftOut counts targets beyond VERDICTBOT_MAX_LINKS, not checked (the
+	// card's level is then at least "could not check": see Level);
+	// MaxLinks is that limit, shown beside the count ("limit 50") when set.
 	LeftOut  int `json:"left_out,omitempty"`
 	MaxLinks int `json:"max_links,omitempty"`
 	// Notes are short sentences shown under the verdicts ("The message was
@@ -167,11 +173,29 @@ type Report struct {
 	Outcome string `json:"outcome,omitempty"`
 }
 
-// Level is the card's overall level: the worst of its lines.
+// ScanRequestPrefix starts the SourceTS of a card that answers a /scan
+// request rather than a message: such a card has no message to act on.
+const ScanRequestPrefix = "scan-"
+
+// AnswersMessage reports whether the card is about a message in its
+// channel (its SourceTS is the message's ts, or "<ts>/files"), and not a
+// /scan request's card: quarantine and rechecks act on the first kind
+// only. Who asked for the card (RequestedBy) plays no part.
+func (c *Card) AnswersMessage() bool {
+	return c.SourceTS != "" && !strings.HasPrefix(c.SourceTS, ScanRequestPrefix)
+}
+
+// Level is the card's overall level: the worst of its lines, and at least
+// Unknown ("could not check") when links were left out past the limit
+// (LeftOut): a message is never clean while one of its links is
+// unchecked. A card of skipped targets only is Skipped.
 func (c *Card) Level() verdict.Level {
-	levels := make([]verdict.Level, 0, len(c.Lines))
+	levels := make([]verdict.Level, 0, len(c.Lines)+1)
 	for _, l := range c.Lines {
 		levels = append(levels, l.Level)
+	}
+	if c.LeftOut > 0 {
+		levels = append(levels, verdict.Unknown)
 	}
 	if len(levels) == 0 && len(c.Skipped) > 0 {
 		return verdict.Skipped

@@ -35,3 +35,54 @@ func TestCloneIsDeep(t *testing.T) {
 		t.Errorf("the clone shares state with the original: %+v", cp)
 	}
 }
+
+// TestLevelCountsLinksLeftOut: a message is never clean while one of its
+// links is unchecked: links left out past the limit make the card at least
+// "could not check", and never lower a worse verdict.
+func TestLevelCountsLinksLeftOut(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		c     Card
+		level verdict.Level
+	}{
+		{"clean lines, none left out", Card{Lines: []Line{{Level: verdict.Clean}, {Level: verdict.Clean}}}, verdict.Clean},
+		{"clean lines, one left out", Card{Lines: []Line{{Level: verdict.Clean}}, LeftOut: 1}, verdict.Unknown},
+		{"ten clean, 38 left out", Card{Lines: slicesOf(Line{Level: verdict.Clean}, 10), LeftOut: 38}, verdict.Unknown},
+		{"malicious stays malicious", Card{Lines: []Line{{Level: verdict.Clean}, {Level: verdict.Malicious}}, LeftOut: 3}, verdict.Malicious},
+		{"suspicious stays suspicious", Card{Lines: []Line{{Level: verdict.Suspicious}}, LeftOut: 3}, verdict.Suspicious},
+		{"skips and left out", Card{Skipped: []Skip{{Target: "https://files.slack.com/x"}}, Lines: []Line{{Level: verdict.Skipped}}, LeftOut: 2}, verdict.Unknown},
+		{"skips only", Card{Skipped: []Skip{{Target: "https://files.slack.com/x"}}}, verdict.Skipped},
+		{"still scanning", Card{Lines: []Line{{Level: verdict.Pending}}, LeftOut: 2}, verdict.Unknown},
+	} {
+		if got := tc.c.Level(); got != tc.level {
+			t.Errorf("%s: Level = %v, want %v", tc.name, got, tc.level)
+		}
+	}
+}
+
+func slicesOf(l Line, n int) []Line {
+	out := make([]Line, n)
+	for i := range out {
+		out[i] = l
+	}
+	return out
+}
+
+// TestAnswersMessage: quarantine and rechecks act on every card about a
+// message, whoever asked for it; only /scan's own cards are not about one.
+func TestAnswersMessage(t *testing.T) {
+	for _, tc := range []struct {
+		c    Card
+		want bool
+	}{
+		{Card{SourceTS: "1700000000.000100"}, true},
+		{Card{SourceTS: "1700000000.000100", RequestedBy: "U0ALICE"}, true},
+		{Card{SourceTS: "1700000000.000100/files", RequestedBy: "U0ALICE"}, true},
+		{Card{SourceTS: ScanRequestPrefix + "1700000000123456789", RequestedBy: "U0ALICE"}, false},
+		{Card{}, false},
+	} {
+		if got := tc.c.AnswersMessage(); got != tc.want {
+			t.Errorf("%+v: AnswersMessage = %v, want %v", tc.c, got, tc.want)
+		}
+	}
+}

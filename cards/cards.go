@@ -57,6 +57,15 @@ func (cs *Cards) Scanning(now time.Time) (n int, oldest time.Duration) {
 	return n, oldest
 }
 
+// Tracking reports whether this process began the card answering
+// (channel, sourceTS) and has not seen it final yet: its tracker runs here.
+func (cs *Cards) Tracking(channel, sourceTS string) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	_, ok := cs.scanning[store.CardRef{Channel: channel, SourceTS: sourceTS}]
+	return ok
+}
+
 // track follows rec after a write: begun says the write started a new
 // generation.
 func (cs *Cards) track(rec *store.CardRecord, begun bool) {
@@ -130,6 +139,36 @@ func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (
 	}
 	cs.track(rec, true)
 	return rec.Gen, rec.Card.Clone(), nil
+}
+
+// errCardExists aborts BeginIfAbsent's write when the card exists.
+var errCardExists = errors.New("the message has a card")
+
+// BeginIfAbsent is Begin for a message that has no card yet: when one
+// exists (any generation, any state: scanning, final, quarantined,
+// deleted) nothing is written and existing is that card. The check and
+// the write are one store transaction, so requests repeated or racing (on
+// any replica) and the automatic scan begin one card between them, and a
+// card already there keeps its generation, quarantine state and buttons.
+func (cs *Cards) BeginIfAbsent(channel, sourceTS string, fresh card.Card, mode string) (gen int, snap card.Card, existing *store.CardRecord, err error) {
+	rec, err := cs.st.UpsertCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
+		if exists {
+			existing = rec
+			return errCardExists
+		}
+		rec.Card = fresh.Clone()
+		rec.Mode = mode
+		rec.Gen = 1
+		return nil
+	})
+	if errors.Is(err, errCardExists) && existing != nil {
+		return 0, card.Card{}, existing, nil
+	}
+	if err != nil {
+		return 0, card.Card{}, nil, err
+	}
+	cs.track(rec, true)
+	return rec.Gen, rec.Card.Clone(), nil, nil
 }
 
 // Get returns the card answering (channel, sourceTS).

@@ -3,7 +3,10 @@ package cards
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/verdictbot/verdictbot/card"
 
@@ -97,7 +100,7 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 		// sender's request, the card in the DM.
 		mode = ModeVerbose
 	}
-	f.handle(ctx, ev.ChannelID, msg, mode, false, meta.Replayed, meta.done)
+	f.handle(ctx, ev.ChannelID, msg, fileJob{mode: mode, resumed: meta.Replayed}, meta.done)
 }
 
 // unfinished reports whether the file card of the message at ts exists
@@ -120,18 +123,42 @@ func shareOf(file *slack.File, channel string) (ts, thread string) {
 	return "", ""
 }
 
+// fileJob says how handle treats a message's files.
+type fileJob struct {
+	// mode is the channel's mode (verbose for a request or a DM).
+	mode string
+	// requestedBy is who asked ("" for the automatic scan); the card says so.
+	requestedBy string
+	// again checks files already announced for this channel (a request, a
+	// DM): the per-channel dedupe of file_shared and file_share is skipped.
+	again bool
+	// onlyNew begins the file card only when the message has none (a
+	// request): one already there is left exactly as it is.
+	onlyNew bool
+	// resumed: a job resumed after a restart, or taken over from a replica
+	// that stopped, carries on a file card that is not final although its
+	// files were announced already (the job that announced them is this one).
+	resumed bool
+}
+
 // handle checks the files of one message and shows its file card. done is
-// called once the card is final (or there was nothing to do). onRequest
-// (the shortcut) checks files already handled for this channel again.
-// resumed (a job resumed after a restart, or taken over from a replica
-// that stopped) carries on a file card that is not final although its
-// files were announced already: the job that announced them is this one.
-func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode string, onRequest, resumed bool, done func()) {
+// called once the card is final (or there was nothing to do). It reports
+// whether a card generation was begun (false with onlyNew when the message
+// had a file card: rec is then that card).
+//
+// In a channel with quarantine on, a file that cannot be checked (too
+// large, a type in VERDICTBOT_SKIP_FILETYPES, not fetchable) is not merely
+// listed as skipped: it is a line "could not check", so the message is
+// never shown clean and a quiet channel gets its card (notCleared). Files
+// the channel's switch leaves out, or that no sandbox could check, stay
+// skipped: that is the admins' choice, not something a sender can force.
+func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, job fileJob, done func()) (began bool, rec *store.CardRecord) {
 	m := f.Messages
 	self := m.Self()
+	mode := job.mode
 	if mode == ModeOff {
 		done()
-		return
+		return false, nil
 	}
 	var refs []scan.FileRef
 	for i := range msg.Files {
@@ -140,29 +167,30 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 			continue
 		}
 		first := true
-		if f.FirstTime != nil && !onRequest {
+		if f.FirstTime != nil && !job.again {
 			var err error
 			if first, err = f.FirstTime("file:" + sf.ID + ":" + channel); err != nil {
 				m.Log.Warn("file dedupe failed; handling the file anyway", "file", sf.ID, "error", err)
 				first = true
 			}
 		}
-		if !first && !(resumed && f.unfinished(channel, msg.Timestamp)) {
+		if !first && !(job.resumed && f.unfinished(channel, msg.Timestamp)) {
 			continue // already announced by the other event
 		}
 		refs = append(refs, f.ref(ctx, sf))
 	}
 	if len(refs) == 0 {
 		done()
-		return
+		return false, nil
 	}
 	thread := msg.ThreadTimestamp
 	if thread == "" {
 		thread = msg.Timestamp
 	}
 	src := fileCardTS(msg.Timestamp)
-	draft := card.Card{Channel: channel, ThreadTS: thread, SourceTS: src, Poster: msg.User}
-	var checks []int // line index per ref, -1 when skipped
+	draft := card.Card{Channel: channel, ThreadTS: thread, SourceTS: src, Poster: msg.User, RequestedBy: job.requestedBy}
+	var checks []int // line index per ref, -1 when not checked
+	unchecked := 0
 	switch {
 	case f.Enabled != nil && !f.Enabled(channel) && !IsDirect(channel):
 		// A channel's file switch does not apply to a file someone sent
@@ -177,10 +205,17 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 			checks = append(checks, -1)
 		}
 	default:
+		strict := !IsDirect(channel) && m.quarantineOn(channel)
 		for _, r := range refs {
 			if reason := f.Check.Precheck(r); reason != "" {
-				draft.Skipped = append(draft.Skipped, card.Skip{Kind: card.KindFile, Target: r.Name, Reason: reason})
 				checks = append(checks, -1)
+				if strict {
+					unchecked++
+					draft.Lines = append(draft.Lines, card.Line{Kind: card.KindFile, Target: r.Name, Level: verdict.Unknown,
+						Service: "sandbox", Problem: sentence(reason), File: &card.FileInfo{Name: r.Name, Type: r.Filetype, Size: r.Size}})
+					continue
+				}
+				draft.Skipped = append(draft.Skipped, card.Skip{Kind: card.KindFile, Target: r.Name, Reason: reason})
 				continue
 			}
 			checks = append(checks, len(draft.Lines))
@@ -188,18 +223,60 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 				Service: "sandbox", Status: "queued", File: &card.FileInfo{Name: r.Name, Type: r.Filetype, Size: r.Size}})
 		}
 	}
-	draft.Final = len(draft.Lines) == 0
-	if draft.Final && mode != ModeVerbose {
+	draft.Final = len(refs) == countNot(checks)
+	if draft.Final && mode != ModeVerbose && unchecked == 0 {
 		m.Log.Info("files not checked", "channel", channel, "ts", msg.Timestamp, "skipped", len(draft.Skipped))
 		done()
-		return
+		return false, nil
 	}
-	gen, snap, ok := m.begin(ctx, channel, src, draft, mode)
-	if !ok {
-		return // the job stays in the journal and resumes after the restart
+	var gen int
+	var snap card.Card
+	if job.onlyNew {
+		var err error
+		gen, snap, rec, err = m.Cards.BeginIfAbsent(channel, src, draft, mode)
+		switch {
+		case rec != nil:
+			done()
+			return false, rec
+		case err != nil:
+			m.Log.Error("could not save the file card of a requested scan", "channel", channel, "ts", msg.Timestamp, "error", err)
+			done()
+			return false, nil
+		}
+	} else {
+		var ok bool
+		if gen, snap, ok = m.begin(ctx, channel, src, draft, mode); !ok {
+			return false, nil // the job stays in the journal and resumes after the restart
+		}
 	}
-	m.Log.Info("checking files", "channel", channel, "ts", msg.Timestamp, "files", len(draft.Lines), "skipped", len(draft.Skipped), "mode", mode)
+	if unchecked > 0 && m.OnUnchecked != nil {
+		m.OnUnchecked(card.KindFile, unchecked)
+	}
+	m.Log.Info("checking files", "channel", channel, "ts", msg.Timestamp, "files", len(draft.Lines)-unchecked, "skipped", len(draft.Skipped),
+		"not_checked", unchecked, "mode", mode, "requested", job.requestedBy != "")
 	m.start(ctx, snap, mode, func(hold time.Time) bool { return f.track(ctx, channel, src, gen, mode, hold, refs, checks) }, done)
+	return true, nil
+}
+
+// sentence makes a reason ("it is larger than …") a sentence for a card.
+func sentence(s string) string {
+	r, size := utf8.DecodeRuneInString(s)
+	s = string(unicode.ToUpper(r)) + s[size:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+// countNot counts the refs that get no analysis (-1 in checks).
+func countNot(checks []int) int {
+	n := 0
+	for _, c := range checks {
+		if c < 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // ref fills a file reference, from files.info when the event's copy lacks

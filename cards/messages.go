@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,9 @@ type Poster interface {
 	Post(ctx context.Context, c *card.Card) error
 	Update(ctx context.Context, c *card.Card) error
 	React(ctx context.Context, channel, ts, emoji string) error
+	// EphemeralCard shows a card to one user only, in its thread, without
+	// its controls.
+	EphemeralCard(ctx context.Context, c *card.Card, user string) error
 }
 
 // Extractor finds the links of a message (*links.Policy implements it).
@@ -90,6 +94,17 @@ type Messages struct {
 	settled sync.Map // settledKey → map[target]card.Line
 	// MaxLinks is shown on cards that left links out.
 	MaxLinks int
+	// OnUnchecked, if set, is told of targets a message's card shows as
+	// not checked although they could not be judged safe: links left out
+	// past MaxLinks (kind url), files a quarantine channel could not check
+	// (kind file). The metrics count them.
+	OnUnchecked func(kind card.Kind, n int)
+	// Quarantined, if set, reports whether a channel has quarantine on
+	// (a level other than off): there a file that cannot be checked (too
+	// large, a skipped type) makes its message "could not check" with a
+	// card, and a card that could not be checked is shown, never only
+	// logged.
+	Quarantined func(channel string) bool
 	// StripQuery removes the query of every URL before it is sent
 	// (VERDICTBOT_URL_QUERY=strip): the card shows the URL as sent, says
 	// "query not sent", and URLs equal once stripped are checked once.
@@ -122,6 +137,9 @@ type Messages struct {
 	// record it (a full or failing disk), keyed by channel and source ts,
 	// until the store has it: such a card is updated, never posted again.
 	unsaved sync.Map
+	// posting holds, per card this process is posting (channel/source
+	// ts), a channel closed once the post is done (see show).
+	posting sync.Map
 }
 
 func (m *Messages) init() {
@@ -304,16 +322,9 @@ func withoutFiles(msg *slack.Msg) *slack.Msg {
 	return &cp
 }
 
-// ScanMessage is the "Scan this message" shortcut: it scans the links and
-// files of any message on request, even in off channels, and always shows
-// the card in the message's thread.
-func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, user string) {
-	m.init()
-	m.scanMessage(ctx, channel, msg, rawMsg, ModeVerbose, user, Meta{})
-}
-
 // scanMessage makes the cards of one message: one for its links, one for
-// its files. meta.Done is called once both are final.
+// its files. meta.Done is called once both are final. requestedBy is who
+// asked ("" for the automatic scan; the person, for a DM to the bot).
 func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, meta Meta) {
 	if len(msg.Files) > 0 && m.Files != nil {
 		// The message's files get their own card; the job is done when
@@ -329,13 +340,22 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 		meta.Done = partDone
 		fmsg := *msg
 		fmsg.Channel = channel
-		m.Files.handle(ctx, channel, &fmsg, mode, requestedBy != "", meta.Replayed, partDone)
+		m.Files.handle(ctx, channel, &fmsg, fileJob{mode: mode, requestedBy: requestedBy, again: requestedBy != "", resumed: meta.Replayed}, partDone)
 	}
+	m.scanLinks(ctx, channel, msg, rawMsg, mode, requestedBy, false, meta)
+}
+
+// scanLinks makes the card of a message's links and tracks it; meta.Done
+// is called once it is final (or at once when there is nothing to do).
+// With onlyNew (a request) the card is begun only if the message has none:
+// rec is then the card found, and began false. A message whose links are
+// all gone (an edit) still gets its card updated when it had one.
+func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, onlyNew bool, meta Meta) (began bool, rec *store.CardRecord) {
 	res := m.Links.ExtractRaw(msg, rawMsg)
 	_, hadCard := m.Cards.Get(channel, msg.Timestamp)
-	if len(res.Targets) == 0 && len(res.Skipped) == 0 && res.LeftOut == 0 && !hadCard {
+	if len(res.Targets) == 0 && len(res.Skipped) == 0 && res.LeftOut == 0 && (!hadCard || onlyNew) {
 		meta.done()
-		return
+		return false, nil
 	}
 	thread := msg.ThreadTimestamp
 	if thread == "" {
@@ -349,16 +369,37 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 	}
 	res.Targets, draft.Lines = m.lines(res.Targets)
 	draft.Final = len(draft.Lines) == 0
-	gen, snap, ok := m.begin(ctx, channel, msg.Timestamp, draft, mode)
-	if !ok {
-		return // the job stays in the journal and resumes after the restart
+	var gen int
+	var snap card.Card
+	if onlyNew {
+		var err error
+		gen, snap, rec, err = m.Cards.BeginIfAbsent(channel, msg.Timestamp, draft, mode)
+		switch {
+		case rec != nil:
+			meta.done()
+			return false, rec // the message has its card: left as it is
+		case err != nil:
+			m.Log.Error("could not save the card of a requested scan", "channel", channel, "ts", msg.Timestamp, "error", err)
+			meta.done()
+			return false, nil
+		}
+	} else {
+		var ok bool
+		if gen, snap, ok = m.begin(ctx, channel, msg.Timestamp, draft, mode); !ok {
+			return false, nil // the job stays in the journal and resumes after the restart
+		}
+	}
+	if res.LeftOut > 0 && m.OnUnchecked != nil {
+		m.OnUnchecked(card.KindURL, res.LeftOut)
 	}
 	m.Log.Info("scanning message", "channel", channel, "ts", msg.Timestamp, "links", len(res.Targets),
-		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID, "resumed", meta.Replayed)
+		"skipped", len(res.Skipped), "left_out", res.LeftOut, "mode", mode, "event_id", meta.EventID, "resumed", meta.Replayed,
+		"requested", requestedBy != "")
 
 	m.start(ctx, snap, mode, func(hold time.Time) bool {
 		return m.track(ctx, channel, msg.Timestamp, gen, mode, hold, res.Targets)
 	}, meta.done)
+	return true, nil
 }
 
 // begin starts a card's generation (Cards.Begin). A store that cannot be
@@ -401,9 +442,11 @@ func (m *Messages) lines(targets []links.Target) ([]links.Target, []card.Line) {
 	lines := make([]card.Line, 0, len(targets))
 	at := map[string]int{}
 	for _, t := range targets {
-		dropped := false
+		dropped := t.QueryDropped // the policy stripped it already (links.Config.StripQuery)
 		if m.StripQuery {
-			t.URL, dropped = links.StripQuery(t.URL)
+			var d bool
+			t.URL, d = links.StripQuery(t.URL)
+			dropped = dropped || d
 		}
 		if i, dup := at[t.URL]; dup {
 			lines[i].QueryNotSent = lines[i].QueryNotSent || dropped
@@ -428,7 +471,7 @@ func (mt Meta) done() {
 // whatever the channel's mode. It returns once the card is under way.
 func (m *Messages) ScanRequest(ctx context.Context, channel, user string, targets []links.Target, skipped []links.Skipped) error {
 	m.init()
-	src := fmt.Sprintf("scan-%d", time.Now().UnixNano())
+	src := fmt.Sprintf("%s%d", card.ScanRequestPrefix, time.Now().UnixNano())
 	draft := card.Card{Channel: channel, SourceTS: src, RequestedBy: user, MaxLinks: m.MaxLinks}
 	for _, s := range skipped {
 		draft.Skipped = append(draft.Skipped, card.Skip{Target: s.URL, Reason: s.Reason.Text()})
@@ -469,6 +512,30 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		c.CardTS = ts.(string)
 		if _, saved := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = c.CardTS, false }); saved {
 			m.unsaved.Delete(key)
+		}
+	}
+	// Two goroutines of this process may show the same unposted card at
+	// once (two generations of one card: a request's that overtook the
+	// message's own event, and the automatic one begun after it): the
+	// second waits for the first's post and updates it, rather than
+	// taking the post for one a crash interrupted and posting a second.
+	for c.CardTS == "" {
+		done := make(chan struct{})
+		prev, busy := m.posting.LoadOrStore(key, done)
+		if !busy {
+			defer func() { m.posting.Delete(key); close(done) }()
+			break
+		}
+		select {
+		case <-prev.(chan struct{}):
+		case <-ctx.Done():
+			return
+		}
+		if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok {
+			c.CardTS = rec.Card.CardTS
+		}
+		if ts, ok := m.unsaved.Load(key); ok && c.CardTS == "" {
+			c.CardTS = ts.(string)
 		}
 	}
 	if c.CardTS == "" {
@@ -581,7 +648,8 @@ func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
 			"cached", l.Cached, "channel", c.Channel)
 	}
 	switch {
-	case mode == ModeVerbose, c.CardTS != "", level.NeedsAttention():
+	case mode == ModeVerbose, c.CardTS != "", level.NeedsAttention(), m.notCleared(c, level):
+		m.noteLeftInPlace(c, level)
 		m.show(ctx, c)
 		m.act(ctx, c)
 	case level == verdict.Clean:
@@ -593,6 +661,54 @@ func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
 		m.Log.Warn("could not check the links of a message (quiet channel: no card)",
 			"channel", c.Channel, "ts", c.SourceTS, "problem", firstProblem(c))
 	}
+}
+
+// notCleared reports whether a quiet channel's card must be shown although
+// nothing on it needs attention: it could not be checked in full (level
+// Unknown) and either links were left out past MaxLinks (someone may have
+// padded the message to push a link out) or the channel has quarantine on
+// (its members rely on the bot). Such a message never gets the clean
+// reaction; a service error alone in a quiet channel without quarantine
+// stays a log line.
+func (m *Messages) notCleared(c *card.Card, level verdict.Level) bool {
+	return level == verdict.Unknown && (c.LeftOut > 0 || m.quarantineOn(c.Channel))
+}
+
+// noteLeftInPlacePrefix starts the note a card gets when its message
+// could not be checked in full in a channel with quarantine on.
+const noteLeftInPlacePrefix = "Left in place "
+
+// noteLeftInPlace adds, once, a dated note to a card that could not be
+// checked in full (level Unknown) in a channel with quarantine on, saying
+// why its message stays: quarantine removes only what is found suspicious
+// or malicious (quarantine.Act), and "could not check" is neither. Like
+// the recheck notes it records what happened then; a later recheck that
+// finds the message malicious still removes it. c is updated with the
+// note.
+func (m *Messages) noteLeftInPlace(c *card.Card, level verdict.Level) {
+	if level != verdict.Unknown || !c.AnswersMessage() || IsDirect(c.Channel) || !m.quarantineOn(c.Channel) {
+		return
+	}
+	has := func(notes []string) bool {
+		return slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, noteLeftInPlacePrefix) })
+	}
+	if has(c.Notes) {
+		return
+	}
+	note := noteLeftInPlacePrefix + time.Now().UTC().Format("2006-01-02 15:04 UTC") +
+		": not everything in it could be checked, and quarantine removes only what is found suspicious or malicious."
+	if snap, ok := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
+		if !has(r.Card.Notes) {
+			r.Card.Notes = append(r.Card.Notes, note)
+		}
+	}); ok {
+		*c = snap
+	}
+}
+
+// quarantineOn reports whether channel has quarantine on (Quarantined).
+func (m *Messages) quarantineOn(channel string) bool {
+	return m.Quarantined != nil && m.Quarantined(channel)
 }
 
 // act hands a final card to Act.

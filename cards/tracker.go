@@ -174,17 +174,23 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 // goroutine: it is shown when the channel is verbose or it was posted
 // before — final at once, otherwise when its grace period (PostGrace)
 // ends unless it is final by then —, tracked until final, and done (if
-// set) is called. track gets the end of the grace period (zero: none).
+// set) is called. track gets the end of the grace period (zero: none). A
+// quiet channel's card that is final at once (nothing to analyse) goes
+// through finish, which shows it only if it must (notCleared: files a
+// quarantine channel could not check).
 func (m *Messages) start(ctx context.Context, snap card.Card, mode string, track func(hold time.Time) bool, done func()) {
 	begun := time.Now()
 	_ = m.launch(ctx, func() {
 		var hold time.Time
-		if mode == ModeVerbose || snap.CardTS != "" {
+		switch {
+		case mode == ModeVerbose || snap.CardTS != "":
 			if snap.Final || m.PostGrace <= 0 {
 				m.show(ctx, &snap)
 			} else {
 				hold = begun.Add(m.PostGrace)
 			}
+		case snap.Final:
+			m.finish(ctx, &snap, mode)
 		}
 		if (snap.Final || track(hold)) && done != nil {
 			done()

@@ -10,10 +10,12 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// MessageScanner scans a message on someone's request and answers in its
-// thread (*cards.Messages.ScanMessage).
+// MessageScanner handles someone's request about a message
+// (*cards.Messages.ScanMessage): it checks a message that has no card yet
+// (the card goes in its thread), never touches one that has, and returns
+// the sentence that answers the asker.
 type MessageScanner interface {
-	ScanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, user string)
+	ScanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, user string) string
 }
 
 // MentionSlack is what a mention needs of Slack (*slack.Client): the
@@ -24,8 +26,10 @@ type MentionSlack interface {
 }
 
 // Mention answers `@verdictbot` in a channel: `@verdictbot scan` in a
-// thread scans the thread's first message (its card goes in that thread);
-// anything else gets a short help, privately, in the thread.
+// thread asks about the thread's first message (checked if it has no card
+// yet, its card going in that thread; a card already there, a quarantine
+// tombstone included, is left as it is); anything else gets a short help.
+// Every answer is private (ephemeral), in the thread.
 type Mention struct {
 	API     MentionSlack
 	Scanner MessageScanner
@@ -83,6 +87,5 @@ func (m *Mention) Handle(ctx context.Context, user, channel, text, ts, threadTS 
 		return
 	}
 	root.Channel = channel
-	m.Scanner.ScanMessage(ctx, channel, &root, nil, user)
-	reply("Checking the thread's first message; the card will appear in this thread.")
+	reply(m.Scanner.ScanMessage(ctx, channel, &root, nil, user))
 }

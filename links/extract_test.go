@@ -326,9 +326,10 @@ func TestExtractTargetFields(t *testing.T) {
 
 func TestExtractMaxLinks(t *testing.T) {
 	t.Parallel()
+	const n = DefaultMaxLinks + 10
 	var b strings.Builder
-	for i := range 12 {
-		fmt.Fprintf(&b, "<https://site%d.example/> <http://10.0.0.%d/> ", i, i)
+	for i := range n {
+		fmt.Fprintf(&b, "<https://site%d.example/> <http://10.0.%d.%d/> ", i, i/200, i%200)
 	}
 	b.WriteString("<https://site0.example/#again>")
 	msg := mustMsg(t, `{"type":"message","user":"U01","ts":"1.2","text":"`+b.String()+`"}`)
@@ -336,10 +337,10 @@ func TestExtractMaxLinks(t *testing.T) {
 	for _, tc := range []struct {
 		max, targets, leftOut int
 	}{
-		{max: 0, targets: DefaultMaxLinks, leftOut: 12 - DefaultMaxLinks},
-		{max: 3, targets: 3, leftOut: 9},
-		{max: 12, targets: 12, leftOut: 0},
-		{max: 100, targets: 12, leftOut: 0},
+		{max: 0, targets: DefaultMaxLinks, leftOut: n - DefaultMaxLinks},
+		{max: 3, targets: 3, leftOut: n - 3},
+		{max: n, targets: n, leftOut: 0},
+		{max: MaxMaxLinks, targets: n, leftOut: 0},
 	} {
 		p, err := NewPolicy(Config{MaxLinks: tc.max})
 		if err != nil {
@@ -349,8 +350,8 @@ func TestExtractMaxLinks(t *testing.T) {
 		if len(res.Targets) != tc.targets || res.LeftOut != tc.leftOut {
 			t.Errorf("MaxLinks %d: %d targets, %d left out; want %d, %d", tc.max, len(res.Targets), res.LeftOut, tc.targets, tc.leftOut)
 		}
-		if len(res.Skipped) != 12 {
-			t.Errorf("MaxLinks %d: %d skipped, want all 12 private links (not capped)", tc.max, len(res.Skipped))
+		if len(res.Skipped) != n {
+			t.Errorf("MaxLinks %d: %d skipped, want all %d private links (not capped)", tc.max, len(res.Skipped), n)
 		}
 		if len(res.Targets) > 0 && res.Targets[0].URL != "https://site0.example/" {
 			t.Errorf("MaxLinks %d: first target %q, want first-seen order", tc.max, res.Targets[0].URL)
@@ -537,5 +538,51 @@ func TestSetAndSameLinks(t *testing.T) {
 	}
 	if Set(nil) != nil {
 		t.Error("Set(nil) != nil")
+	}
+}
+
+// TestExtractPaddingDoesNotPushALinkOut: the cap counts distinct links as
+// they will be sent. Repeats of one link in any spelling that normalises
+// the same (case, default port, fragment, a dot at the end of the host),
+// allowlisted and private links, and (with StripQuery) query variants of
+// one link, however many, never push a later link past MaxLinks.
+func TestExtractPaddingDoesNotPushALinkOut(t *testing.T) {
+	t.Parallel()
+	const max = 5
+	var b strings.Builder
+	for i := range 3 * max {
+		fmt.Fprintf(&b, "<https://pad.example/a> <HTTPS://PAD.EXAMPLE:443/a#%d> <https://pad.example./a> ", i)
+		fmt.Fprintf(&b, "<https://files.slack.com/f%d> <https://docs.corp.example.net/%d> <http://10.9.8.%d/> ", i, i, i)
+		fmt.Fprintf(&b, "<https://track.example/c?id=%d> ", i) // one link as sent with strip, many without
+	}
+	b.WriteString("<https://login.phish.example/verify>")
+	msg := mustMsg(t, `{"type":"message","user":"U01","ts":"1.2","text":"`+b.String()+`"}`)
+
+	p, err := NewPolicy(Config{MaxLinks: max, InternalDomains: []string{"corp.example.net"}, StripQuery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := p.Extract(msg)
+	got := make([]string, 0, len(res.Targets))
+	for _, tg := range res.Targets {
+		got = append(got, tg.URL)
+	}
+	want := []string{"https://pad.example/a", "https://track.example/c", "https://login.phish.example/verify"}
+	if !slices.Equal(got, want) || res.LeftOut != 0 {
+		t.Fatalf("targets %q, %d left out; want %q and none left out", got, res.LeftOut, want)
+	}
+	if !res.Targets[1].QueryDropped || res.Targets[0].QueryDropped {
+		t.Errorf("QueryDropped: %+v", res.Targets)
+	}
+
+	// Without StripQuery each query is a link of its own: the cap is
+	// reached, and what it leaves out is counted, never dropped silently.
+	keep, err := NewPolicy(Config{MaxLinks: max, InternalDomains: []string{"corp.example.net"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = keep.Extract(msg)
+	if len(res.Targets) != max || res.LeftOut != 3*max+2-max {
+		t.Fatalf("keep: %d targets, %d left out; want %d and %d", len(res.Targets), res.LeftOut, max, 3*max+2-max)
 	}
 }

@@ -11,9 +11,15 @@ import (
 )
 
 // DefaultMaxLinks is the number of targets Extract returns per message when
-// Config.MaxLinks is zero (requirement from the issue: at most 10 per
-// message, the rest counted in Result.LeftOut).
-const DefaultMaxLinks = 10
+// Config.MaxLinks is zero; the rest are counted in Result.LeftOut, and the
+// message is then "could not check" (issue 21: default 50, at most
+// MaxMaxLinks, distinct after normalisation and the allowlist).
+const DefaultMaxLinks = 50
+
+// MaxMaxLinks is the highest VERDICTBOT_MAX_LINKS: every link up to it is
+// analysed, and the card shows the worst lines first and summarises the
+// rest to stay within Block Kit's 50 blocks.
+const MaxMaxLinks = 200
 
 // maxUnwrapDepth bounds how many nested slack-redir.net wrappers Extract
 // unwraps for one link.
@@ -94,6 +100,10 @@ type Target struct {
 	// Host is the ASCII (punycode) host of URL, lower case, without port or
 	// IPv6 brackets.
 	Host string
+	// QueryDropped is set with Config.StripQuery when a query was removed
+	// from this link or from a link merged into it (URL is then the link
+	// as sent, without its query).
+	QueryDropped bool
 }
 
 // Skipped is a link that is not sent to any service, and why.
@@ -118,7 +128,10 @@ type Result struct {
 	// deduplicated the same way, in first-seen order. Not limited by
 	// MaxLinks.
 	Skipped []Skipped
-	// LeftOut counts further distinct scannable links beyond MaxLinks.
+	// LeftOut counts further distinct scannable links beyond MaxLinks:
+	// distinct after normalisation, the allowlist and (Config.StripQuery)
+	// the query's removal, so neither repeats nor allowlisted links push a
+	// link out.
 	LeftOut int
 }
 
@@ -135,6 +148,11 @@ type Config struct {
 	InternalDomains []string
 	// MaxLinks caps Result.Targets; 0 means DefaultMaxLinks.
 	MaxLinks int
+	// StripQuery removes the query of every target (VERDICTBOT_URL_QUERY=
+	// strip): Target.URL is the link as it will be sent, and links equal
+	// once stripped are one target (so query variants of one link cannot
+	// push another past MaxLinks).
+	StripQuery bool
 	// NoDefaultAllow drops DefaultAllowDomains (Slack's own domains) from
 	// the allowlist, so that e.g. public slack-files.com links are scanned.
 	NoDefaultAllow bool
@@ -156,6 +174,7 @@ type Policy struct {
 	allow     map[string]struct{}
 	internal  map[string]struct{}
 	maxLinks  int
+	strip     bool
 	allowFunc func(string) bool
 }
 
@@ -176,6 +195,7 @@ func NewPolicy(cfg Config) (*Policy, error) {
 		allow:     make(map[string]struct{}),
 		internal:  make(map[string]struct{}),
 		maxLinks:  cfg.MaxLinks,
+		strip:     cfg.StripQuery,
 		allowFunc: cfg.AllowFunc,
 	}
 	if cfg.MaxLinks < 0 {
@@ -189,7 +209,7 @@ func NewPolicy(cfg Config) (*Policy, error) {
 			p.allow[d] = struct{}{}
 		}
 	}
-	p.cfg = Config{MaxLinks: cfg.MaxLinks, NoDefaultAllow: cfg.NoDefaultAllow, AllowFunc: cfg.AllowFunc}
+	p.cfg = Config{MaxLinks: cfg.MaxLinks, NoDefaultAllow: cfg.NoDefaultAllow, AllowFunc: cfg.AllowFunc, StripQuery: cfg.StripQuery}
 	p.cfg.AllowDomains, errs = addDomains(p.allow, cfg.AllowDomains, "allow", errs, func(d string) error {
 		if ps, _ := publicSuffix(d); ps == d {
 			return errors.New("is a public suffix; allowlisting it would allow every site under it")
@@ -375,6 +395,7 @@ func (p *Policy) ExtractRaw(msg *slack.Msg, rawMsg []byte) Result {
 	raws := appendMessage(rawBuf[:0], msg, SharedBlocks(rawMsg), true)
 	var depth []int // unwrap depth of raws[i], allocated on first unwrap
 	var seen dedupe
+	var stripped map[string]int // with strip: target index of each URL as sent (-1: left out)
 	for i := 0; i < len(raws); i++ {
 		raw := raws[i]
 		u, err := parse(raw)
@@ -408,11 +429,28 @@ func (p *Policy) ExtractRaw(msg *slack.Msg, rawMsg []byte) Result {
 			res.Skipped = append(res.Skipped, Skipped{URL: u.url, Reason: reason, Detail: detail})
 			continue
 		}
+		target := Target{URL: u.url, Raw: raw, Host: u.host}
+		if p.strip {
+			target.URL, target.QueryDropped = StripQuery(u.url)
+			if i, dup := stripped[target.URL]; dup {
+				if i >= 0 {
+					res.Targets[i].QueryDropped = res.Targets[i].QueryDropped || target.QueryDropped
+				}
+				continue // the same link as sent: one target
+			}
+			if stripped == nil {
+				stripped = map[string]int{}
+			}
+			stripped[target.URL] = -1 // left out, unless it fits below
+		}
 		if len(res.Targets) >= p.maxLinks {
 			res.LeftOut++
 			continue
 		}
-		res.Targets = append(res.Targets, Target{URL: u.url, Raw: raw, Host: u.host})
+		if p.strip {
+			stripped[target.URL] = len(res.Targets)
+		}
+		res.Targets = append(res.Targets, target)
 	}
 	return res
 }

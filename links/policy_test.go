@@ -127,7 +127,7 @@ func TestNewPolicyValidation(t *testing.T) {
 		t.Fatal("NewPolicy accepted invalid config")
 	}
 	for _, want := range []string{
-		`links: MaxLinks -1: must be zero (default 10) or positive`,
+		`links: MaxLinks -1: must be zero (default 50) or positive`,
 		`links: allow domain 1 ("https://x.example/"): must be a bare domain name`,
 		`links: allow domain 2 ("com"): is a public suffix; allowlisting it would allow every site under it`,
 		`links: allow domain 3 ("co.uk"): is a public suffix`,

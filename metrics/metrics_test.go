@@ -29,6 +29,9 @@ func TestHooksFeedTheDocumentedSeries(t *testing.T) {
 	m.SlackCall("chat.update", "ratelimited")
 	m.RecheckRun(scan.RunStats{Checked: 5, Changed: 2, Took: time.Second})
 	m.RecheckRun(scan.RunStats{Skipped: true})
+	m.Unchecked("url", 38)
+	m.Unchecked("url", 2)
+	m.Unchecked("file", 1)
 
 	for _, tc := range []struct {
 		name string
@@ -51,6 +54,8 @@ func TestHooksFeedTheDocumentedSeries(t *testing.T) {
 		{"flips", testutil.ToFloat64(m.flips), 2},
 		{"runs", testutil.ToFloat64(m.rechecks.WithLabelValues("ran")), 1},
 		{"skipped runs", testutil.ToFloat64(m.rechecks.WithLabelValues("skipped")), 1},
+		{"links left out", testutil.ToFloat64(m.unchecked.WithLabelValues("url")), 40},
+		{"files not checked", testutil.ToFloat64(m.unchecked.WithLabelValues("file")), 1},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)

@@ -85,14 +85,17 @@ func DecodeActionValue(v string) (lineIdx int, taskID string, cat verdict.Catego
 // spans, so nothing in a card is clickable; all untrusted text is
 // sanitized and escaped.
 //
-// Layout: a summary section (overall level, counts, who asked); per line a
-// section (level, target, scores or file facts, task), then an actions
-// block (category select and the three feedback buttons) when Line.Actions
-// is set on a URL line, then a context block with the line's reports; then
-// a note on lines that did not fit, the skipped targets, the count left out
-// and the notes. When the card would be too large, pieces are clipped
-// harder; if it still does not fit, trailing lines are summarised as
-// "…and N more targets not shown".
+// Layout: a summary section (overall level, counts, who asked); per line,
+// worst first (displayOrder), a section (level, target, scores or file
+// facts, task), then an actions block (category select and the three
+// feedback buttons) when Line.Actions is set on a URL line, then a context
+// block with the line's reports; then a note on lines that did not fit,
+// the skipped targets, the count left out and the notes. When the card
+// would be too large, pieces are clipped harder; if it still does not
+// fit, the least worrying lines are summarised per level, as "…and 38 more
+// links not shown: 38 clean". Each line keeps its index in Card.Lines in
+// its block ids and button values, whatever its place on the card, so a
+// click reports on the line it was drawn for.
 func Blocks(c *card.Card) (blocks []slack.Block, fallback string) {
 	fallback = fallbackText(c)
 	for _, cp := range []caps{capsFull, capsCompact, capsTight} {
@@ -120,8 +123,9 @@ func render(c *card.Card, cp caps) ([]slack.Block, bool) {
 	roomBlocks := maxBlocks - len(head) - len(tail) - 1 // one for the "more" note
 	roomText := maxCardText - blocksText(head) - blocksText(tail) - 300
 	var body []slack.Block
+	order := displayOrder(c.Lines)
 	shown := 0
-	for i := range c.Lines {
+	for _, i := range order {
 		lb := lineBlocks(m, i, &c.Lines[i], cp)
 		n := blocksText(lb)
 		if len(lb) > roomBlocks || n > roomText {
@@ -133,7 +137,7 @@ func render(c *card.Card, cp caps) ([]slack.Block, bool) {
 		shown++
 	}
 	if shown < len(c.Lines) {
-		body = append(body, contextBlock("more", moreRow(c.Lines[shown:])))
+		body = append(body, contextBlock("more", moreRow(c.Lines, order[shown:])))
 	}
 	out := make([]slack.Block, 0, len(head)+len(body)+len(tail))
 	out = append(append(append(out, head...), body...), tail...)
@@ -268,21 +272,33 @@ func skipTarget(m markup, s *card.Skip, limit int) string {
 	return m.code(showURL(s.Target, limit))
 }
 
-// moreRow summarises lines that did not fit: "…and 5 more targets not
-// shown (1 malicious, 4 clean)", worst first, so a hidden bad link is
-// still announced.
-func moreRow(lines []card.Line) string {
+// moreRow summarises the lines (indices into lines) that were not drawn,
+// per level, worst first: "…and 38 more links not shown: 36 clean, 2
+// scanning". Lines are drawn worst first, so these are the least
+// worrying; should one be bad, it is still announced.
+func moreRow(lines []card.Line, hidden []int) string {
 	by := map[verdict.Level]int{}
-	for i := range lines {
+	files := 0
+	for _, i := range hidden {
 		by[lines[i].Level]++
+		if lines[i].Kind == card.KindFile {
+			files++
+		}
 	}
 	var parts []string
-	for l := verdict.Malicious; l >= verdict.Pending; l-- {
+	for _, l := range levelsWorstFirst {
 		if by[l] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", by[l], countWord(l)))
 		}
 	}
-	return "…and " + plural(len(lines), "more target", "more targets") + " not shown (" + strings.Join(parts, ", ") + ")"
+	one, many := "more target", "more targets"
+	switch files {
+	case 0:
+		one, many = "more link", "more links"
+	case len(hidden):
+		one, many = "more file", "more files"
+	}
+	return "…and " + plural(len(hidden), one, many) + " not shown: " + strings.Join(parts, ", ")
 }
 
 // minimalBlocks is the card reduced to its summary and one short row per
@@ -294,7 +310,7 @@ func minimalBlocks(c *card.Card) []slack.Block {
 	out := []slack.Block{sectionBlock(SummaryBlockID(c), headRows(m, c)[0])}
 	var rows []string
 	used := 0
-	for i := range c.Lines {
+	for n, i := range displayOrder(c.Lines) {
 		l := &c.Lines[i]
 		row := m.level(l.Level, levelTitle(l.Level)) + " · "
 		if l.Kind == card.KindFile {
@@ -303,7 +319,7 @@ func minimalBlocks(c *card.Card) []slack.Block {
 			row += m.code(showURL(l.Target, 80))
 		}
 		if used+textLen(row)+1 > 2800 {
-			rows = append(rows, "…and "+plural(len(c.Lines)-i, "more target", "more targets"))
+			rows = append(rows, "…and "+plural(len(c.Lines)-n, "more target", "more targets"))
 			break
 		}
 		used += textLen(row) + 1

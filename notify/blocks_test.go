@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,12 +132,15 @@ func TestBlocksGoldenFacts(t *testing.T) {
 	}
 
 	s, fb = js(cards["skipped_leftout"])
-	for _, want := range []string{"`hxxp://10[.]0[.]0[.]5/admin` — private or internal host", "5 more links were not checked (limit 10)"} {
+	for _, want := range []string{"`hxxp://10[.]0[.]0[.]5/admin` — private or internal host",
+		"5 more links were not checked (limit 10 per message), so this message cannot be called clean",
+		":grey_question: *Could not check* — the check could not complete"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("skipped card lacks %q", want)
 		}
 	}
-	if fb != "verdictbot: 1 link checked, all clean (8 not checked)" {
+	// Links left out past the limit: the message is not clean.
+	if fb != "verdictbot: could not check 5 links in this message" {
 		t.Errorf("fallback = %q", fb)
 	}
 
@@ -547,8 +552,13 @@ func TestBlocksProperties(t *testing.T) {
 					more = b.(*slack.ContextBlock).ContextElements.Elements[0].(*slack.TextBlockObject).Text
 				}
 			}
-			if want := fmt.Sprintf("…and %s not shown", plural(len(c.Lines)-shown, "more target", "more targets")); !strings.HasPrefix(more, want) {
-				t.Errorf("card %d shows %d of %d lines; more note %q, want prefix %q", i, shown, len(c.Lines), more, want)
+			re := regexp.MustCompile(fmt.Sprintf(`^…and %d more (link|file|target)s? not shown: `, len(c.Lines)-shown))
+			if !re.MatchString(more) {
+				t.Errorf("card %d shows %d of %d lines; more note %q, want it to match %s", i, shown, len(c.Lines), more, re)
+			}
+			// The lines drawn are the worst ones.
+			if hidden, shown := hiddenWorst(c, blocks); hidden > shown {
+				t.Errorf("card %d: a line more worrying than one drawn is hidden", i)
 			}
 		}
 		if t.Failed() {
@@ -644,8 +654,43 @@ func FuzzDecodeActionValue(f *testing.F) {
 	})
 }
 
-// TestBlocksManyLines: a hundred links cannot all be drawn; the card says
-// how many are not shown and how bad they are, worst first.
+// shownLines returns the indices (into Card.Lines) of the lines a card's
+// blocks draw, in the order drawn.
+func shownLines(blocks []slack.Block) []int {
+	var out []int
+	for _, b := range blocks {
+		if id, ok := strings.CutSuffix(b.ID(), "-verdict"); ok {
+			n, _ := strconv.Atoi(strings.TrimPrefix(id, "line-"))
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// rankOf is a level's place in the card's order (0: shown first).
+func rankOf(l verdict.Level) int { return slices.Index(levelsWorstFirst, l) }
+
+// hiddenWorst returns the best rank among the lines not drawn and the
+// worst among those drawn: drawn worst first, the first is never below
+// the second.
+func hiddenWorst(c *card.Card, blocks []slack.Block) (hidden, shown int) {
+	drawn := map[int]bool{}
+	hidden, shown = len(levelsWorstFirst), -1
+	for _, i := range shownLines(blocks) {
+		drawn[i] = true
+		shown = max(shown, rankOf(c.Lines[i].Level))
+	}
+	for i := range c.Lines {
+		if !drawn[i] {
+			hidden = min(hidden, rankOf(c.Lines[i].Level))
+		}
+	}
+	return len(levelsWorstFirst) - hidden, len(levelsWorstFirst) - shown
+}
+
+// TestBlocksManyLines: a hundred links cannot all be drawn; the bad one,
+// last in the message, is drawn first, its buttons still name its own
+// line, and the note says how many are not shown and what they are.
 func TestBlocksManyLines(t *testing.T) {
 	c := &card.Card{Channel: "C1", Final: true}
 	for i := range 100 {
@@ -658,12 +703,89 @@ func TestBlocksManyLines(t *testing.T) {
 	if len(blocks) != maxBlocks {
 		t.Errorf("%d blocks; the card should use all %d", len(blocks), maxBlocks)
 	}
+	if shown := shownLines(blocks); len(shown) == 0 || shown[0] != 99 {
+		t.Fatalf("lines drawn %v: the malicious line (99) should come first", shown)
+	}
+	if blocks[1].ID() != LineBlockID(99)+"-verdict" || blocks[2].ID() != LineBlockID(99) {
+		t.Errorf("second and third blocks %q, %q: want the malicious line's section and controls", blocks[1].ID(), blocks[2].ID())
+	}
+	if !strings.Contains(mustJSON(t, blocks[2]), `"value":"`+EncodeActionValue(99, "t-99", verdict.CatPhishing)+`"`) {
+		t.Errorf("the malicious line's buttons do not name line 99: %s", mustJSON(t, blocks[2]))
+	}
 	more := blocks[len(blocks)-1].(*slack.ContextBlock).ContextElements.Elements[0].(*slack.TextBlockObject).Text
-	if !regexp.MustCompile(`^…and \d+ more targets not shown \(1 malicious, \d+ clean\)$`).MatchString(more) {
+	if !regexp.MustCompile(`^…and \d+ more links not shown: \d+ clean$`).MatchString(more) {
 		t.Errorf("more note %q", more)
 	}
 	if s := sectionText(blocks[0]); !strings.HasPrefix(s, ":red_circle: *Malicious*") {
-		t.Errorf("summary %q should reflect the hidden malicious line", s)
+		t.Errorf("summary %q should reflect the malicious line", s)
+	}
+}
+
+// TestBlocks200Lines: the most links a message can have checked
+// (links.MaxMaxLinks) render as a card Slack accepts — at most 50 blocks,
+// every text object within its limit, the card's total text within
+// bounds — with the worst lines first and the rest summarised per level;
+// the terminal text summarises the same way.
+func TestBlocks200Lines(t *testing.T) {
+	c := &card.Card{Channel: "C1", SourceTS: "1.2", Final: true, LeftOut: 7, MaxLinks: 200}
+	levels := map[int]verdict.Level{13: verdict.Malicious, 150: verdict.Suspicious, 199: verdict.Malicious, 42: verdict.Unknown, 77: verdict.Pending}
+	for i := range 200 {
+		lvl, ok := levels[i]
+		if !ok {
+			lvl = verdict.Clean
+		}
+		l := card.Line{Kind: card.KindURL, Target: fmt.Sprintf("https://h%d.example/%s", i, strings.Repeat("p/", 40)), Level: lvl,
+			Category: verdict.CatPhishing, Scores: urlScores(0.1, 0.2, 0.3, 0.4), Service: "reputation",
+			TaskID: fmt.Sprintf("%032x", i), Actions: lvl != verdict.Pending && lvl != verdict.Unknown, Detail: "Title", CheckedAt: testTime}
+		if lvl == verdict.Unknown {
+			l.Problem = "The URL service did not answer in time."
+		}
+		c.Lines = append(c.Lines, l)
+	}
+	for i := range 30 {
+		c.Skipped = append(c.Skipped, card.Skip{Target: fmt.Sprintf("https://files.slack.com/f%d", i), Reason: "allowlisted domain"})
+	}
+	blocks, fb := Blocks(c)
+	checkCard(t, blocks, fb)
+	if err := validate(blocks); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	shown := shownLines(blocks)
+	if len(shown) < 5 || !slices.Equal(shown[:5], []int{13, 199, 150, 42, 77}) {
+		t.Fatalf("lines drawn %v: want the malicious (13, 199), suspicious (150), could-not-check (42) and scanning (77) lines first", shown)
+	}
+	var more string
+	for _, b := range blocks {
+		if b.ID() == "more" {
+			more = b.(*slack.ContextBlock).ContextElements.Elements[0].(*slack.TextBlockObject).Text
+		}
+	}
+	if want := fmt.Sprintf("…and %d more links not shown: %d clean", 200-len(shown), 200-len(shown)); more != want {
+		t.Errorf("more note %q, want %q", more, want)
+	}
+	all := mustJSON(t, blocks)
+	for _, want := range []string{"7 more links were not checked (limit 200 per message)", "Not checked:", ":red_circle: *Malicious*"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("card lacks %q", want)
+		}
+	}
+	if fb != "verdictbot: 2 malicious links in this message" {
+		t.Errorf("fallback %q", fb)
+	}
+
+	text := Text(c, false)
+	lines := strings.Split(text, "\n")
+	var numbered []string
+	for _, l := range lines {
+		if m := regexp.MustCompile(`^(\d+)\. `).FindStringSubmatch(l); m != nil {
+			numbered = append(numbered, m[1])
+		}
+	}
+	if len(numbered) != textMaxLines || !slices.Equal(numbered[:5], []string{"14", "200", "151", "43", "78"}) {
+		t.Errorf("terminal lines %v: want %d, worst first, numbered as in the message", numbered, textMaxLines)
+	}
+	if want := fmt.Sprintf("…and %d more links not shown: %d clean", 200-textMaxLines, 200-textMaxLines); !strings.Contains(text, want) {
+		t.Errorf("terminal text lacks %q", want)
 	}
 }
 

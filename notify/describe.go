@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,6 +112,33 @@ func levelAdvice(l verdict.Level) string {
 		return "the check could not complete"
 	}
 	return ""
+}
+
+// levelsWorstFirst is the order in which a card shows its lines and counts
+// them: what needs attention, what could not be checked, what is still
+// being checked, then what is clean and what was not checked on purpose.
+// Keep in sync with verdict.Level's constants.
+var levelsWorstFirst = []verdict.Level{verdict.Malicious, verdict.Suspicious, verdict.Unknown, verdict.Pending, verdict.Clean, verdict.Skipped}
+
+// displayOrder returns the indices of lines in the order a card shows
+// them: worst first (levelsWorstFirst), in message order within a level.
+// A line keeps its index everywhere it is named (block ids, button values,
+// the terminal's line numbers), whatever its place.
+func displayOrder(lines []card.Line) []int {
+	rank := func(l verdict.Level) int {
+		for r, x := range levelsWorstFirst {
+			if x == l {
+				return r
+			}
+		}
+		return len(levelsWorstFirst)
+	}
+	order := make([]int, len(lines))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return rank(lines[a].Level) - rank(lines[b].Level) })
+	return order
 }
 
 // headline is the card's overall level as shown: the worst line, except that
@@ -257,6 +285,20 @@ func fallbackText(c *card.Card) string {
 			s += " (still checking)"
 		}
 	case verdict.Unknown:
+		if c.LeftOut > 0 {
+			// Links past the limit were never sent: they count as links
+			// that could not be checked.
+			ln, fn := 0, 0
+			for i := range c.Lines {
+				if c.Lines[i].Level == verdict.Unknown && c.Lines[i].Kind == card.KindFile {
+					fn++
+				} else if c.Lines[i].Level == verdict.Unknown {
+					ln++
+				}
+			}
+			s = "could not check " + kindsPhrase(ln+c.LeftOut, fn, "") + " in this message"
+			break
+		}
 		s = "could not check " + atLevel(verdict.Unknown) + " in this message"
 	case verdict.Clean:
 		s = kindsPhrase(links, files, "") + " checked, all clean"
@@ -460,13 +502,15 @@ func reportRow(m markup, r *card.Report, cp caps) string {
 	return s
 }
 
-// leftOutRow is "3 more links were not checked (limit 10)".
+// leftOutRow is "3 more links were not checked (limit 50 per message), so
+// this message cannot be called clean": links past VERDICTBOT_MAX_LINKS
+// make the card "could not check" (card.Card.Level).
 func leftOutRow(c *card.Card) string {
 	s := plural(c.LeftOut, "more link was", "more links were") + " not checked"
 	if c.MaxLinks > 0 {
-		s += fmt.Sprintf(" (limit %d)", c.MaxLinks)
+		s += fmt.Sprintf(" (limit %d per message)", c.MaxLinks)
 	}
-	return s
+	return s + ", so this message cannot be called clean"
 }
 
 // dateFallback is how a time reads where Slack cannot localise it.

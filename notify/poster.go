@@ -451,6 +451,29 @@ func (p *Poster) Ephemeral(ctx context.Context, channel, user, text string, bloc
 	})
 }
 
+// EphemeralCard shows a card to one user only, in the card's thread, as
+// Blocks draws it but without its controls (a click on an ephemeral
+// message's button would find no card to report on; /scan report does
+// the same from the task id the card shows). It is not paced per channel:
+// nobody else sees it, so it takes nothing from the channel's posts.
+func (p *Poster) EphemeralCard(ctx context.Context, c *card.Card, user string) error {
+	blocks, fallback := Blocks(c)
+	kept := make([]slack.Block, 0, len(blocks))
+	for _, b := range blocks {
+		if _, controls := b.(*slack.ActionBlock); !controls {
+			kept = append(kept, b)
+		}
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(fallback, false), slack.MsgOptionBlocks(kept...)}
+	if c.ThreadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(c.ThreadTS))
+	}
+	return p.do(ctx, "chat.postEphemeral", nil, false, func(ctx context.Context) error {
+		_, err := p.api.PostEphemeralContext(ctx, c.Channel, user, opts...)
+		return err
+	})
+}
+
 // Reply posts a plain text reply in a thread, unfurls off, paced per
 // channel. The text is sent as given (mrkdwn, not escaped): the caller
 // builds it, and must defang any URL in it.

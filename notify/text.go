@@ -10,13 +10,19 @@ import (
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
+// textMaxLines bounds the lines the terminal shows of one card; the rest
+// are summarised per level, as on the card in Slack.
+const textMaxLines = 25
+
 // Text renders a card for a terminal (verdictbot shell): the same
 // information as Blocks, one fact per line, targets defanged, untrusted
 // text stripped of control characters (no escape sequences get through).
-// Lines are numbered from 1 and the feedback buttons become typed actions
-// on the line's number: "[fp 1] [fn 1] [restore 1]". With color, level
-// words are coloured with ANSI SGR codes: red malicious, yellow suspicious,
-// green clean, grey not checked, bold could not check.
+// Lines are shown worst first, at most textMaxLines, the rest summarised
+// per level ("…and 38 more links not shown: 38 clean"). Each keeps its
+// number in the message (from 1, as Card.Lines), and the feedback buttons
+// become typed actions on that number: "[fp 1] [fn 1] [restore 1]". With
+// color, level words are coloured with ANSI SGR codes: red malicious,
+// yellow suspicious, green clean, grey not checked, bold could not check.
 func Text(c *card.Card, color bool) string {
 	m := plain{color: color}
 	var b strings.Builder
@@ -30,7 +36,12 @@ func Text(c *card.Card, color bool) string {
 	if q := c.Quarantine; q != nil && q.State == card.QuarantineRemoved && !q.Files {
 		b.WriteString("[release]\n")
 	}
-	for i := range c.Lines {
+	order := displayOrder(c.Lines)
+	for k, i := range order {
+		if k == textMaxLines {
+			b.WriteString(moreRow(c.Lines, order[k:]) + "\n")
+			break
+		}
 		l := &c.Lines[i]
 		n := strconv.Itoa(i + 1)
 		indent := strings.Repeat(" ", len(n)+2)

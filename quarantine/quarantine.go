@@ -212,11 +212,17 @@ func (q *Quarantine) Problem() string {
 
 // Act is called with a card whose verdict is final, first or after a
 // recheck changed it: when its level reaches the channel's quarantine
-// level, the message (or, for a file card, its files) is removed. A card
-// answering /scan (no message of its own) is left alone, as is one already
-// removed or released.
+// level, the message (or, for a file card, its files) is removed, whoever
+// asked for the scan (RequestedBy plays no part: asking for a scan never
+// weakens the automatic one, and cards stored by earlier versions with
+// RequestedBy on a channel message are acted on too). A card answering
+// /scan (no message of its own), a card in a direct message with the bot
+// (what a person sent it to have checked), and one already removed or
+// released are left alone. The level "could not check" (links left out
+// past VERDICTBOT_MAX_LINKS, files too large) is below every quarantine
+// level: such a message stays, and its card says what was not checked.
 func (q *Quarantine) Act(ctx context.Context, c card.Card) {
-	if q == nil || c.RequestedBy != "" || c.SourceTS == "" {
+	if q == nil || !c.AnswersMessage() || isDirect(c.Channel) {
 		return
 	}
 	threshold, on := Threshold(q.Level(c.Channel))
@@ -448,6 +454,10 @@ func slackCode(err error) string {
 }
 
 var errNotFound = errors.New("message_not_found")
+
+// isDirect reports whether channel is a direct message (Slack's D prefix):
+// the only ones the bot reads are its own Messages tab with a person.
+func isDirect(channel string) bool { return strings.HasPrefix(channel, "D") }
 
 // retryWaits are the waits between the tries of one Slack call that
 // failed for a passing reason (see passing): four tries in about 13 s, or

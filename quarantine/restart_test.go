@@ -210,3 +210,49 @@ func TestRemovalRetriesPassingSlackFailures(t *testing.T) {
 		t.Fatalf("card %+v, failures %v", got, failures)
 	}
 }
+
+// TestActWhoeverAskedForTheScan: a message's card is acted on whoever
+// asked for it — a card a person requested, or one an earlier version
+// stored with RequestedBy on a channel message (an upgrade), is removed
+// like any other. A /scan card (no message of its own), a card in a DM
+// with the bot, and a card that could not be checked in full (links left
+// out: "could not check", below every quarantine level) are left alone.
+func TestActWhoeverAskedForTheScan(t *testing.T) {
+	q, fake, _, _ := quarantineAgainstFake(t)
+	ts, book := postMalicious(t, fake, q, "asked about")
+	book.mu.Lock()
+	book.c.RequestedBy = "U0BOB"
+	book.mu.Unlock()
+	q.Act(t.Context(), book.get())
+	if m, ok := fake.Message("C0SEC", ts); !ok || !m.Deleted {
+		t.Fatal("a message someone asked about was not removed")
+	}
+	if got := book.get().Quarantine; got == nil || got.State != card.QuarantineRemoved {
+		t.Fatalf("card: %+v", got)
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(c *card.Card)
+	}{
+		{"a /scan card", func(c *card.Card) {
+			c.SourceTS = card.ScanRequestPrefix + "1795000000123456789"
+			c.RequestedBy = "U0BOB"
+		}},
+		{"a DM with the bot", func(c *card.Card) { c.Channel = "D0ALICE"; c.RequestedBy = "U0ALICE" }},
+		{"links left out, the rest clean", func(c *card.Card) { c.Lines[0].Level = verdict.Clean; c.LeftOut = 12 }},
+	} {
+		ts, book := postMalicious(t, fake, q, tc.name)
+		book.mu.Lock()
+		tc.edit(&book.c)
+		book.mu.Unlock()
+		calls := len(fake.Calls("chat.delete"))
+		q.Act(t.Context(), book.get())
+		if m, _ := fake.Message("C0SEC", ts); m.Deleted || len(fake.Calls("chat.delete")) != calls {
+			t.Errorf("%s: the message was removed", tc.name)
+		}
+		if got := book.get().Quarantine; got != nil {
+			t.Errorf("%s: card marked %+v", tc.name, got)
+		}
+	}
+}

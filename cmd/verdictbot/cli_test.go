@@ -225,7 +225,7 @@ func TestConfigCommandMasksSecrets(t *testing.T) {
 		"REPUTATION_API_KEY":       "<secret> environment",
 		"VERDICTBOT_DATABASE_URL":  "postgres://bot:xxxxx@db.internal:5432/vb?password=xxxxx&sslmode=require environment",
 		"VERDICTBOT_CHANNEL_MODE":  "verbose environment",
-		"VERDICTBOT_MAX_LINKS":     "10 default",
+		"VERDICTBOT_MAX_LINKS":     "50 default",
 		"VERDICTBOT_RECHECK_AFTER": "1h,6h,24h,72h default",
 		"VERDICTBOT_WORKERS":       "8 default (empty in the environment)",
 		"VERDICTBOT_ALERT_CHANNEL": "- default",

@@ -18,6 +18,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/verdictbot/verdictbot/events"
+	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -183,7 +184,7 @@ func defaultConfig() *Config {
 		DataDir:       "./data",
 		Reporters:     "anyone",
 		ChannelMode:   "quiet",
-		MaxLinks:      10,
+		MaxLinks:      50,
 		VerdictTTL:    time.Hour,
 		URLDeadline:   10 * time.Minute,
 		CleanReaction: "white_check_mark",
@@ -520,7 +521,8 @@ var configRules = []configRule{
 		}
 		return fmt.Errorf("VERDICTBOT_ADMIN_GROUP=%q: want a user group id (S…), not a handle", g)
 	}},
-	between("VERDICTBOT_MAX_LINKS", func(c *Config) int { return c.MaxLinks }, 1, 40, "want 1 to 40 (a card holds at most 50 blocks)"),
+	between("VERDICTBOT_MAX_LINKS", func(c *Config) int { return c.MaxLinks }, 1, links.MaxMaxLinks,
+		"want 1 to 200 (distinct links checked per message; the rest make the message \"could not check\")"),
 	atLeast("VERDICTBOT_VERDICT_TTL", func(c *Config) time.Duration { return c.VerdictTTL }, 0, "must not be negative"),
 	atLeast("VERDICTBOT_URL_DEADLINE", func(c *Config) time.Duration { return c.URLDeadline }, 10*time.Second, "want at least 10s"),
 	{"VERDICTBOT_RECHECK_SCHEDULE", false, func(c *Config) error {

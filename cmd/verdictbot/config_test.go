@@ -32,7 +32,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err := cfg.Validate(true); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.SlackAPIURL != "https://slack.com/api/" || cfg.ChannelMode != "quiet" || cfg.MaxLinks != 10 ||
+	if cfg.SlackAPIURL != "https://slack.com/api/" || cfg.ChannelMode != "quiet" || cfg.MaxLinks != 50 ||
 		cfg.VerdictTTL != time.Hour || cfg.DataDir != "./data" || cfg.Reporters != "anyone" ||
 		!cfg.ResolveHosts || cfg.URLQuery != "keep" || !cfg.ScanFiles || cfg.ScreenshotTimeout != 2*time.Minute {
 		t.Fatalf("defaults: %+v", cfg)
@@ -56,7 +56,8 @@ func TestConfigErrorsAreOneClearLine(t *testing.T) {
 		{map[string]string{"VERDICTBOT_CHANNEL_MODE": "loud"}, `VERDICTBOT_CHANNEL_MODE="loud": want quiet, verbose or off`},
 		{map[string]string{"VERDICTBOT_VERDICT_TTL": "an hour"}, `VERDICTBOT_VERDICT_TTL="an hour": not a valid duration (Go syntax: 90s, 15m, 1h)`},
 		{map[string]string{"VERDICTBOT_MAX_LINKS": "ten"}, `VERDICTBOT_MAX_LINKS="ten": not a valid whole number`},
-		{map[string]string{"VERDICTBOT_MAX_LINKS": "100"}, "VERDICTBOT_MAX_LINKS=100: want 1 to 40 (a card holds at most 50 blocks)"},
+		{map[string]string{"VERDICTBOT_MAX_LINKS": "201"}, `VERDICTBOT_MAX_LINKS=201: want 1 to 200 (distinct links checked per message; the rest make the message "could not check")`},
+		{map[string]string{"VERDICTBOT_MAX_LINKS": "0"}, `VERDICTBOT_MAX_LINKS=0: want 1 to 200 (distinct links checked per message; the rest make the message "could not check")`},
 		{map[string]string{"VERDICTBOT_ADMINS": "U123,alice"}, `VERDICTBOT_ADMINS: "alice" is not a Slack user id (U… or W…)`},
 		{map[string]string{"VERDICTBOT_THRESHOLD_PHISHING": "0.9,0.5"}, `VERDICTBOT_THRESHOLD_PHISHING="0.9,0.5": the suspicious threshold is above the malicious one`},
 		{map[string]string{"VERDICTBOT_CHANEL_MODE": "quiet"}, "unknown setting VERDICTBOT_CHANEL_MODE (did you mean VERDICTBOT_CHANNEL_MODE?)"},
@@ -195,7 +196,7 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		SlackBotToken: "xapp-no", SlackAppToken: "xoxb-no", SlackAPIURL: "ftp://x",
 		ReputationURL: "", ReputationAPIKey: "", SandboxURL: "gopher://x", SandboxAPIKey: "",
 		ChannelMode: "loud", URLQuery: "drop", Reporters: "everyone", Admins: []string{"alice"}, AdminGroup: "@admins",
-		MaxLinks: 41, VerdictTTL: -1, URLDeadline: time.Second, RecheckSchedule: "often",
+		MaxLinks: 201, VerdictTTL: -1, URLDeadline: time.Second, RecheckSchedule: "often",
 		RecheckAfter: []time.Duration{time.Hour, time.Minute}, MaxFileBytes: 0, SandboxDeadline: time.Second,
 		MaxScreenshots: 11, ScreenshotTimeout: time.Hour, FileVerdictTTL: -1, SandboxRunRate: 0, RecheckMax: 0,
 		AlertChannel: "#alerts", Workers: 0, QueueSize: 0, ReputationRunRate: 0, MaxConcurrent: -1, ServiceCAFile: "/nonexistent/ca.pem",

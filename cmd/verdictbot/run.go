@@ -189,7 +189,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	})
 	a.loadAllowlist()
 	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains,
-		MaxLinks: cfg.MaxLinks, AllowFunc: a.runtimeAllowed})
+		MaxLinks: cfg.MaxLinks, AllowFunc: a.runtimeAllowed, StripQuery: cfg.URLQuery == "strip"})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
@@ -271,6 +271,11 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Log:           log.With("component", "messages"),
 		Act:           a.quarantine.Act,
 		Events:        a.sink(),
+		OnUnchecked:   func(kind card.Kind, n int) { a.metrics.Unchecked(string(kind), n) },
+		Quarantined: func(channel string) bool {
+			_, on := quarantine.Threshold(a.quarantine.Level(channel))
+			return on
+		},
 	}
 	if cfg.DatabaseURL != "" {
 		// Another replica may be posting a card this one is about to post.
@@ -427,11 +432,18 @@ func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback, ra
 		channel := cb.Channel.ID
 		msg := cb.Message.Msg
 		if msg.Timestamp == "" {
+			a.log.Warn("shortcut without a message", "channel", channel)
+			if err := a.poster.Ephemeral(ctx, channel, cb.User.ID, "I could not read that message, so nothing was checked."); err != nil {
+				a.log.Warn("shortcut reply failed", "error", err)
+			}
 			return
 		}
 		msg.Channel = channel
-		a.messages.ScanMessage(ctx, channel, &msg, shortcutMessage(raw), cb.User.ID)
-		if err := a.poster.Ephemeral(ctx, channel, cb.User.ID, "Scanning that message; the card will appear in its thread."); err != nil {
+		// The answer is private. Asking about a message leaves its card as
+		// it is; only a message with no card gets one, in its thread
+		// (cards.Messages.ScanMessage).
+		answer := a.messages.ScanMessage(ctx, channel, &msg, shortcutMessage(raw), cb.User.ID)
+		if err := a.poster.Ephemeral(ctx, channel, cb.User.ID, answer); err != nil {
 			a.log.Warn("shortcut reply failed", "error", err)
 		}
 		return

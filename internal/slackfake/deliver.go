@@ -471,6 +471,10 @@ type BlockAction struct {
 	Channel   string
 	MessageTS string
 	ActionID  string
+	// BlockID, if set, picks the element in that block: a card's lines
+	// carry the same action ids, one actions block each. Otherwise the
+	// first element with ActionID is clicked.
+	BlockID string
 	// Value overrides the element's value; for a select it is the selected
 	// option's value.
 	Value string
@@ -504,7 +508,7 @@ func (s *Server) DeliverBlockAction(a BlockAction) (Delivery, error) {
 			return Delivery{}, fmt.Errorf("slackfake: no message %s in %s (nor an ephemeral for %s)", a.MessageTS, a.Channel, a.UserID)
 		}
 	}
-	blockID, el, ok := findElement(blocks, a.ActionID)
+	blockID, el, ok := findElement(blocks, a.BlockID, a.ActionID)
 	if !ok {
 		return Delivery{}, fmt.Errorf("slackfake: message %s has no element with action_id %q", a.MessageTS, a.ActionID)
 	}
@@ -550,8 +554,9 @@ func (s *Server) DeliverBlockAction(a BlockAction) (Delivery, error) {
 }
 
 // findElement finds the interactive element with actionID in an actions
-// block's elements or a section's accessory.
-func findElement(blocks json.RawMessage, actionID string) (string, map[string]json.RawMessage, bool) {
+// block's elements or a section's accessory (in the block blockID, if not
+// "").
+func findElement(blocks json.RawMessage, blockID, actionID string) (string, map[string]json.RawMessage, bool) {
 	var bs []struct {
 		BlockID   string                       `json:"block_id"`
 		Elements  []map[string]json.RawMessage `json:"elements"`
@@ -561,6 +566,9 @@ func findElement(blocks json.RawMessage, actionID string) (string, map[string]js
 		return "", nil, false
 	}
 	for _, b := range bs {
+		if blockID != "" && b.BlockID != blockID {
+			continue
+		}
 		for _, el := range append(b.Elements, b.Accessory) {
 			if el != nil && str(el["action_id"]) == actionID {
 				return b.BlockID, el, true

@@ -513,6 +513,8 @@ func TestBlockActionOnCard(t *testing.T) {
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "*Malicious* hxxps://evil[.]example", false, false), nil, nil),
 		slack.NewActionBlock("verdict_actions",
 			slack.NewButtonBlockElement("fp_report", "scan-42", slack.NewTextBlockObject(slack.PlainTextType, "False positive", false, false)).WithStyle(slack.StyleDanger)),
+		slack.NewActionBlock("second_line",
+			slack.NewButtonBlockElement("fp_report", "scan-43", slack.NewTextBlockObject(slack.PlainTextType, "False positive", false, false))),
 	}
 	_, ts, err := api.PostMessageContext(ctx, chanSec, slack.MsgOptionBlocks(card...), slack.MsgOptionText("Malicious link", false),
 		slack.MsgOptionTS(root.TS), slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
@@ -531,11 +533,23 @@ func TestBlockActionOnCard(t *testing.T) {
 		t.Errorf("action = %+v", act)
 	}
 	if cb.User.ID != bob || cb.Channel.ID != chanSec || cb.Container.MessageTs != ts || cb.Container.ThreadTs != root.TS ||
-		cb.Container.ChannelID != chanSec || cb.Message.Timestamp != ts || len(cb.Message.Blocks.BlockSet) != 2 ||
+		cb.Container.ChannelID != chanSec || cb.Message.Timestamp != ts || len(cb.Message.Blocks.BlockSet) != 3 ||
 		cb.ResponseURL != da.ResponseURL || cb.TriggerID != da.TriggerID || cb.APIAppID != f.AppID() {
 		t.Errorf("callback = %+v", cb)
 	}
 	_ = b.sm.Ack(*ev.Request)
+
+	// Several blocks carry the same action id (one per card line): BlockID
+	// picks the button of one of them.
+	must[slackfake.Delivery](t)(f.DeliverBlockAction(slackfake.BlockAction{UserID: bob, Channel: chanSec, MessageTS: ts, ActionID: "fp_report", BlockID: "second_line"}))
+	ev = b.next(t, ctx, socketmode.EventTypeInteractive)
+	if act := ev.Data.(slack.InteractionCallback).ActionCallback.BlockActions[0]; act.BlockID != "second_line" || act.Value != "scan-43" {
+		t.Errorf("action in a given block = %+v", act)
+	}
+	_ = b.sm.Ack(*ev.Request)
+	if _, err := f.DeliverBlockAction(slackfake.BlockAction{UserID: bob, Channel: chanSec, MessageTS: ts, ActionID: "fp_report", BlockID: "no_such_block"}); err == nil {
+		t.Error("a click in a block the card does not have was delivered")
+	}
 
 	// replace_original through the response_url rewrites the card.
 	if _, _, err := api.PostMessageContext(ctx, "", slack.MsgOptionReplaceOriginal(da.ResponseURL),

@@ -741,15 +741,27 @@ func (s *Server) apiConversationsReplies(c *apiCall) apiResult {
 		return errResult("channel_not_found")
 	}
 	root := s.st.message(ch.ID, c.params.Get("ts"))
-	if root == nil || root.Deleted {
+	if root == nil {
 		return errResult("thread_not_found")
 	}
-	out := []any{s.messageJSON(root)}
+	var replies []any
 	for _, m := range s.st.messages[ch.ID] {
 		if m.IsReply() && m.ThreadTS == root.TS && !m.Deleted {
-			out = append(out, s.messageJSON(m))
+			replies = append(replies, s.messageJSON(m))
 		}
 	}
+	if root.Deleted && len(replies) == 0 {
+		return errResult("thread_not_found")
+	}
+	first := s.messageJSON(root)
+	if root.Deleted {
+		// A thread whose parent was deleted keeps a placeholder parent, as
+		// Slack shows it: subtype tombstone, "This message was deleted.",
+		// posted by Slackbot, with nothing of the original.
+		first = map[string]any{"type": "message", "subtype": "tombstone", "hidden": true, "ts": root.TS, "thread_ts": root.TS,
+			"user": "USLACKBOT", "text": "This message was deleted.", "reply_count": len(replies)}
+	}
+	out := append([]any{first}, replies...)
 	return okResult(map[string]any{"messages": out, "has_more": false,
 		"response_metadata": map[string]any{"next_cursor": ""}})
 }

@@ -451,3 +451,34 @@ func TestRateLimitsEnforced(t *testing.T) {
 		}
 	}
 }
+
+// TestRepliesOfAThreadWhoseParentWasDeleted: as in Slack, a thread whose
+// parent was deleted keeps a placeholder parent (subtype tombstone, "This
+// message was deleted.", by Slackbot, nothing of the original) followed by
+// its replies; a deleted parent without replies is gone.
+func TestRepliesOfAThreadWhoseParentWasDeleted(t *testing.T) {
+	t.Parallel()
+	f := slackfaketest.Start(t)
+	f.AddChannel(slackfake.Channel{ID: chanSec})
+	api := newAPI(f)
+	ctx := testCtx(t)
+	root := must[slackfake.Delivery](t)(f.DeliverMessage(slackfake.MessageEvent{Channel: chanSec, User: "U0ALICE", Text: "secret <https://x.test/>"}))
+	must[slackfake.Delivery](t)(f.DeliverMessage(slackfake.MessageEvent{Channel: chanSec, User: "U0BOB", Text: "reply", ThreadTS: root.TS}))
+	lonely := must[slackfake.Delivery](t)(f.DeliverMessage(slackfake.MessageEvent{Channel: chanSec, User: "U0ALICE", Text: "alone"}))
+	must[slackfake.Delivery](t)(f.DeleteMessage(chanSec, root.TS))
+	must[slackfake.Delivery](t)(f.DeleteMessage(chanSec, lonely.TS))
+
+	msgs, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: chanSec, Timestamp: root.TS})
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("conversations.replies = %+v, %v", msgs, err)
+	}
+	if p := msgs[0]; p.SubType != "tombstone" || p.Timestamp != root.TS || p.Text != "This message was deleted." || p.User != "USLACKBOT" || strings.Contains(p.Text, "secret") {
+		t.Errorf("parent %+v", p.Msg)
+	}
+	if msgs[1].Text != "reply" {
+		t.Errorf("reply %+v", msgs[1].Msg)
+	}
+	if _, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: chanSec, Timestamp: lonely.TS}); errString(err) != "thread_not_found" {
+		t.Errorf("a deleted message without replies: %v", err)
+	}
+}
