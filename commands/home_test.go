@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 )
 
 // homeAPI is a hand-written HomeSlack: channels the bot is in, their
-// members, and the views published.
+// members, and the views published. Membership reads several channels'
+// members at once, so it is safe for concurrent use.
 type homeAPI struct {
+	mu          sync.Mutex
 	channels    []slack.Channel
 	members     map[string][]string
 	membersErr  map[string]error
@@ -27,15 +30,21 @@ type homeAPI struct {
 }
 
 func (a *homeAPI) PublishViewContext(_ context.Context, req slack.PublishViewContextRequest) (*slack.ViewResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.published = append(a.published, req)
 	return &slack.ViewResponse{}, nil
 }
 
 func (a *homeAPI) GetConversationsForUserContext(_ context.Context, p *slack.GetConversationsForUserParameters) ([]slack.Channel, string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return a.channels, "", nil
 }
 
 func (a *homeAPI) GetUsersInConversationContext(_ context.Context, p *slack.GetUsersInConversationParameters) ([]string, string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.memberCalls++
 	if err := a.membersErr[p.ChannelID]; err != nil {
 		return nil, "", err

@@ -197,7 +197,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.cards = cards.NewCards(db)
 	a.poster = notify.NewPoster(a.api, notify.PosterOptions{Logger: log.With("component", "notify"),
 		OnCall: func(method string, err error, _ time.Duration) { a.metrics.SlackCall(method, notify.ErrorCode(err)) }})
-	access := &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins"}
+	// Who is in which channel, from Slack, shared by /scan, the report
+	// answers and the App Home: what each shows a person.
+	access := &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins",
+		Members: &commands.Membership{API: a.api, Log: log.With("component", "membership")}}
 	if cfg.AdminGroup != "" {
 		a.adminGroup = &commands.AdminGroup{Group: cfg.AdminGroup, API: a.api, Log: log.With("component", "admins")}
 		access.IsGroupAdmin = a.adminGroup.IsMember
@@ -289,7 +292,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.mention = &commands.Mention{API: a.api, Scanner: a.messages, Self: func() string { return a.bot.Identity().UserID },
 		Log: log.With("component", "mention")}
 	a.bot.SetPeopleHandlers(func(ctx context.Context, ev *slackevents.AppHomeOpenedEvent) {
-		a.home.Opened(ctx, ev.User, ev.Tab)
+		a.home.Opened(ctx, ev.User, ev.Tab, ev.View != nil && ev.View.ID != "")
 	}, func(ctx context.Context, ev *slackevents.AppMentionEvent) {
 		if ev.BotID != "" {
 			return // another app's post: mentions are for people
@@ -618,6 +621,10 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 			log.Info("quarantine: the admin token is a workspace admin's", "default_level", cfg.Quarantine)
 		}
 	}
+	// The App Home is built on workers of its own: opens never wait for,
+	// nor hold up, the workers that make cards.
+	a.home.Start(bg)
+	defer a.home.Stop()
 	log.Info("starting verdictbot", "version", version, "mode", cfg.ChannelMode, "quarantine", cfg.Quarantine, "slack_api", cfg.SlackAPIURL)
 	// Run returns when ctx ends (SIGTERM) or on a fatal error. It stops
 	// intake and gives queued jobs a few seconds; everything acked is in
