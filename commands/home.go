@@ -46,6 +46,11 @@ const (
 	// DefaultHomeWorkers is how many Homes are built and published at
 	// once.
 	DefaultHomeWorkers = 2
+	// homeDebounce is how long an open waits before its Home is built:
+	// the person's further opens within it are served by that one build,
+	// and the envelope's ack (sent before the open is queued) is well on
+	// its way before the Home's first call to Slack.
+	homeDebounce = 100 * time.Millisecond
 	// DefaultHomeFresh is how long a published Home is served as it is:
 	// an open within this time of the last publish for that person
 	// publishes nothing (Slack shows the view it has). A change made from
@@ -171,9 +176,10 @@ func (h *Home) Stop() {
 
 // Opened handles app_home_opened (user opened the app's tab; shown: Slack
 // sent the view it shows them). It never waits: the Home is queued for
-// the Home's workers, unless the person's Home is already waiting (one
-// build serves all their opens) or was published less than Fresh ago
-// and Slack shows it. Other tabs (Messages) need nothing.
+// the Home's workers, built homeDebounce after the open, unless the
+// person's Home is already waiting (one build serves all their opens) or
+// was built less than Fresh ago and Slack shows it. Other tabs (Messages)
+// need nothing.
 func (h *Home) Opened(_ context.Context, user, tab string, shown bool) {
 	if user == "" || (tab != "" && tab != "home") {
 		return
@@ -216,6 +222,19 @@ func (h *Home) fresh() time.Duration {
 func (h *Home) work(ctx context.Context) {
 	for ctx.Err() == nil {
 		h.mu.Lock()
+		if len(h.waiting) > 0 {
+			if wait := time.Until(h.waiting[0].at.Add(homeDebounce)); wait > 0 {
+				h.mu.Unlock()
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				continue
+			}
+		}
 		var next homeOpen
 		ok := len(h.waiting) > 0
 		if ok {

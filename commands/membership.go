@@ -100,7 +100,7 @@ type Membership struct {
 	// locks make one lookup per key ("" for the channel list) at a time;
 	// the others wait for it and read its result.
 	locks   map[string]chan struct{}
-	retryAt time.Time // after a 429: no call before then
+	retryAt map[string]time.Time // per method, after a 429: no call before then
 	refused map[string]bool
 }
 
@@ -158,20 +158,23 @@ func (m *Membership) lock(ctx context.Context, key string) (unlock func(), err e
 // errSlackWaiting is a lookup not made because Slack asked to wait.
 var errSlackWaiting = errors.New("Slack asked to wait (HTTP 429)")
 
-// call runs one Slack call unless Slack asked to wait, and remembers a
-// Retry-After.
-func (m *Membership) call(fn func() error) error {
+// call runs one call of a Slack method unless Slack asked to wait, and
+// remembers a Retry-After (Slack's limits are per method).
+func (m *Membership) call(method string, fn func() error) error {
 	m.mu.Lock()
-	wait := m.retryAt.After(m.now())
+	wait := m.retryAt[method].After(m.now())
 	m.mu.Unlock()
 	if wait {
-		return errSlackWaiting
+		return fmt.Errorf("%s: %w", method, errSlackWaiting)
 	}
 	err := fn()
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
 		m.mu.Lock()
-		m.retryAt = m.now().Add(max(rl.RetryAfter, time.Second))
+		if m.retryAt == nil {
+			m.retryAt = map[string]time.Time{}
+		}
+		m.retryAt[method] = m.now().Add(max(rl.RetryAfter, time.Second))
 		m.mu.Unlock()
 	}
 	return err
@@ -198,7 +201,7 @@ func (m *Membership) Channels(ctx context.Context) ([]Conversation, error) {
 	for page := range botChannelPages {
 		var chs []slack.Channel
 		var next string
-		err := m.call(func() (err error) {
+		err := m.call("users.conversations", func() (err error) {
 			chs, next, err = m.API.GetConversationsForUserContext(ctx, &slack.GetConversationsForUserParameters{
 				Types: []string{"public_channel", "private_channel"}, ExcludeArchived: true, Limit: botChannelLimit, Cursor: cursor})
 			return err
@@ -267,7 +270,7 @@ func (m *Membership) IsMember(ctx context.Context, channel, user string) (bool, 
 	for page := range memberPages {
 		var ids []string
 		var next string
-		err := m.call(func() (err error) {
+		err := m.call("conversations.members", func() (err error) {
 			ids, next, err = m.API.GetUsersInConversationContext(lctx, &slack.GetUsersInConversationParameters{
 				ChannelID: channel, Limit: memberLimit, Cursor: cursor})
 			return err
