@@ -121,6 +121,7 @@ type Home struct {
 	mu        sync.Mutex
 	waiting   []homeOpen           // FIFO of people whose Home is to be built
 	queued    map[string]bool      // the people in waiting
+	building  map[string]bool      // the people whose Home a worker builds
 	published map[string]time.Time // when each person's published Home was built
 	dropped   int                  // opens not served since the last log line
 	wake      chan struct{}
@@ -174,23 +175,19 @@ func (h *Home) Stop() {
 	h.done.Wait()
 }
 
-// Opened handles app_home_opened (user opened the app's tab; shown: Slack
-// sent the view it shows them). It never waits: the Home is queued for
-// the Home's workers, built homeDebounce after the open, unless the
-// person's Home is already waiting (one build serves all their opens) or
-// was built less than Fresh ago and Slack shows it. Other tabs (Messages)
-// need nothing.
-func (h *Home) Opened(_ context.Context, user, tab string, shown bool) {
+// Opened handles app_home_opened (user opened the app's tab). It never
+// waits: the Home is queued for the Home's workers and built
+// homeDebounce after the open, unless one build already answers it: the
+// person's Home is waiting or being built, or was built less than Fresh
+// ago (Slack shows that view). Other tabs (Messages) need nothing.
+func (h *Home) Opened(_ context.Context, user, tab string) {
 	if user == "" || (tab != "" && tab != "home") {
 		return
 	}
 	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if shown && now.Sub(h.published[user]) < h.fresh() {
-		return
-	}
-	if h.queued[user] {
+	if h.queued[user] || h.building[user] || now.Sub(h.published[user]) < h.fresh() {
 		return
 	}
 	if len(h.waiting) >= maxHomeWaiting {
@@ -242,10 +239,16 @@ func (h *Home) work(ctx context.Context) {
 			h.waiting = h.waiting[1:]
 			delete(h.queued, next.user)
 		}
-		dropped := h.dropped
-		h.dropped = 0
 		// A Home built after this open was queued already answers it.
 		served := ok && h.published[next.user].After(next.at)
+		if ok && !served {
+			if h.building == nil {
+				h.building = map[string]bool{}
+			}
+			h.building[next.user] = true
+		}
+		dropped := h.dropped
+		h.dropped = 0
 		more := len(h.waiting) > 0
 		h.mu.Unlock()
 		if dropped > 0 {
@@ -259,6 +262,9 @@ func (h *Home) work(ctx context.Context) {
 		}
 		if ok && !served {
 			h.publish(ctx, next.user, "")
+			h.mu.Lock()
+			delete(h.building, next.user)
+			h.mu.Unlock()
 		}
 		if ok {
 			continue

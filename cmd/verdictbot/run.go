@@ -292,7 +292,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.mention = &commands.Mention{API: a.api, Scanner: a.messages, Self: func() string { return a.bot.Identity().UserID },
 		Log: log.With("component", "mention")}
 	a.bot.SetPeopleHandlers(func(ctx context.Context, ev *slackevents.AppHomeOpenedEvent) {
-		a.home.Opened(ctx, ev.User, ev.Tab, ev.View != nil && ev.View.ID != "")
+		a.home.Opened(ctx, ev.User, ev.Tab)
 	}, func(ctx context.Context, ev *slackevents.AppMentionEvent) {
 		if ev.BotID != "" {
 			return // another app's post: mentions are for people
