@@ -149,15 +149,15 @@ func NewScanRegistry(s *Scan) *Registry {
 	// are (TestEveryHelpFormParses feeds each to the parser).
 	r.Register(&Command{Name: "", Usage: "<url> [<url>…]", Description: "scan links now; the card is posted in this channel whatever its mode",
 		MinArgs: 1, MaxArgs: 10, Handler: s.scanURLs, Examples: []string{"/scan https://login.example.com/verify"}})
-	r.Register(&Command{Name: "status", Usage: "<task_id>", Description: "state of a URL task (32 hex) or sandbox task (a number)",
+	r.Register(&Command{Name: "status", Usage: "<task_id>", Description: "state of a URL task (32 hex) or sandbox task (a number) shown in your conversations",
 		MinArgs: 1, MaxArgs: 1, Handler: s.status, Examples: []string{"/scan status 4711"}})
-	r.Register(&Command{Name: "hash", Usage: "<md5|sha1|sha256>", Description: "what the sandbox knows of a file: record, tasks, newest report",
+	r.Register(&Command{Name: "hash", Usage: "<md5|sha1|sha256>", Description: "what the sandbox knows of a file shared in your conversations: record, tasks, newest report",
 		MinArgs: 1, MaxArgs: 1, Handler: s.hash, Examples: []string{"/scan hash 44d88612fea8a8f36de82e1278abb02f"}})
 	r.Register(&Command{Name: "report", Usage: "<task_id> <category> fp|fn|restore", Description: "report a verdict, as the card's buttons do (restore: admins)",
 		MinArgs: 3, MaxArgs: 3, Handler: s.report, Examples: []string{"/scan report 5a57c0ffee5a57c0ffee5a57c0ffeed5 phishing fp"}})
-	r.Register(&Command{Name: "recent", Usage: "[n]", Description: "the last verdicts seen in this channel (n: 1 to 20, default 5)",
+	r.Register(&Command{Name: "recent", Usage: "[n]", Description: "the last verdicts seen in this channel, if you are in it (n: 1 to 20, default 5)",
 		MaxArgs: 1, Handler: s.recent, Examples: []string{"/scan recent 10"}})
-	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "every verdict and report for a link or task, who and when",
+	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "the verdicts of a link or task shown in your conversations, and the reports made there: who and when",
 		MinArgs: 1, MaxArgs: 1, Handler: s.history, Examples: []string{"/scan history https://login.example.com/verify"}})
 	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off|quarantine off|malicious|suspicious]",
 		Description: "show or set this channel's mode, whether its shared files are scanned, and the lowest verdict whose message is removed (quarantine)",

@@ -37,19 +37,23 @@ func slackLatency(f *slackfake.Server) {
 }
 
 // cardDelay posts a phishing link as alice and returns the time from the
-// message to its card saying Malicious, as the fake recorded both.
-func (h *harness) cardDelay(url string) time.Duration {
+// message to its card saying Malicious, as the fake recorded both, and
+// the time its envelope took to be acked.
+func (h *harness) cardDelay(url string) (card, ack time.Duration) {
 	h.t.Helper()
 	d := h.post("<" + url + ">")
-	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	c := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 	msg, _ := h.slack.Message(secChannel, d.TS)
-	for _, v := range card.Versions {
+	if env, ok := h.slack.Envelope(d.EnvelopeID); ok && env.Acked() {
+		ack = env.Acks[0].Latency
+	}
+	for _, v := range c.Versions {
 		if strings.Contains(blocksText(v.Blocks), "Malicious") {
-			return v.At.Sub(msg.PostedAt)
+			return v.At.Sub(msg.PostedAt), ack
 		}
 	}
 	h.t.Fatalf("no version of the card says Malicious")
-	return 0
+	return 0, 0
 }
 
 // flood delivers one app_home_opened per user (who may repeat) without
@@ -117,12 +121,13 @@ func BenchmarkHomeFloodDelaysNoCard(b *testing.B) {
 			round := 0
 			for b.Loop() {
 				round++
-				base := h.cardDelay(fmt.Sprintf("https://login.phish.test/quiet-%d", round))
+				base, baseAck := h.cardDelay(fmt.Sprintf("https://login.phish.test/quiet-%d", round))
 				users := floodUsers(round, 150, tc.one)
 				h.flood(users)
-				withFlood := h.cardDelay(fmt.Sprintf("https://login.phish.test/flood-%d", round))
+				withFlood, floodAck := h.cardDelay(fmt.Sprintf("https://login.phish.test/flood-%d", round))
 				added = append(added, withFlood-base)
-				b.Logf("round %d: card after %v without the flood, %v with it", round, base.Round(time.Millisecond), withFlood.Round(time.Millisecond))
+				b.Logf("round %d: card after %v without the flood, %v with it (its envelope acked after %v, %v)", round,
+					base.Round(time.Millisecond), withFlood.Round(time.Millisecond), baseAck.Round(time.Millisecond), floodAck.Round(time.Millisecond))
 				// The flood is served before the next round.
 				for _, u := range users {
 					if _, err := h.slack.WaitHomeView(h.ctx(60*time.Second), u, 1); err != nil {
