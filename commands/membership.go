@@ -156,7 +156,7 @@ func (m *Membership) lock(ctx context.Context, key string) (unlock func(), err e
 }
 
 // errSlackWaiting is a lookup not made because Slack asked to wait.
-var errSlackWaiting = errors.New("Slack asked to wait (HTTP 429)")
+var errSlackWaiting = errors.New("waiting out Slack's Retry-After (HTTP 429)")
 
 // call runs one call of a Slack method unless Slack asked to wait, and
 // remembers a Retry-After (Slack's limits are per method).
@@ -338,6 +338,7 @@ func (m *Membership) refusedOnce(channel string, err error) {
 func (m *Membership) Of(ctx context.Context, user string) (in map[string]bool, err error) {
 	chans, err := m.Channels(ctx)
 	if err != nil {
+		m.log().Warn("could not list the bot's channels: no channel is a person's", "user", user, "error", err)
 		return map[string]bool{}, err
 	}
 	in = map[string]bool{}
@@ -381,7 +382,9 @@ func (m *Membership) Of(ctx context.Context, user string) (in map[string]bool, e
 	wg.Wait()
 	if len(failed) > 0 {
 		slices.Sort(failed)
-		return in, fmt.Errorf("members of %d channel(s) (%s) unknown: %w", len(failed), strings.Join(failed, ", "), first)
+		err := fmt.Errorf("members of %d channel(s) (%s) unknown: %w", len(failed), strings.Join(failed, ", "), first)
+		m.log().Warn("could not learn which channels a person is in: those not read are not theirs", "user", user, "error", err)
+		return in, err
 	}
 	return in, nil
 }

@@ -905,14 +905,10 @@ func (s *Scan) historyOf(sc *Scope, target string, shown bool) ([]store.Verdict,
 }
 
 // scopeOf returns what req's asker may see, or the answer to give when
-// Slack could not tell (fail closed).
+// Slack could not tell (fail closed; Membership logs why).
 func (s *Scan) scopeOf(ctx context.Context, req *Request) (*Scope, error) {
 	sc, err := s.Access.Scope(ctx, req.User)
 	if err != nil {
-		if s.Log != nil {
-			s.Log.Warn("could not check a person's access; answered that, and nothing else", "user", req.User,
-				"command", req.Command.Name, "error", err)
-		}
 		return nil, &UserError{Text: AccessUnknownText}
 	}
 	return sc, nil

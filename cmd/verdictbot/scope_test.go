@@ -319,6 +319,7 @@ func TestFailedMembershipLookupFailsClosed(t *testing.T) {
 	if n := len(h.slack.Calls("conversations.members")) - calls; n != 0 {
 		t.Errorf("%d conversations.members calls within Slack's Retry-After", n)
 	}
-	// And every one of those failures was logged for the operators.
-	mustContain(t, h.logs.String(), `"msg":"could not check a person's access; answered that, and nothing else"`)
+	// The operators are told why.
+	mustContain(t, h.logs.String(), `"msg":"could not list the bot's channels: no channel is a person's"`,
+		`"msg":"could not learn which channels a person is in: those not read are not theirs"`, `"component":"membership"`)
 }
