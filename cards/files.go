@@ -315,6 +315,15 @@ func (f *Files) track(ctx context.Context, channel, src string, gen int, mode st
 	kind := lineKind[scan.FileVerdict]{
 		err:  func(v scan.FileVerdict) error { return v.Err },
 		fill: fileLine,
+		target: func(v scan.FileVerdict) string {
+			// The file's record (its SHA-256) remembers the cards showing
+			// it, as a URL's does: /scan answers about a file only to
+			// those who may see one of them (commands.Scope).
+			if v.Err != nil || v.SHA256 == "" || v.Level == verdict.Skipped {
+				return ""
+			}
+			return v.SHA256
+		},
 		after: func(ctx context.Context, c card.Card, line int, v scan.FileVerdict) func() func() (card.Card, bool) {
 			if !f.wantsShots(mode, c, line, v) {
 				return nil

@@ -3,7 +3,11 @@
 // and the access control that guards what changes behaviour.
 package commands
 
-import "slices"
+import (
+	"context"
+	"fmt"
+	"slices"
+)
 
 // ShortcutScanMessage is the callback id of the "Scan this message" message
 // shortcut. It is the contract with manifest.yaml: keep them in sync (the
@@ -18,6 +22,10 @@ type Access struct {
 	// IsGroupAdmin, if set, is consulted for users not in Admins (members
 	// of VERDICTBOT_ADMIN_GROUP).
 	IsGroupAdmin func(user string) bool
+	// Members says which conversations a person is in: what /scan, the
+	// duplicate-report answer and the App Home show them (Scope). Without
+	// it nobody but the admins sees any record.
+	Members *Membership
 }
 
 // IsAdmin reports whether user is an admin.
@@ -29,6 +37,27 @@ func (a *Access) IsAdmin(user string) bool {
 		return true
 	}
 	return a.IsGroupAdmin != nil && a.IsGroupAdmin(user)
+}
+
+// Scope returns what user may see: everything for an admin, else the
+// conversations Slack says they are in. When that cannot be learnt the
+// error wraps ErrAccessUnknown: answer AccessUnknownText, never the
+// records.
+func (a *Access) Scope(ctx context.Context, user string) (*Scope, error) {
+	if a.IsAdmin(user) {
+		return &Scope{user: user, all: true}, nil
+	}
+	if user == "" {
+		return &Scope{}, nil
+	}
+	if a == nil || a.Members == nil {
+		return nil, fmt.Errorf("%w: no membership source", ErrAccessUnknown)
+	}
+	in, err := a.Members.Of(ctx, user)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrAccessUnknown, err)
+	}
+	return &Scope{user: user, in: in}, nil
 }
 
 // CanReport reports whether user may send option ("fp", "fn", "restore").

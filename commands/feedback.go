@@ -236,21 +236,22 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	}
 	// A report the service accepted for this task on another card (the same
 	// link posted twice) counts too: the service keeps one verdict per task.
-	var earlier []card.Report
+	var earlier []cardReport
 	if f.TaskCards != nil {
 		cards, err := f.TaskCards(taskID)
 		if err != nil {
 			f.logger().Error("feedback: task lookup failed", "error", err)
 			return "Something went wrong on our side; the report was not sent."
 		}
-		for _, c := range cards {
-			for _, l := range c.Lines {
+		for i := range cards {
+			for _, l := range cards[i].Lines {
 				if l.TaskID == taskID {
-					earlier = append(earlier, l.Reports...)
+					for _, rep := range l.Reports {
+						earlier = append(earlier, cardReport{Report: rep, card: &cards[i]})
+					}
 				}
 			}
 		}
-		slices.SortStableFunc(earlier, func(a, b card.Report) int { return a.At.Compare(b.At) })
 	}
 
 	key := fmt.Sprintf("%s|%s|%s", taskID, option, cat)
@@ -262,10 +263,14 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		}
 		l := &c.Lines[lineIdx]
 		target = l.Target
-		all := append(append([]card.Report(nil), earlier...), l.Reports...)
-		slices.SortStableFunc(all, func(a, b card.Report) int { return a.At.Compare(b.At) })
+		all := slices.Clone(earlier)
+		for _, rep := range l.Reports {
+			all = append(all, cardReport{Report: rep}) // this card's
+		}
+		slices.SortStableFunc(all, func(a, b cardReport) int { return a.At.Compare(b.At) })
 		if last := lastAccepted(all, cat); last != nil && last.Option == option {
-			return &duplicateError{*last}
+			here := last.card == nil || (last.card.Channel == c.Channel && last.card.SourceTS == c.SourceTS)
+			return &duplicateError{r: last.Report, here: here, card: last.card}
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -281,10 +286,16 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	var dup *duplicateError
 	switch {
 	case errors.As(err, &dup):
-		if dup.r.User != "" {
+		switch {
+		case dup.r.User == "":
+			return "That report is already being sent."
+		case f.mayName(ctx, r.User, dup):
 			return fmt.Sprintf("<@%s> already reported %s (%s) for task `%s` %s; it was not sent again.", dup.r.User, optionWords[option], cat, taskID, slackDate(dup.r.At))
 		}
-		return "That report is already being sent."
+		// Made on a card of a conversation the reporter is not in: that
+		// it was made is said (the service keeps one verdict per task), not
+		// who made it, nor when, nor where.
+		return fmt.Sprintf("%s (%s) was already reported for task `%s`; it was not sent again.", capitalise(optionWords[option]), cat, taskID)
 	case errors.Is(err, errStale), errors.Is(err, ErrCardNotFound):
 		return "This card has changed since it was shown; reload it and try again."
 	case err != nil:
@@ -346,12 +357,41 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 
 var errStale = errors.New("card line changed")
 
-type duplicateError struct{ r card.Report }
+// cardReport is a report and the card it was made on (nil: the card being
+// reported on).
+type cardReport struct {
+	card.Report
+	card *card.Card
+}
+
+// duplicateError is a report already accepted for the task: r, made on the
+// card being reported on (here) or on card.
+type duplicateError struct {
+	r    card.Report
+	here bool
+	card *card.Card
+}
 
 func (e *duplicateError) Error() string { return "already reported" }
 
+// mayName reports whether the earlier report dup may be shown to user
+// with its author: it was made on the card being reported on (which user
+// sees), or on a card of a conversation user is in (Access.Scope). When
+// that cannot be told, it is not shown.
+func (f *Feedback) mayName(ctx context.Context, user string, dup *duplicateError) bool {
+	if dup.here {
+		return true
+	}
+	sc, err := f.Access.Scope(ctx, user)
+	if err != nil {
+		f.logger().Warn("feedback: could not check the reporter's access; the earlier report's author is not named", "error", err)
+		return false
+	}
+	return sc.Card(dup.card)
+}
+
 // lastAccepted returns the newest report for cat that the service accepted.
-func lastAccepted(rs []card.Report, cat verdict.Category) *card.Report {
+func lastAccepted(rs []cardReport, cat verdict.Category) *cardReport {
 	for i := len(rs) - 1; i >= 0; i-- {
 		if rs[i].Category == cat && rs[i].Outcome == "" {
 			return &rs[i]

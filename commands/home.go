@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,19 +35,41 @@ const (
 const (
 	maxHomeBlocks  = 100
 	maxSectionText = 3000
-	// homeMemberPages bounds the conversations.members pages read to find
-	// one viewer in one channel (1000 members a page): in a larger
-	// channel the viewer may not be found, and its verdicts are not shown.
-	homeMemberPages = 5
-	// homeBotPages bounds the users.conversations pages (200 a page).
-	homeBotPages = 5
 )
 
-// HomeSlack is what the App Home calls in Slack (*slack.Client).
+// How opens are served. app_home_opened can come in floods (150 people
+// opening the tab after an announcement, or one person clicking it again
+// and again): the Home is built on goroutines of its own, one waiting
+// open per person at most, and a Home published moments ago is not built
+// again, so opens never take the workers that make cards.
+const (
+	// DefaultHomeWorkers is how many Homes are built and published at
+	// once.
+	DefaultHomeWorkers = 2
+	// homeDebounce is how long an open waits before its Home is built:
+	// the person's further opens within it are served by that one build,
+	// and the envelope's ack (sent before the open is queued) is well on
+	// its way before the Home's first call to Slack.
+	homeDebounce = 100 * time.Millisecond
+	// DefaultHomeFresh is how long a published Home is served as it is:
+	// an open within this time of the last publish for that person
+	// publishes nothing (Slack shows the view it has). A change made from
+	// the Home publishes at once, whatever the age.
+	DefaultHomeFresh = 15 * time.Second
+	// maxHomeWaiting bounds the people waiting for their Home; past it an
+	// open is not served (counted and logged; the person sees the Home
+	// they had, and the next open is served).
+	maxHomeWaiting = 1000
+	// maxHomePublished bounds the publish times remembered.
+	maxHomePublished = 10_000
+)
+
+// HomeSlack is what the App Home calls in Slack (*slack.Client): it
+// publishes the view, and learns the channels and their members
+// (MembershipSlack) when Access has no Membership of its own.
 type HomeSlack interface {
 	PublishViewContext(ctx context.Context, req slack.PublishViewContextRequest) (*slack.ViewResponse, error)
-	GetConversationsForUserContext(ctx context.Context, p *slack.GetConversationsForUserParameters) ([]slack.Channel, string, error)
-	GetUsersInConversationContext(ctx context.Context, p *slack.GetUsersInConversationParameters) ([]string, string, error)
+	MembershipSlack
 }
 
 // ServiceHealth is how an analysis service has answered lately.
@@ -88,18 +109,29 @@ type Home struct {
 	// MaxChannels bounds the channels listed (default 20); MaxVerdicts
 	// the verdicts (default 10).
 	MaxChannels, MaxVerdicts int
-	// MemberTTL is how long a channel's member list is reused (default
-	// one minute), so opening the Home often costs few calls.
-	MemberTTL time.Duration
+	// Workers is how many Homes are built at once (DefaultHomeWorkers);
+	// Fresh how long a published one is served as it is
+	// (DefaultHomeFresh).
+	Workers int
+	Fresh   time.Duration
 
-	mu      sync.Mutex
-	members map[string]memberList
+	ownMembers sync.Once
+	members    *Membership // Access.Members, or one of the Home's own
+
+	mu        sync.Mutex
+	waiting   []homeOpen           // FIFO of people whose Home is to be built
+	queued    map[string]bool      // the people in waiting
+	building  map[string]bool      // the people whose Home a worker builds
+	published map[string]time.Time // when each person's published Home was built
+	dropped   int                  // opens not served since the last log line
+	wake      chan struct{}
+	stop      context.CancelFunc
+	done      sync.WaitGroup
 }
 
-type memberList struct {
-	users    map[string]bool
-	complete bool // every page was read
-	at       time.Time
+type homeOpen struct {
+	user string
+	at   time.Time
 }
 
 func (h *Home) log() *slog.Logger {
@@ -109,13 +141,140 @@ func (h *Home) log() *slog.Logger {
 	return h.Log
 }
 
-// Opened handles app_home_opened: the Home tab is published for user.
-// Other tabs (Messages) need nothing.
-func (h *Home) Opened(ctx context.Context, user, tab string) {
-	if tab != "" && tab != "home" {
+// Start runs the Home's workers until ctx ends or Stop is called. Opens
+// are queued from the start; they are served once it runs.
+func (h *Home) Start(ctx context.Context) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stop != nil {
 		return
 	}
-	h.publish(ctx, user, "")
+	ctx, h.stop = context.WithCancel(ctx)
+	if h.wake == nil {
+		h.wake = make(chan struct{}, 1)
+	}
+	n := h.Workers
+	if n <= 0 {
+		n = DefaultHomeWorkers
+	}
+	for range n {
+		h.done.Go(func() { h.work(ctx) })
+	}
+}
+
+// Stop ends the workers and waits for the Homes being built; those still
+// waiting are not built (their people see the Home they had).
+func (h *Home) Stop() {
+	h.mu.Lock()
+	stop := h.stop
+	h.mu.Unlock()
+	if stop == nil {
+		return
+	}
+	stop()
+	h.done.Wait()
+}
+
+// Opened handles app_home_opened (user opened the app's tab). It never
+// waits: the Home is queued for the Home's workers and built
+// homeDebounce after the open, unless one build already answers it: the
+// person's Home is waiting or being built, or was built less than Fresh
+// ago (Slack shows that view). Other tabs (Messages) need nothing.
+func (h *Home) Opened(_ context.Context, user, tab string) {
+	if user == "" || (tab != "" && tab != "home") {
+		return
+	}
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.queued[user] || h.building[user] || now.Sub(h.published[user]) < h.fresh() {
+		return
+	}
+	if len(h.waiting) >= maxHomeWaiting {
+		h.dropped++ // logged by the next worker to take a Home
+		return
+	}
+	if h.queued == nil {
+		h.queued = map[string]bool{}
+	}
+	if h.wake == nil {
+		h.wake = make(chan struct{}, 1)
+	}
+	h.queued[user] = true
+	h.waiting = append(h.waiting, homeOpen{user: user, at: now})
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Home) fresh() time.Duration {
+	if h.Fresh > 0 {
+		return h.Fresh
+	}
+	return DefaultHomeFresh
+}
+
+// work builds and publishes the queued Homes until ctx ends.
+func (h *Home) work(ctx context.Context) {
+	for ctx.Err() == nil {
+		h.mu.Lock()
+		if len(h.waiting) > 0 {
+			if wait := time.Until(h.waiting[0].at.Add(homeDebounce)); wait > 0 {
+				h.mu.Unlock()
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				continue
+			}
+		}
+		var next homeOpen
+		ok := len(h.waiting) > 0
+		if ok {
+			next = h.waiting[0]
+			h.waiting = h.waiting[1:]
+			delete(h.queued, next.user)
+		}
+		// A Home built after this open was queued already answers it.
+		served := ok && h.published[next.user].After(next.at)
+		if ok && !served {
+			if h.building == nil {
+				h.building = map[string]bool{}
+			}
+			h.building[next.user] = true
+		}
+		dropped := h.dropped
+		h.dropped = 0
+		more := len(h.waiting) > 0
+		h.mu.Unlock()
+		if dropped > 0 {
+			h.log().Warn("App Home opens not served: too many people waiting", "opens", dropped, "waiting_max", maxHomeWaiting)
+		}
+		if more {
+			select { // another worker may take the next one
+			case h.wake <- struct{}{}:
+			default:
+			}
+		}
+		if ok && !served {
+			h.publish(ctx, next.user, "")
+			h.mu.Lock()
+			delete(h.building, next.user)
+			h.mu.Unlock()
+		}
+		if ok {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.wake:
+		}
+	}
 }
 
 // HandleInteraction handles the block_actions of the Home's selects and
@@ -168,12 +327,44 @@ func (h *Home) runChannel(ctx context.Context, user, channel string, args []stri
 	return fmt.Sprintf("<#%s>: %s", channel, strings.Join(answer, " "))
 }
 
-// publish builds user's Home and publishes it.
+// publish builds user's Home and publishes it, and remembers when it was
+// built.
 func (h *Home) publish(ctx context.Context, user, notice string) {
+	now := time.Now()
 	view := h.View(ctx, user, notice)
 	if _, err := h.API.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
 		h.log().Warn("could not publish the App Home", "user", user, "error", err)
+		return
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.published == nil {
+		h.published = map[string]time.Time{}
+	}
+	if len(h.published) >= maxHomePublished {
+		for u, at := range h.published {
+			if now.Sub(at) >= h.fresh() {
+				delete(h.published, u)
+			}
+		}
+		if len(h.published) >= maxHomePublished {
+			clear(h.published)
+		}
+	}
+	h.published[user] = now
+}
+
+// membership is the source of who is in which channel: Access's, shared
+// with the commands, or (without one) the Home's own on its API.
+func (h *Home) membership() *Membership {
+	h.ownMembers.Do(func() {
+		if h.Access != nil && h.Access.Members != nil {
+			h.members = h.Access.Members
+			return
+		}
+		h.members = &Membership{API: h.API, Log: h.Log}
+	})
+	return h.members
 }
 
 // homeChannel is a channel the bot is in, as the Home shows it.
@@ -211,8 +402,13 @@ func (h *Home) View(ctx context.Context, user, notice string) slack.HomeTabViewR
 	b.text(h.servicesText())
 
 	channels, listErr := h.botChannels(ctx)
-	for i := range channels {
-		channels[i].member = h.isMember(ctx, channels[i].id, user)
+	if listErr == nil {
+		// The channels whose members could not be read are not the
+		// viewer's here (never shown to someone who may not be in them).
+		in, _ := h.membership().Of(ctx, user) // it logs what it could not read
+		for i := range channels {
+			channels[i].member = in[channels[i].id]
+		}
 	}
 
 	b.add(slack.NewDividerBlock())
@@ -516,69 +712,17 @@ func answeredLater(all []card.Report, r card.Report) bool {
 }
 
 // botChannels lists the public and private channels the bot is in, sorted
-// by name (users.conversations, bounded).
+// by name (Membership.Channels: users.conversations, bounded and cached).
 func (h *Home) botChannels(ctx context.Context) ([]homeChannel, error) {
-	var out []homeChannel
-	cursor := ""
-	for range homeBotPages {
-		chs, next, err := h.API.GetConversationsForUserContext(ctx, &slack.GetConversationsForUserParameters{
-			Types: []string{"public_channel", "private_channel"}, ExcludeArchived: true, Limit: 200, Cursor: cursor})
-		if err != nil {
-			return nil, fmt.Errorf("users.conversations: %w", err)
-		}
-		for _, c := range chs {
-			out = append(out, homeChannel{id: c.ID, name: c.Name, private: c.IsPrivate})
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
+	list, err := h.membership().Channels(ctx)
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(out, func(a, b homeChannel) int { return strings.Compare(a.name, b.name) })
+	out := make([]homeChannel, len(list))
+	for i, c := range list {
+		out[i] = homeChannel{id: c.ID, name: c.Name, private: c.Private}
+	}
 	return out, nil
-}
-
-// isMember reports whether user is in channel (conversations.members,
-// cached for MemberTTL). When it cannot tell, the answer is no: a private
-// channel's verdicts are never shown to someone who may not be in it.
-func (h *Home) isMember(ctx context.Context, channel, user string) bool {
-	ttl := h.MemberTTL
-	if ttl <= 0 {
-		ttl = time.Minute
-	}
-	h.mu.Lock()
-	ml, ok := h.members[channel]
-	h.mu.Unlock()
-	if ok && time.Since(ml.at) < ttl {
-		return ml.users[user]
-	}
-	ml = memberList{users: map[string]bool{}, at: time.Now()}
-	cursor := ""
-	for range homeMemberPages {
-		ids, next, err := h.API.GetUsersInConversationContext(ctx, &slack.GetUsersInConversationParameters{ChannelID: channel, Limit: 1000, Cursor: cursor})
-		if err != nil {
-			h.log().Warn("home: conversations.members failed; the channel is treated as not the viewer's", "channel", channel, "error", err)
-			return false
-		}
-		for _, id := range ids {
-			ml.users[id] = true
-		}
-		if next == "" {
-			ml.complete = true
-			break
-		}
-		cursor = next
-	}
-	h.mu.Lock()
-	if h.members == nil {
-		h.members = map[string]memberList{}
-	}
-	if len(h.members) > 1000 {
-		clear(h.members)
-	}
-	h.members[channel] = ml
-	h.mu.Unlock()
-	return ml.users[user]
 }
 
 // chunkLines splits text at line ends into pieces of at most n bytes.

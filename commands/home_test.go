@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +19,10 @@ import (
 )
 
 // homeAPI is a hand-written HomeSlack: channels the bot is in, their
-// members, and the views published.
+// members, and the views published. Membership reads several channels'
+// members at once, so it is safe for concurrent use.
 type homeAPI struct {
+	mu          sync.Mutex
 	channels    []slack.Channel
 	members     map[string][]string
 	membersErr  map[string]error
@@ -27,15 +31,21 @@ type homeAPI struct {
 }
 
 func (a *homeAPI) PublishViewContext(_ context.Context, req slack.PublishViewContextRequest) (*slack.ViewResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.published = append(a.published, req)
 	return &slack.ViewResponse{}, nil
 }
 
 func (a *homeAPI) GetConversationsForUserContext(_ context.Context, p *slack.GetConversationsForUserParameters) ([]slack.Channel, string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return a.channels, "", nil
 }
 
 func (a *homeAPI) GetUsersInConversationContext(_ context.Context, p *slack.GetUsersInConversationParameters) ([]string, string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.memberCalls++
 	if err := a.membersErr[p.ChannelID]; err != nil {
 		return nil, "", err
@@ -163,4 +173,125 @@ func TestHomeListsReportsAwaitingAnAnswer(t *testing.T) {
 			t.Errorf("reports show %q (answered later, or in a channel the viewer is not in)", not)
 		}
 	}
+}
+
+// publishAPI is a homeAPI that tells each publish on a channel.
+type publishAPI struct {
+	homeAPI
+	done chan string // the user of each publish
+}
+
+func (a *publishAPI) PublishViewContext(ctx context.Context, req slack.PublishViewContextRequest) (*slack.ViewResponse, error) {
+	r, err := a.homeAPI.PublishViewContext(ctx, req)
+	a.done <- req.UserID
+	return r, err
+}
+
+func (a *publishAPI) publishedFor(user string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, p := range a.published {
+		if p.UserID == user {
+			n++
+		}
+	}
+	return n
+}
+
+func waitPublished(t *testing.T, api *publishAPI, users ...string) {
+	t.Helper()
+	for range users {
+		select {
+		case <-api.done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the Home was not published for all of %v", users)
+		}
+	}
+}
+
+func TestHomeOpensAreDebouncedPerPerson(t *testing.T) {
+	db := openStore(t)
+	api := &publishAPI{homeAPI: homeAPI{channels: []slack.Channel{channelOf("C1", "general", false)},
+		members: map[string][]string{"C1": {"U1", "U2"}}}, done: make(chan string, 1000)}
+	s := &Scan{State: db, DefaultMode: "quiet"}
+	h := &Home{API: api, Scan: s, Registry: NewScanRegistry(s), Access: &Access{}}
+	h.Start(t.Context())
+	t.Cleanup(h.Stop)
+
+	// One person opening the tab 150 times at once: one Home.
+	for range 150 {
+		h.Opened(t.Context(), "U1", "home")
+	}
+	waitPublished(t, api, "U1")
+	// Opened again now: served by the view just published.
+	for range 150 {
+		h.Opened(t.Context(), "U1", "home")
+	}
+	h.mu.Lock()
+	waiting := len(h.waiting)
+	h.mu.Unlock()
+	if waiting != 0 || api.publishedFor("U1") != 1 {
+		t.Fatalf("after 300 opens by one person: %d Homes published, %d waiting; want 1 and 0", api.publishedFor("U1"), waiting)
+	}
+	// Another person is served too, and the Messages tab needs nothing.
+	h.Opened(t.Context(), "U2", "home")
+	h.Opened(t.Context(), "U3", "messages")
+	waitPublished(t, api, "U2")
+	if api.publishedFor("U1") != 1 || api.publishedFor("U2") != 1 || api.publishedFor("U3") != 0 {
+		t.Fatalf("published U1 %d, U2 %d, U3 %d; want 1, 1, 0", api.publishedFor("U1"), api.publishedFor("U2"), api.publishedFor("U3"))
+	}
+	// Once Fresh has passed, an open builds it again.
+	h.mu.Lock()
+	h.published["U1"] = time.Now().Add(-DefaultHomeFresh)
+	h.mu.Unlock()
+	h.Opened(t.Context(), "U1", "home")
+	waitPublished(t, api, "U1")
+	if n := api.publishedFor("U1"); n != 2 {
+		t.Fatalf("U1's Home published %d times, want 2", n)
+	}
+}
+
+func TestHomeWaitingOpensAreBoundedAndTheRestLogged(t *testing.T) {
+	db := openStore(t)
+	api := &publishAPI{homeAPI: homeAPI{channels: []slack.Channel{channelOf("C1", "general", false)},
+		members: map[string][]string{"C1": {}}}, done: make(chan string, 2*maxHomeWaiting)}
+	s := &Scan{State: db, DefaultMode: "quiet"}
+	logs := &lockedBuffer{}
+	h := &Home{API: api, Scan: s, Registry: NewScanRegistry(s), Access: &Access{}, Log: slog.New(slog.NewTextHandler(logs, nil))}
+	// Not started yet: the opens wait, up to the bound.
+	for i := range maxHomeWaiting + 7 {
+		h.Opened(t.Context(), fmt.Sprintf("U%05d", i), "home")
+	}
+	h.mu.Lock()
+	waiting, dropped := len(h.waiting), h.dropped
+	h.mu.Unlock()
+	if waiting != maxHomeWaiting || dropped != 7 {
+		t.Fatalf("%d waiting and %d dropped, want %d and 7", waiting, dropped, maxHomeWaiting)
+	}
+	h.Start(t.Context())
+	users := make([]string, maxHomeWaiting)
+	waitPublished(t, api, users...)
+	h.Stop()
+	if !strings.Contains(logs.String(), "App Home opens not served: too many people waiting") || !strings.Contains(logs.String(), "opens=7") {
+		t.Errorf("the opens not served were not logged:\n%s", logs.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

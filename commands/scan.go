@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,11 +41,12 @@ type URLService interface {
 }
 
 // SandboxService is what /scan needs of the file pipeline (*scan.Files): a
-// task's state and a file's record by hash. Failures are
-// *scan.LookupError.
+// task's state, a file's record by hash, and the SHA-256 the sandbox
+// knows a file by. Failures are *scan.LookupError.
 type SandboxService interface {
 	Task(ctx context.Context, id string) (*scan.SandboxTask, error)
 	Sample(ctx context.Context, hash string) (*scan.Sample, error)
+	FileSHA256(ctx context.Context, hash string) (string, error)
 }
 
 // State is what /scan reads and changes in the store (*store.DB).
@@ -55,6 +57,10 @@ type State interface {
 	RecordReport(r store.Report) error
 	TargetOfTask(taskID string) (string, error)
 	CardsOfTask(taskID string) ([]*store.CardRecord, error)
+	// Target and Card tell where a target was shown (its cards), so an
+	// answer shows only what the asker's conversations saw.
+	Target(target string) (store.Target, error)
+	Card(ref store.CardRef) (*store.CardRecord, error)
 	ChannelMode(channel string) (string, error)
 	SetChannelMode(channel, mode string) error
 	ChannelFiles(channel string) (string, error)
@@ -143,15 +149,15 @@ func NewScanRegistry(s *Scan) *Registry {
 	// are (TestEveryHelpFormParses feeds each to the parser).
 	r.Register(&Command{Name: "", Usage: "<url> [<url>…]", Description: "scan links now; the card is posted in this channel whatever its mode",
 		MinArgs: 1, MaxArgs: 10, Handler: s.scanURLs, Examples: []string{"/scan https://login.example.com/verify"}})
-	r.Register(&Command{Name: "status", Usage: "<task_id>", Description: "state of a URL task (32 hex) or sandbox task (a number)",
+	r.Register(&Command{Name: "status", Usage: "<task_id>", Description: "state of a URL task (32 hex) or sandbox task (a number) shown in your conversations",
 		MinArgs: 1, MaxArgs: 1, Handler: s.status, Examples: []string{"/scan status 4711"}})
-	r.Register(&Command{Name: "hash", Usage: "<md5|sha1|sha256>", Description: "what the sandbox knows of a file: record, tasks, newest report",
+	r.Register(&Command{Name: "hash", Usage: "<md5|sha1|sha256>", Description: "what the sandbox knows of a file shared in your conversations: record, tasks, newest report",
 		MinArgs: 1, MaxArgs: 1, Handler: s.hash, Examples: []string{"/scan hash 44d88612fea8a8f36de82e1278abb02f"}})
 	r.Register(&Command{Name: "report", Usage: "<task_id> <category> fp|fn|restore", Description: "report a verdict, as the card's buttons do (restore: admins)",
 		MinArgs: 3, MaxArgs: 3, Handler: s.report, Examples: []string{"/scan report 5a57c0ffee5a57c0ffee5a57c0ffeed5 phishing fp"}})
-	r.Register(&Command{Name: "recent", Usage: "[n]", Description: "the last verdicts seen in this channel (n: 1 to 20, default 5)",
+	r.Register(&Command{Name: "recent", Usage: "[n]", Description: "the last verdicts seen in this channel, if you are in it (n: 1 to 20, default 5)",
 		MaxArgs: 1, Handler: s.recent, Examples: []string{"/scan recent 10"}})
-	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "every verdict and report for a link or task, who and when",
+	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "the verdicts of a link or task shown in your conversations, and the reports made there: who and when",
 		MinArgs: 1, MaxArgs: 1, Handler: s.history, Examples: []string{"/scan history https://login.example.com/verify"}})
 	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off|quarantine off|malicious|suspicious]",
 		Description: "show or set this channel's mode, whether its shared files are scanned, and the lowest verdict whose message is removed (quarantine)",
@@ -257,36 +263,64 @@ func taskKind(id string) string {
 
 func (s *Scan) status(ctx context.Context, req *Request) error {
 	id := req.Args[0]
-	switch taskKind(id) {
-	case "url":
+	kind := taskKind(id)
+	switch {
+	case kind == "":
+		return userErr("`%s` is not a task id: URL tasks are 32 hexadecimal characters, sandbox tasks are numbers.", truncate(id, 80))
+	case kind == "sandbox" && s.Sandbox == nil:
+		return userErr("No sandbox service is configured, so there is no sandbox task `%s` to look up.", id)
+	}
+	// A non-admin is answered only about tasks on cards they may see: any
+	// other id, unknown or seen elsewhere, gets the same answer and no
+	// call to the service (whose answer would tell the two apart).
+	sc, err := s.scopeOf(ctx, req)
+	if err != nil {
+		return err
+	}
+	if !sc.All() {
+		ok, err := s.taskVisible(sc, strings.ToLower(id))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return userErr(noTaskHere, id)
+		}
+	}
+	if kind == "url" {
 		st, err := s.URLs.Status(ctx, id)
 		if err != nil {
 			return serviceErr("URL service", err, id)
 		}
 		return s.respond(ctx, req, fmt.Sprintf("URL task `%s`: *%s*.", id, st))
-	case "sandbox":
-		if s.Sandbox == nil {
-			return userErr("No sandbox service is configured, so there is no sandbox task `%s` to look up.", id)
-		}
-		task, err := s.Sandbox.Task(ctx, id)
-		if err != nil {
-			return serviceErr("sandbox", err, id)
-		}
-		text := fmt.Sprintf("Sandbox task `%s`: *%s*.", id, task.Status)
-		if task.HaveTimes {
-			text += fmt.Sprintf(" Added %s", orDash(task.AddedOn))
-			if task.StartedOn != "" {
-				text += ", started " + task.StartedOn
-			}
-			if task.CompletedOn != "" {
-				text += ", completed " + task.CompletedOn
-			}
-			text += " (the sandbox's clock)."
-		}
-		return s.respond(ctx, req, text)
 	}
-	return userErr("`%s` is not a task id: URL tasks are 32 hexadecimal characters, sandbox tasks are numbers.", truncate(id, 80))
+	task, err := s.Sandbox.Task(ctx, id)
+	if err != nil {
+		return serviceErr("sandbox", err, id)
+	}
+	text := fmt.Sprintf("Sandbox task `%s`: *%s*.", id, task.Status)
+	if task.HaveTimes {
+		text += fmt.Sprintf(" Added %s", orDash(task.AddedOn))
+		if task.StartedOn != "" {
+			text += ", started " + task.StartedOn
+		}
+		if task.CompletedOn != "" {
+			text += ", completed " + task.CompletedOn
+		}
+		text += " (the sandbox's clock)."
+	}
+	return s.respond(ctx, req, text)
 }
+
+// The answers to a record the asker may not see, word for word those to
+// an unknown one (no existence oracle).
+const (
+	// noTaskHere answers /scan status and /scan history for a task id not
+	// on a card the asker may see.
+	noTaskHere = "I have no record of task `%s` in your conversations."
+	// noFileHere answers /scan hash for a file not on a card the asker
+	// may see.
+	noFileHere = "I have no record of a file with hash `%s` in your conversations."
+)
 
 func (s *Scan) hash(ctx context.Context, req *Request) error {
 	h := strings.ToLower(req.Args[0])
@@ -296,8 +330,38 @@ func (s *Scan) hash(ctx context.Context, req *Request) error {
 	if s.Sandbox == nil {
 		return userErr("No sandbox service is configured.")
 	}
+	sc, err := s.scopeOf(ctx, req)
+	if err != nil {
+		return err
+	}
+	if !sc.All() {
+		// Files are recorded by SHA-256. An MD5 or SHA-1 is first turned
+		// into one by the sandbox: one call for every such hash, known or
+		// not, so the calls made do not tell a file seen elsewhere from
+		// an unknown one.
+		sha := h
+		if len(h) != 64 {
+			sha, err = s.Sandbox.FileSHA256(ctx, h)
+			if errors.Is(err, scan.ErrNotFound) {
+				return s.respond(ctx, req, fmt.Sprintf(noFileHere, h))
+			}
+			if err != nil {
+				return serviceErr("sandbox", err, "")
+			}
+		}
+		ok, err := s.targetVisible(sc, strings.ToLower(sha))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return s.respond(ctx, req, fmt.Sprintf(noFileHere, h))
+		}
+	}
 	f, err := s.Sandbox.Sample(ctx, h)
 	if errors.Is(err, scan.ErrNotFound) {
+		if !sc.All() {
+			return s.respond(ctx, req, fmt.Sprintf(noFileHere, h))
+		}
 		return s.respond(ctx, req, fmt.Sprintf("The sandbox has never seen a file with hash `%s`.", h))
 	}
 	if err != nil {
@@ -334,8 +398,10 @@ func sep(i int) string {
 
 // report is /scan report: the same report as a card's button, through the
 // same code (Feedback.Report). The task must be shown on a card in this
-// channel (admins: on a card in any channel), so nobody reports tasks of
-// channels they cannot see, and every report lands on a card's audit line.
+// channel that the asker may see (admins: on a card in any channel), so
+// nobody reports tasks of conversations they are not in, and every report
+// lands on a card's audit line. To a non-admin, a task on no card and a
+// task on cards elsewhere get the same answer.
 func (s *Scan) report(ctx context.Context, req *Request) error {
 	id, catWord, option := strings.ToLower(req.Args[0]), req.Args[1], strings.ToLower(req.Args[2])
 	if taskKind(id) != "url" {
@@ -357,9 +423,16 @@ func (s *Scan) report(ctx context.Context, req *Request) error {
 	if s.Feedback == nil {
 		return errors.New("/scan report: no feedback handler wired")
 	}
+	sc, err := s.scopeOf(ctx, req)
+	if err != nil {
+		return err
+	}
 	cards, err := s.State.CardsOfTask(id)
 	if err != nil {
 		return err
+	}
+	if !sc.All() {
+		cards = slices.DeleteFunc(cards, func(rec *store.CardRecord) bool { return !sc.Card(&rec.Card) })
 	}
 	var pick *store.CardRecord
 	for _, rec := range cards {
@@ -368,14 +441,15 @@ func (s *Scan) report(ctx context.Context, req *Request) error {
 			break
 		}
 	}
-	if pick == nil && len(cards) > 0 && s.Access.IsAdmin(req.User) {
+	if pick == nil && len(cards) > 0 && sc.All() {
 		pick = cards[0]
 	}
+	const notHere = "Task `%s` has no card in this channel; run the command in the channel where its card is."
 	if pick == nil {
-		if len(cards) == 0 {
+		if len(cards) == 0 && sc.All() {
 			return userErr("Task `%s` is not on any verdict card of mine, so there is nothing to report; reports are for tasks shown on a card.", id)
 		}
-		return userErr("Task `%s` has no card in this channel; run the command in the channel where its card is.", id)
+		return userErr(notHere, id)
 	}
 	line := -1
 	for i, l := range pick.Card.Lines {
@@ -385,12 +459,17 @@ func (s *Scan) report(ctx context.Context, req *Request) error {
 		}
 	}
 	if line < 0 { // the card changed since the lookup
-		return userErr("Task `%s` has no card in this channel; run the command in the channel where its card is.", id)
+		return userErr(notHere, id)
 	}
 	return s.respond(ctx, req, s.Feedback.Report(ctx, ReportRequest{User: req.User, Channel: pick.Card.Channel,
 		SourceTS: pick.Card.SourceTS, Line: line, TaskID: id, Category: cat, Option: option}))
 }
 
+// recent is /scan recent: the newest cards of the channel the command is
+// typed in, each shown only if the asker may see it (a member of the
+// channel; in a DM with the bot, its own person). Typing the command in
+// a channel grants nothing: a channel the asker is not in answers as an
+// empty one.
 func (s *Scan) recent(ctx context.Context, req *Request) error {
 	n := 5
 	if len(req.Args) == 1 {
@@ -400,10 +479,15 @@ func (s *Scan) recent(ctx context.Context, req *Request) error {
 		}
 		n = v
 	}
+	sc, err := s.scopeOf(ctx, req)
+	if err != nil {
+		return err
+	}
 	cards, err := s.State.RecentCards(req.Channel, n)
 	if err != nil {
 		return err
 	}
+	cards = slices.DeleteFunc(cards, func(rec *store.CardRecord) bool { return !sc.Card(&rec.Card) })
 	if len(cards) == 0 {
 		return s.respond(ctx, req, "No verdicts in this channel yet.")
 	}
@@ -429,16 +513,16 @@ func (s *Scan) recent(ctx context.Context, req *Request) error {
 	return s.respond(ctx, req, b.String())
 }
 
+// history is /scan history: the verdicts of a link (or of a task's link)
+// and the reports made on it. A non-admin sees a link only once it was
+// shown on a card they may see, and then its verdicts (what the service
+// said of the link) and the reports made on cards they may see; a link
+// or task seen only elsewhere is answered as an unknown one.
 func (s *Scan) history(ctx context.Context, req *Request) error {
 	arg := req.Args[0]
+	kind := taskKind(arg)
 	target := ""
-	if k := taskKind(arg); k != "" {
-		t, err := s.State.TargetOfTask(arg)
-		if err != nil {
-			return userErr("I have no record of task `%s`.", arg)
-		}
-		target = t
-	} else {
+	if kind == "" {
 		u := arg
 		if !strings.Contains(u, "://") {
 			u = "https://" + u
@@ -449,7 +533,27 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		}
 		target = norm
 	}
-	hist, reports, err := s.historyOf(target)
+	sc, err := s.scopeOf(ctx, req)
+	if err != nil {
+		return err
+	}
+	if kind != "" {
+		noRecord := "I have no record of task `%s`."
+		if !sc.All() {
+			noRecord = noTaskHere
+		}
+		t, err := s.State.TargetOfTask(arg)
+		if err != nil {
+			return userErr(noRecord, arg)
+		}
+		if ok, err := s.taskVisible(sc, strings.ToLower(arg)); err != nil {
+			return err
+		} else if !ok {
+			return userErr(noRecord, arg)
+		}
+		target = t
+	}
+	hist, reports, err := s.historyOf(sc, target, kind != "")
 	if err != nil {
 		return err
 	}
@@ -457,7 +561,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		// With VERDICTBOT_URL_QUERY=strip the link was recorded as sent,
 		// without its query.
 		target = stripped
-		if hist, reports, err = s.historyOf(target); err != nil {
+		if hist, reports, err = s.historyOf(sc, target, false); err != nil {
 			return err
 		}
 	}
@@ -764,8 +868,17 @@ func truncate(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
-// historyOf returns the verdicts and reports recorded for a target.
-func (s *Scan) historyOf(target string) ([]store.Verdict, []store.Report, error) {
+// historyOf returns the verdicts and reports recorded for target that sc
+// may see: nothing when target was not shown on a card sc sees (shown:
+// the caller knows it was, from a task on such a card), else its
+// verdicts and the reports made on cards sc sees.
+func (s *Scan) historyOf(sc *Scope, target string, shown bool) ([]store.Verdict, []store.Report, error) {
+	if !shown {
+		ok, err := s.targetVisible(sc, target)
+		if err != nil || !ok {
+			return nil, nil, err
+		}
+	}
 	hist, err := s.State.History(target)
 	if err != nil {
 		return nil, nil, err
@@ -774,5 +887,113 @@ func (s *Scan) historyOf(target string) ([]store.Verdict, []store.Report, error)
 	if err != nil {
 		return nil, nil, err
 	}
+	if !sc.All() {
+		v := s.visibility(sc)
+		var keep []store.Report
+		for _, r := range reports {
+			ok, err := v.ref(r.Card)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				keep = append(keep, r)
+			}
+		}
+		reports = keep
+	}
 	return hist, reports, nil
+}
+
+// scopeOf returns what req's asker may see, or the answer to give when
+// Slack could not tell (fail closed; Membership logs why).
+func (s *Scan) scopeOf(ctx context.Context, req *Request) (*Scope, error) {
+	sc, err := s.Access.Scope(ctx, req.User)
+	if err != nil {
+		return nil, &UserError{Text: AccessUnknownText}
+	}
+	return sc, nil
+}
+
+// visibility answers, for one scope, whether records are in it, reading
+// each direct message's card once.
+type visibility struct {
+	sc    *Scope
+	state State
+	dm    map[store.CardRef]bool
+}
+
+func (s *Scan) visibility(sc *Scope) *visibility {
+	return &visibility{sc: sc, state: s.State, dm: map[store.CardRef]bool{}}
+}
+
+// ref reports whether the card at ref is in the scope: its channel is, or
+// it is in a direct message whose person is the scope's.
+func (v *visibility) ref(ref store.CardRef) (bool, error) {
+	if v.sc.Channel(ref.Channel) {
+		return true, nil
+	}
+	if !isDirect(ref.Channel) {
+		return false, nil
+	}
+	if ok, seen := v.dm[ref]; seen {
+		return ok, nil
+	}
+	rec, err := v.state.Card(ref)
+	if errors.Is(err, store.ErrNotFound) {
+		v.dm[ref] = false
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	ok := v.sc.Card(&rec.Card)
+	v.dm[ref] = ok
+	return ok, nil
+}
+
+// targetVisible reports whether target (a URL or a file's SHA-256) was
+// shown on a card sc sees.
+func (s *Scan) targetVisible(sc *Scope, target string) (bool, error) {
+	if sc.All() {
+		return true, nil
+	}
+	tg, err := s.State.Target(target)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	v := s.visibility(sc)
+	for _, ref := range tg.Cards {
+		if ok, err := v.ref(ref); err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// taskVisible reports whether a task is on a card sc sees, or is an
+// analysis of a target shown on one (a recheck's task).
+func (s *Scan) taskVisible(sc *Scope, taskID string) (bool, error) {
+	if sc.All() {
+		return true, nil
+	}
+	cards, err := s.State.CardsOfTask(taskID)
+	if err != nil {
+		return false, err
+	}
+	for _, rec := range cards {
+		if sc.Card(&rec.Card) {
+			return true, nil
+		}
+	}
+	target, err := s.State.TargetOfTask(taskID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return s.targetVisible(sc, target)
 }

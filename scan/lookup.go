@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
@@ -196,4 +197,16 @@ func (f *Files) Sample(ctx context.Context, hash string) (*Sample, error) {
 		break
 	}
 	return s, nil
+}
+
+// FileSHA256 returns the SHA-256 of the file the sandbox knows by hash (an
+// MD5, SHA-1 or SHA-256), in lower case: one call (the sample record),
+// whether or not the sandbox knows the file. A file the sandbox never saw
+// is a *LookupError matching ErrNotFound.
+func (f *Files) FileSHA256(ctx context.Context, hash string) (string, error) {
+	file, err := f.sb.FileView(ctx, hash)
+	if err != nil {
+		return "", lookupErr(err, sandbox.ErrSampleNotFound)
+	}
+	return strings.ToLower(file.SHA256), nil
 }

@@ -197,7 +197,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.cards = cards.NewCards(db)
 	a.poster = notify.NewPoster(a.api, notify.PosterOptions{Logger: log.With("component", "notify"),
 		OnCall: func(method string, err error, _ time.Duration) { a.metrics.SlackCall(method, notify.ErrorCode(err)) }})
-	access := &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins"}
+	// Who is in which channel, from Slack, shared by /scan, the report
+	// answers and the App Home: what each shows a person.
+	access := &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins",
+		Members: &commands.Membership{API: a.api, Log: log.With("component", "membership")}}
 	if cfg.AdminGroup != "" {
 		a.adminGroup = &commands.AdminGroup{Group: cfg.AdminGroup, API: a.api, Log: log.With("component", "admins")}
 		access.IsGroupAdmin = a.adminGroup.IsMember
@@ -630,6 +633,10 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 			log.Info("quarantine: the admin token is a workspace admin's", "default_level", cfg.Quarantine)
 		}
 	}
+	// The App Home is built on workers of its own: opens never wait for,
+	// nor hold up, the workers that make cards.
+	a.home.Start(bg)
+	defer a.home.Stop()
 	log.Info("starting verdictbot", "version", version, "mode", cfg.ChannelMode, "quarantine", cfg.Quarantine, "slack_api", cfg.SlackAPIURL)
 	// Run returns when ctx ends (SIGTERM) or on a fatal error. It stops
 	// intake and gives queued jobs a few seconds; everything acked is in

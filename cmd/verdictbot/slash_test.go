@@ -116,8 +116,12 @@ func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
 	tasks := h.sim.URLTasks("https://login.phish.test/account")
 	task := tasks[0]
 	mustContain(t, h.slash(alice, "status "+task), "URL task `"+task+"`: *completed*")
-	mustContain(t, h.slash(alice, "status "+strings.Repeat("ab", 16)), "has no task")
-	mustContain(t, h.slash(alice, "status 99999"), "has no task")
+	// An admin's ids go to the service, whatever they are.
+	mustContain(t, h.slash(adminUser, "status "+strings.Repeat("ab", 16)), "has no task")
+	mustContain(t, h.slash(adminUser, "status 99999"), "has no task")
+	// Anyone else is answered only about tasks on their conversations'
+	// cards (TestScopedAnswersAreThoseOfAnUnknownTarget).
+	mustContain(t, h.slash(alice, "status 99999"), "I have no record of task `99999` in your conversations.")
 
 	// A file the sandbox knows.
 	sb, _ := sandbox.New(h.simURL, e2eKey, sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}))
@@ -126,14 +130,17 @@ func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb.Wait(t.Context(), sub.TaskIDs[0], sandbox.WaitOptions{Backoff: sandbox.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}})
-	mustContain(t, h.slash(alice, "hash 44d88612fea8a8f36de82e1278abb02f"), "275a021bbfb6489e54d471899f7db9d1663fc695ec2fe2a2c4538aabf651fd0f", "malscore *10.0*/10", "EICAR")
-	mustContain(t, h.slash(alice, "hash "+strings.Repeat("0", 64)), "never seen")
-	mustContain(t, h.slash(alice, "status "+sub.TaskIDs[0]), "*reported*", "Added")
+	mustContain(t, h.slash(adminUser, "hash 44d88612fea8a8f36de82e1278abb02f"), "275a021bbfb6489e54d471899f7db9d1663fc695ec2fe2a2c4538aabf651fd0f", "malscore *10.0*/10", "EICAR")
+	mustContain(t, h.slash(adminUser, "hash "+strings.Repeat("0", 64)), "never seen")
+	mustContain(t, h.slash(adminUser, "status "+sub.TaskIDs[0]), "*reported*", "Added")
+	// The file was never shared in Slack: to a non-admin it is unknown.
+	mustContain(t, h.slash(alice, "hash 44d88612fea8a8f36de82e1278abb02f"), "I have no record of a file with hash `44d88612fea8a8f36de82e1278abb02f` in your conversations.")
 
 	mustContain(t, h.slash(alice, "report "+task+" phishing fp"), "A false positive (phishing) was reported")
 	mustContain(t, h.slash(alice, "report "+task+" phishing restore"), "Only admins can restore")
 	mustContain(t, h.slash(adminUser, "report "+task+" phishing restore"), "A restore of the original verdict (phishing) was reported")
-	mustContain(t, h.slash(alice, "report "+strings.Repeat("cd", 16)+" phishing fp"), "is not on any verdict card")
+	mustContain(t, h.slash(adminUser, "report "+strings.Repeat("cd", 16)+" phishing fp"), "is not on any verdict card")
+	mustContain(t, h.slash(alice, "report "+strings.Repeat("cd", 16)+" phishing fp"), "has no card in this channel")
 	if tk, _ := h.sim.URLTask(task); len(tk.Dispositions) != 2 {
 		t.Fatalf("dispositions %+v", tk.Dispositions)
 	}

@@ -405,7 +405,7 @@ var wantBotScopes = []string{
 	"files:write",       // files.getUploadURLExternal + files.completeUploadExternal (screenshots in the thread)
 	"commands",          // the /scan slash command and the "Scan this message" shortcut
 	"usergroups:read",   // usergroups.users.list (VERDICTBOT_ADMIN_GROUP, commands.AdminGroup)
-	"channels:read",     // users.conversations, conversations.members (the App Home's channels and who is in them)
+	"channels:read",     // users.conversations, conversations.members (the bot's channels and who is in them: what /scan and the Home show whom)
 	"groups:read",       // the same for private channels
 	"im:history",        // message.im: links and files sent to the bot in its Messages tab
 	"app_mentions:read", // app_mention: @verdictbot in a channel

@@ -183,6 +183,13 @@ type Server struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 
+	// fresh are the connections that have not sent a request yet
+	// (http.StateNew): Close closes them, since http.Server.Shutdown
+	// waits 5 s for such a connection (a client's spare dial, pooled
+	// unused) before it counts as idle.
+	freshMu sync.Mutex
+	fresh   map[net.Conn]struct{}
+
 	mu       sync.Mutex
 	closed   bool
 	changed  chan struct{}
@@ -250,7 +257,8 @@ func New(opts ...Option) (*Server, error) {
 	mux.HandleFunc("/commands/", s.handleResponseURL)
 	mux.HandleFunc("/actions/", s.handleResponseURL)
 	mux.HandleFunc("/", s.handleRoot)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.fresh = map[net.Conn]struct{}{}
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnState: s.connState}
 
 	s.wg.Add(1)
 	go func() {
@@ -284,6 +292,11 @@ func (s *Server) Close() error {
 	for _, c := range conns {
 		c.close()
 	}
+	s.freshMu.Lock()
+	for c := range s.fresh {
+		_ = c.Close()
+	}
+	s.freshMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.http.Shutdown(ctx)
@@ -292,6 +305,17 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return err
+}
+
+// connState keeps Server.fresh.
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	s.freshMu.Lock()
+	defer s.freshMu.Unlock()
+	if st == http.StateNew {
+		s.fresh[c] = struct{}{}
+	} else {
+		delete(s.fresh, c)
+	}
 }
 
 // URL is the fake's base URL, http://127.0.0.1:port.
