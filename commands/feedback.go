@@ -282,7 +282,7 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	switch {
 	case errors.As(err, &dup):
 		if dup.r.User != "" {
-			return fmt.Sprintf("<@%s> already reported %s (%s) for task `%s` %s; it was not sent again.", dup.r.User, optionWords[option], cat, taskID, slackDate(dup.r.At))
+			return fmt.Sprintf("%s already reported %s (%s) for task %s %s; it was not sent again.", mention(dup.r.User), optionWords[option], cat, notify.Code(taskID, 40), slackDate(dup.r.At))
 		}
 		return "That report is already being sent."
 	case errors.Is(err, errStale), errors.Is(err, ErrCardNotFound):
@@ -336,12 +336,12 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		}
 	}
 	if rerr != nil {
-		return fmt.Sprintf("The URL service did not accept the report: %s.", rep.Outcome)
+		return fmt.Sprintf("The URL service did not accept the report: %s.", notify.Prose(rep.Outcome, 300))
 	}
 	if f.Forget != nil && target != "" {
 		f.Forget(target)
 	}
-	return fmt.Sprintf("Thanks: %s (%s) was reported to the URL service for task `%s`.", capitalise(optionWords[option]), cat, taskID)
+	return fmt.Sprintf("Thanks: %s (%s) was reported to the URL service for task %s.", capitalise(optionWords[option]), cat, notify.Code(taskID, 40))
 }
 
 var errStale = errors.New("card line changed")

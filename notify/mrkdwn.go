@@ -1,5 +1,7 @@
 package notify
 
+import "strings"
+
 // This file is the bot's one escaping helper for mrkdwn that holds outside
 // text: a service's fields (statuses, families, file types, messages, task
 // ids), what people wrote (URLs, file names, command words), Slack's own
@@ -24,8 +26,12 @@ func Escape(s string) string { return escapeMrkdwn(s) }
 // Prose is untrusted prose for mrkdwn outside a code span (a service's
 // status or message, a person's words): sanitized to one line, URLs and
 // host names defanged, cut to about limit characters (counted escaped),
-// and escaped, so it can never form a mention, a link or an entity.
-func Prose(s string, limit int) string { return escapeMrkdwn(showText(s, limit)) }
+// backticks shown as "ˋ" (a lone one would pair with the next code span's
+// and turn the answer inside out), and escaped, so it can never form a
+// mention, a link, an entity or a code span.
+func Prose(s string, limit int) string {
+	return escapeMrkdwn(strings.ReplaceAll(showText(s, limit), "`", "ˋ"))
+}
 
 // Code is an untrusted literal (a task id, a hash, a file name or type, a
 // domain, a word someone typed) as a code span: sanitized, links in it

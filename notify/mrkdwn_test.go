@@ -75,6 +75,9 @@ func TestProseCannotMentionOrLink(t *testing.T) {
 	for _, s := range hostile {
 		got := Prose(s, 500)
 		checkOutsideText(t, "Prose", got)
+		if strings.Contains(got, "`") {
+			t.Errorf("Prose(%q) = %q: a backtick would open or close a code span", s, got)
+		}
 		if strings.Contains(got, "\n") {
 			t.Errorf("Prose(%q) spans lines: %q", s, got)
 		}
