@@ -234,6 +234,9 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		}
 		return "Only admins can report verdicts in this workspace."
 	}
+	// A false positive clears a link for everyone; its own poster may not
+	// send one (admins excepted), on any card showing the task.
+	ownCheck := option == "fp" && !f.Access.IsAdmin(r.User)
 	// A report the service accepted for this task on another card (the same
 	// link posted twice) counts too: the service keeps one verdict per task.
 	var earlier []card.Report
@@ -244,10 +247,16 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 			return "Something went wrong on our side; the report was not sent."
 		}
 		for _, c := range cards {
+			shows := false
 			for _, l := range c.Lines {
 				if l.TaskID == taskID {
 					earlier = append(earlier, l.Reports...)
+					shows = true
 				}
+			}
+			if ownCheck && shows && BroughtBy(&c, r.User) {
+				f.refusedOwn(r, c.Channel)
+				return OwnLinkAnswer
 			}
 		}
 		slices.SortStableFunc(earlier, func(a, b card.Report) int { return a.At.Compare(b.At) })
@@ -259,6 +268,9 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	err := f.edit(ctx, r, func(c *card.Card) error {
 		if lineIdx < 0 || lineIdx >= len(c.Lines) || c.Lines[lineIdx].TaskID != taskID {
 			return errStale
+		}
+		if ownCheck && BroughtBy(c, r.User) {
+			return errOwnLink
 		}
 		l := &c.Lines[lineIdx]
 		target = l.Target
@@ -285,6 +297,9 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 			return fmt.Sprintf("%s already reported %s (%s) for task %s %s; it was not sent again.", mention(dup.r.User), optionWords[option], cat, notify.Code(taskID, 40), slackDate(dup.r.At))
 		}
 		return "That report is already being sent."
+	case errors.Is(err, errOwnLink):
+		f.refusedOwn(r, r.Channel)
+		return OwnLinkAnswer
 	case errors.Is(err, errStale), errors.Is(err, ErrCardNotFound):
 		return "This card has changed since it was shown; reload it and try again."
 	case err != nil:
@@ -344,7 +359,38 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	return fmt.Sprintf("Thanks: %s (%s) was reported to the URL service for task %s.", capitalise(optionWords[option]), cat, notify.Code(taskID, 40))
 }
 
-var errStale = errors.New("card line changed")
+var (
+	errStale   = errors.New("card line changed")
+	errOwnLink = errors.New("the reporter brought the link")
+)
+
+// OwnLinkAnswer is the answer to a false-positive report from the person
+// who brought the link (BroughtBy): nothing is sent to the service.
+const OwnLinkAnswer = "You shared this link (or asked me to check it), so you cannot report it as a false positive: " +
+	"a false positive clears the link for everyone. Nothing was sent; ask someone else, or a security admin, to review it."
+
+// BroughtBy reports whether user brought the links of card c to the bot:
+// the author of the message it answers (c.Poster: in a channel, in a
+// thread, or in their direct message with the bot), or, for a card with
+// no message author (/scan <url>), the person who asked for it. Someone
+// who used the shortcut or a mention on another person's message did not.
+// The poster is per message: the same link in two messages has two.
+func BroughtBy(c *card.Card, user string) bool {
+	if user == "" {
+		return false
+	}
+	if c.Poster != "" {
+		return c.Poster == user
+	}
+	return c.RequestedBy == user
+}
+
+// refusedOwn logs a false positive refused because its reporter brought
+// the link (an audit line: someone tried to clear their own link).
+func (f *Feedback) refusedOwn(r ReportRequest, channel string) {
+	f.logger().Info("false positive refused: the reporter brought the link", "audit", true, "user", r.User,
+		"channel", r.Channel, "card_channel", channel, "task_id", r.TaskID, "category", string(r.Category))
+}
 
 type duplicateError struct{ r card.Report }
 
