@@ -202,6 +202,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		a.adminGroup = &commands.AdminGroup{Group: cfg.AdminGroup, API: a.api, Log: log.With("component", "admins")}
 		access.IsGroupAdmin = a.adminGroup.IsMember
 	}
+	a.metrics.WatchAdminGroup(a.adminGroup.Expired) // nil-safe: 0 without a group
 	a.feedback = &commands.Feedback{Cards: a.cards, Rep: a.urls, Poster: a.poster, Access: access,
 		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
 		TaskCards: func(taskID string) ([]card.Card, error) {
