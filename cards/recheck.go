@@ -84,13 +84,13 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 			m.act(ctx, &snap)
 			text := what
 			if snap.Poster != "" {
-				text = fmt.Sprintf("<@%s> a link you shared was checked again: %s.", snap.Poster, what)
+				text = fmt.Sprintf("%s a link you shared was checked again: %s.", notify.Mention(snap.Poster), what)
 			} else {
 				text = "A link in this thread was checked again: " + what + "."
 			}
 			if len(reports) > 0 {
 				r := reports[len(reports)-1]
-				text += fmt.Sprintf(" Earlier, <@%s> reported %s (%s) on it.", r.User, reportWords[r.Option], r.Category)
+				text += fmt.Sprintf(" Earlier, %s reported %s (%s) on it.", notify.Mention(r.User), reportWords[r.Option], r.Category)
 			}
 			if err := a.Replier.Reply(ctx, snap.Channel, snap.ThreadTS, text); err != nil {
 				m.Log.Warn("recheck reply failed", "channel", snap.Channel, "error", err)

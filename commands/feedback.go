@@ -222,10 +222,12 @@ func (f *Feedback) edit(ctx context.Context, r ReportRequest, fn func(c *card.Ca
 }
 
 // Report sends a verdict report for a card line and returns the answer for
-// the user. It checks the user may send it, refuses a report already
-// accepted for the task (on any card) or being sent, sends it to the URL
-// service, adds the audit line to the card, records it, and forgets the
-// cached verdict of the line's URL once the service accepted it.
+// the user. It checks the user may send it (a false positive from whoever
+// brought the link, on any card of its task, is refused unless they are
+// an admin: OwnLinkAnswer), refuses a report already accepted for the task
+// (on any card) or being sent, sends it to the URL service, adds the audit
+// line to the card, records it, and forgets the cached verdict of the
+// line's URL once the service accepted it.
 func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	option, cat, taskID := r.Option, r.Category, r.TaskID
 	if !f.Access.CanReport(r.User, option) {
@@ -294,7 +296,7 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	switch {
 	case errors.As(err, &dup):
 		if dup.r.User != "" {
-			return fmt.Sprintf("%s already reported %s (%s) for task %s %s; it was not sent again.", mention(dup.r.User), optionWords[option], cat, notify.Code(taskID, 40), slackDate(dup.r.At))
+			return fmt.Sprintf("%s already reported %s (%s) for task %s %s; it was not sent again.", notify.Mention(dup.r.User), optionWords[option], cat, notify.Code(taskID, 40), slackDate(dup.r.At))
 		}
 		return "That report is already being sent."
 	case errors.Is(err, errOwnLink):

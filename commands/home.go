@@ -472,7 +472,7 @@ func (h *Home) reportsText(channels []homeChannel) string {
 				continue
 			}
 			lines = append(lines, fmt.Sprintf("• %s: %s (%s) for task %s in <#%s> — being sent since %s",
-				mention(p.User), optionWords[p.Option], p.Category, notify.Code(p.TaskID, 40), p.Channel, slackDate(p.Since)))
+				notify.Mention(p.User), optionWords[p.Option], p.Category, notify.Code(p.TaskID, 40), p.Channel, slackDate(p.Since)))
 		}
 	}
 	for _, c := range channels {
@@ -490,7 +490,7 @@ func (h *Home) reportsText(channels []homeChannel) string {
 						continue
 					}
 					lines = append(lines, fmt.Sprintf("• %s: %s (%s) for task %s in <#%s> — not answered (%s), %s; report it again from the card",
-						mention(r.User), optionWords[r.Option], r.Category, notify.Code(l.TaskID, 40), c.id, notify.Prose(r.Outcome, 200), slackDate(r.At)))
+						notify.Mention(r.User), optionWords[r.Option], r.Category, notify.Code(l.TaskID, 40), c.id, notify.Prose(r.Outcome, 200), slackDate(r.At)))
 				}
 			}
 		}

@@ -481,7 +481,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		entries = append(entries, entry{v.At, text})
 	}
 	for _, r := range reports {
-		text := fmt.Sprintf("%s reported %s (%s)", mention(r.User), optionWords[r.Option], notify.Prose(string(r.Category), 20))
+		text := fmt.Sprintf("%s reported %s (%s)", notify.Mention(r.User), optionWords[r.Option], notify.Prose(string(r.Category), 20))
 		if r.Outcome != "" {
 			text += ", refused: " + notify.Prose(r.Outcome, 200)
 		}
@@ -690,7 +690,7 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 		var b strings.Builder
 		b.WriteString("*Runtime allowlist* (subdomains included):\n")
 		for _, e := range list {
-			fmt.Fprintf(&b, "• %s — added by %s %s\n", notify.Code(e.Domain, 120), mention(e.By), e.At.UTC().Format("2006-01-02"))
+			fmt.Fprintf(&b, "• %s — added by %s %s\n", notify.Code(e.Domain, 120), notify.Mention(e.By), e.At.UTC().Format("2006-01-02"))
 		}
 		return s.respond(ctx, req, b.String())
 	case "add", "remove":
@@ -759,18 +759,6 @@ func vendorWord(s string) string {
 	}
 	return notify.Prose(s, 80)
 }
-
-// mention is a Slack user id as a mention; anything else (a record from an
-// older version, a damaged store) as escaped text.
-func mention(user string) string {
-	if slackUserID.MatchString(user) {
-		return "<@" + user + ">"
-	}
-	return notify.Prose(user, 40)
-}
-
-// slackUserID matches Slack user ids (U…, W… for Enterprise Grid).
-var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{2,}$`)
 
 // historyOf returns the verdicts and reports recorded for a target.
 func (s *Scan) historyOf(target string) ([]store.Verdict, []store.Report, error) {

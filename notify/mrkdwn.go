@@ -43,3 +43,8 @@ func Code(s string, limit int) string { return mrkdwn{}.code(showLiteral(s, limi
 // Slack links nothing), cut in the middle to about limit characters,
 // backticks shown as "ˋ", escaped.
 func CodeURL(u string, limit int) string { return mrkdwn{}.code(showURL(u, limit)) }
+
+// Mention is a Slack user id (U…, W…) as a mention, "someone" for none,
+// and anything else (a damaged record) as escaped text: an id from
+// outside can never become <!channel> or a link.
+func Mention(id string) string { return mrkdwn{}.user(id) }
