@@ -41,12 +41,10 @@ func startHostileService(t *testing.T, target string, fields map[string]string) 
 		t.Fatal(err)
 	}
 	h := &hostileService{fields: fields, hits: map[string]int{}}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		director(r)
-		r.Header.Del("Accept-Encoding") // plain bodies, to rewrite
-	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header.Del("Accept-Encoding") // plain bodies, to rewrite
+	}}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		if !h.on.Load() || (h.only != "" && !strings.Contains(resp.Request.URL.Path, h.only)) ||
 			!strings.Contains(resp.Header.Get("Content-Type"), "json") {
