@@ -10,6 +10,7 @@ import (
 	"github.com/verdictbot/verdictbot/events"
 
 	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -46,9 +47,11 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 	var summary []string
 	for _, ch := range changes {
 		url := ch.Target.Target
-		what := fmt.Sprintf("`%s` is now *%s* (was %s)", links.DefangTruncate(url, 200), ch.Now.Level, ch.Was)
+		what := fmt.Sprintf("%s is now *%s* (was %s)", notify.CodeURL(url, 200), ch.Now.Level, ch.Was)
+		// The note is card prose: the URL's own backticks would form code
+		// spans there, so they are shown as "ˋ", as in code spans.
 		note := fmt.Sprintf("Rechecked %s: %s is now %s (was %s).", now().UTC().Format("2006-01-02 15:04 UTC"),
-			links.DefangTruncate(url, 120), ch.Now.Level, ch.Was)
+			strings.ReplaceAll(links.DefangTruncate(url, 120), "`", "ˋ"), ch.Now.Level, ch.Was)
 		m.Log.Info("recheck changed a verdict", "url", links.Defang(url), "was", ch.Was.Key(), "now", ch.Now.Level.Key(), "cards", len(ch.Target.Cards))
 		for _, ref := range ch.Target.Cards {
 			var reports []card.Report
@@ -81,13 +84,13 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 			m.act(ctx, &snap)
 			text := what
 			if snap.Poster != "" {
-				text = fmt.Sprintf("<@%s> a link you shared was checked again: %s.", snap.Poster, what)
+				text = fmt.Sprintf("%s a link you shared was checked again: %s.", notify.Mention(snap.Poster), what)
 			} else {
 				text = "A link in this thread was checked again: " + what + "."
 			}
 			if len(reports) > 0 {
 				r := reports[len(reports)-1]
-				text += fmt.Sprintf(" Earlier, <@%s> reported %s (%s) on it.", r.User, reportWords[r.Option], r.Category)
+				text += fmt.Sprintf(" Earlier, %s reported %s (%s) on it.", notify.Mention(r.User), reportWords[r.Option], r.Category)
 			}
 			if err := a.Replier.Reply(ctx, snap.Channel, snap.ThreadTS, text); err != nil {
 				m.Log.Warn("recheck reply failed", "channel", snap.Channel, "error", err)

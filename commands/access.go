@@ -61,7 +61,9 @@ func (a *Access) Scope(ctx context.Context, user string) (*Scope, error) {
 }
 
 // CanReport reports whether user may send option ("fp", "fn", "restore").
-// Restore undoes analysts' reports, so it is for admins only.
+// Restore undoes analysts' reports, so it is for admins only. It does not
+// know the card: Feedback.Report also refuses a false positive from the
+// person who brought the link (BroughtBy) unless they are an admin.
 func (a *Access) CanReport(user, option string) bool {
 	if option == "restore" || (a != nil && a.ReportersAdminsOnly) {
 		return a.IsAdmin(user)

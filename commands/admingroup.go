@@ -26,6 +26,13 @@ var _ GroupMembers = (*slack.Client)(nil)
 // again: a change in Slack takes effect within this time.
 const DefaultAdminGroupRefresh = 5 * time.Minute
 
+// DefaultAdminGroupMaxStale is how long the members of the last successful
+// lookup are trusted while lookups fail (three refresh periods): past it,
+// nobody is an admin through the group until a lookup succeeds, so someone
+// removed from the group during a Slack or network outage does not keep
+// the rights for as long as the outage lasts. VERDICTBOT_ADMINS still are.
+const DefaultAdminGroupMaxStale = 15 * time.Minute
+
 const (
 	// defaultGroupLookupTimeout bounds one usergroups.users.list call.
 	defaultGroupLookupTimeout = 30 * time.Second
@@ -46,10 +53,12 @@ const (
 // IsMember reads the cached set only, so a click never waits on Slack. The
 // set is looked up at Start and then every Refresh in a goroutine the
 // AdminGroup owns. When a lookup fails the last known set is kept (the
-// failure is logged once, and its end too), except when Slack says the
-// group does not exist any more (no_such_subteam: deleted or disabled):
-// then nobody is an admin through the group until it is back, so removing
-// the group revokes the rights it gave.
+// failure is logged once, and its end too) for MaxStale after the last
+// successful lookup, then it expires: nobody is an admin through the group
+// until a lookup succeeds (logged once; Expired says so, for a metric).
+// When Slack says the group does not exist any more (no_such_subteam:
+// deleted or disabled), nobody is an admin through the group at once,
+// until it is back, so removing the group revokes the rights it gave.
 type AdminGroup struct {
 	// Group is the user group id (S…).
 	Group string
@@ -60,13 +69,21 @@ type AdminGroup struct {
 	Refresh time.Duration
 	// Timeout bounds one lookup (default 30s).
 	Timeout time.Duration
-	Log     *slog.Logger
+	// MaxStale is how long the last members are kept while lookups fail
+	// (default DefaultAdminGroupMaxStale).
+	MaxStale time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	Log *slog.Logger
 
 	members atomic.Pointer[map[string]struct{}] // nil until a lookup succeeds
+	// loadedAt is when members was last looked up successfully (unix ns).
+	loadedAt atomic.Int64
 
 	lookupMu sync.Mutex // one lookup at a time; guards failing and gone
 	failing  bool       // the last lookup failed (and that was logged)
 	gone     bool       // the last lookup said no_such_subteam (logged)
+	expired  bool       // the members expired during this failure (logged)
 
 	runMu   sync.Mutex // guards started, stop, done
 	started bool
@@ -76,17 +93,44 @@ type AdminGroup struct {
 
 // IsMember reports whether user is in the group, as of the last successful
 // lookup. It never calls Slack. It is false for everyone before the first
-// successful lookup, and on a nil AdminGroup.
+// successful lookup, once that lookup is older than MaxStale (lookups have
+// failed since), and on a nil AdminGroup.
 func (g *AdminGroup) IsMember(user string) bool {
 	if g == nil || user == "" {
 		return false
 	}
 	set := g.members.Load()
-	if set == nil {
+	if set == nil || g.stale() {
 		return false
 	}
 	_, ok := (*set)[user]
 	return ok
+}
+
+// Expired reports whether the members are not trusted any more: lookups
+// have failed for longer than MaxStale since the last successful one (not
+// before the first). False on a nil AdminGroup.
+func (g *AdminGroup) Expired() bool {
+	return g != nil && g.members.Load() != nil && g.stale()
+}
+
+// stale reports whether the last successful lookup is older than MaxStale.
+func (g *AdminGroup) stale() bool {
+	return g.now().Sub(time.Unix(0, g.loadedAt.Load())) > g.maxStale()
+}
+
+func (g *AdminGroup) maxStale() time.Duration {
+	if g.MaxStale > 0 {
+		return g.MaxStale
+	}
+	return DefaultAdminGroupMaxStale
+}
+
+func (g *AdminGroup) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
 }
 
 // Start looks the members up once, then keeps refreshing them in the
@@ -174,21 +218,28 @@ func (g *AdminGroup) Lookup(ctx context.Context) error {
 			return err
 		}
 		if !g.failing {
-			g.logger().Warn("admin group lookup failed; keeping the last known members until a lookup succeeds",
+			g.logger().Warn("admin group lookup failed; keeping the last known members until a lookup succeeds, for "+g.maxStale().String()+" at most",
 				"group", g.Group, "members", setLen(g.members.Load()), "error", err)
 		}
 		g.failing = true
+		if g.Expired() && !g.expired {
+			g.logger().Error("admin group members expired: lookups have failed since "+time.Unix(0, g.loadedAt.Load()).UTC().Format(time.RFC3339)+
+				"; nobody is an admin through the group until one succeeds (VERDICTBOT_ADMINS still are)",
+				"group", g.Group, "members_before", setLen(g.members.Load()), "max_stale", g.maxStale().String(), "error", err)
+			g.expired = true
+		}
 		return err
 	}
 	set := make(map[string]struct{}, len(users))
 	for _, u := range users {
 		set[u] = struct{}{}
 	}
+	g.loadedAt.Store(g.now().UnixNano())
 	prev := g.members.Swap(&set)
 	if g.failing || g.gone {
 		g.logger().Info("admin group lookup works again", "group", g.Group, "members", len(set))
 	}
-	g.failing, g.gone = false, false
+	g.failing, g.gone, g.expired = false, false, false
 	switch added, removed := diffSets(prev, set); {
 	case prev == nil:
 		g.logger().Info("admin group loaded", "group", g.Group, "members", len(set))

@@ -262,3 +262,66 @@ func TestAdminGroupStartErrors(t *testing.T) {
 	}
 	(&commands.AdminGroup{}).Stop() // Stop before Start is fine
 }
+
+// A lookup that keeps failing does not keep the last members forever:
+// 15 minutes (DefaultAdminGroupMaxStale) after the last lookup that
+// worked, nobody is an admin through the group, whether or not a lookup
+// ran since; VERDICTBOT_ADMINS still are. The expiry is logged once and
+// Expired says so (the metric); a lookup that works restores the group.
+func TestAdminGroupMembersExpireWhileLookupsFail(t *testing.T) {
+	t.Parallel()
+	g, f, logs := newAdminGroup(t, time.Hour)
+	clock := testutil.NewClock(time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC))
+	g.Now = clock.Now
+	ctx := testContext(t)
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	access := &commands.Access{Admins: []string{uCarol}, IsGroupAdmin: g.IsMember}
+	f.Fail(methodGroup, 0, "internal_error") // until ClearFaults
+
+	clock.Advance(10 * time.Minute)
+	if err := g.Lookup(ctx); err == nil {
+		t.Fatal("Lookup succeeded during the outage")
+	}
+	wantMembers(t, g, []string{uAlice, uBob}, nil) // within 15 min: kept
+	if g.Expired() {
+		t.Error("expired after 10 minutes")
+	}
+
+	// 15 minutes after the last good lookup, with no lookup since: gone.
+	clock.Advance(5*time.Minute + time.Second)
+	wantMembers(t, g, nil, []string{uAlice, uBob})
+	if !g.Expired() || access.IsAdmin(uAlice) || !access.IsAdmin(uCarol) {
+		t.Errorf("expired %v; alice admin %v (want false), carol (VERDICTBOT_ADMINS) admin %v (want true)",
+			g.Expired(), access.IsAdmin(uAlice), access.IsAdmin(uCarol))
+	}
+	if access.CanReport(uBob, "restore") {
+		t.Error("an expired group member may still restore")
+	}
+	for range 3 {
+		if err := g.Lookup(ctx); err == nil {
+			t.Fatal("Lookup succeeded during the outage")
+		}
+	}
+	if n := strings.Count(logs.String(), "admin group members expired"); n != 1 {
+		t.Errorf("the expiry was logged %d times, want once:\n%s", n, logs)
+	}
+
+	f.ClearFaults()
+	if err := g.Lookup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantMembers(t, g, []string{uAlice, uBob}, nil)
+	if g.Expired() {
+		t.Error("still expired after a lookup that worked")
+	}
+	// The 15 minutes count from the newest good lookup.
+	clock.Advance(14 * time.Minute)
+	wantMembers(t, g, []string{uAlice}, nil)
+
+	var nilGroup *commands.AdminGroup
+	if nilGroup.Expired() {
+		t.Error("a nil AdminGroup is expired")
+	}
+}

@@ -222,10 +222,12 @@ func (f *Feedback) edit(ctx context.Context, r ReportRequest, fn func(c *card.Ca
 }
 
 // Report sends a verdict report for a card line and returns the answer for
-// the user. It checks the user may send it, refuses a report already
-// accepted for the task (on any card) or being sent, sends it to the URL
-// service, adds the audit line to the card, records it, and forgets the
-// cached verdict of the line's URL once the service accepted it.
+// the user. It checks the user may send it (a false positive from whoever
+// brought the link, on any card of its task, is refused unless they are
+// an admin: OwnLinkAnswer), refuses a report already accepted for the task
+// (on any card) or being sent, sends it to the URL service, adds the audit
+// line to the card, records it, and forgets the cached verdict of the
+// line's URL once the service accepted it.
 func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	option, cat, taskID := r.Option, r.Category, r.TaskID
 	if !f.Access.CanReport(r.User, option) {
@@ -234,6 +236,9 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		}
 		return "Only admins can report verdicts in this workspace."
 	}
+	// A false positive clears a link for everyone; its own poster may not
+	// send one (admins excepted), on any card showing the task.
+	ownCheck := option == "fp" && !f.Access.IsAdmin(r.User)
 	// A report the service accepted for this task on another card (the same
 	// link posted twice) counts too: the service keeps one verdict per task.
 	var earlier []cardReport
@@ -244,12 +249,18 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 			return "Something went wrong on our side; the report was not sent."
 		}
 		for i := range cards {
+			shows := false
 			for _, l := range cards[i].Lines {
 				if l.TaskID == taskID {
 					for _, rep := range l.Reports {
 						earlier = append(earlier, cardReport{Report: rep, card: &cards[i]})
 					}
+					shows = true
 				}
+			}
+			if ownCheck && shows && BroughtBy(&cards[i], r.User) {
+				f.refusedOwn(r, cards[i].Channel)
+				return OwnLinkAnswer
 			}
 		}
 	}
@@ -260,6 +271,9 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	err := f.edit(ctx, r, func(c *card.Card) error {
 		if lineIdx < 0 || lineIdx >= len(c.Lines) || c.Lines[lineIdx].TaskID != taskID {
 			return errStale
+		}
+		if ownCheck && BroughtBy(c, r.User) {
+			return errOwnLink
 		}
 		l := &c.Lines[lineIdx]
 		target = l.Target
@@ -290,12 +304,15 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		case dup.r.User == "":
 			return "That report is already being sent."
 		case f.mayName(ctx, r.User, dup):
-			return fmt.Sprintf("<@%s> already reported %s (%s) for task `%s` %s; it was not sent again.", dup.r.User, optionWords[option], cat, taskID, slackDate(dup.r.At))
+			return fmt.Sprintf("%s already reported %s (%s) for task %s %s; it was not sent again.", notify.Mention(dup.r.User), optionWords[option], cat, notify.Code(taskID, 40), slackDate(dup.r.At))
 		}
 		// Made on a card of a conversation the reporter is not in: that
 		// it was made is said (the service keeps one verdict per task), not
 		// who made it, nor when, nor where.
-		return fmt.Sprintf("%s (%s) was already reported for task `%s`; it was not sent again.", capitalise(optionWords[option]), cat, taskID)
+		return fmt.Sprintf("%s (%s) was already reported for task %s; it was not sent again.", capitalise(optionWords[option]), cat, notify.Code(taskID, 40))
+	case errors.Is(err, errOwnLink):
+		f.refusedOwn(r, r.Channel)
+		return OwnLinkAnswer
 	case errors.Is(err, errStale), errors.Is(err, ErrCardNotFound):
 		return "This card has changed since it was shown; reload it and try again."
 	case err != nil:
@@ -347,15 +364,46 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		}
 	}
 	if rerr != nil {
-		return fmt.Sprintf("The URL service did not accept the report: %s.", rep.Outcome)
+		return fmt.Sprintf("The URL service did not accept the report: %s.", notify.Prose(rep.Outcome, 300))
 	}
 	if f.Forget != nil && target != "" {
 		f.Forget(target)
 	}
-	return fmt.Sprintf("Thanks: %s (%s) was reported to the URL service for task `%s`.", capitalise(optionWords[option]), cat, taskID)
+	return fmt.Sprintf("Thanks: %s (%s) was reported to the URL service for task %s.", capitalise(optionWords[option]), cat, notify.Code(taskID, 40))
 }
 
-var errStale = errors.New("card line changed")
+var (
+	errStale   = errors.New("card line changed")
+	errOwnLink = errors.New("the reporter brought the link")
+)
+
+// OwnLinkAnswer is the answer to a false-positive report from the person
+// who brought the link (BroughtBy): nothing is sent to the service.
+const OwnLinkAnswer = "You shared this link (or asked me to check it), so you cannot report it as a false positive: " +
+	"a false positive clears the link for everyone. Nothing was sent; ask someone else, or a security admin, to review it."
+
+// BroughtBy reports whether user brought the links of card c to the bot:
+// the author of the message it answers (c.Poster: in a channel, in a
+// thread, or in their direct message with the bot), or, for a card with
+// no message author (/scan <url>), the person who asked for it. Someone
+// who used the shortcut or a mention on another person's message did not.
+// The poster is per message: the same link in two messages has two.
+func BroughtBy(c *card.Card, user string) bool {
+	if user == "" {
+		return false
+	}
+	if c.Poster != "" {
+		return c.Poster == user
+	}
+	return c.RequestedBy == user
+}
+
+// refusedOwn logs a false positive refused because its reporter brought
+// the link (an audit line: someone tried to clear their own link).
+func (f *Feedback) refusedOwn(r ReportRequest, channel string) {
+	f.logger().Info("false positive refused: the reporter brought the link", "audit", true, "user", r.User,
+		"channel", r.Channel, "card_channel", channel, "task_id", r.TaskID, "category", string(r.Category))
+}
 
 // cardReport is a report and the card it was made on (nil: the card being
 // reported on).

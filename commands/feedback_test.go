@@ -116,3 +116,72 @@ func TestReportOnAnUnknownCardSaysItChanged(t *testing.T) {
 		t.Fatalf("sent %+v, updates %d", rep.sent, len(poster.updates))
 	}
 }
+
+// A false positive from the person who brought the link is refused, on
+// the card clicked or on any other card showing the task; everything else
+// goes through as before.
+func TestFalsePositiveFromTheLinksOwnPosterIsRefused(t *testing.T) {
+	other := func(poster, requestedBy, task string) card.Card {
+		return card.Card{Channel: "C2", SourceTS: "2.1", CardTS: "2.2", Poster: poster, RequestedBy: requestedBy, Final: true,
+			Lines: []card.Line{{Kind: card.KindURL, Target: "https://a.test/", TaskID: task, Level: verdict.Malicious}}}
+	}
+	cases := []struct {
+		name                string
+		poster, requestedBy string
+		others              []card.Card
+		user, option        string
+		admins              []string
+		adminsOnly          bool
+		refused             bool
+	}{
+		{name: "poster fp", poster: "U1", user: "U1", option: "fp", refused: true},
+		{name: "poster fn", poster: "U1", user: "U1", option: "fn"},
+		{name: "someone else's fp", poster: "U1", user: "U2", option: "fp"},
+		{name: "admin poster fp", poster: "U1", user: "U1", option: "fp", admins: []string{"U1"}},
+		{name: "admin poster fp, reporters admins", poster: "U1", user: "U1", option: "fp", admins: []string{"U1"}, adminsOnly: true},
+		{name: "/scan requester fp", requestedBy: "U3", user: "U3", option: "fp", refused: true},
+		{name: "shortcut requester fp on another's message", poster: "U1", requestedBy: "U3", user: "U3", option: "fp"},
+		{name: "shortcut: the author still refused", poster: "U1", requestedBy: "U3", user: "U1", option: "fp", refused: true},
+		{name: "poster of the task on another card", poster: "U1", others: []card.Card{other("U4", "", "aaaa")}, user: "U4", option: "fp", refused: true},
+		{name: "/scan requester of the task on another card", poster: "U1", others: []card.Card{other("", "U4", "aaaa")}, user: "U4", option: "fp", refused: true},
+		{name: "poster of another task", poster: "U1", others: []card.Card{other("U4", "", "bbbb")}, user: "U4", option: "fp"},
+		{name: "no poster known", user: "U1", option: "fp"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := feedbackCard()
+			c.Poster, c.RequestedBy = tc.poster, tc.requestedBy
+			book := &lateBook{c: c}
+			rep, poster := &recordingReporter{}, &recordingPoster{}
+			f := &Feedback{Cards: book, Rep: rep, Poster: poster, Access: &Access{Admins: tc.admins, ReportersAdminsOnly: tc.adminsOnly},
+				TaskCards: func(task string) ([]card.Card, error) {
+					out := []card.Card{book.c}
+					for _, o := range tc.others {
+						if o.Lines[0].TaskID == task {
+							out = append(out, o)
+						}
+					}
+					return out, nil
+				}}
+			answer := f.Report(t.Context(), ReportRequest{User: tc.user, Channel: "C1", CardTS: "1.2", Line: 0,
+				TaskID: "aaaa", Category: verdict.CatPhishing, Option: tc.option})
+			if tc.refused {
+				if answer != OwnLinkAnswer || len(rep.sent) != 0 || len(poster.updates) != 0 || len(book.c.Lines[0].Reports) != 0 {
+					t.Fatalf("answer %q, sent %v, %d card updates", answer, rep.sent, len(poster.updates))
+				}
+				return
+			}
+			if !strings.HasPrefix(answer, "Thanks") || len(rep.sent) != 1 {
+				t.Fatalf("answer %q, sent %v", answer, rep.sent)
+			}
+		})
+	}
+	// Without TaskCards (a store that cannot list them), the clicked card
+	// alone still decides.
+	c := feedbackCard()
+	c.Poster = "U1"
+	f := &Feedback{Cards: &lateBook{c: c}, Rep: &recordingReporter{}, Poster: &recordingPoster{}, Access: &Access{}}
+	if a := f.Report(t.Context(), ReportRequest{User: "U1", Channel: "C1", CardTS: "1.2", TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"}); a != OwnLinkAnswer {
+		t.Errorf("without TaskCards: %q", a)
+	}
+}

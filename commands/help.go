@@ -3,6 +3,8 @@ package commands
 import (
 	"fmt"
 	"strings"
+
+	"github.com/verdictbot/verdictbot/notify"
 )
 
 // The registry's help, in every form it is shown: /scan help and the App
@@ -49,14 +51,12 @@ func whoOf(a AdminRule) string {
 	return "anyone"
 }
 
-// EscapeMrkdwn escapes &, < and > as Slack requires in mrkdwn text (code
-// spans included): an unescaped "<url>" is shown as a link labelled "url".
-func EscapeMrkdwn(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
-
-// code is s as an escaped mrkdwn code span.
-func code(s string) string { return "`" + EscapeMrkdwn(s) + "`" }
+// code is our own text (a usage, an example) as an escaped mrkdwn code
+// span: &, < and > are escaped there too, or "<task_id>" would be shown
+// as a link labelled "task_id". Text from outside (a word someone typed,
+// a service's field) goes through notify.Code instead, which also keeps
+// its backticks from ending the span.
+func code(s string) string { return "`" + notify.Escape(s) + "`" }
 
 // Help is the answer to /scan help: Slack mrkdwn, escaped, one line per
 // command with its example.
@@ -74,7 +74,7 @@ func (r *Registry) Help() string {
 func (r *Registry) HomeHelp() string {
 	var b strings.Builder
 	for _, e := range r.HelpEntries() {
-		fmt.Fprintf(&b, "• %s — %s", code(e.Usage), EscapeMrkdwn(e.Description))
+		fmt.Fprintf(&b, "• %s — %s", code(e.Usage), notify.Escape(e.Description))
 		if e.Who != "anyone" {
 			fmt.Fprintf(&b, " _(%s)_", e.Who)
 		}
@@ -92,7 +92,7 @@ func (r *Registry) HomeHelp() string {
 func mrkdwnNote() string {
 	parts := strings.Split(placeholderNote, "`")
 	for i := range parts {
-		parts[i] = EscapeMrkdwn(parts[i])
+		parts[i] = notify.Escape(parts[i])
 	}
 	return strings.Join(parts, "`")
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/verdictbot/verdictbot/card"
-	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -487,7 +487,7 @@ func (h *Home) servicesText() string {
 // (a private channel's name is not shown to non-members).
 func (h *Home) channelBlocks(b *homeBlocks, channels []homeChannel, admin bool, maxCh int, listErr error) {
 	if listErr != nil {
-		b.text("I could not list my channels just now (" + cleanSlackErr(listErr) + "); open the Home again in a minute.")
+		b.text("I could not list my channels just now (" + notify.Prose(cleanSlackErr(listErr), 80) + "); open the Home again in a minute.")
 		return
 	}
 	shown := channels
@@ -635,7 +635,7 @@ func (h *Home) verdictsText(channels []homeChannel, maxV int) string {
 				targets = append(targets, fmt.Sprintf("+%d more", len(c.Lines)-2))
 				break
 			}
-			targets = append(targets, "`"+links.DefangTruncate(l.Target, 60)+"`")
+			targets = append(targets, notify.CodeURL(l.Target, 60))
 		}
 		if len(targets) == 0 {
 			targets = []string{"nothing checked"}
@@ -667,8 +667,8 @@ func (h *Home) reportsText(channels []homeChannel) string {
 			if !member[p.Channel] {
 				continue
 			}
-			lines = append(lines, fmt.Sprintf("• <@%s>: %s (%s) for task `%s` in <#%s> — being sent since %s",
-				p.User, optionWords[p.Option], p.Category, p.TaskID, p.Channel, slackDate(p.Since)))
+			lines = append(lines, fmt.Sprintf("• %s: %s (%s) for task %s in <#%s> — being sent since %s",
+				notify.Mention(p.User), optionWords[p.Option], p.Category, notify.Code(p.TaskID, 40), p.Channel, slackDate(p.Since)))
 		}
 	}
 	for _, c := range channels {
@@ -685,8 +685,8 @@ func (h *Home) reportsText(channels []homeChannel) string {
 					if r.Outcome != OutcomeUnreachable || answeredLater(l.Reports, r) {
 						continue
 					}
-					lines = append(lines, fmt.Sprintf("• <@%s>: %s (%s) for task `%s` in <#%s> — not answered (%s), %s; report it again from the card",
-						r.User, optionWords[r.Option], r.Category, l.TaskID, c.id, r.Outcome, slackDate(r.At)))
+					lines = append(lines, fmt.Sprintf("• %s: %s (%s) for task %s in <#%s> — not answered (%s), %s; report it again from the card",
+						notify.Mention(r.User), optionWords[r.Option], r.Category, notify.Code(l.TaskID, 40), c.id, notify.Prose(r.Outcome, 200), slackDate(r.At)))
 				}
 			}
 		}

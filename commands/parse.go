@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/verdictbot/verdictbot/notify"
 )
 
 // Parsed is the outcome of parsing a /scan text: a command to run with its
@@ -25,7 +27,7 @@ type Parsed struct {
 func (r *Registry) Parse(text string) Parsed {
 	words, err := splitWords(text)
 	if err != nil {
-		return Parsed{Reply: fmt.Sprintf("I could not read that: %s. Try `%s help`.", err, r.Slash)}
+		return Parsed{Reply: fmt.Sprintf("I could not read that: %s. Try `%s help`.", notify.Prose(err.Error(), 100), r.Slash)}
 	}
 	if len(words) == 0 {
 		return Parsed{Reply: r.Help()}
@@ -49,7 +51,7 @@ func (r *Registry) Parse(text string) Parsed {
 			// The help's placeholder typed as a word: /scan url https://…
 			c, args = bare, words
 		default:
-			reply := fmt.Sprintf("%s is not a %s command.", code(words[0]), r.Slash)
+			reply := fmt.Sprintf("%s is not a %s command.", notify.Code(words[0], 40), r.Slash)
 			if near := r.closest(verb); near != "" {
 				reply += fmt.Sprintf(" Did you mean %s?", code(r.Slash+" "+near))
 			}
@@ -65,7 +67,7 @@ func (r *Registry) Parse(text string) Parsed {
 		if len(args) >= c.MinArgs {
 			what = "Too many arguments"
 		}
-		reply := fmt.Sprintf("%s. Usage: %s — %s", what, code(r.UsageOf(c)), EscapeMrkdwn(c.Description))
+		reply := fmt.Sprintf("%s. Usage: %s — %s", what, code(r.UsageOf(c)), notify.Escape(c.Description))
 		if len(c.Examples) > 0 {
 			reply += fmt.Sprintf(". For example %s.", code(c.Examples[0]))
 		}

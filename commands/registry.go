@@ -101,7 +101,7 @@ func (r *Registry) Names() []string {
 }
 
 // UsageOf is the one-line usage of a command, as typed (not escaped for
-// mrkdwn: see EscapeMrkdwn).
+// mrkdwn: see notify.Escape).
 func (r *Registry) UsageOf(c *Command) string {
 	return strings.TrimSpace(r.Slash + " " + strings.TrimSpace(c.Name+" "+c.Usage))
 }

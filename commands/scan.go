@@ -17,6 +17,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -183,7 +184,7 @@ func (s *Scan) scanURLs(ctx context.Context, req *Request) error {
 		}
 		norm, err := links.Normalize(u)
 		if err != nil {
-			bad = append(bad, fmt.Sprintf("`%s` is not a link I can check (%v)", links.DefangTruncate(raw, 80), cleanErr(err)))
+			bad = append(bad, fmt.Sprintf("%s is not a link I can check (%s)", notify.CodeURL(raw, 80), notify.Prose(cleanErr(err), 200)))
 			continue
 		}
 		if reason, ok := s.Links.Check(norm); !ok {
@@ -199,7 +200,7 @@ func (s *Scan) scanURLs(ctx context.Context, req *Request) error {
 	if len(targets) == 0 {
 		var why []string
 		for _, sk := range skipped {
-			why = append(why, fmt.Sprintf("`%s`: %s", links.DefangTruncate(sk.URL, 80), sk.Reason.Text()))
+			why = append(why, fmt.Sprintf("%s: %s", notify.CodeURL(sk.URL, 80), notify.Prose(sk.Reason.Text(), 200)))
 		}
 		return userErr("Nothing to scan: %s. Such links are never sent to the service.", strings.Join(why, "; "))
 	}
@@ -266,9 +267,9 @@ func (s *Scan) status(ctx context.Context, req *Request) error {
 	kind := taskKind(id)
 	switch {
 	case kind == "":
-		return userErr("`%s` is not a task id: URL tasks are 32 hexadecimal characters, sandbox tasks are numbers.", truncate(id, 80))
+		return userErr("%s is not a task id: URL tasks are 32 hexadecimal characters, sandbox tasks are numbers.", notify.Code(id, 80))
 	case kind == "sandbox" && s.Sandbox == nil:
-		return userErr("No sandbox service is configured, so there is no sandbox task `%s` to look up.", id)
+		return userErr("No sandbox service is configured, so there is no sandbox task %s to look up.", notify.Code(id, 40))
 	}
 	// A non-admin is answered only about tasks on cards they may see: any
 	// other id, unknown or seen elsewhere, gets the same answer and no
@@ -283,7 +284,7 @@ func (s *Scan) status(ctx context.Context, req *Request) error {
 			return err
 		}
 		if !ok {
-			return userErr(noTaskHere, id)
+			return userErr(noTaskHere, notify.Code(id, 40))
 		}
 	}
 	if kind == "url" {
@@ -291,20 +292,20 @@ func (s *Scan) status(ctx context.Context, req *Request) error {
 		if err != nil {
 			return serviceErr("URL service", err, id)
 		}
-		return s.respond(ctx, req, fmt.Sprintf("URL task `%s`: *%s*.", id, st))
+		return s.respond(ctx, req, fmt.Sprintf("URL task %s: *%s*.", notify.Code(id, 40), notify.Prose(st, 60)))
 	}
 	task, err := s.Sandbox.Task(ctx, id)
 	if err != nil {
 		return serviceErr("sandbox", err, id)
 	}
-	text := fmt.Sprintf("Sandbox task `%s`: *%s*.", id, task.Status)
+	text := fmt.Sprintf("Sandbox task %s: *%s*.", notify.Code(id, 40), notify.Prose(task.Status, 60))
 	if task.HaveTimes {
-		text += fmt.Sprintf(" Added %s", orDash(task.AddedOn))
+		text += " Added " + vendorWord(task.AddedOn)
 		if task.StartedOn != "" {
-			text += ", started " + task.StartedOn
+			text += ", started " + vendorWord(task.StartedOn)
 		}
 		if task.CompletedOn != "" {
-			text += ", completed " + task.CompletedOn
+			text += ", completed " + vendorWord(task.CompletedOn)
 		}
 		text += " (the sandbox's clock)."
 	}
@@ -316,16 +317,16 @@ func (s *Scan) status(ctx context.Context, req *Request) error {
 const (
 	// noTaskHere answers /scan status and /scan history for a task id not
 	// on a card the asker may see.
-	noTaskHere = "I have no record of task `%s` in your conversations."
+	noTaskHere = "I have no record of task %s in your conversations."
 	// noFileHere answers /scan hash for a file not on a card the asker
 	// may see.
-	noFileHere = "I have no record of a file with hash `%s` in your conversations."
+	noFileHere = "I have no record of a file with hash %s in your conversations."
 )
 
 func (s *Scan) hash(ctx context.Context, req *Request) error {
 	h := strings.ToLower(req.Args[0])
 	if !hexRe.MatchString(h) || (len(h) != 32 && len(h) != 40 && len(h) != 64) {
-		return userErr("`%s` is not a hash: give an MD5 (32), SHA-1 (40) or SHA-256 (64) hexadecimal digest.", truncate(req.Args[0], 80))
+		return userErr("%s is not a hash: give an MD5 (32), SHA-1 (40) or SHA-256 (64) hexadecimal digest.", notify.Code(req.Args[0], 80))
 	}
 	if s.Sandbox == nil {
 		return userErr("No sandbox service is configured.")
@@ -343,7 +344,7 @@ func (s *Scan) hash(ctx context.Context, req *Request) error {
 		if len(h) != 64 {
 			sha, err = s.Sandbox.FileSHA256(ctx, h)
 			if errors.Is(err, scan.ErrNotFound) {
-				return s.respond(ctx, req, fmt.Sprintf(noFileHere, h))
+				return s.respond(ctx, req, fmt.Sprintf(noFileHere, notify.Code(h, 80)))
 			}
 			if err != nil {
 				return serviceErr("sandbox", err, "")
@@ -354,35 +355,36 @@ func (s *Scan) hash(ctx context.Context, req *Request) error {
 			return err
 		}
 		if !ok {
-			return s.respond(ctx, req, fmt.Sprintf(noFileHere, h))
+			return s.respond(ctx, req, fmt.Sprintf(noFileHere, notify.Code(h, 80)))
 		}
 	}
 	f, err := s.Sandbox.Sample(ctx, h)
 	if errors.Is(err, scan.ErrNotFound) {
 		if !sc.All() {
-			return s.respond(ctx, req, fmt.Sprintf(noFileHere, h))
+			return s.respond(ctx, req, fmt.Sprintf(noFileHere, notify.Code(h, 80)))
 		}
-		return s.respond(ctx, req, fmt.Sprintf("The sandbox has never seen a file with hash `%s`.", h))
+		return s.respond(ctx, req, fmt.Sprintf("The sandbox has never seen a file with hash %s.", notify.Code(h, 80)))
 	}
 	if err != nil {
 		return serviceErr("sandbox", err, "")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "*File* `%s` — %s, %d bytes\nmd5 `%s` · sha1 `%s`\nsha256 `%s`\n", h, orDash(f.Type), f.Size, f.MD5, f.SHA1, f.SHA256)
+	fmt.Fprintf(&b, "*File* %s — %s, %d bytes\nmd5 %s · sha1 %s\nsha256 %s\n", notify.Code(h, 80), vendorWord(f.Type), f.Size,
+		notify.Code(f.MD5, 80), notify.Code(f.SHA1, 80), notify.Code(f.SHA256, 80))
 	fmt.Fprintf(&b, "%d task(s)", len(f.Tasks))
 	for i, t := range f.Tasks {
 		if i == 5 {
 			fmt.Fprintf(&b, ", …")
 			break
 		}
-		fmt.Fprintf(&b, "%s `%s` %s (added %s)", sep(i), t.ID, orDash(t.Status), orDash(t.AddedOn))
+		fmt.Fprintf(&b, "%s %s %s (added %s)", sep(i), notify.Code(t.ID, 40), vendorWord(t.Status), vendorWord(t.AddedOn))
 	}
 	b.WriteString("\n")
 	if r := f.Report; r != nil {
 		level := verdict.MalscoreLevel(r.MalScore)
-		fmt.Fprintf(&b, "Newest report: task `%s`, malscore *%.1f*/10 (%s)", r.TaskID, r.MalScore, level)
+		fmt.Fprintf(&b, "Newest report: task %s, malscore *%.1f*/10 (%s)", notify.Code(r.TaskID, 40), r.MalScore, level)
 		if r.MalFamily != "" {
-			fmt.Fprintf(&b, ", family *%s*", r.MalFamily)
+			fmt.Fprintf(&b, ", family *%s*", notify.Prose(r.MalFamily, 80))
 		}
 		b.WriteString(".")
 	}
@@ -405,14 +407,14 @@ func sep(i int) string {
 func (s *Scan) report(ctx context.Context, req *Request) error {
 	id, catWord, option := strings.ToLower(req.Args[0]), req.Args[1], strings.ToLower(req.Args[2])
 	if taskKind(id) != "url" {
-		return userErr("`%s` is not a URL task id (32 hexadecimal characters); reports are for URL verdicts.", truncate(req.Args[0], 80))
+		return userErr("%s is not a URL task id (32 hexadecimal characters); reports are for URL verdicts.", notify.Code(req.Args[0], 80))
 	}
 	cat, err := verdict.ParseCategory(catWord)
 	if err != nil {
-		return userErr("`%s` is not a category: use phishing, advertising, malicious or illegal.", truncate(catWord, 40))
+		return userErr("%s is not a category: use phishing, advertising, malicious or illegal.", notify.Code(catWord, 40))
 	}
 	if option != "fp" && option != "fn" && option != "restore" {
-		return userErr("`%s` is not a report: use fp (false positive), fn (false negative) or restore.", truncate(option, 20))
+		return userErr("%s is not a report: use fp (false positive), fn (false negative) or restore.", notify.Code(option, 20))
 	}
 	if !s.Access.CanReport(req.User, option) {
 		if option == "restore" {
@@ -444,12 +446,12 @@ func (s *Scan) report(ctx context.Context, req *Request) error {
 	if pick == nil && len(cards) > 0 && sc.All() {
 		pick = cards[0]
 	}
-	const notHere = "Task `%s` has no card in this channel; run the command in the channel where its card is."
+	const notHere = "Task %s has no card in this channel; run the command in the channel where its card is."
 	if pick == nil {
 		if len(cards) == 0 && sc.All() {
-			return userErr("Task `%s` is not on any verdict card of mine, so there is nothing to report; reports are for tasks shown on a card.", id)
+			return userErr("Task %s is not on any verdict card of mine, so there is nothing to report; reports are for tasks shown on a card.", notify.Code(id, 40))
 		}
-		return userErr(notHere, id)
+		return userErr(notHere, notify.Code(id, 40))
 	}
 	line := -1
 	for i, l := range pick.Card.Lines {
@@ -459,7 +461,7 @@ func (s *Scan) report(ctx context.Context, req *Request) error {
 		}
 	}
 	if line < 0 { // the card changed since the lookup
-		return userErr(notHere, id)
+		return userErr(notHere, notify.Code(id, 40))
 	}
 	return s.respond(ctx, req, s.Feedback.Report(ctx, ReportRequest{User: req.User, Channel: pick.Card.Channel,
 		SourceTS: pick.Card.SourceTS, Line: line, TaskID: id, Category: cat, Option: option}))
@@ -475,7 +477,7 @@ func (s *Scan) recent(ctx context.Context, req *Request) error {
 	if len(req.Args) == 1 {
 		v, err := strconv.Atoi(req.Args[0])
 		if err != nil || v < 1 || v > 20 {
-			return userErr("`%s`: give a number from 1 to 20.", truncate(req.Args[0], 20))
+			return userErr("%s: give a number from 1 to 20.", notify.Code(req.Args[0], 20))
 		}
 		n = v
 	}
@@ -502,7 +504,7 @@ func (s *Scan) recent(ctx context.Context, req *Request) error {
 				targets = append(targets, fmt.Sprintf("+%d more", len(c.Lines)-3))
 				break
 			}
-			targets = append(targets, "`"+links.DefangTruncate(l.Target, 60)+"`")
+			targets = append(targets, notify.CodeURL(l.Target, 60))
 		}
 		level := c.Level().String()
 		if !c.Final {
@@ -529,7 +531,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		}
 		norm, err := links.Normalize(u)
 		if err != nil {
-			return userErr("`%s` is neither a task id nor a link I can read (%v).", links.DefangTruncate(arg, 80), cleanErr(err))
+			return userErr("%s is neither a task id nor a link I can read (%s).", notify.CodeURL(arg, 80), notify.Prose(cleanErr(err), 200))
 		}
 		target = norm
 	}
@@ -538,18 +540,18 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		return err
 	}
 	if kind != "" {
-		noRecord := "I have no record of task `%s`."
+		noRecord := "I have no record of task %s."
 		if !sc.All() {
 			noRecord = noTaskHere
 		}
 		t, err := s.State.TargetOfTask(arg)
 		if err != nil {
-			return userErr(noRecord, arg)
+			return userErr(noRecord, notify.Code(arg, 40))
 		}
 		if ok, err := s.taskVisible(sc, strings.ToLower(arg)); err != nil {
 			return err
 		} else if !ok {
-			return userErr(noRecord, arg)
+			return userErr(noRecord, notify.Code(arg, 40))
 		}
 		target = t
 	}
@@ -566,7 +568,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		}
 	}
 	if len(hist) == 0 && len(reports) == 0 {
-		return s.respond(ctx, req, fmt.Sprintf("No verdicts recorded for `%s`.", links.DefangTruncate(target, 120)))
+		return s.respond(ctx, req, fmt.Sprintf("No verdicts recorded for %s.", notify.CodeURL(target, 120)))
 	}
 	type entry struct {
 		at   time.Time
@@ -574,7 +576,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 	}
 	var entries []entry
 	for _, v := range hist {
-		text := fmt.Sprintf("*%s* (%s, task `%s`)", v.Level, v.Source, v.TaskID)
+		text := fmt.Sprintf("*%s* (%s, task %s)", v.Level, notify.Prose(v.Source, 20), notify.Code(v.TaskID, 40))
 		if v.Kind == "file" {
 			text += fmt.Sprintf(", malscore %.1f", v.MalScore)
 		} else if v.Category != "" {
@@ -583,9 +585,9 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		entries = append(entries, entry{v.At, text})
 	}
 	for _, r := range reports {
-		text := fmt.Sprintf("<@%s> reported %s (%s)", r.User, optionWords[r.Option], r.Category)
+		text := fmt.Sprintf("%s reported %s (%s)", notify.Mention(r.User), optionWords[r.Option], notify.Prose(string(r.Category), 20))
 		if r.Outcome != "" {
-			text += ", refused: " + r.Outcome
+			text += ", refused: " + notify.Prose(r.Outcome, 200)
 		}
 		entries = append(entries, entry{r.At, text})
 	}
@@ -596,7 +598,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "*History of* `%s`\n", links.DefangTruncate(target, 120))
+	fmt.Fprintf(&b, "*History of* %s\n", notify.CodeURL(target, 120))
 	for i, e := range entries {
 		if i == 40 {
 			fmt.Fprintf(&b, "… and %d more\n", len(entries)-40)
@@ -644,7 +646,7 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 		}
 	case "off", "quiet", "verbose":
 	default:
-		return userErr("`%s` is not a mode: use on, off, quiet or verbose.", truncate(req.Args[0], 20))
+		return userErr("%s is not a mode: use on, off, quiet or verbose.", notify.Code(req.Args[0], 20))
 	}
 	if !s.Access.IsAdmin(req.User) {
 		return userErr("Only admins can change this channel's mode.")
@@ -686,7 +688,7 @@ func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
 	}
 	v := strings.ToLower(req.Args[1])
 	if v != "on" && v != "off" {
-		return userErr("`%s`: use `/scan channel files on` or `/scan channel files off`.", truncate(req.Args[1], 20))
+		return userErr("%s: use `/scan channel files on` or `/scan channel files off`.", notify.Code(req.Args[1], 20))
 	}
 	if !s.Access.IsAdmin(req.User) {
 		return userErr("Only admins can change whether this channel's files are scanned.")
@@ -758,7 +760,7 @@ func (s *Scan) channelQuarantine(ctx context.Context, req *Request) error {
 	switch v {
 	case "off", "malicious", "suspicious":
 	default:
-		return userErr("`%s`: use `/scan channel quarantine off`, `malicious` or `suspicious`.", truncate(req.Args[1], 20))
+		return userErr("%s: use `/scan channel quarantine off`, `malicious` or `suspicious`.", notify.Code(req.Args[1], 20))
 	}
 	if !s.Access.IsAdmin(req.User) {
 		return userErr("Only admins can change this channel's quarantine.")
@@ -792,12 +794,12 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 		var b strings.Builder
 		b.WriteString("*Runtime allowlist* (subdomains included):\n")
 		for _, e := range list {
-			fmt.Fprintf(&b, "• `%s` — added by <@%s> %s\n", e.Domain, e.By, e.At.UTC().Format("2006-01-02"))
+			fmt.Fprintf(&b, "• %s — added by %s %s\n", notify.Code(e.Domain, 120), notify.Mention(e.By), e.At.UTC().Format("2006-01-02"))
 		}
 		return s.respond(ctx, req, b.String())
 	case "add", "remove":
 	default:
-		return userErr("`%s`: use `/scan allow add &lt;domain&gt;`, `/scan allow remove &lt;domain&gt;` or `/scan allow list`.", truncate(req.Args[0], 20))
+		return userErr("%s: use `/scan allow add &lt;domain&gt;`, `/scan allow remove &lt;domain&gt;` or `/scan allow list`.", notify.Code(req.Args[0], 20))
 	}
 	if len(req.Args) != 2 {
 		return userErr("Which domain? `/scan allow %s &lt;domain&gt;`.", verb)
@@ -807,10 +809,10 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 	}
 	domain, err := links.NormalizeDomain(req.Args[1])
 	if err != nil {
-		return userErr("`%s` is not a domain I can allow (%v).", truncate(req.Args[1], 80), cleanErr(err))
+		return userErr("%s is not a domain I can allow (%s).", notify.Code(req.Args[1], 80), notify.Prose(cleanErr(err), 200))
 	}
 	if ps, _ := publicsuffix.PublicSuffix(domain); ps == domain {
-		return userErr("`%s` is not a domain I can allow: it is a public suffix, which would allow every site under it.", domain)
+		return userErr("%s is not a domain I can allow: it is a public suffix, which would allow every site under it.", notify.Code(domain, 120))
 	}
 	if verb == "add" {
 		if err := s.State.Allow(domain, req.User); err != nil {
@@ -822,7 +824,7 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 			return err
 		}
 		if !found {
-			return userErr("`%s` is not on the runtime allowlist.", domain)
+			return userErr("%s is not on the runtime allowlist.", notify.Code(domain, 120))
 		}
 	}
 	if s.AllowChanged != nil {
@@ -831,9 +833,9 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 	change := map[string]string{"add": "added", "remove": "removed"}[verb]
 	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: "allowlist", Domain: domain, Value: change})
 	if verb == "add" {
-		return s.respond(ctx, req, fmt.Sprintf("Links to `%s` and its subdomains are no longer sent for scanning.", domain))
+		return s.respond(ctx, req, fmt.Sprintf("Links to %s and its subdomains are no longer sent for scanning.", notify.Code(domain, 120)))
 	}
-	return s.respond(ctx, req, fmt.Sprintf("`%s` was removed from the allowlist; its links are scanned again.", domain))
+	return s.respond(ctx, req, fmt.Sprintf("%s was removed from the allowlist; its links are scanned again.", notify.Code(domain, 120)))
 }
 
 // serviceErr turns a service failure into an answer.
@@ -842,9 +844,9 @@ func serviceErr(service string, err error, id string) error {
 	switch {
 	case !errors.As(err, &le):
 	case le.NotFound:
-		return userErr("The %s has no task `%s`.", service, id)
+		return userErr("The %s has no task %s.", service, notify.Code(id, 40))
 	case le.Message != "":
-		return userErr("The %s said: %s.", service, le.Message)
+		return userErr("The %s said: %s.", service, notify.Prose(le.Message, 300))
 	case le.Throttled():
 		return userErr("The %s is rate limiting us; try again in a minute.", service)
 	case le.KeyRefused():
@@ -853,19 +855,13 @@ func serviceErr(service string, err error, id string) error {
 	return userErr("The %s could not be reached; try again later.", service)
 }
 
-func orDash(s string) string {
+// vendorWord is a service's short field (a status, a file type, a
+// timestamp) for mrkdwn: escaped prose, "—" when empty.
+func vendorWord(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "—"
 	}
-	return s
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
+	return notify.Prose(s, 80)
 }
 
 // historyOf returns the verdicts and reports recorded for target that sc

@@ -49,3 +49,19 @@ func (f cardsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(cardsScanningDesc, prometheus.GaugeValue, float64(n))
 	ch <- prometheus.MustNewConstMetric(cardsOldestDesc, prometheus.GaugeValue, oldest.Seconds())
 }
+
+// WatchAdminGroup registers verdictbot_admin_group_expired, read at scrape
+// time from expired (commands.AdminGroup.Expired, nil-safe: 0 without
+// VERDICTBOT_ADMIN_GROUP): 1 while the admin group's members have expired
+// because every lookup failed for longer than its maximum age, so nobody
+// is an admin through the group.
+func (m *Metrics) WatchAdminGroup(expired func() bool) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "admin_group_expired",
+		Help: "1 while VERDICTBOT_ADMIN_GROUP's members have expired (its lookups failed for over 15 minutes): nobody is an admin through the group, VERDICTBOT_ADMINS still are."},
+		func() float64 {
+			if expired != nil && expired() {
+				return 1
+			}
+			return 0
+		}))
+}

@@ -68,3 +68,33 @@ verdictbot_cards_scanning_oldest_seconds 95
 verdictbot_socket_mode_connected 1
 `)
 }
+
+// TestAdminGroupExpiredSeries: verdictbot_admin_group_expired follows the
+// admin group (0 with no group at all).
+func TestAdminGroupExpiredSeries(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		expired func() bool
+		want    float64
+	}{
+		{"no group", nil, 0},
+		{"fresh", func() bool { return false }, 0},
+		{"expired", func() bool { return true }, 1},
+	} {
+		m := New(func() int { return 0 }, func() int { return 0 }, func() bool { return false })
+		m.WatchAdminGroup(tc.expired)
+		mfs, err := m.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := -1.0
+		for _, mf := range mfs {
+			if mf.GetName() == "verdictbot_admin_group_expired" {
+				got = mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: verdictbot_admin_group_expired = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

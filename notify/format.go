@@ -23,15 +23,7 @@ import (
 // zero-width spaces and joiners, soft hyphens, BOMs) are shown as "[U+202E]"
 // so a reader sees the trick instead of falling for it.
 func sanitize(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || r < 0x20 || (r >= 0x7f && r <= 0x9f) ||
-			r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	if !strings.ContainsFunc(s, unsafeRune) {
 		return s
 	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
@@ -61,6 +53,16 @@ func escapeMrkdwn(s string) string {
 		return s
 	}
 	return mrkdwnEscaper.Replace(s)
+}
+
+// unsafeRune reports whether r must not reach a reader as it is: invalid
+// UTF-8 (decoded as U+FFFD), a C0 control (ESC, BEL, CR, line breaks…),
+// DEL, a C1 control (U+0080–U+009F: CSI, OSC, NEL…), a line or paragraph
+// separator, or an invisible format character (Unicode category Cf: bidi
+// overrides and isolates, zero-width characters, soft hyphens, tags).
+func unsafeRune(r rune) bool {
+	return r == utf8.RuneError || r < 0x20 || (r >= 0x7f && r <= 0x9f) ||
+		r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r)
 }
 
 var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")

@@ -27,6 +27,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -584,7 +585,7 @@ func describeTargets(c card.Card, threshold verdict.Level) string {
 	var names []string
 	for _, l := range c.Lines {
 		if l.Level >= threshold {
-			names = append(names, "`"+links.DefangTruncate(l.Target, 80)+"`")
+			names = append(names, notify.CodeURL(l.Target, 80))
 		}
 	}
 	switch len(names) {

@@ -83,7 +83,7 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 				c.Quarantine.State, c.Quarantine.ReleasedBy, c.Quarantine.ReleasedAt = card.QuarantineRemoved, "", time.Time{}
 			}
 		})
-		return fmt.Sprintf("Slack did not take the re-post (`%s`); the message stays in quarantine.", slackCode(err))
+		return fmt.Sprintf("Slack did not take the re-post (%s); the message stays in quarantine.", notify.Code(slackCode(err), 60))
 	}
 	rec.ReleasedBy, rec.ReleasedAt, rec.ReleasedTS = user, at, ts
 	if err := q.Store.PutQuarantined(rec); err != nil {

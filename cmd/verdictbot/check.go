@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/net/publicsuffix"
 
 	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
@@ -211,10 +213,14 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		levels[i] = results[i].level
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(results)
+		// encoding/json leaves DEL, C1 controls and bidi overrides raw:
+		// escaped, the values stay the same and the terminal sees none.
+		_, _ = stdout.Write(notify.TermJSON(buf.Bytes()))
 	} else {
 		for _, r := range results {
 			fmt.Fprintln(stdout, r.text())
@@ -400,7 +406,7 @@ func fileResult(r checkResult, v scan.FileVerdict) checkResult {
 
 // text is the one-line form: level, target, then scores or the problem.
 func (r checkResult) text() string {
-	target := termSafe(r.Target)
+	target := r.Target
 	if r.Kind == "url" {
 		target = links.DefangTruncate(r.Target, 200)
 		if r.URL != "" {
@@ -420,7 +426,7 @@ func (r checkResult) text() string {
 	case r.MalScore != nil:
 		details = append(details, fmt.Sprintf("malscore %.1f/10", *r.MalScore))
 		if r.Family != "" {
-			details = append(details, "family "+termSafe(r.Family))
+			details = append(details, "family "+r.Family)
 		}
 	}
 	if r.QueryNotSent {
@@ -433,5 +439,7 @@ func (r checkResult) text() string {
 		}
 		details = append(details, t)
 	}
-	return fmt.Sprintf("%-15s  %s  %s", strings.ToUpper(r.level.String()), target, strings.Join(details, " · "))
+	// The services' words (problems, families, task ids) and the
+	// arguments go to a terminal: one line, no escape sequence.
+	return notify.TermLine(fmt.Sprintf("%-15s  %s  %s", strings.ToUpper(r.level.String()), target, strings.Join(details, " · ")))
 }

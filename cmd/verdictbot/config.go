@@ -156,6 +156,11 @@ type Config struct {
 	MaxConcurrent      int    `envconfig:"VERDICTBOT_MAX_CONCURRENT"`
 	ServiceCAFile      string `envconfig:"VERDICTBOT_SERVICE_CA_FILE"`
 	ServiceInsecureTLS bool   `envconfig:"VERDICTBOT_SERVICE_INSECURE_TLS"`
+	// ServicePlainHTTPHosts are host names REPUTATION_URL and SANDBOX_URL
+	// may reach over plain http besides loopback ones (a simulator or an
+	// appliance on a private network): their API key then crosses that
+	// network in clear text.
+	ServicePlainHTTPHosts []string `envconfig:"VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"`
 
 	HTTPAddr  string `envconfig:"VERDICTBOT_HTTP_ADDR"`
 	LogLevel  string `envconfig:"VERDICTBOT_LOG_LEVEL"`
@@ -410,7 +415,7 @@ func (c *Config) trim() {
 	c.Quarantine = strings.ToLower(strings.TrimSpace(c.Quarantine))
 	c.Reporters = strings.ToLower(strings.TrimSpace(c.Reporters))
 	c.URLQuery = strings.ToLower(strings.TrimSpace(c.URLQuery))
-	for _, l := range []*[]string{&c.Admins, &c.AllowDomains, &c.InternalDomains} {
+	for _, l := range []*[]string{&c.Admins, &c.AllowDomains, &c.InternalDomains, &c.ServicePlainHTTPHosts} {
 		var out []string
 		for _, s := range *l {
 			if s = strings.TrimSpace(s); s != "" {
@@ -472,13 +477,27 @@ var configRules = []configRule{
 		return token(c.SlackAppToken, "xapp-", "SLACK_APP_TOKEN is not set (the app-level token with connections:write, xapp-…)",
 			"SLACK_APP_TOKEN must start with xapp- (an app-level token)")
 	}},
-	{"SLACK_API_URL", true, func(c *Config) error { return checkBaseURL("SLACK_API_URL", c.SlackAPIURL) }},
+	{"SLACK_API_URL", true, func(c *Config) error {
+		return checkBaseURL("SLACK_API_URL", c.SlackAPIURL, "the bot token", nil, false)
+	}},
 	{"REPUTATION_URL", true, func(c *Config) error {
 		return set(c.ReputationURL != "", "REPUTATION_URL is not set (the URL reputation service's base URL)")
 	}},
 	{"REPUTATION_API_KEY", true, func(c *Config) error { return set(c.ReputationAPIKey != "", "REPUTATION_API_KEY is not set") }},
-	{"REPUTATION_URL", false, func(c *Config) error { return optionalBaseURL("REPUTATION_URL", c.ReputationURL) }},
-	{"SANDBOX_URL", false, func(c *Config) error { return optionalBaseURL("SANDBOX_URL", c.SandboxURL) }},
+	{"REPUTATION_URL", false, func(c *Config) error {
+		return optionalServiceURL("REPUTATION_URL", c.ReputationURL, c.ServicePlainHTTPHosts)
+	}},
+	{"SANDBOX_URL", false, func(c *Config) error {
+		return optionalServiceURL("SANDBOX_URL", c.SandboxURL, c.ServicePlainHTTPHosts)
+	}},
+	{"VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS", false, func(c *Config) error {
+		for _, h := range c.ServicePlainHTTPHosts {
+			if strings.ContainsAny(h, ":/@?#[] ") || h != strings.TrimSuffix(h, ".") || h == "" {
+				return fmt.Errorf("VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS: %q is not a host name (want names such as sim or sandbox.lab, no scheme, port or path)", h)
+			}
+		}
+		return nil
+	}},
 	{"SANDBOX_API_KEY", true, func(c *Config) error {
 		return set(c.SandboxURL == "" || c.SandboxAPIKey != "", "SANDBOX_API_KEY is not set (SANDBOX_URL is)")
 	}},
@@ -693,12 +712,14 @@ func token(s Secret, prefix, notSet, wrongPrefix string) error {
 	return nil
 }
 
-// optionalBaseURL checks v as checkBaseURL does, when it is set.
-func optionalBaseURL(name, v string) error {
+// optionalServiceURL checks a service's base URL (REPUTATION_URL,
+// SANDBOX_URL) as checkBaseURL does, when it is set: plain http also to
+// the hosts of VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS.
+func optionalServiceURL(name, v string, plainHosts []string) error {
 	if v == "" {
 		return nil
 	}
-	return checkBaseURL(name, v)
+	return checkBaseURL(name, v, "the API key", plainHosts, true)
 }
 
 // oneOf is a rule: the setting is one of allowed, in any case;
@@ -764,13 +785,29 @@ func threshold(cat verdict.Category) configRule {
 	}}
 }
 
-func checkBaseURL(name, v string) error {
+// checkBaseURL checks the base URL of a service the bot sends secret to
+// (the Slack bot token, a service's API key, which sits in the URL path):
+// an https:// URL, or plain http:// only to a loopback host (a fake, a
+// simulator or a sidecar on the same machine) or to one of plainHosts
+// (VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS, named in the message when
+// hostsSetting), as for VERDICTBOT_EVENTS_URL. Messages name the host at
+// most.
+func checkBaseURL(name, v, secret string, plainHosts []string, hostsSetting bool) error {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%s=%q: want an http:// or https:// URL", name, maskURLPassword(v))
 	}
 	if u.User != nil {
 		return fmt.Errorf("%s: must not carry credentials in the URL", name)
+	}
+	if u.Scheme == "http" && !loopbackHost(u.Hostname()) &&
+		!slices.ContainsFunc(plainHosts, func(h string) bool { return strings.EqualFold(h, u.Hostname()) }) {
+		or := ""
+		if hostsSetting {
+			or = ", or name the host in VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"
+		}
+		return fmt.Errorf("%s: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not %s: use https (%s would cross the network in clear text)%s",
+			name, u.Hostname(), secret, or)
 	}
 	return nil
 }

@@ -204,6 +204,7 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		ThresholdPhishing: "x", ThresholdAdvertising: "x", ThresholdMalicious: "x", ThresholdIllegal: "x",
 		Quarantine: "always", SlackAdminUserToken: "xoxb-not-a-user-token",
 		EventsURL: "http://siem.example.com/hook", EventsFile: "/nonexistent/dir/events.jsonl", EventsMaxQueued: 0,
+		ServicePlainHTTPHosts: []string{"http://sim:8099"},
 	}
 	errs := bad.problems(true)
 	// REPUTATION_URL unset is a problem once (not set); its URL form is
@@ -348,5 +349,76 @@ func TestEventsSettings(t *testing.T) {
 		if strings.Contains(s, "whsec-never-print") {
 			t.Fatalf("the events secret printed: %s", s)
 		}
+	}
+}
+
+// TestServiceURLsAreHTTPSOrLoopback: SLACK_API_URL (the bot token rides
+// every call), REPUTATION_URL and SANDBOX_URL (the API key is in the URL
+// path) are https, or plain http only to a loopback host, like
+// VERDICTBOT_EVENTS_URL; the services also to the hosts an operator names
+// in VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS (the Compose demo's simulator),
+// never Slack. `check` applies the services' rules too.
+func TestServiceURLsAreHTTPSOrLoopback(t *testing.T) {
+	const (
+		slackPlain = "SLACK_API_URL: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not %s: use https (the bot token would cross the network in clear text)"
+		svcPlain   = "%s: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not %s: use https (the API key would cross the network in clear text), or name the host in VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"
+	)
+	sandbox := func(u string) map[string]string { return map[string]string{"SANDBOX_URL": u, "SANDBOX_API_KEY": "k-2"} }
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"SLACK_API_URL": "https://slack-gov.com/api/"}, ""},
+		{map[string]string{"SLACK_API_URL": "http://127.0.0.1:9000/api/"}, ""},
+		{map[string]string{"SLACK_API_URL": "http://localhost:9000/api/"}, ""},
+		{map[string]string{"SLACK_API_URL": "http://[::1]:9000/api/"}, ""},
+		{map[string]string{"SLACK_API_URL": "http://slack.example.com/api/"}, fmt.Sprintf(slackPlain, "slack.example.com")},
+		{map[string]string{"SLACK_API_URL": "HTTP://SLACK.EXAMPLE.COM/api/"}, fmt.Sprintf(slackPlain, "SLACK.EXAMPLE.COM")},
+		{map[string]string{"SLACK_API_URL": "http://127.0.0.1.evil.example/api/"}, fmt.Sprintf(slackPlain, "127.0.0.1.evil.example")},
+		{map[string]string{"SLACK_API_URL": "http://localhost.evil.example/api/"}, fmt.Sprintf(slackPlain, "localhost.evil.example")},
+		// The hosts named for the services never apply to Slack.
+		{map[string]string{"SLACK_API_URL": "http://sim:8099/api/", "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": "sim"}, fmt.Sprintf(slackPlain, "sim")},
+
+		{map[string]string{"REPUTATION_URL": "http://127.0.0.1:8099/"}, ""},
+		{map[string]string{"REPUTATION_URL": "http://127.0.0.2:8099/"}, ""},
+		{map[string]string{"REPUTATION_URL": "http://urlarmor.example/"}, fmt.Sprintf(svcPlain, "REPUTATION_URL", "urlarmor.example")},
+		{map[string]string{"REPUTATION_URL": "http://0.0.0.0:8099/"}, fmt.Sprintf(svcPlain, "REPUTATION_URL", "0.0.0.0")},
+		{map[string]string{"REPUTATION_URL": "http://sim:8099/", "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": "sim"}, ""},
+		{map[string]string{"REPUTATION_URL": "http://SIM:8099/", "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": " lab , sim "}, ""},
+		{map[string]string{"REPUTATION_URL": "http://sim.evil.example/", "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": "sim"},
+			fmt.Sprintf(svcPlain, "REPUTATION_URL", "sim.evil.example")},
+		{sandbox("https://sandbox.example.net/"), ""},
+		{sandbox("http://[::1]:8000/"), ""},
+		{sandbox("http://10.0.0.5:8000/"), fmt.Sprintf(svcPlain, "SANDBOX_URL", "10.0.0.5")},
+		{map[string]string{"VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": "http://sim:8099"},
+			`VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS: "http://sim:8099" is not a host name (want names such as sim or sandbox.lab, no scheme, port or path)`},
+		{map[string]string{"VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": "sim:8099"},
+			`VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS: "sim:8099" is not a host name (want names such as sim or sandbox.lab, no scheme, port or path)`},
+	}
+	for _, tc := range cases {
+		setEnv(t, validEnv)
+		setEnv(t, map[string]string{"SLACK_API_URL": "https://slack.com/api/", "SANDBOX_URL": "", "SANDBOX_API_KEY": "", "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": ""})
+		setEnv(t, tc.env)
+		cfg, err := loadConfig()
+		if err == nil {
+			err = cfg.Validate(true)
+		}
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%v: err = %q\nwant %q", tc.env, got, tc.want)
+		}
+		if strings.Contains(got, "k-123456") || strings.Contains(got, "/api/") && tc.want != "" && strings.Contains(got, "http") {
+			t.Errorf("%v: the message shows more than the host: %q", tc.env, got)
+		}
+	}
+
+	// `verdictbot check` refuses a plain-http service too, and says so.
+	checkEnv(t, map[string]string{"REPUTATION_URL": "http://urlarmor.example/", "REPUTATION_API_KEY": "k-1"})
+	code, out, errOut := runCheckArgs("https://example.com/")
+	if code != checkExitUsage || !strings.Contains(errOut, fmt.Sprintf(svcPlain, "REPUTATION_URL", "urlarmor.example")) {
+		t.Errorf("check against plain http: exit %d\n%s%s", code, out, errOut)
 	}
 }

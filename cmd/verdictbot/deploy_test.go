@@ -232,9 +232,16 @@ func TestDeployComposeReplicasShareOneDatabase(t *testing.T) {
 		} else if u != dbURL {
 			t.Errorf("%s: VERDICTBOT_DATABASE_URL %q, another replica has %q: two databases, two bots", name, u, dbURL)
 		}
+		plainHosts := strings.Split(interpolationDefault(env["VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"], "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"), ",")
 		for _, svc := range []string{"REPUTATION_URL", "SANDBOX_URL"} {
-			if def := interpolationDefault(env[svc], svc); def != "http://"+simName+":"+simPort+"/" {
+			def := interpolationDefault(env[svc], svc)
+			if def != "http://"+simName+":"+simPort+"/" {
 				t.Errorf("%s: %s = %q, want the simulator by default (http://%s:%s/)", name, svc, env[svc], simName, simPort)
+			}
+			// Plain http to the simulator's name must be allowed, or the
+			// replicas refuse to start.
+			if err := optionalServiceURL(svc, def, plainHosts); err != nil {
+				t.Errorf("%s: the default %s is refused: %v", name, svc, err)
 			}
 		}
 		checkNamesAreSettings(t, "compose.yaml "+name, slices.Collect(maps.Keys(env)), nil)

@@ -322,7 +322,8 @@ func TestEventsOfAFlipAReportAndSettings(t *testing.T) {
 	}, sim.Config{})
 	d := h.post("our new landing page <https://promo.flip.test/spring>")
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "Rechecked") })
-	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: alice, Channel: secChannel, MessageTS: card.TS, ActionID: notify.ActionFalsePositive}); err != nil {
+	// alice posted the link; bob reports it (a poster may not).
+	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: bob, Channel: secChannel, MessageTS: card.TS, ActionID: notify.ActionFalsePositive}); err != nil {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"channel files off", "allow add example.org"} {
@@ -343,7 +344,7 @@ func TestEventsOfAFlipAReportAndSettings(t *testing.T) {
 				want["verdict"] = true
 			case u.Kind == "flip" && u.Level == "malicious" && u.Previous == "clean" && f.ActivityID == 2 && f.SeverityID == 4:
 				want["flip"] = true
-			case u.Kind == "report" && u.Option == "fp" && u.Actor == alice && u.Target == "https://promo.flip.test/spring":
+			case u.Kind == "report" && u.Option == "fp" && u.Actor == bob && u.Target == "https://promo.flip.test/spring":
 				want["report"] = true
 			case u.Kind == "setting" && u.Setting == "files" && u.Value == "off" && u.Actor == adminUser && u.Channel == secChannel:
 				want["files"] = true

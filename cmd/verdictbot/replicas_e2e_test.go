@@ -755,17 +755,17 @@ func TestClickOnAnotherReplicasCard(t *testing.T) {
 			t.Fatalf("the click went to connection %d with %d acks, want %d with 1", e.ConnID, len(e.Acks), r.conn)
 		}
 	}
-	click(rs[1], alice)
+	click(rs[1], bob) // alice posted it: bob reports
 	err := c.slack.WaitFor(ctx, func(st *slackfake.State) bool {
 		m, ok := st.Message(secChannel, card.TS)
 		b := blocksText(m.Blocks)
-		return ok && strings.Contains(b, "<@"+alice+">") && strings.Contains(b, "false positive")
+		return ok && strings.Contains(b, "<@"+bob+">") && strings.Contains(b, "false positive")
 	})
 	if err != nil {
 		m, _ := c.slack.Message(secChannel, card.TS)
 		t.Fatalf("the card does not show the report: %v\n%s\n%s: %s", err, blocksText(m.Blocks), rs[1].name, rs[1].tail(20))
 	}
-	if _, err := c.slack.WaitEphemerals(ctx, secChannel, alice, 1); err != nil {
+	if _, err := c.slack.WaitEphemerals(ctx, secChannel, bob, 1); err != nil {
 		t.Fatalf("no confirmation to the reporter: %v", err)
 	}
 	tasks := c.sim.URLTasks(url)
@@ -778,8 +778,8 @@ func TestClickOnAnotherReplicasCard(t *testing.T) {
 	}
 
 	// The same click again, on the third replica: not reported twice.
-	click(rs[2], alice)
-	eph, err := c.slack.WaitEphemerals(ctx, secChannel, alice, 2)
+	click(rs[2], bob)
+	eph, err := c.slack.WaitEphemerals(ctx, secChannel, bob, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -794,7 +794,7 @@ func TestClickOnAnotherReplicasCard(t *testing.T) {
 	if n := len(botMessages(c.slack.Messages(secChannel, th.ts))); n != 1 {
 		t.Errorf("%d bot messages in the thread, want the one card, updated", n)
 	}
-	if n := len(c.slack.Ephemerals(secChannel, alice)); n != 2 {
+	if n := len(c.slack.Ephemerals(secChannel, bob)); n != 2 {
 		t.Errorf("%d ephemerals to the reporter, want one per click", n)
 	}
 }

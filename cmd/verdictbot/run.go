@@ -205,6 +205,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		a.adminGroup = &commands.AdminGroup{Group: cfg.AdminGroup, API: a.api, Log: log.With("component", "admins")}
 		access.IsGroupAdmin = a.adminGroup.IsMember
 	}
+	a.metrics.WatchAdminGroup(a.adminGroup.Expired) // nil-safe: 0 without a group
 	a.feedback = &commands.Feedback{Cards: a.cards, Rep: a.urls, Poster: a.poster, Access: access,
 		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
 		TaskCards: func(taskID string) ([]card.Card, error) {
@@ -441,6 +442,10 @@ func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback, ra
 			}
 			return
 		}
+		if why := a.shortcutRefusal(ctx, cb); why != "" {
+			a.answerShortcut(ctx, cb, why)
+			return
+		}
 		msg.Channel = channel
 		// The answer is private. Asking about a message leaves its card as
 		// it is; only a message with no card gets one, in its thread
@@ -458,6 +463,60 @@ func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback, ra
 		return
 	}
 	a.feedback.HandleInteraction(ctx, cb)
+}
+
+// Answers to the shortcut used where it may not scan.
+const (
+	shortcutForeignDM = "I cannot scan messages in a direct message or group DM that I am not part of, so nothing was sent " +
+		"for checking. To have a link checked privately, send it to me in my *Messages* tab."
+	shortcutDMUnknown = "I could not check whether I am part of this conversation, so nothing was sent for checking; " +
+		"try again in a minute, or send the link to me in my *Messages* tab."
+)
+
+// shortcutRefusal says why the shortcut may not scan the message it was
+// used on ("" when it may). A direct message or group DM is read only
+// when the bot is in it (DESIGN: direct messages are never read, except
+// what a person sends the bot itself): a DM only when it is the clicker's
+// own DM with the bot, a group DM only when the bot is a member. Slack
+// sends the shortcut from any conversation the clicker is in, message
+// included, so this is decided before anything is scanned: by the
+// payload's channel (D… ids, Slack's "directmessage" and "mpdm-…" names)
+// and conversations.info with the bot token, which does not know other
+// people's DMs (channel_not_found). A lookup that fails otherwise refuses
+// too: nothing is sent while in doubt.
+func (a *app) shortcutRefusal(ctx context.Context, cb *slack.InteractionCallback) string {
+	ch := cb.Channel
+	dm := strings.HasPrefix(ch.ID, "D") || ch.Name == "directmessage" || ch.IsIM
+	group := strings.HasPrefix(ch.Name, "mpdm-") || ch.IsMpIM
+	if !dm && !group {
+		return ""
+	}
+	info, err := a.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: ch.ID})
+	switch {
+	case err != nil && notify.ErrorCode(err) == "channel_not_found":
+		return shortcutForeignDM
+	case err != nil:
+		a.log.Warn("shortcut: could not look the conversation up; nothing scanned", "channel", ch.ID, "error", notify.ErrorCode(err))
+		return shortcutDMUnknown
+	case info.IsIM && info.User == cb.User.ID, info.IsMpIM && info.IsMember, !info.IsIM && !info.IsMpIM:
+		return ""
+	}
+	return shortcutForeignDM
+}
+
+// answerShortcut answers the shortcut's user privately through its
+// response_url, which works in any conversation (chat.postEphemeral does
+// not where the bot is not).
+func (a *app) answerShortcut(ctx context.Context, cb *slack.InteractionCallback, text string) {
+	a.log.Info("shortcut refused in a direct conversation", "channel", cb.Channel.ID, "user", cb.User.ID)
+	if cb.ResponseURL == "" {
+		return
+	}
+	_, _, err := a.api.PostMessageContext(ctx, "", slack.MsgOptionResponseURL(cb.ResponseURL, slack.ResponseTypeEphemeral),
+		slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl())
+	if err != nil {
+		a.log.Warn("shortcut reply failed", "error", notify.ErrorCode(err))
+	}
 }
 
 // shortcutMessage returns the JSON of the message a shortcut was used on

@@ -327,7 +327,7 @@ func TestOwnMessagesAreIgnored(t *testing.T) {
 
 func TestFeedbackButtonReportsAndShowsTheAuditLine(t *testing.T) {
 	h := startBot(t, nil, sim.Config{})
-	d := h.post("<https://login.phish.test/account>")
+	d := h.post("<https://login.phish.test/account>") // alice's: bob reports (a poster may not, TestOwnLinkFalsePositiveIsRefused)
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
 	click := func(user, action string) {
 		t.Helper()
@@ -335,9 +335,9 @@ func TestFeedbackButtonReportsAndShowsTheAuditLine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	click(alice, notify.ActionFalsePositive)
+	click(bob, notify.ActionFalsePositive)
 	h.waitCard(d.TS, func(b string) bool {
-		return strings.Contains(b, "<@"+alice+">") && strings.Contains(b, "false positive")
+		return strings.Contains(b, "<@"+bob+">") && strings.Contains(b, "false positive")
 	})
 	tasks := h.sim.URLTasks("https://login.phish.test/account")
 	if len(tasks) != 1 {
@@ -347,15 +347,15 @@ func TestFeedbackButtonReportsAndShowsTheAuditLine(t *testing.T) {
 	if len(task.Dispositions) != 1 || task.Dispositions[0].Option != "fp" || task.Dispositions[0].VerdictType != "phishing" {
 		t.Fatalf("the report did not reach the service: %+v", task.Dispositions)
 	}
-	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, 1); err != nil {
+	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, bob, 1); err != nil {
 		t.Fatalf("no confirmation: %v", err)
 	}
 	// The same report again is not sent twice.
-	click(alice, notify.ActionFalsePositive)
-	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, 2); err != nil {
+	click(bob, notify.ActionFalsePositive)
+	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, bob, 2); err != nil {
 		t.Fatal(err)
 	}
-	eph := h.slack.Ephemerals(secChannel, alice)
+	eph := h.slack.Ephemerals(secChannel, bob)
 	if !strings.Contains(eph[len(eph)-1].Text, "already reported") {
 		t.Fatalf("second click: %q", eph[len(eph)-1].Text)
 	}
@@ -364,11 +364,11 @@ func TestFeedbackButtonReportsAndShowsTheAuditLine(t *testing.T) {
 		t.Fatalf("reported %d times", len(task.Dispositions))
 	}
 	// Restore is for admins only.
-	click(alice, notify.ActionRestore)
-	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, 3); err != nil {
+	click(bob, notify.ActionRestore)
+	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, bob, 3); err != nil {
 		t.Fatal(err)
 	}
-	eph = h.slack.Ephemerals(secChannel, alice)
+	eph = h.slack.Ephemerals(secChannel, bob)
 	if !strings.Contains(eph[len(eph)-1].Text, "Only admins") {
 		t.Fatalf("restore by a non-admin: %q", eph[len(eph)-1].Text)
 	}

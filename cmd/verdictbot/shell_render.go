@@ -372,19 +372,12 @@ func (s *shell) answer(text string) string {
 	return mrkdwnBold.ReplaceAllString(plainText(text), repl)
 }
 
-// termSafe removes control characters (escape sequences included) but
-// newlines and tabs.
-func termSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return r
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
-			return -1
-		}
-		return r
-	}, s)
-}
+// termSafe is text from outside (the bot's answers, a service's words, a
+// message, a file name) made safe for the terminal by the bot's one
+// terminal sanitiser, notify.TermText: no control character (escape
+// sequences, OSC 8 hyperlinks, BEL, CR…) gets through, bidi overrides
+// are shown as [U+202E], line breaks are kept.
+func termSafe(s string) string { return notify.TermText(s) }
 
 // indent indents the lines after the first of a multi-line answer.
 func indent(s string) string {

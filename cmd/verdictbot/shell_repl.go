@@ -200,7 +200,7 @@ func (s *shell) handle(ctx context.Context, line string) (quit bool) {
 		_, err = s.fake.DeliverMessage(slackfake.MessageEvent{Channel: shellChannel, User: me.id, Text: slackText(line)})
 	}
 	if err != nil {
-		s.print("! " + err.Error() + "\n")
+		s.print("! " + termSafe(err.Error()) + "\n")
 	}
 	return false
 }

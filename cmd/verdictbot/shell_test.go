@@ -209,8 +209,10 @@ func TestSlackTextIsWhatAClientSends(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"<@U0YOU> reported `x` &amp; <https://a.test|a link>\x1b[31m": "@U0YOU reported `x` & a link[31m",
-		"<#C0SEC|security> and <!here>":                               "#security and @here",
+		// ESC shown as U+FFFD, bidi overrides named (notify.TermText).
+		"<@U0YOU> reported `x` &amp; <https://a.test|a link>\x1b[31m": "@U0YOU reported `x` & a link\ufffd[31m",
+		"file \u202egnp.exe":            "file [U+202E]gnp.exe",
+		"<#C0SEC|security> and <!here>": "#security and @here",
 	} {
 		if got := plainText(in); got != want {
 			t.Errorf("plainText(%q) = %q, want %q", in, got, want)

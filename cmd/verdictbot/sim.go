@@ -9,6 +9,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,12 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		// Listening on every interface (--addr 0.0.0.0:…): the line names
+		// the loopback address, the one a bot on this machine may reach
+		// over plain http (REPUTATION_URL must be https otherwise).
+		base = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+	}
 	fmt.Fprintf(stdout, "REPUTATION_URL=%s SANDBOX_URL=%s\n", base, base)
 
 	srv := &http.Server{

@@ -186,3 +186,15 @@ func TestRunSimFlags(t *testing.T) {
 		t.Errorf("Main exit code %d for a bad flag, want 2", code)
 	}
 }
+
+// TestRunSimOnEveryInterfacePrintsALoopbackURL: `verdictbot sim --addr
+// 0.0.0.0:…` (Compose, a container) prints the loopback address, which a
+// bot on the same machine may use over plain http (an unspecified address
+// is not loopback: REPUTATION_URL=http://0.0.0.0:… is refused).
+func TestRunSimOnEveryInterfacePrintsALoopbackURL(t *testing.T) {
+	base, stop := startSim(t, "--addr", "0.0.0.0:0") // startSim wants http://127.0.0.1:port
+	defer stop()
+	if err := optionalServiceURL("REPUTATION_URL", base+"/", nil); err != nil {
+		t.Errorf("the printed URL is refused: %v", err)
+	}
+}

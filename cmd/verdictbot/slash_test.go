@@ -111,6 +111,8 @@ func TestSlashBadInputGetsASpecificAnswerAndNoServiceCall(t *testing.T) {
 
 func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
 	h := startFileBot(t, nil)
+	// bob reports alice's link below: he is in the channel too.
+	h.slack.AddChannel(slackfake.Channel{ID: secChannel, Name: "security", Members: []string{alice, bob}})
 	d := h.post("<https://login.phish.test/account>")
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 	tasks := h.sim.URLTasks("https://login.phish.test/account")
@@ -136,7 +138,8 @@ func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
 	// The file was never shared in Slack: to a non-admin it is unknown.
 	mustContain(t, h.slash(alice, "hash 44d88612fea8a8f36de82e1278abb02f"), "I have no record of a file with hash `44d88612fea8a8f36de82e1278abb02f` in your conversations.")
 
-	mustContain(t, h.slash(alice, "report "+task+" phishing fp"), "A false positive (phishing) was reported")
+	// alice posted the link: bob reports it (TestOwnLinkFalsePositiveIsRefused).
+	mustContain(t, h.slash(bob, "report "+task+" phishing fp"), "A false positive (phishing) was reported")
 	mustContain(t, h.slash(alice, "report "+task+" phishing restore"), "Only admins can restore")
 	mustContain(t, h.slash(adminUser, "report "+task+" phishing restore"), "A restore of the original verdict (phishing) was reported")
 	mustContain(t, h.slash(adminUser, "report "+strings.Repeat("cd", 16)+" phishing fp"), "is not on any verdict card")
@@ -145,7 +148,7 @@ func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
 		t.Fatalf("dispositions %+v", tk.Dispositions)
 	}
 	hist := h.slash(alice, "history https://login.phish.test/account")
-	mustContain(t, hist, "*malicious* (scan, task `"+task+"`)", "<@"+alice+"> reported a false positive (phishing)", "<@"+adminUser+"> reported a restore")
+	mustContain(t, hist, "*malicious* (scan, task `"+task+"`)", "<@"+bob+"> reported a false positive (phishing)", "<@"+adminUser+"> reported a restore")
 	mustContain(t, h.slash(alice, "history "+task), "History of")
 	mustContain(t, h.slash(alice, "recent"), "The last 1 verdict(s)", "login[.]phish[.]test")
 	_ = card
@@ -209,6 +212,9 @@ func TestAdminGroupMembersAreAdmins(t *testing.T) {
 func TestSlashReportIsScopedAndSingleLikeTheButtons(t *testing.T) {
 	const otherChannel = "C0OTHER"
 	h := startBot(t, nil, sim.Config{})
+	h.slack.AddChannel(slackfake.Channel{ID: secChannel, Name: "security", Members: []string{alice, bob, carol}})
+	// alice posts the link; bob, in the channel too, reports it (a poster
+	// may not: TestOwnLinkFalsePositiveIsRefused).
 	const url = "https://login.phish.test/account"
 	d := h.post("<" + url + ">")
 	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
@@ -229,29 +235,29 @@ func TestSlashReportIsScopedAndSingleLikeTheButtons(t *testing.T) {
 	}
 
 	// Another channel: refused, nothing sent.
-	mustContain(t, h.slashIn(otherChannel, alice, "report "+task+" phishing fp"), "has no card in this channel")
+	mustContain(t, h.slashIn(otherChannel, bob, "report "+task+" phishing fp"), "has no card in this channel")
 	if n := reports(); n != 0 {
 		t.Fatalf("a report from another channel reached the service (%d)", n)
 	}
 
 	// In the card's channel: sent once, the card shows it.
-	mustContain(t, h.slash(alice, "report "+task+" phishing fp"), "A false positive (phishing) was reported", task)
+	mustContain(t, h.slash(bob, "report "+task+" phishing fp"), "A false positive (phishing) was reported", task)
 	h.waitCard(d.TS, func(b string) bool {
-		return strings.Contains(b, "<@"+alice+">") && strings.Contains(b, "false positive")
+		return strings.Contains(b, "<@"+bob+">") && strings.Contains(b, "false positive")
 	})
 	// The same report again, by anyone, from the card's channel or (admin)
 	// elsewhere: refused, not sent.
-	mustContain(t, h.slash(alice, "report "+task+" phishing fp"), "already reported")
+	mustContain(t, h.slash(carol, "report "+task+" phishing fp"), "already reported")
 	mustContain(t, h.slashIn(otherChannel, adminUser, "report "+task+" phishing fp"), "already reported")
 	if n := reports(); n != 1 {
 		t.Fatalf("the report reached the service %d times, want 1", n)
 	}
 	// A button click for the same report is refused as well.
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
-	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: alice, Channel: secChannel, MessageTS: card.TS, ActionID: notify.ActionFalsePositive}); err != nil {
+	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: carol, Channel: secChannel, MessageTS: card.TS, ActionID: notify.ActionFalsePositive}); err != nil {
 		t.Fatal(err)
 	}
-	eph, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, 1)
+	eph, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, carol, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +274,7 @@ func TestSlashReportIsScopedAndSingleLikeTheButtons(t *testing.T) {
 	if n := reports(); n != 2 {
 		t.Fatalf("dispositions %d, want 2", n)
 	}
-	mustContain(t, h.slash(alice, "history "+url), "<@"+alice+"> reported a false positive (phishing)", "<@"+adminUser+"> reported a restore")
+	mustContain(t, h.slash(alice, "history "+url), "<@"+bob+"> reported a false positive (phishing)", "<@"+adminUser+"> reported a restore")
 
 	// The verdict reported on is not served from the cache: the link is
 	// submitted again.

@@ -144,7 +144,10 @@ type MessageEvent struct {
 }
 
 // DeliverMessage stores a message and delivers its message event. It
-// returns the message's ts in Delivery.TS.
+// returns the message's ts in Delivery.TS. A message in a conversation
+// the bot is not in (Channel.NotMember: someone else's DM, say) is stored
+// but not delivered, as Slack sends an app the events of its own
+// conversations only; a shortcut may still be used on it.
 func (s *Server) DeliverMessage(e MessageEvent) (Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,6 +211,10 @@ func (s *Server) DeliverMessage(e MessageEvent) (Delivery, error) {
 		}
 	}
 	maps.Copy(ev, e.Extra)
+	if ch.NotMember {
+		s.notifyLocked()
+		return Delivery{TS: m.TS}, nil
+	}
 	raw, _ := json.Marshal(ev)
 	d, err := s.deliverEventLocked(raw, false)
 	d.TS = m.TS

@@ -700,7 +700,9 @@ func (s *Server) apiReactionsRemove(c *apiCall) apiResult {
 
 func (s *Server) apiConversationsInfo(c *apiCall) apiResult {
 	ch := s.st.channels[c.params.Get("channel")]
-	if ch == nil {
+	if ch == nil || ((ch.Private || ch.MPIM || ch.IM) && ch.NotMember) {
+		// A private conversation the bot is not in (someone else's DM,
+		// group DM or private channel) does not exist for its token.
 		return errResult("channel_not_found")
 	}
 	withMembers, _ := boolParam(c.params, "include_num_members")
