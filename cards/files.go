@@ -97,7 +97,7 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 		// sender's request, the card in the DM.
 		mode = ModeVerbose
 	}
-	f.handle(ctx, ev.ChannelID, msg, mode, false, meta.Replayed, meta.done)
+	f.handle(ctx, ev.ChannelID, msg, mode, false, requesterOf(ev.ChannelID, msg, ""), meta.Replayed, meta.done)
 }
 
 // unfinished reports whether the file card of the message at ts exists
@@ -120,13 +120,14 @@ func shareOf(file *slack.File, channel string) (ts, thread string) {
 	return "", ""
 }
 
-// handle checks the files of one message and shows its file card. done is
-// called once the card is final (or there was nothing to do). onRequest
-// (the shortcut) checks files already handled for this channel again.
+// handle checks the files of one message, for who, and shows its file
+// card. done is called once the card is final (or there was nothing to
+// do). onRequest (the shortcut) checks files already handled for this
+// channel again.
 // resumed (a job resumed after a restart, or taken over from a replica
 // that stopped) carries on a file card that is not final although its
 // files were announced already: the job that announced them is this one.
-func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode string, onRequest, resumed bool, done func()) {
+func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode string, onRequest bool, who scan.Requester, resumed bool, done func()) {
 	m := f.Messages
 	self := m.Self()
 	if mode == ModeOff {
@@ -199,7 +200,7 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 		return // the job stays in the journal and resumes after the restart
 	}
 	m.Log.Info("checking files", "channel", channel, "ts", msg.Timestamp, "files", len(draft.Lines), "skipped", len(draft.Skipped), "mode", mode)
-	m.start(ctx, snap, mode, func(hold time.Time) bool { return f.track(ctx, channel, src, gen, mode, hold, refs, checks) }, done)
+	m.start(ctx, snap, mode, func(hold time.Time) bool { return f.track(ctx, channel, src, gen, mode, hold, refs, checks, who) }, done)
 }
 
 // ref fills a file reference, from files.info when the event's copy lacks
@@ -224,15 +225,15 @@ func (f *Files) ref(ctx context.Context, sf *slack.File) scan.FileRef {
 // card is shown as soon as every verdict is in, then the screenshots are
 // posted in the thread as they come (or the card notes that they could not
 // be fetched): screenshots never hold a verdict back. lineOf is the card
-// line of each ref, -1 for one not checked.
-func (f *Files) track(ctx context.Context, channel, src string, gen int, mode string, hold time.Time, refs []scan.FileRef, lineOf []int) bool {
+// line of each ref, -1 for one not checked. The checks are for who.
+func (f *Files) track(ctx context.Context, channel, src string, gen int, mode string, hold time.Time, refs []scan.FileRef, lineOf []int, who scan.Requester) bool {
 	var lines []pending[scan.FileVerdict]
 	for i, r := range refs {
 		if lineOf[i] < 0 {
 			continue
 		}
 		lines = append(lines, pending[scan.FileVerdict]{line: lineOf[i], check: func(ctx context.Context, onStatus func(string)) scan.FileVerdict {
-			return f.Check.Check(ctx, r, scan.FileCheckOptions{OnStatus: onStatus})
+			return f.Check.Check(ctx, r, scan.FileCheckOptions{OnStatus: onStatus, For: who})
 		}})
 	}
 	kind := lineKind[scan.FileVerdict]{

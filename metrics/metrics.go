@@ -33,6 +33,7 @@ type Metrics struct {
 	rechecks     *prometheus.CounterVec
 	quarantined  *prometheus.CounterVec
 	quarFailures *prometheus.CounterVec
+	capRefused   *prometheus.CounterVec
 	flips        prometheus.Counter
 	recheckTime  prometheus.Histogram
 	recheckLag   prometheus.Gauge
@@ -76,6 +77,8 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 		Help: "Quarantine actions done, by action (removed, released)."}, []string{"action"})
 	m.quarFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "quarantine_failures_total",
 		Help: "Messages that reached their channel's quarantine level but could not be removed, by reason (no_token, not_allowed, other_org, already_deleted, error)."}, []string{"reason"})
+	m.capRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "user_cap_refused_total",
+		Help: "Links and files not sent to a service because everyone who asked for them had sent VERDICTBOT_USER_LINKS_PER_HOUR within the hour, by service (reputation, sandbox)."}, []string{"service"})
 	m.rechecks = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "recheck_runs_total",
 		Help: "Recheck ticks, by result (ran; skipped: the previous run was still going; follower: another replica leads the recheck)."}, []string{"result"})
 	m.flips = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "recheck_flips_total",
@@ -89,7 +92,7 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 	m.recheckLast.SetToCurrentTime()
 	for _, c := range []prometheus.Collector{m.envelopes, m.dropped, m.ackLatency, m.scans, m.statusPolls, m.levels,
 		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.recheckTime,
-		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures} {
+		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures, m.capRefused} {
 		f(c)
 	}
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
@@ -209,6 +212,10 @@ func (m *Metrics) Quarantine(action string) { m.quarantined.WithLabelValues(acti
 
 // QuarantineFailure counts a message that could not be removed, by reason.
 func (m *Metrics) QuarantineFailure(reason string) { m.quarFailures.WithLabelValues(reason).Inc() }
+
+// UserCapRefused counts a link or file not sent because its requesters
+// were over VERDICTBOT_USER_LINKS_PER_HOUR (cards.UserCap.OnRefused).
+func (m *Metrics) UserCapRefused(service string) { m.capRefused.WithLabelValues(service).Inc() }
 
 // RecheckRun is scan.Recheck.OnRun.
 func (m *Metrics) RecheckRun(st scan.RunStats) {

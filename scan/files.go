@@ -615,7 +615,7 @@ func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, c
 		}
 		// About to upload: what the requesters may still send is counted
 		// now (a file the sandbox knows never got here).
-		if !call.who.allowed(f.opt.Allowance, sandbox.ServiceName) {
+		if !call.who.allowed(ctx, f.opt.Allowance, sandbox.ServiceName) {
 			done()
 			f.log.Info("file not uploaded: its requesters used their allowance for the hour", "sha256", sha)
 			return f.unknown(v, ErrOverAllowance, OverAllowanceFileProblem)

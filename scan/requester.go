@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -46,8 +47,8 @@ type Allowance interface {
 	Take(r Requester) bool
 	// Refused is told of each target not sent because none of its
 	// requesters (who, in the order they came) had one left; service is
-	// "reputation" or "sandbox".
-	Refused(service string, who []Requester)
+	// "reputation" or "sandbox". ctx ends when the pipeline closes.
+	Refused(ctx context.Context, service string, who []Requester)
 }
 
 // ErrOverAllowance is the error of a verdict not checked because every
@@ -120,7 +121,7 @@ func (rs *requesters) keys() []string {
 // to the first requester, in the order they came, who has one left (a
 // refusal is told to a). An analysis made for nobody in particular (a
 // recheck) is not counted.
-func (rs *requesters) allowed(a Allowance, service string) bool {
+func (rs *requesters) allowed(ctx context.Context, a Allowance, service string) bool {
 	list := rs.all()
 	if a == nil || len(list) == 0 {
 		return true
@@ -130,6 +131,6 @@ func (rs *requesters) allowed(a Allowance, service string) bool {
 			return true
 		}
 	}
-	a.Refused(service, list)
+	a.Refused(ctx, service, list)
 	return false
 }

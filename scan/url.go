@@ -382,7 +382,7 @@ func (u *URLs) run(url, taskID, source string, call *urlCall) URLVerdict {
 		// About to submit: what the requesters may still send is counted
 		// now (a cached verdict or a join never got here), before the slot
 		// and the budget are waited for.
-		if !call.who.allowed(u.opt.Allowance, reputation.ServiceName) {
+		if !call.who.allowed(ctx, u.opt.Allowance, reputation.ServiceName) {
 			u.log.Info("URL not submitted: its requesters used their allowance for the hour")
 			return URLVerdict{URL: url, Level: verdict.Unknown, Err: ErrOverAllowance, Problem: OverAllowanceProblem}
 		}
