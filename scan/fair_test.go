@@ -284,8 +284,45 @@ func TestAllowanceOfASharedAnalysis(t *testing.T) {
 	if len(a.refused) != 1 || !slices.Equal(a.refused[0], []Requester{flooder, victim}) {
 		t.Fatalf("refusal told %v, want both requesters", a.refused)
 	}
+	// Refused: nobody joins it any more (a newcomer starts another analysis,
+	// paid by their own allowance).
+	if added, ok := rs.add(Requester{User: "ULATE", Channel: "C1"}); added || ok {
+		t.Fatalf("joined a refused analysis: added %v, ok %v", added, ok)
+	}
 	if !newRequesters(Requester{}).allowed(t.Context(), a, "reputation") {
 		t.Fatal("an analysis for nobody in particular was refused")
+	}
+}
+
+// joiningAllowance refuses everyone but late, and makes late join the
+// analysis while the first requester is being asked.
+type joiningAllowance struct {
+	capAllowance
+	rs   *requesters
+	late Requester
+}
+
+func (a *joiningAllowance) Take(r Requester) bool {
+	if r != a.late {
+		a.rs.add(a.late) // someone joins while the others are asked
+		a.capAllowance.Take(r)
+		return false
+	}
+	return a.capAllowance.Take(r)
+}
+
+// TestRequesterWhoJoinsDuringTheAskIsAskedToo: an analysis is refused only
+// when everyone who asked for it by then is over: a requester who joins
+// while the others are being asked is asked too.
+func TestRequesterWhoJoinsDuringTheAskIsAskedToo(t *testing.T) {
+	t.Parallel()
+	rs := newRequesters(flooder)
+	a := &joiningAllowance{capAllowance: capAllowance{n: 1}, rs: rs, late: victim}
+	if !rs.allowed(t.Context(), a, "reputation") {
+		t.Fatal("refused although a requester who joined meanwhile had one left")
+	}
+	if want := []Requester{flooder, victim}; !slices.Equal(a.asked, want) {
+		t.Errorf("asked %v, want %v", a.asked, want)
 	}
 }
 

@@ -397,15 +397,19 @@ func (f *Files) Check(ctx context.Context, ref FileRef, o FileCheckOptions) File
 	}
 	f.mu.Lock()
 	call, joined := f.files[key]
+	if joined {
+		added, ok := call.who.add(o.For)
+		if added {
+			f.slots.poke() // the check may take a slot in the newcomer's share
+		}
+		joined = ok // a refused check is not joined (see URLs.Check)
+	}
 	if !joined {
 		call = newFileCall(FileQueued, newRequesters(o.For))
 		f.files[key] = call
 		f.wg.Add(1)
 	}
 	f.mu.Unlock()
-	if joined && call.who.add(o.For) {
-		f.slots.poke() // the check may take a slot in the newcomer's share
-	}
 	// Subscribe before the work starts, so the first status is seen.
 	call.subscribe(o.OnStatus)
 	if !joined {
@@ -450,7 +454,9 @@ func (f *Files) runFile(key string, ref FileRef, fresh bool, call *fileCall) {
 		f.byID.SetDefault(key, v.SHA256)
 	}
 	f.mu.Lock()
-	delete(f.files, key)
+	if f.files[key] == call {
+		delete(f.files, key)
+	}
 	call.v = v
 	close(call.done)
 	f.mu.Unlock()
@@ -492,17 +498,23 @@ func (f *Files) fileVerdict(ref FileRef, fresh bool, call *fileCall) FileVerdict
 func (f *Files) startHash(sha string, tf *tempFile, release func(), name string, forward func(string), who *requesters) *fileCall {
 	f.mu.Lock()
 	call, joined := f.hashes[sha]
+	if joined && call.who.isSealed() {
+		joined = false // refused: this file's requesters start another
+	}
+	if joined && call.who != who {
+		for _, r := range who.all() {
+			if _, ok := call.who.add(r); !ok {
+				joined = false // refused: this file's requesters start another
+				break
+			}
+		}
+	}
 	if !joined {
 		call = newFileCall(FileLookingUp, who)
 		f.hashes[sha] = call
 		f.wg.Add(1)
 	}
 	f.mu.Unlock()
-	if joined && call.who != who {
-		for _, r := range who.all() {
-			call.who.add(r)
-		}
-	}
 	call.subscribe(forward)
 	if !joined {
 		go f.runHash(sha, tf, release, name, call)
@@ -537,7 +549,9 @@ func (f *Files) runHash(sha string, tf *tempFile, release func(), name string, c
 		f.opt.Memory.Finished(v, "scan")
 	}
 	f.mu.Lock()
-	delete(f.hashes, sha)
+	if f.hashes[sha] == call {
+		delete(f.hashes, sha)
+	}
 	call.v = v
 	close(call.done)
 	f.mu.Unlock()

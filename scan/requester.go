@@ -66,9 +66,12 @@ const (
 // that started it first, then those that joined it), with the same set as
 // the flows its service requests wait in.
 type requesters struct {
-	mu    sync.Mutex
-	list  []Requester
-	flows *reputation.Flows // reputation.Flows and sandbox.Flows are one type
+	mu   sync.Mutex
+	list []Requester
+	// sealed: the analysis was refused for every requester in list (see
+	// allowed); nobody joins it any more, a newcomer starts another.
+	sealed bool
+	flows  *reputation.Flows // reputation.Flows and sandbox.Flows are one type
 }
 
 func newRequesters(r Requester) *requesters {
@@ -77,21 +80,30 @@ func newRequesters(r Requester) *requesters {
 	return rs
 }
 
-// add puts r in the set (the zero Requester is nobody: not added). It
-// reports whether r was new.
-func (rs *requesters) add(r Requester) bool {
-	if r.IsZero() {
-		return false
-	}
+// add puts r in the set (the zero Requester is nobody: not added). added
+// reports whether r was new; ok is false when the set is sealed (the
+// analysis was refused): r must not join it.
+func (rs *requesters) add(r Requester) (added, ok bool) {
 	rs.mu.Lock()
-	if slices.Contains(rs.list, r) {
+	if rs.sealed {
 		rs.mu.Unlock()
-		return false
+		return false, false
+	}
+	if r.IsZero() || slices.Contains(rs.list, r) {
+		rs.mu.Unlock()
+		return false, true
 	}
 	rs.list = append(rs.list, r)
 	rs.mu.Unlock()
 	rs.flows.Add(reputation.Flow{User: r.User, Channel: r.Channel})
-	return true
+	return true, true
+}
+
+// isSealed reports whether the analysis was refused (see allowed).
+func (rs *requesters) isSealed() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.sealed
 }
 
 // all returns the requesters in the order they came.
@@ -120,17 +132,36 @@ func (rs *requesters) keys() []string {
 // allowed asks a for one submission to service for the analysis: charged
 // to the first requester, in the order they came, who has one left (a
 // refusal is told to a). An analysis made for nobody in particular (a
-// recheck) is not counted.
+// recheck) is not counted. A refusal seals the set, in the same step as
+// the last look at it: whoever joined while the others were asked is asked
+// too, and nobody joins a refused analysis (its verdict says "too many
+// links from you", true of each of its requesters only).
 func (rs *requesters) allowed(ctx context.Context, a Allowance, service string) bool {
-	list := rs.all()
-	if a == nil || len(list) == 0 {
+	if a == nil {
 		return true
 	}
-	for _, r := range list {
-		if a.Take(r) {
-			return true
+	asked := 0
+	for {
+		rs.mu.Lock()
+		list := slices.Clone(rs.list)
+		if len(list) == asked {
+			if asked > 0 {
+				rs.sealed = true
+			}
+			rs.mu.Unlock()
+			break
 		}
+		rs.mu.Unlock()
+		for _, r := range list[asked:] {
+			if a.Take(r) {
+				return true
+			}
+		}
+		asked = len(list)
 	}
-	a.Refused(ctx, service, list)
+	if asked == 0 {
+		return true
+	}
+	a.Refused(ctx, service, rs.all())
 	return false
 }

@@ -253,6 +253,15 @@ func (u *URLs) Check(ctx context.Context, url string, o CheckOptions) URLVerdict
 	}
 	u.mu.Lock()
 	call, joined := u.inflight[url]
+	if joined {
+		added, ok := call.who.add(o.For)
+		if added {
+			u.sem.poke() // the analysis may take a slot in the newcomer's share
+		}
+		// A refused analysis is not joined: the newcomer's own allowance
+		// may pay for another.
+		joined = ok
+	}
 	if !joined {
 		call = &urlCall{done: make(chan struct{}), status: "queued", who: newRequesters(o.For)}
 		u.inflight[url] = call
@@ -262,8 +271,6 @@ func (u *URLs) Check(ctx context.Context, url string, o CheckOptions) URLVerdict
 			source = "recheck"
 		}
 		go u.analyse(url, o.TaskID, source, call)
-	} else if call.who.add(o.For) {
-		u.sem.poke() // the analysis may take a slot in the newcomer's share
 	}
 	if o.OnStatus != nil {
 		call.mu.Lock()
@@ -312,7 +319,9 @@ func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 		u.opt.Memory.Finished(v, source)
 	}
 	u.mu.Lock()
-	delete(u.inflight, url)
+	if u.inflight[url] == call { // not a newer analysis that replaced a refused one
+		delete(u.inflight, url)
+	}
 	call.v = v
 	close(call.done)
 	u.mu.Unlock()
