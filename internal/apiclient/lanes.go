@@ -198,9 +198,11 @@ func (l *lanes) take(ctx context.Context, w *laneWaiter) (yielded bool, err erro
 			l.mu.Unlock()
 			continue
 		}
-		// Give the turn to whoever goes first; w waits in its place.
+		// Give the turn to whoever goes first; w waits in its place (in
+		// its set's soonest turn: the set may have grown meanwhile).
 		w.granted = false
 		w.turn = make(chan struct{})
+		w.key = l.bestKey(w)
 		l.queues[w.p].push(w)
 		l.handOn()
 		l.mu.Unlock()
