@@ -100,7 +100,7 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 		// sender's request, the card in the DM.
 		mode = ModeVerbose
 	}
-	f.handle(ctx, ev.ChannelID, msg, fileJob{mode: mode, resumed: meta.Replayed}, meta.done)
+	f.handle(ctx, ev.ChannelID, msg, fileJob{mode: mode, who: requesterOf(ev.ChannelID, msg, ""), resumed: meta.Replayed}, meta.done)
 }
 
 // unfinished reports whether the file card of the message at ts exists
@@ -135,6 +135,8 @@ type fileJob struct {
 	// onlyNew begins the file card only when the message has none (a
 	// request): one already there is left exactly as it is.
 	onlyNew bool
+	// who is whom the checks are for (fair queues, the allowance).
+	who scan.Requester
 	// resumed: a job resumed after a restart, or taken over from a replica
 	// that stopped, carries on a file card that is not final although its
 	// files were announced already (the job that announced them is this one).
@@ -254,7 +256,7 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, job 
 	}
 	m.Log.Info("checking files", "channel", channel, "ts", msg.Timestamp, "files", len(draft.Lines)-unchecked, "skipped", len(draft.Skipped),
 		"not_checked", unchecked, "mode", mode, "requested", job.requestedBy != "")
-	m.start(ctx, snap, mode, func(hold time.Time) bool { return f.track(ctx, channel, src, gen, mode, hold, refs, checks) }, done)
+	m.start(ctx, snap, mode, func(hold time.Time) bool { return f.track(ctx, channel, src, gen, mode, hold, refs, checks, job.who) }, done)
 	return true, nil
 }
 
@@ -301,15 +303,15 @@ func (f *Files) ref(ctx context.Context, sf *slack.File) scan.FileRef {
 // card is shown as soon as every verdict is in, then the screenshots are
 // posted in the thread as they come (or the card notes that they could not
 // be fetched): screenshots never hold a verdict back. lineOf is the card
-// line of each ref, -1 for one not checked.
-func (f *Files) track(ctx context.Context, channel, src string, gen int, mode string, hold time.Time, refs []scan.FileRef, lineOf []int) bool {
+// line of each ref, -1 for one not checked. The checks are for who.
+func (f *Files) track(ctx context.Context, channel, src string, gen int, mode string, hold time.Time, refs []scan.FileRef, lineOf []int, who scan.Requester) bool {
 	var lines []pending[scan.FileVerdict]
 	for i, r := range refs {
 		if lineOf[i] < 0 {
 			continue
 		}
 		lines = append(lines, pending[scan.FileVerdict]{line: lineOf[i], check: func(ctx context.Context, onStatus func(string)) scan.FileVerdict {
-			return f.Check.Check(ctx, r, scan.FileCheckOptions{OnStatus: onStatus})
+			return f.Check.Check(ctx, r, scan.FileCheckOptions{OnStatus: onStatus, For: who})
 		}})
 	}
 	kind := lineKind[scan.FileVerdict]{

@@ -340,7 +340,7 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 		meta.Done = partDone
 		fmsg := *msg
 		fmsg.Channel = channel
-		m.Files.handle(ctx, channel, &fmsg, fileJob{mode: mode, requestedBy: requestedBy, again: requestedBy != "", resumed: meta.Replayed}, partDone)
+		m.Files.handle(ctx, channel, &fmsg, fileJob{mode: mode, requestedBy: requestedBy, again: requestedBy != "", who: requesterOf(channel, msg, requestedBy), resumed: meta.Replayed}, partDone)
 	}
 	m.scanLinks(ctx, channel, msg, rawMsg, mode, requestedBy, false, meta)
 }
@@ -397,7 +397,7 @@ func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg
 		"requested", requestedBy != "")
 
 	m.start(ctx, snap, mode, func(hold time.Time) bool {
-		return m.track(ctx, channel, msg.Timestamp, gen, mode, hold, res.Targets)
+		return m.track(ctx, channel, msg.Timestamp, gen, mode, hold, res.Targets, requesterOf(channel, msg, requestedBy))
 	}, meta.done)
 	return true, nil
 }
@@ -486,7 +486,7 @@ func (m *Messages) ScanRequest(ctx context.Context, channel, user string, target
 		// The card outlives the command's job: it has its own context.
 		cctx := context.WithoutCancel(ctx)
 		m.show(cctx, &snap)
-		m.track(cctx, channel, src, gen, ModeVerbose, time.Time{}, targets)
+		m.track(cctx, channel, src, gen, ModeVerbose, time.Time{}, targets, scan.Requester{User: user, Channel: channel})
 	})
 }
 
@@ -617,12 +617,12 @@ func (m *Messages) awaitPost(ctx context.Context, c *card.Card) string {
 	return ts
 }
 
-// track checks the URLs of one card (see the generic track).
-func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int, mode string, hold time.Time, targets []links.Target) bool {
+// track checks the URLs of one card (see the generic track), for who.
+func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int, mode string, hold time.Time, targets []links.Target, who scan.Requester) bool {
 	lines := make([]pending[scan.URLVerdict], len(targets))
 	for i, t := range targets {
 		lines[i] = pending[scan.URLVerdict]{line: i, check: func(ctx context.Context, onStatus func(string)) scan.URLVerdict {
-			return m.URLs.Check(ctx, t.URL, scan.CheckOptions{OnStatus: onStatus})
+			return m.URLs.Check(ctx, t.URL, scan.CheckOptions{OnStatus: onStatus, For: who})
 		}}
 	}
 	kind := lineKind[scan.URLVerdict]{
@@ -648,7 +648,10 @@ func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
 			"cached", l.Cached, "channel", c.Channel)
 	}
 	switch {
-	case mode == ModeVerbose, c.CardTS != "", level.NeedsAttention(), m.notCleared(c, level):
+	case mode == ModeVerbose, c.CardTS != "", level.NeedsAttention(), m.notCleared(c, level), overAllowance(c):
+		// A line not checked because its poster sent too many links this
+		// hour is shown in a quiet channel too: nobody is told otherwise,
+		// and its level (could not check) gets no reaction.
 		m.noteLeftInPlace(c, level)
 		m.show(ctx, c)
 		m.act(ctx, c)
@@ -717,6 +720,38 @@ func (m *Messages) act(ctx context.Context, c *card.Card) {
 		m.Act(ctx, c.Clone())
 	}
 }
+
+// overAllowance reports whether a line of c was not checked because its
+// requesters used their allowance (VERDICTBOT_USER_LINKS_PER_HOUR).
+func overAllowance(c *card.Card) bool {
+	for _, l := range c.Lines {
+		if l.Level == verdict.Unknown && (l.Problem == scan.OverAllowanceProblem || l.Problem == scan.OverAllowanceFileProblem) {
+			return true
+		}
+	}
+	return false
+}
+
+// requesterOf is who the checks of a message are for: who asked for them
+// (the shortcut, a mention), else who posted it: a person, else an
+// integration (bot_message: its bot id), else nobody but the channel. The
+// fair queues and the allowance (VERDICTBOT_USER_LINKS_PER_HOUR) count per
+// requester.
+func requesterOf(channel string, msg *slack.Msg, requestedBy string) scan.Requester {
+	switch {
+	case requestedBy != "":
+		return scan.Requester{User: requestedBy, Channel: channel}
+	case msg.User != "":
+		return scan.Requester{User: msg.User, Channel: channel}
+	case msg.BotID != "":
+		return scan.Requester{User: BotRequester + msg.BotID, Channel: channel}
+	}
+	return scan.Requester{Channel: channel}
+}
+
+// BotRequester prefixes the requester of an integration's message (its bot
+// id): Slack user ids never start with it.
+const BotRequester = "bot:"
 
 func firstProblem(c *card.Card) string {
 	for _, l := range c.Lines {

@@ -60,7 +60,7 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 			fmsg := *msg
 			fmsg.Channel = channel
 			var started bool
-			started, fileRec = m.Files.handle(ctx, channel, &fmsg, fileJob{mode: ModeVerbose, requestedBy: user, again: true, onlyNew: !resume}, func() {})
+			started, fileRec = m.Files.handle(ctx, channel, &fmsg, fileJob{mode: ModeVerbose, requestedBy: user, again: true, onlyNew: !resume, who: requesterOf(channel, msg, user)}, func() {})
 			began = began || started
 		}
 		if fileRec != nil {

@@ -273,7 +273,7 @@ func TestFileCardIsFinalBeforeItsScreenshots(t *testing.T) {
 	msg := &slack.Msg{Channel: "C1", User: "U1", Timestamp: d.TS, Files: []slack.File{{ID: "F1", Name: "invoice.exe",
 		Filetype: "exe", Size: 1024, URLPrivateDownload: e.fake.URL() + "/files/F1"}}}
 	var done atomic.Int32
-	files.handle(t.Context(), "C1", msg, fileJob{mode: ModeQuiet}, func() { done.Add(1) })
+	files.handle(t.Context(), "C1", msg, fileJob{who: requesterOf("C1", msg, ""), mode: ModeQuiet}, func() { done.Add(1) })
 
 	src := fileCardTS(d.TS)
 	waitUntil(t, "the final file card is posted", func() bool {
@@ -480,12 +480,12 @@ func TestResumedFileJobFinishesItsCard(t *testing.T) {
 	}
 	// The other event, not resumed, leaves it alone.
 	var done atomic.Int32
-	files.handle(t.Context(), "C1", msg, fileJob{mode: ModeQuiet}, func() { done.Add(1) })
+	files.handle(t.Context(), "C1", msg, fileJob{who: requesterOf("C1", msg, ""), mode: ModeQuiet}, func() { done.Add(1) })
 	if done.Load() != 1 || e.card(t, fileCardTS(d.TS)).Card.Final {
 		t.Fatal("a fresh duplicate event handled a file already announced")
 	}
 	// The resumed job finishes it.
-	files.handle(t.Context(), "C1", msg, fileJob{mode: ModeQuiet, resumed: true}, func() { done.Add(1) })
+	files.handle(t.Context(), "C1", msg, fileJob{who: requesterOf("C1", msg, ""), mode: ModeQuiet, resumed: true}, func() { done.Add(1) })
 	waitUntil(t, "the resumed file card is final and posted", func() bool {
 		rec := e.card(t, fileCardTS(d.TS))
 		return rec.Card.Final && rec.Card.CardTS != ""
@@ -520,7 +520,7 @@ func TestResumedFileJobPostsAFinalCardNeverPosted(t *testing.T) {
 			e.messages.Cards.Change("C1", src, 0, func(r *store.CardRecord) { r.PostStarted = true })
 		}
 		var done atomic.Int32
-		files.handle(t.Context(), "C1", msg, fileJob{mode: ModeQuiet, resumed: true}, func() { done.Add(1) })
+		files.handle(t.Context(), "C1", msg, fileJob{who: requesterOf("C1", msg, ""), mode: ModeQuiet, resumed: true}, func() { done.Add(1) })
 		waitUntil(t, "the resumed file card is posted", func() bool { return e.card(t, src).Card.CardTS != "" })
 		e.messages.Wait()
 		if replies := e.botReplies(d.TS); len(replies) != 1 || done.Load() != 1 {

@@ -34,6 +34,7 @@ type Metrics struct {
 	quarantined  *prometheus.CounterVec
 	quarFailures *prometheus.CounterVec
 	unchecked    *prometheus.CounterVec
+	capRefused   *prometheus.CounterVec
 	flips        prometheus.Counter
 	recheckTime  prometheus.Histogram
 	recheckLag   prometheus.Gauge
@@ -79,6 +80,8 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 		Help: "Messages that reached their channel's quarantine level but could not be removed, by reason (no_token, not_allowed, other_org, already_deleted, error)."}, []string{"reason"})
 	m.unchecked = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "unchecked_targets_total",
 		Help: "Targets a message's card shows as not checked although they were not judged safe, each making the message \"could not check\": links past VERDICTBOT_MAX_LINKS (kind url), files a channel with quarantine on could not check (kind file: too large, a skipped type)."}, []string{"kind"})
+	m.capRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "user_cap_refused_total",
+		Help: "Links and files not sent to a service because everyone who asked for them had sent VERDICTBOT_USER_LINKS_PER_HOUR within the hour, by service (reputation, sandbox)."}, []string{"service"})
 	m.rechecks = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "recheck_runs_total",
 		Help: "Recheck ticks, by result (ran; skipped: the previous run was still going; follower: another replica leads the recheck)."}, []string{"result"})
 	m.flips = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "recheck_flips_total",
@@ -92,7 +95,7 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 	m.recheckLast.SetToCurrentTime()
 	for _, c := range []prometheus.Collector{m.envelopes, m.dropped, m.ackLatency, m.scans, m.statusPolls, m.levels,
 		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.recheckTime,
-		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures, m.unchecked} {
+		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures, m.unchecked, m.capRefused} {
 		f(c)
 	}
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
@@ -216,6 +219,10 @@ func (m *Metrics) QuarantineFailure(reason string) { m.quarFailures.WithLabelVal
 // Unchecked counts n targets of kind ("url", "file") a card shows as not
 // checked (cards.Messages.OnUnchecked).
 func (m *Metrics) Unchecked(kind string, n int) { m.unchecked.WithLabelValues(kind).Add(float64(n)) }
+
+// UserCapRefused counts a link or file not sent because its requesters
+// were over VERDICTBOT_USER_LINKS_PER_HOUR (cards.UserCap.OnRefused).
+func (m *Metrics) UserCapRefused(service string) { m.capRefused.WithLabelValues(service).Inc() }
 
 // RecheckRun is scan.Recheck.OnRun.
 func (m *Metrics) RecheckRun(st scan.RunStats) {

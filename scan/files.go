@@ -130,8 +130,15 @@ type FileOptions struct {
 	SkipTypes []string
 	// MaxDownloads bounds the files being downloaded or uploaded at once,
 	// and so the temporary files on disk (default 4); the others wait,
-	// shown as "queued". Waiting for the sandbox takes no slot.
+	// shown as "queued". Waiting for the sandbox takes no slot. One
+	// requester holds at most half of them (see slots).
 	MaxDownloads int
+	// Allowance, if set, is asked before each upload, for its requesters
+	// (see URLOptions.Allowance): a file none of whose requesters has one
+	// left is not uploaded; its verdict is Unknown with ErrOverAllowance
+	// and OverAllowanceFileProblem. A file the sandbox already knows is
+	// not counted.
+	Allowance Allowance
 	// DownloadRetries is how many times a fetch that failed for a
 	// transient reason (FetchError.Retryable: network, 5xx or 429) is tried
 	// again (default 2; negative: never); RetryDelay is the first pause
@@ -162,6 +169,10 @@ type FileCheckOptions struct {
 	// the analysis's goroutine: keep it quick (hand slow work off) and do
 	// not call back into Files from it.
 	OnStatus func(status string)
+	// For is who asks (zero: nobody in particular); see
+	// CheckOptions.For. A check that joins a check in flight (the same
+	// file, or another file with the same content) adds For to it.
+	For Requester
 }
 
 // Files checks files with the sandbox: fetch into a private temporary file
@@ -177,7 +188,7 @@ type Files struct {
 
 	verdicts *gocache.Cache // sha256 → FileVerdict
 	byID     *gocache.Cache // file id → sha256
-	slots    chan struct{}
+	slots    *slots
 	learned  *sandbox.LearnedSchedule // nil: opt.Wait has a fixed schedule
 
 	root   context.Context
@@ -192,16 +203,19 @@ type Files struct {
 // fileCall is one check in flight that others may join. Its subscribers
 // see its statuses in order: delivery is serialised by deliver.
 type fileCall struct {
-	done    chan struct{}
-	v       FileVerdict
+	done chan struct{}
+	v    FileVerdict
+	// who the check is for: whoever started it, then whoever joined (a
+	// hash's analysis shares the set of the file check that started it).
+	who     *requesters
 	deliver sync.Mutex
 	mu      sync.Mutex
 	status  string
 	subs    []func(string)
 }
 
-func newFileCall(status string) *fileCall {
-	return &fileCall{done: make(chan struct{}), status: status}
+func newFileCall(status string, who *requesters) *fileCall {
+	return &fileCall{done: make(chan struct{}), status: status, who: who}
 }
 
 func (c *fileCall) setStatus(s string) {
@@ -284,7 +298,7 @@ func NewFiles(sb SandboxAPI, fetcher Fetcher, opt FileOptions) *Files {
 		sb: sb, fetcher: fetcher, opt: opt, log: opt.Logger,
 		verdicts: gocache.New(opt.TTL, opt.TTL),
 		byID:     gocache.New(opt.TTL, opt.TTL),
-		slots:    make(chan struct{}, opt.MaxDownloads),
+		slots:    newSlots(opt.MaxDownloads),
 		learned:  learned,
 		root:     root, cancel: cancel,
 		files:  map[string]*fileCall{},
@@ -383,8 +397,15 @@ func (f *Files) Check(ctx context.Context, ref FileRef, o FileCheckOptions) File
 	}
 	f.mu.Lock()
 	call, joined := f.files[key]
+	if joined {
+		added, ok := call.who.add(o.For)
+		if added {
+			f.slots.poke() // the check may take a slot in the newcomer's share
+		}
+		joined = ok // a refused check is not joined (see URLs.Check)
+	}
 	if !joined {
-		call = newFileCall(FileQueued)
+		call = newFileCall(FileQueued, newRequesters(o.For))
 		f.files[key] = call
 		f.wg.Add(1)
 	}
@@ -414,7 +435,7 @@ func (f *Files) Resume(ctx context.Context, sha256 string, o FileCheckOptions) F
 		return FileVerdict{SHA256: sha256, Level: verdict.Unknown, Err: errors.New("scan: Resume: not a sha256"),
 			Problem: "the file's fingerprint is not valid", CheckedAt: f.opt.Now()}
 	}
-	call := f.startHash(sha, nil, nil, "", o.OnStatus)
+	call := f.startHash(sha, nil, nil, "", o.OnStatus, newRequesters(Requester{}))
 	select {
 	case <-call.done:
 		return call.v
@@ -433,7 +454,9 @@ func (f *Files) runFile(key string, ref FileRef, fresh bool, call *fileCall) {
 		f.byID.SetDefault(key, v.SHA256)
 	}
 	f.mu.Lock()
-	delete(f.files, key)
+	if f.files[key] == call {
+		delete(f.files, key)
+	}
 	call.v = v
 	close(call.done)
 	f.mu.Unlock()
@@ -443,7 +466,7 @@ func (f *Files) runFile(key string, ref FileRef, fresh bool, call *fileCall) {
 // hash or joins (or starts) the analysis of the hash.
 func (f *Files) fileVerdict(ref FileRef, fresh bool, call *fileCall) FileVerdict {
 	ctx := f.root
-	release, err := f.acquire(ctx)
+	release, err := f.slots.acquire(ctx, call.who.keys)
 	if err != nil {
 		return f.interrupted(FileVerdict{}, err)
 	}
@@ -463,19 +486,31 @@ func (f *Files) fileVerdict(ref FileRef, fresh bool, call *fileCall) FileVerdict
 			return v.withHashes(base)
 		}
 	}
-	hc := f.startHash(tf.sha256, tf, release, uploadName(ref), call.setStatus)
+	hc := f.startHash(tf.sha256, tf, release, uploadName(ref), call.setStatus, call.who)
 	<-hc.done
 	return hc.v.withHashes(base)
 }
 
 // startHash joins the analysis of sha in flight, or starts one that owns tf
 // and release (the download slot), and subscribes forward to its progress.
-// A joining caller's tf and slot are given back at once.
-func (f *Files) startHash(sha string, tf *tempFile, release func(), name string, forward func(string)) *fileCall {
+// A joining caller's tf and slot are given back at once, and its
+// requesters (who) join the analysis's; a new analysis shares who.
+func (f *Files) startHash(sha string, tf *tempFile, release func(), name string, forward func(string), who *requesters) *fileCall {
 	f.mu.Lock()
 	call, joined := f.hashes[sha]
+	if joined && call.who.isSealed() {
+		joined = false // refused: this file's requesters start another
+	}
+	if joined && call.who != who {
+		for _, r := range who.all() {
+			if _, ok := call.who.add(r); !ok {
+				joined = false // refused: this file's requesters start another
+				break
+			}
+		}
+	}
 	if !joined {
-		call = newFileCall(FileLookingUp)
+		call = newFileCall(FileLookingUp, who)
 		f.hashes[sha] = call
 		f.wg.Add(1)
 	}
@@ -514,11 +549,13 @@ func (f *Files) runHash(sha string, tf *tempFile, release func(), name string, c
 		f.opt.Memory.Finished(v, "scan")
 	}
 	f.mu.Lock()
-	delete(f.hashes, sha)
+	if f.hashes[sha] == call {
+		delete(f.hashes, sha)
+	}
 	call.v = v
 	close(call.done)
 	f.mu.Unlock()
-	if f.opt.OnDone != nil && !v.Cached {
+	if f.opt.OnDone != nil && !v.Cached && !errors.Is(v.Err, ErrOverAllowance) {
 		f.opt.OnDone(v)
 	}
 }
@@ -528,7 +565,8 @@ var errNothingToResume = errors.New("no sandbox task to resume and no file to up
 
 // analyse finds or makes the sandbox task(s) for sha and reads the verdict.
 func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, call *fileCall) FileVerdict {
-	ctx := f.root
+	// Its requests wait for the budgets in its requesters' turns.
+	ctx := sandbox.WithFlows(f.root, call.who.flows)
 	v := FileVerdict{SHA256: sha}
 	if tf != nil {
 		v.MD5, v.SHA1, v.Size = tf.md5, tf.sha1, tf.size
@@ -588,6 +626,13 @@ func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, c
 		if err := ctx.Err(); err != nil {
 			done()
 			return f.unknown(v, err, "")
+		}
+		// About to upload: what the requesters may still send is counted
+		// now (a file the sandbox knows never got here).
+		if !call.who.allowed(ctx, f.opt.Allowance, sandbox.ServiceName) {
+			done()
+			f.log.Info("file not uploaded: its requesters used their allowance for the hour", "sha256", sha)
+			return f.unknown(v, ErrOverAllowance, OverAllowanceFileProblem)
 		}
 		call.setStatus(FileUploading)
 		var sub *sandbox.Submission
@@ -869,18 +914,6 @@ func (f *Files) fetch(ctx context.Context, ref FileRef) (*tempFile, error) {
 			return nil, err
 		}
 	}
-}
-
-// acquire takes a download slot; the returned release may be called more
-// than once.
-func (f *Files) acquire(ctx context.Context) (func(), error) {
-	select {
-	case f.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	var once sync.Once
-	return func() { once.Do(func() { <-f.slots }) }, nil
 }
 
 // cached returns a verdict for sha from the cache or the memory.

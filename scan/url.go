@@ -92,8 +92,15 @@ type URLOptions struct {
 	// analyses how long the service takes (see LearnedSchedule).
 	Wait reputation.WaitOptions
 	// MaxConcurrent bounds analyses in flight at once (default 64); the
-	// others wait, shown as "queued".
+	// others wait, shown as "queued". One requester holds at most half of
+	// them, and a slot that frees goes to the waiter whose requesters hold
+	// the fewest (see slots).
 	MaxConcurrent int
+	// Allowance, if set, is asked before each submission, for its
+	// requesters (VERDICTBOT_USER_LINKS_PER_HOUR): an analysis none of
+	// whose requesters has one left is not submitted; its verdict is
+	// Unknown with ErrOverAllowance and OverAllowanceProblem.
+	Allowance Allowance
 	// OnSubmitted is called once a task exists for a URL, so it can be
 	// recorded durably (and resumed after a restart).
 	OnSubmitted func(url, taskID string)
@@ -129,7 +136,7 @@ type URLs struct {
 	rep   Reputation
 	opt   URLOptions
 	cache *gocache.Cache
-	sem   chan struct{}
+	sem   *slots
 	// resumeSem bounds analyses resumed after a restart (a quarter of
 	// MaxConcurrent, at least 4), apart from new submissions.
 	resumeSem chan struct{}
@@ -146,8 +153,10 @@ type URLs struct {
 }
 
 type urlCall struct {
-	done   chan struct{}
-	v      URLVerdict
+	done chan struct{}
+	v    URLVerdict
+	// who the analysis is for: whoever started it, then whoever joined.
+	who    *requesters
 	mu     sync.Mutex
 	status string
 	subs   []func(string)
@@ -188,7 +197,7 @@ func NewURLs(rep Reputation, opt URLOptions) *URLs {
 		learned: learned,
 		rep:     rep, opt: opt, log: opt.Logger,
 		cache:     gocache.New(opt.TTL, opt.TTL),
-		sem:       make(chan struct{}, opt.MaxConcurrent),
+		sem:       newSlots(opt.MaxConcurrent),
 		resumeSem: make(chan struct{}, max(4, opt.MaxConcurrent/4)),
 		root:      root,
 		cancel:    cancel,
@@ -214,6 +223,13 @@ type CheckOptions struct {
 	TaskID string
 	// Recheck marks a scheduled recheck (recorded as such); it implies Fresh.
 	Recheck bool
+	// For is who asks (zero: nobody in particular). A new analysis waits
+	// for the service's budgets in For's turn; a check that joins an
+	// analysis in flight adds For to it, and the analysis's requests then
+	// wait in whichever of its requesters' turns comes first (an analysis
+	// is one, however many ask; the first of them cannot hold the others
+	// back). The Allowance is asked for For when a submission is made.
+	For Requester
 }
 
 // Check returns the verdict for a normalised URL. It never returns an error:
@@ -237,8 +253,17 @@ func (u *URLs) Check(ctx context.Context, url string, o CheckOptions) URLVerdict
 	}
 	u.mu.Lock()
 	call, joined := u.inflight[url]
+	if joined {
+		added, ok := call.who.add(o.For)
+		if added {
+			u.sem.poke() // the analysis may take a slot in the newcomer's share
+		}
+		// A refused analysis is not joined: the newcomer's own allowance
+		// may pay for another.
+		joined = ok
+	}
 	if !joined {
-		call = &urlCall{done: make(chan struct{}), status: "queued"}
+		call = &urlCall{done: make(chan struct{}), status: "queued", who: newRequesters(o.For)}
 		u.inflight[url] = call
 		u.wg.Add(1)
 		source := "scan"
@@ -286,23 +311,28 @@ func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 		u.cache.SetDefault(url, v)
 	}
 	// An analysis cut short by shutdown stays "in flight" in the memory,
-	// so the next process resumes it; any other end is recorded.
+	// so the next process resumes it; any other end is recorded (one not
+	// sent because its requesters used their allowance: the intent its
+	// claim recorded is forgotten).
 	// A verdict another replica analysed (Cached) is recorded already.
 	if u.opt.Memory != nil && !withheld && !v.Cached && !(v.Err != nil && u.root.Err() != nil) {
 		u.opt.Memory.Finished(v, source)
 	}
 	u.mu.Lock()
-	delete(u.inflight, url)
+	if u.inflight[url] == call { // not a newer analysis that replaced a refused one
+		delete(u.inflight, url)
+	}
 	call.v = v
 	close(call.done)
 	u.mu.Unlock()
-	if u.opt.OnDone != nil && !withheld && !v.Cached {
+	if u.opt.OnDone != nil && !withheld && !v.Cached && !errors.Is(v.Err, ErrOverAllowance) {
 		u.opt.OnDone(v)
 	}
 }
 
 func (u *URLs) run(url, taskID, source string, call *urlCall) URLVerdict {
-	ctx := u.root
+	// Its requests wait for the budgets in its requesters' turns.
+	ctx := reputation.WithFlows(u.root, call.who.flows)
 	if source == "recheck" {
 		// Nobody is waiting for a scheduled recheck: its requests wait
 		// behind new links and clicks for the service's budgets.
@@ -346,19 +376,30 @@ func (u *URLs) run(url, taskID, source string, call *urlCall) URLVerdict {
 			}
 		}
 	}
-	sem := u.sem
 	if inFlight {
-		sem = u.resumeSem
 		// A resumed analysis is backlog: its polls wait behind new links'
 		// for the report budget, so that a restart with many analyses in
 		// flight does not delay the next new link's verdict.
 		ctx = apiclient.WithPriority(ctx, apiclient.Low)
-	}
-	select {
-	case sem <- struct{}{}:
-		defer func() { <-sem }()
-	case <-ctx.Done():
-		return unknown(url, "", ctx.Err())
+		select {
+		case u.resumeSem <- struct{}{}:
+			defer func() { <-u.resumeSem }()
+		case <-ctx.Done():
+			return unknown(url, "", ctx.Err())
+		}
+	} else {
+		// About to submit: what the requesters may still send is counted
+		// now (a cached verdict or a join never got here), before the slot
+		// and the budget are waited for.
+		if !call.who.allowed(ctx, u.opt.Allowance, reputation.ServiceName) {
+			u.log.Info("URL not submitted: its requesters used their allowance for the hour")
+			return URLVerdict{URL: url, Level: verdict.Unknown, Err: ErrOverAllowance, Problem: OverAllowanceProblem}
+		}
+		release, err := u.sem.acquire(ctx, call.who.keys)
+		if err != nil {
+			return unknown(url, "", err)
+		}
+		defer release()
 	}
 	resumed := taskID != ""
 	if !resumed {

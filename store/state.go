@@ -90,6 +90,14 @@ type State interface {
 	// The durable queue of outgoing events (eventqueue.go).
 	EventQueue
 
+	// TakeAllowance records one use of key's allowance, limit uses per
+	// sliding window (VERDICTBOT_USER_LINKS_PER_HOUR: key a requester,
+	// a use one submission to a service), if one is left: ok is false,
+	// and nothing is recorded, when key had limit uses within the window
+	// ending now. Atomic against concurrent callers; on PostgreSQL the
+	// counts are shared by the replicas (allowance.go).
+	TakeAllowance(key string, limit int, window time.Duration) (ok bool, err error)
+
 	// Replicas sharing the state (replicas.go). The embedded file is opened
 	// by one process: it claims every analysis, has no orphans, and counts
 	// one replica.

@@ -47,6 +47,8 @@ type DB struct {
 	seq uint64
 	// gate orders write transactions: the journal's first.
 	gate writeGate
+	// allow holds TakeAllowance's counts (allowance.go).
+	allow allowances
 }
 
 // Options tune Open.

@@ -151,6 +151,9 @@ type Config struct {
 
 	ReputationRunRate    float64 `envconfig:"VERDICTBOT_REPUTATION_RUN_RATE"`
 	ReputationReportRate float64 `envconfig:"VERDICTBOT_REPUTATION_REPORT_RATE"`
+	// UserLinksPerHour caps the links and files one requester may have
+	// sent to the services per hour (cards.UserCap); 0: no cap.
+	UserLinksPerHour int `envconfig:"VERDICTBOT_USER_LINKS_PER_HOUR"`
 	// MaxConcurrent bounds URL analyses in flight; 0 derives it from the
 	// reputation budgets (see maxConcurrent).
 	MaxConcurrent      int    `envconfig:"VERDICTBOT_MAX_CONCURRENT"`
@@ -226,6 +229,7 @@ func defaultConfig() *Config {
 
 		ReputationRunRate:    1,
 		ReputationReportRate: 5,
+		UserLinksPerHour:     300,
 
 		HTTPAddr:  "127.0.0.1:8080",
 		LogLevel:  "info",
@@ -586,6 +590,8 @@ var configRules = []configRule{
 	}},
 	between("VERDICTBOT_MAX_CONCURRENT", func(c *Config) int { return c.MaxConcurrent }, 0, maxMaxConcurrent,
 		"want 0 (derived from the URL-service budgets) to 100000"),
+	between("VERDICTBOT_USER_LINKS_PER_HOUR", func(c *Config) int { return c.UserLinksPerHour }, 0, maxUserLinksPerHour,
+		"want 0 (no cap) to 1000000 (links and files one person may have sent to the services per hour; default 300)"),
 	{"VERDICTBOT_SERVICE_CA_FILE", false, func(c *Config) error {
 		if c.ServiceCAFile == "" {
 			return nil
@@ -667,6 +673,9 @@ const (
 	maxDerivedConcurrent = 4096
 	// maxMaxConcurrent bounds the setting itself.
 	maxMaxConcurrent = 100_000
+	// maxUserLinksPerHour bounds VERDICTBOT_USER_LINKS_PER_HOUR: more
+	// than 277 a second from one person is no cap.
+	maxUserLinksPerHour = 1_000_000
 )
 
 // maxConcurrent returns the bound on URL analyses in flight: the setting,

@@ -199,7 +199,7 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		MaxLinks: 201, VerdictTTL: -1, URLDeadline: time.Second, RecheckSchedule: "often",
 		RecheckAfter: []time.Duration{time.Hour, time.Minute}, MaxFileBytes: 0, SandboxDeadline: time.Second,
 		MaxScreenshots: 11, ScreenshotTimeout: time.Hour, FileVerdictTTL: -1, SandboxRunRate: 0, RecheckMax: 0,
-		AlertChannel: "#alerts", Workers: 0, QueueSize: 0, ReputationRunRate: 0, MaxConcurrent: -1, ServiceCAFile: "/nonexistent/ca.pem",
+		AlertChannel: "#alerts", Workers: 0, QueueSize: 0, ReputationRunRate: 0, MaxConcurrent: -1, UserLinksPerHour: -1, ServiceCAFile: "/nonexistent/ca.pem",
 		HTTPAddr: "8080", LogLevel: "loud", LogFormat: "xml", DatabaseURL: "mysql://u:p@h/db",
 		ThresholdPhishing: "x", ThresholdAdvertising: "x", ThresholdMalicious: "x", ThresholdIllegal: "x",
 		Quarantine: "always", SlackAdminUserToken: "xoxb-not-a-user-token",
@@ -420,5 +420,42 @@ func TestServiceURLsAreHTTPSOrLoopback(t *testing.T) {
 	code, out, errOut := runCheckArgs("https://example.com/")
 	if code != checkExitUsage || !strings.Contains(errOut, fmt.Sprintf(svcPlain, "REPUTATION_URL", "urlarmor.example")) {
 		t.Errorf("check against plain http: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestUserLinksPerHourSetting: VERDICTBOT_USER_LINKS_PER_HOUR defaults to
+// 300, takes 0 (no cap) up to 1,000,000, and says so when out of range or
+// not a number; `verdictbot config` lists it.
+func TestUserLinksPerHourSetting(t *testing.T) {
+	if got := defaultConfig().UserLinksPerHour; got != 300 {
+		t.Errorf("default %d, want 300", got)
+	}
+	const outOfRange = "VERDICTBOT_USER_LINKS_PER_HOUR=%s: want 0 (no cap) to 1000000 (links and files one person may have sent to the services per hour; default 300)"
+	for _, tc := range []struct{ value, want string }{
+		{"0", ""},
+		{"1000000", ""},
+		{"25", ""},
+		{"-1", fmt.Sprintf(outOfRange, "-1")},
+		{"1000001", fmt.Sprintf(outOfRange, "1000001")},
+		{"lots", `VERDICTBOT_USER_LINKS_PER_HOUR="lots": not a valid whole number`},
+	} {
+		setEnv(t, validEnv)
+		setEnv(t, map[string]string{"VERDICTBOT_USER_LINKS_PER_HOUR": tc.value})
+		err := func() error {
+			cfg, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			return cfg.Validate(true)
+		}()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.value, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("%s: %v, want %q", tc.value, err, tc.want)
+		}
+	}
+	if v, ok := settingDefaults()["VERDICTBOT_USER_LINKS_PER_HOUR"]; !ok || v != "300" {
+		t.Errorf("verdictbot config shows %q (listed: %v), want 300", v, ok)
 	}
 }

@@ -75,7 +75,9 @@ type app struct {
 	// adminGroup resolves VERDICTBOT_ADMIN_GROUP (nil when not set).
 	adminGroup *commands.AdminGroup
 	recheck    *scan.Recheck
-	feedback   *commands.Feedback
+	// userCap is VERDICTBOT_USER_LINKS_PER_HOUR, for both pipelines.
+	userCap  *cards.UserCap
+	feedback *commands.Feedback
 	// quarantine removes what reaches a channel's quarantine level and
 	// releases it (always set; without SLACK_ADMIN_USER_TOKEN every
 	// removal fails, said on the card).
@@ -176,7 +178,12 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.rep = rep
 	memory := &cards.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store"), Stop: a.stopping}
 	hosts := newHostResolver(cfg, log)
+	// VERDICTBOT_USER_LINKS_PER_HOUR; its admins and alerts are wired
+	// below, before any traffic.
+	a.userCap = &cards.UserCap{Store: db, PerHour: cfg.UserLinksPerHour, AlertChannel: cfg.AlertChannel, FirstTime: db.SeenEvent,
+		OnRefused: a.metrics.UserCapRefused, Log: log.With("component", "cap")}
 	a.urls = scan.NewURLs(rep, scan.URLOptions{
+		Allowance:  a.userCap,
 		Memory:     memory,
 		Hosts:      hostGate(hosts),
 		TTL:        cfg.VerdictTTL,
@@ -206,6 +213,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		access.IsGroupAdmin = a.adminGroup.IsMember
 	}
 	a.metrics.WatchAdminGroup(a.adminGroup.Expired) // nil-safe: 0 without a group
+	a.userCap.IsAdmin, a.userCap.Replier = access.IsAdmin, a.poster
 	a.feedback = &commands.Feedback{Cards: a.cards, Rep: a.urls, Poster: a.poster, Access: access,
 		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
 		TaskCards: func(taskID string) ([]card.Card, error) {
@@ -388,7 +396,8 @@ func (a *app) wireFiles() error {
 		shots = -1 // scan.FileOptions reads 0 as "the default"; the setting's 0 means none
 	}
 	a.files = scan.NewFiles(sb, dl, scan.FileOptions{
-		MaxBytes: cfg.MaxFileBytes, MaxScreenshots: shots, ScreenshotTimeout: cfg.ScreenshotTimeout, TTL: cfg.FileVerdictTTL,
+		Allowance: a.userCap,
+		MaxBytes:  cfg.MaxFileBytes, MaxScreenshots: shots, ScreenshotTimeout: cfg.ScreenshotTimeout, TTL: cfg.FileVerdictTTL,
 		SkipTypes: cfg.SkipFiletypes, TempDir: tmp,
 		Wait:   sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
 		Memory: &cards.FileMemory{DB: a.db, Log: log.With("component", "store"), Stop: a.stopping},

@@ -33,7 +33,8 @@ const (
 // second end to end, and the bot's CPU per link. A real `verdictbot run`
 // process (built from this package) runs on the embedded store in quiet
 // mode, with raised budgets (VERDICTBOT_REPUTATION_RUN_RATE=1000,
-// _REPORT_RATE=5000), against the fake Slack and the fast simulator
+// _REPORT_RATE=5000) and no per-user cap (VERDICTBOT_USER_LINKS_PER_HOUR=0:
+// one user sends every link), against the fake Slack and the fast simulator
 // (throughputProfile: a URL task is pending 50 ms, processing 50 ms),
 // both served by this test process. The fake delivers throughputRate messages a second
 // for throughputSeconds, each with a link never seen before; a link is
@@ -106,6 +107,9 @@ func runThroughput(b *testing.B, bin string, iter int) {
 		"VERDICTBOT_CHANNEL_MODE=quiet", "VERDICTBOT_DATA_DIR=" + dataDir,
 		"VERDICTBOT_LOG_LEVEL=warn", "VERDICTBOT_HTTP_ADDR=off", "VERDICTBOT_RESOLVE_HOSTS=false",
 		"VERDICTBOT_REPUTATION_RUN_RATE=1000", "VERDICTBOT_REPUTATION_REPORT_RATE=5000",
+		// One user sends all 1,500 links: no per-user cap (it would stop
+		// them at 300).
+		"VERDICTBOT_USER_LINKS_PER_HOUR=0",
 	}
 	for _, name := range []string{"VERDICTBOT_MAX_CONCURRENT", "GOGC", "GOMEMLIMIT"} {
 		if v := os.Getenv(name); v != "" {

@@ -3,6 +3,7 @@ package apiclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -294,5 +295,170 @@ func TestPriorityFromContext(t *testing.T) {
 		if p != Low {
 			t.Errorf("wait event in lane %v, want low", p)
 		}
+	}
+}
+
+// flowCtx is a context named name whose requests are made for the flow
+// of user in channel.
+func flowCtx(t *testing.T, name, user, channel string) context.Context {
+	return WithFlow(context.WithValue(t.Context(), waiterName{}, name), Flow{User: user, Channel: channel})
+}
+
+// queueUp starts a Wait in lane p for each ctx, in order, each once the
+// one before is queued, and returns a function that waits for them all.
+func queueUp(t *testing.T, l *lanes, p Priority, ctxs ...context.Context) (wait func()) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, ctx := range ctxs {
+		before := l.waiting()[p]
+		wg.Go(func() {
+			if err := l.Wait(ctx, p); err != nil {
+				t.Errorf("%v: %v", ctx.Value(waiterName{}), err)
+			}
+		})
+		waitFor(t, func() bool { return l.waiting()[p] == before+1 })
+	}
+	return wg.Wait
+}
+
+// TestLanesTakeTurnsBetweenUsers: within a lane, users take turns (one
+// request each per round), and a user's channels take turns within the
+// user's turns; arrival order only decides within one user's channel.
+func TestLanesTakeTurnsBetweenUsers(t *testing.T) {
+	t.Parallel()
+	lim := rate.NewLimiter(rate.Every(time.Hour), 1)
+	l := newLanes(lim)
+	onTurn, order := recorder()
+	l.onTurn = onTurn
+	release := holdTurn(t, l)
+	wait := queueUp(t, l, High,
+		flowCtx(t, "a1", "UA", "CX"), flowCtx(t, "a2", "UA", "CX"), flowCtx(t, "a3", "UA", "CX"), flowCtx(t, "a4", "UA", "CX"),
+		flowCtx(t, "b1", "UB", "CX"), flowCtx(t, "a5", "UA", "CY"), flowCtx(t, "b2", "UB", "CX"))
+	lim.SetLimit(rate.Inf)
+	release()
+	wait()
+	// In arrival order it would be a1 a2 a3 a4 b1 a5 b2: B's first request
+	// behind A's four, A's other channel behind its first.
+	want := []string{"a1", "b1", "a5", "b2", "a2", "a3", "a4"}
+	if got := order(); !slices.Equal(got, want) {
+		t.Errorf("served %v, want %v", got, want)
+	}
+}
+
+// TestLanesNewUserTakesTheTurnFromABacklog: the waiter holding the turn for
+// a token gives it up to a request of a user who has had no turn yet, and
+// a request of the same user as the holder does not take it.
+func TestLanesNewUserTakesTheTurnFromABacklog(t *testing.T) {
+	t.Parallel()
+	l := newLanes(rate.NewLimiter(rate.Every(time.Hour), 1))
+	onTurn, order := recorder()
+	l.onTurn = onTurn
+	if err := l.Wait(flowCtx(t, "a0", "UA", "CX"), High); err != nil { // the one token
+		t.Fatal(err)
+	}
+	// a1 holds the turn, waiting for a token an hour away; a2 and a3 queue.
+	actx, cancelA := context.WithCancel(flowCtx(t, "a1", "UA", "CX"))
+	defer cancelA()
+	aErr := make(chan error, 3)
+	go func() { aErr <- l.Wait(actx, High) }()
+	waitFor(t, func() bool { return len(order()) == 2 })
+	for _, name := range []string{"a2", "a3"} {
+		ctx, cancel := context.WithCancel(flowCtx(t, name, "UA", "CX"))
+		defer cancel()
+		stopA := cancelA
+		cancelA = func() { stopA(); cancel() }
+		before := l.waiting()[High]
+		go func() { aErr <- l.Wait(ctx, High) }()
+		waitFor(t, func() bool { return l.waiting()[High] == before+1 })
+	}
+	if got := order(); !slices.Equal(got, []string{"a0", "a1"}) {
+		t.Fatalf("turns %v: A's queued requests took the turn from a1", got)
+	}
+	bctx, cancelB := context.WithCancel(flowCtx(t, "b1", "UB", "CX"))
+	bErr := make(chan error, 1)
+	go func() { bErr <- l.Wait(bctx, High) }()
+	waitFor(t, func() bool { return len(order()) == 3 })
+	if got := order(); !slices.Equal(got, []string{"a0", "a1", "b1"}) {
+		t.Fatalf("turns %v, want b1 right after a1", got)
+	}
+	// b1 now waits for the next token, and all of A's requests behind it.
+	if w := l.waiting(); w[High] != 3 {
+		t.Fatalf("waiting %v, want a1, a2 and a3 queued", w)
+	}
+	cancelB()
+	if err := <-bErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("b1: %v", err)
+	}
+	cancelA()
+	for range 3 {
+		if err := <-aErr; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLanesSharedRequestMovesToTheSoonerTurn: a request made for a set of
+// flows waits in the turn of the one that comes first; when a flow joins
+// the set (another user asks for the same analysis), the waiting request
+// moves to that flow's turn if it comes sooner.
+func TestLanesSharedRequestMovesToTheSoonerTurn(t *testing.T) {
+	t.Parallel()
+	lim := rate.NewLimiter(rate.Every(time.Hour), 1)
+	l := newLanes(lim)
+	onTurn, order := recorder()
+	l.onTurn = onTurn
+	release := holdTurn(t, l)
+	shared := NewFlows(Flow{User: "UA", Channel: "CX"})
+	wait := queueUp(t, l, High,
+		flowCtx(t, "a1", "UA", "CX"), flowCtx(t, "a2", "UA", "CX"), flowCtx(t, "a3", "UA", "CX"),
+		WithFlows(context.WithValue(t.Context(), waiterName{}, "x"), shared))
+	if !shared.Add(Flow{User: "UB", Channel: "CZ"}) || shared.Add(Flow{User: "UB", Channel: "CZ"}) {
+		t.Fatal("Add: a new flow not added, or a known one added twice")
+	}
+	lim.SetLimit(rate.Inf)
+	release()
+	wait()
+	// Under A's turns alone, x would be last.
+	if got, want := order(), []string{"a1", "x", "a2", "a3"}; !slices.Equal(got, want) {
+		t.Errorf("served %v, want %v", got, want)
+	}
+	// A new request of the set waits in the sooner turn from the start.
+	l2 := newLanes(rate.NewLimiter(rate.Every(time.Hour), 1))
+	onTurn2, order2 := recorder()
+	l2.onTurn = onTurn2
+	release2 := holdTurn(t, l2)
+	lim2 := l2.lim
+	wait2 := queueUp(t, l2, High,
+		flowCtx(t, "a1", "UA", "CX"), flowCtx(t, "a2", "UA", "CX"),
+		WithFlows(context.WithValue(t.Context(), waiterName{}, "y"), shared))
+	lim2.SetLimit(rate.Inf)
+	release2()
+	wait2()
+	if got, want := order2(), []string{"a1", "y", "a2"}; !slices.Equal(got, want) {
+		t.Errorf("served %v, want %v", got, want)
+	}
+}
+
+// TestFairQueueForgetsIdleFlows: the state kept for users who no longer
+// wait stays bounded however many users came and went.
+func TestFairQueueForgetsIdleFlows(t *testing.T) {
+	t.Parallel()
+	var q fairQueue
+	for i := range 10_000 {
+		q.charge(flowKey{user: fmt.Sprint("U", i), channel: "C"})
+	}
+	if n := len(q.users); n > 2*q.active+17 {
+		t.Errorf("%d users remembered after 10,000 came and went", n)
+	}
+	// A user remembered or forgotten starts at the virtual time: the next
+	// one's turn comes before a backlog's.
+	w := &laneWaiter{seq: 1, key: flowKey{user: "busy"}}
+	q.push(w)
+	q.charge(w.key)
+	q.charge(w.key)
+	newcomer := &laneWaiter{seq: 2, key: flowKey{user: "U1"}}
+	q.push(newcomer)
+	if got := q.pick(nil); got != newcomer {
+		t.Errorf("picked seq %d, want the newcomer", got.seq)
 	}
 }

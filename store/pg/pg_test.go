@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,6 +55,12 @@ func TestPostgres(t *testing.T) {
 	t.Run("MigrationsRunOnceUnderTheLock", migrationsRunOnce)
 	t.Run("NewerSchemaIsRefused", newerSchemaIsRefused)
 	t.Run("PasswordNeverInErrors", passwordNeverInErrors)
+	t.Run("AllowanceIsSharedByReplicas", func(t *testing.T) {
+		schema, _ := pgtest.Schema(t)
+		clock := &storetest.Clock{}
+		clock.Set(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+		allowanceShared(t, open(t, schema, base, clock.Now), open(t, schema, base, clock.Now), clock)
+	})
 	t.Run("OneReplicaLeadsAPeriodicJob", func(t *testing.T) {
 		schema, _ := pgtest.Schema(t)
 		another, _ := pgtest.Schema(t)
@@ -218,5 +225,46 @@ func passwordNeverInErrors(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	if got := pg.Describe("postgres://bot:pw@db.internal:5432/verdictbot?sslmode=require"); got != "postgres://bot@db.internal:5432/verdictbot" {
 		t.Fatal(got)
+	}
+}
+
+// allowanceShared: two replicas on one schema count a key's uses together
+// (VERDICTBOT_USER_LINKS_PER_HOUR holds across replicas), concurrently too.
+func allowanceShared(t *testing.T, a, b *pg.DB, clock *storetest.Clock) {
+	for i, db := range []*pg.DB{a, b, a} {
+		if ok, err := db.TakeAllowance("U1", 3, time.Hour); err != nil || !ok {
+			t.Fatalf("use %d: %v, %v", i+1, ok, err)
+		}
+	}
+	for _, db := range []*pg.DB{b, a} {
+		if ok, err := db.TakeAllowance("U1", 3, time.Hour); err != nil || ok {
+			t.Fatalf("a fourth use granted on one of the replicas: %v, %v", ok, err)
+		}
+	}
+	// Both replicas at once: 10 each for a limit of 7, exactly 7 granted.
+	var granted atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 20 {
+		db := a
+		if i%2 == 1 {
+			db = b
+		}
+		wg.Go(func() {
+			ok, err := db.TakeAllowance("U2", 7, time.Hour)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				granted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := granted.Load(); n != 7 {
+		t.Fatalf("%d uses granted across two replicas, want 7", n)
+	}
+	clock.Add(time.Hour)
+	if ok, err := b.TakeAllowance("U1", 3, time.Hour); err != nil || !ok {
+		t.Fatalf("after the window: %v, %v", ok, err)
 	}
 }

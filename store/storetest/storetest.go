@@ -64,6 +64,7 @@ var cases = []testCase{
 	{"AbsentRecords", absentRecords},
 	{"QuarantinedMessagesAreKeptUntilTheirRetention", quarantined},
 	{"ClaimAnalysisOfOneProcess", claimAnalysis},
+	{"AllowanceIsASlidingWindowPerKey", allowance},
 }
 
 // Run runs the conformance suite, each case in its own subtest (in
