@@ -73,6 +73,20 @@ const (
 	QuarantineFailed   = "failed"   // it could not be removed: Problem says why
 )
 
+// Quarantined reports whether quarantine removed the card's message (or
+// its files), released it since, or is about to remove it: what the
+// message shared is then not shown in its thread (screenshots).
+func (c *Card) Quarantined() bool {
+	if c.Quarantine == nil {
+		return false
+	}
+	switch c.Quarantine.State {
+	case QuarantineRemoved, QuarantineReleased:
+		return true
+	}
+	return false
+}
+
 // Quarantine is what quarantine did to the message a card answers.
 type Quarantine struct {
 	State string `json:"state"`
@@ -147,6 +161,9 @@ type FileInfo struct {
 	// ScreenshotsFailed: the screenshots could not be fetched (or posted);
 	// the card says so.
 	ScreenshotsFailed bool `json:"screenshots_failed,omitempty"`
+	// ScreenshotsWithheld: the message was quarantined, so its
+	// screenshots were not posted in its thread.
+	ScreenshotsWithheld bool `json:"screenshots_withheld,omitempty"`
 }
 
 // Skip is a target that was deliberately not sent to a service.

@@ -582,3 +582,73 @@ func TestQuarantineLevelInSlashAndHome(t *testing.T) {
 	mustContain(t, homeText(h.openHomeAgain(adminUser, 2).Blocks), "quarantine *off*\n", "Changed. Quarantine: *off*.")
 	mustContain(t, h.logs.String(), `"setting":"quarantine"`, `"from":"suspicious"`, `"to":"off"`, `"via":"home"`)
 }
+
+// startFileQuarantine starts the bot with the sandbox, in a quiet channel
+// quarantining malicious messages, with the admin token.
+func startFileQuarantine(t *testing.T, env map[string]string) *harness {
+	t.Helper()
+	settings := map[string]string{
+		"SANDBOX_API_KEY":         e2eKey,
+		"VERDICTBOT_CHANNEL_MODE": "quiet",
+		"VERDICTBOT_QUARANTINE":   "malicious",
+		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
+	}
+	for k, v := range env {
+		settings[k] = v
+	}
+	seed := func(f *slackfake.Server) {
+		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
+		f.AddUser(slackfake.User{ID: alice, Name: "alice"})
+		f.AddChannel(slackfake.Channel{ID: secChannel, Name: "security"})
+	}
+	return startBotSeeded(t, settings, sim.Config{Profile: quickSandbox}, true, seed,
+		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+}
+
+// shareFiles shares files in one message (the file_share message event
+// only, so one card holds them all) and returns the message's ts.
+func (h *harness) shareFiles(text string, files ...slackfake.File) (string, []slackfake.File) {
+	h.t.Helper()
+	var ids []string
+	for i, f := range files {
+		files[i] = h.slack.AddFile(f)
+		ids = append(ids, files[i].ID)
+	}
+	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: text, SubType: "file_share", Files: ids})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return d.TS, files
+}
+
+// TestQuarantinedCardPostsNoScreenshots: a message shares a malicious file
+// whose sandbox screenshots are ready at once and a slower clean one. The
+// screenshots wait for the card to be final; quarantine then removes the
+// message, so none is posted in its thread, and the card says they were
+// withheld. A file card that is not quarantined still gets its
+// screenshots (the quiet channel's quarantine is then turned off).
+func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
+	h := startFileQuarantine(t, nil)
+	ts, _ := h.shareFiles("two files",
+		slackfake.File{Name: "dropper.exe", Content: []byte(eicar + " SIM:SHOTS=2")},
+		slackfake.File{Name: "notes.pdf", Content: []byte("%PDF-1.4 notes SIM:DURATION=4s SIM:SHOTS=1")})
+	h.waitCardIn(secChannel, ts, func(b string) bool {
+		return strings.Contains(b, "Quarantined:") && strings.Contains(b, "Screenshots withheld")
+	})
+	if ups := h.slack.Uploads(secChannel, ts); len(ups) != 0 {
+		t.Fatalf("%d screenshots posted in the thread of a quarantined message", len(ups))
+	}
+	if n := h.sim.Count(sim.ServiceSandbox, sim.OpScreenshotArchive) + h.sim.Count(sim.ServiceSandbox, sim.OpScreenshot); n == 0 {
+		t.Fatal("the screenshots were never fetched: the test proves nothing")
+	}
+
+	// Quarantine off: the same kind of message gets its screenshots.
+	if got := h.slash(adminUser, "channel quarantine off"); !strings.Contains(got, "Changed") {
+		t.Fatalf("/scan channel quarantine off: %q", got)
+	}
+	ts2, _ := h.shareFiles("again", slackfake.File{Name: "dropper2.exe", Content: []byte(eicar + " again SIM:SHOTS=2")})
+	h.waitCardIn(secChannel, ts2, func(b string) bool { return strings.Contains(b, "2 screenshots in this thread") })
+	if ups := h.slack.Uploads(secChannel, ts2); len(ups) != 2 {
+		t.Fatalf("%d screenshots posted without quarantine, want 2", len(ups))
+	}
+}
