@@ -71,6 +71,12 @@ const (
 	QuarantineRemoved  = "removed"  // the message (or its files) was removed
 	QuarantineReleased = "released" // an admin re-posted it
 	QuarantineFailed   = "failed"   // it could not be removed: Problem says why
+	// A recheck flip's removals wait in a queue, paced: QuarantineQueued
+	// until their turn (Problem may say why a try must be repeated),
+	// QuarantineHeld while they wait for an admin's Remove all (more
+	// messages than VERDICTBOT_QUARANTINE_FLIP_MAX; Problem says where).
+	QuarantineQueued = "queued"
+	QuarantineHeld   = "held"
 )
 
 // Quarantined reports whether quarantine removed the card's message (or
@@ -94,9 +100,14 @@ type Quarantine struct {
 	// level; At is when the message was removed (or the try failed).
 	Level verdict.Level `json:"level"`
 	At    time.Time     `json:"at,omitzero"`
-	// Files is set when the message's files were removed (a file card):
-	// the sandbox keeps the sample; there is no release.
+	// Files is set when files were deleted workspace-wide
+	// (VERDICTBOT_QUARANTINE_FILES=delete) and the message stays: the
+	// sandbox keeps the sample; there is no release. A file card whose
+	// message was removed (the default) has it unset.
 	Files bool `json:"files,omitempty"`
+	// Names are the files that reached the level, for a file card (what
+	// was deleted, or what made the message go).
+	Names []string `json:"names,omitempty"`
 	// Problem is a user-safe sentence saying why it could not be removed.
 	Problem string `json:"problem,omitempty"`
 	// ReleasedBy and ReleasedAt say which admin released it, and when.
@@ -143,6 +154,9 @@ type Line struct {
 
 // FileInfo is what a file line shows (sandbox analyses).
 type FileInfo struct {
+	// ID is Slack's file id (F…): quarantine acts on exactly this file.
+	// Lines stored before it was kept have none.
+	ID       string  `json:"id,omitempty"`
 	Name     string  `json:"name"`
 	Type     string  `json:"type,omitempty"`
 	Size     int64   `json:"size,omitempty"`
@@ -208,6 +222,7 @@ func (c *Card) Clone() Card {
 	cp.Notes = append([]string(nil), c.Notes...)
 	if c.Quarantine != nil {
 		q := *c.Quarantine
+		q.Names = append([]string(nil), q.Names...)
 		cp.Quarantine = &q
 	}
 	return cp

@@ -185,7 +185,7 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, mode
 			}
 			checks = append(checks, len(draft.Lines))
 			draft.Lines = append(draft.Lines, card.Line{Kind: card.KindFile, Target: r.Name, Level: verdict.Pending,
-				Service: "sandbox", Status: "queued", File: &card.FileInfo{Name: r.Name, Type: r.Filetype, Size: r.Size}})
+				Service: "sandbox", Status: "queued", File: &card.FileInfo{ID: r.ID, Name: r.Name, Type: r.Filetype, Size: r.Size}})
 		}
 	}
 	draft.Final = len(draft.Lines) == 0

@@ -641,12 +641,25 @@ func (m *Messages) deleted(ctx context.Context, ev *slackevents.MessageEvent) {
 		ts = ev.PreviousMessage.Timestamp
 	}
 	noted := false
+	// The message's file card may be the one whose quarantine removed it.
+	byFiles := false
+	if rec, ok := m.Cards.Get(ev.Channel, fileCardTS(ts)); ok {
+		q := rec.Card.Quarantine
+		byFiles = q != nil && q.State == card.QuarantineRemoved && !q.Files
+	}
 	snap, ok := m.Cards.Change(ev.Channel, ts, 0, func(r *store.CardRecord) {
 		if r.Deleted {
 			return
 		}
 		if q := r.Card.Quarantine; q != nil && q.State == card.QuarantineRemoved {
 			return // quarantine removed it: the tombstone says so already
+		}
+		if byFiles {
+			noted = true
+			r.Deleted = true
+			r.Card.Notes = append(r.Card.Notes, "The message this card is about was removed by quarantine "+time.Now().UTC().Format("2006-01-02 15:04 UTC")+
+				" for a file it shared (see the file card in this thread); the verdict is kept for the record.")
+			return
 		}
 		noted = true
 		r.Deleted = true

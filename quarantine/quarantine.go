@@ -12,6 +12,7 @@
 package quarantine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,6 +38,16 @@ const (
 	Off        = "off"
 	Malicious  = "malicious"
 	Suspicious = "suspicious"
+)
+
+// What a file at the quarantine level removes (VERDICTBOT_QUARANTINE_FILES).
+const (
+	// FilesMessage removes the message that shared the file (chat.delete);
+	// the file stays in Slack, no longer shared there. The default.
+	FilesMessage = "message"
+	// FilesDelete deletes the file itself, workspace-wide (files.delete);
+	// the message stays.
+	FilesDelete = "delete"
 )
 
 // Levels lists the valid levels, for help and validation.
@@ -115,6 +126,9 @@ type Quarantine struct {
 	Cards   CardBook
 	Poster  Poster
 	Default string // VERDICTBOT_QUARANTINE
+	// FilesMode is VERDICTBOT_QUARANTINE_FILES: FilesMessage ("" too) or
+	// FilesDelete.
+	FilesMode string
 	// IsAdmin decides who may release (commands.Access.IsAdmin).
 	IsAdmin func(user string) bool
 	// TeamID returns the workspace's team id (auth.test of the bot): a
@@ -214,26 +228,50 @@ func (q *Quarantine) Problem() string {
 
 // Act is called with a card whose verdict is final, first or after a
 // recheck changed it: when its level reaches the channel's quarantine
-// level, the message (or, for a file card, its files) is removed. A card
-// answering /scan (no message of its own) is left alone, as is one already
-// removed or released.
+// level, the message is removed — or, for a file card with
+// VERDICTBOT_QUARANTINE_FILES=delete, the files found at that level are
+// deleted. A card answering /scan (no message of its own) is left alone,
+// as is one already removed or released.
 func (q *Quarantine) Act(ctx context.Context, c card.Card) {
-	if q == nil || c.RequestedBy != "" || c.SourceTS == "" {
+	if q == nil {
 		return
+	}
+	q.act(ctx, c, false)
+}
+
+// outcome is what act did.
+type outcome int
+
+const (
+	outcomeNone    outcome = iota // nothing to do: below the level, released, removed before
+	outcomeRemoved                // removed now
+	outcomeFailed                 // could not be removed: the card says why
+	outcomeRetry                  // a passing failure (queued removals only): try again later
+)
+
+// act is Act. queued is set for a removal taken from the queue (a recheck
+// flip's, see Flips): a card that says "removed" whose message is still
+// there is one a stop interrupted between the claim and the deletion, and
+// is removed now; a passing failure leaves the card queued and returns
+// outcomeRetry (with Slack's code) instead of failing it.
+func (q *Quarantine) act(ctx context.Context, c card.Card, queued bool) (outcome, string) {
+	if c.RequestedBy != "" || c.SourceTS == "" {
+		return outcomeNone, ""
 	}
 	threshold, on := Threshold(q.Level(c.Channel))
 	level := c.Level()
 	if !on || level < threshold {
-		return
+		return outcomeNone, ""
 	}
-	if s := c.Quarantine; s != nil && (s.State == card.QuarantineRemoved || s.State == card.QuarantineReleased) {
-		return
+	if s := c.Quarantine; s != nil && (s.State == card.QuarantineReleased || (s.State == card.QuarantineRemoved && !queued)) {
+		return outcomeNone, ""
 	}
-	ts, files := strings.CutSuffix(c.SourceTS, "/files")
+	ts, fileCard := strings.CutSuffix(c.SourceTS, "/files")
+	deleteFiles := fileCard && q.FilesMode == FilesDelete
 	start := q.now()
 	if q.Admin == nil {
 		q.fail(ctx, c, level, ReasonNoToken, "no admin token is set (SLACK_ADMIN_USER_TOKEN), so verdictbot cannot remove messages.")
-		return
+		return outcomeFailed, ""
 	}
 	var msg *slack.Message
 	err := q.retry(ctx, func(int) (err error) {
@@ -241,15 +279,18 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 		return err
 	})
 	if err != nil {
+		if _, ok := passing(err); ok && queued && ctx.Err() == nil {
+			return outcomeRetry, slackCode(err)
+		}
 		reason, problem := q.explain(err, "")
-		if reason == ReasonAlreadyDeleted && q.removedBefore(ctx, c, ts, level, files) {
-			return
+		if reason == ReasonAlreadyDeleted && q.removedBefore(ctx, c, ts, level) {
+			return outcomeNone, ""
 		}
 		q.fail(ctx, c, level, reason, problem)
-		return
+		return outcomeFailed, ""
 	}
 	rec := store.Quarantined{Channel: c.Channel, TS: ts, User: msg.User, Team: msg.Team, Text: msg.Text,
-		Level: level.Key(), Reason: reasonLine(c, threshold), RemovedAt: start}
+		Level: level.Key(), Reason: reasonLine(c, threshold), RemovedAt: start, Scope: store.ScopeMessage}
 	if msg.ThreadTimestamp != "" && msg.ThreadTimestamp != ts {
 		rec.ThreadTS = msg.ThreadTimestamp
 	}
@@ -259,13 +300,25 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 	if len(msg.Attachments) > 0 {
 		rec.Attachments, _ = json.Marshal(msg.Attachments)
 	}
-	if files {
-		rec.Files = filesToRemove(c, msg, threshold)
-		if len(rec.Files) == 0 {
-			if !q.removedBefore(ctx, c, ts, level, files) {
-				q.fail(ctx, c, level, ReasonAlreadyDeleted, "its files are no longer in the message.")
+	var names []string
+	if fileCard {
+		// Only what the verdict is about: the files whose line reached
+		// the level, by id. None of them in the message (it no longer
+		// shares them) removes nothing: never every file of a message.
+		found, all := filesFound(c, msg, threshold)
+		if len(found) == 0 {
+			if !q.removedBefore(ctx, c, ts, level) {
+				q.fail(ctx, c, level, ReasonAlreadyDeleted, fmt.Sprintf("the file found %s (%s) is no longer in this message, so nothing was removed.",
+					level, describeFiles(c, threshold)))
 			}
-			return
+			return outcomeFailed, ""
+		}
+		for _, f := range found {
+			names = append(names, f.Name)
+		}
+		rec.Files = all
+		if deleteFiles {
+			rec.Scope, rec.Files = store.ScopeFiles, found
 		}
 	}
 	// Claim: the card says "removed" before the deletion, so the
@@ -273,23 +326,30 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 	// deletion, and a second Act (a recheck, another replica) does nothing.
 	claimed := false
 	err = q.Cards.EditBySource(c.Channel, c.SourceTS, func(cc *card.Card) error {
-		if s := cc.Quarantine; s != nil && (s.State == card.QuarantineRemoved || s.State == card.QuarantineReleased) {
+		if s := cc.Quarantine; s != nil && (s.State == card.QuarantineReleased || (s.State == card.QuarantineRemoved && !queued)) {
 			return nil
 		}
 		claimed = true
-		cc.Quarantine = &card.Quarantine{State: card.QuarantineRemoved, Level: level, At: start, Files: files}
+		cc.Quarantine = &card.Quarantine{State: card.QuarantineRemoved, Level: level, At: start, Files: deleteFiles, Names: names}
 		return nil
 	})
 	if err != nil || !claimed {
 		if err != nil {
 			q.log().Warn("quarantine: could not mark the card", "channel", c.Channel, "ts", ts, "error", err)
 		}
-		return
+		if err != nil && queued {
+			return outcomeRetry, "store"
+		}
+		return outcomeNone, ""
 	}
 	if err := q.Store.PutQuarantined(rec); err != nil {
 		q.log().Error("quarantine: could not keep the original; the message is left in place", "channel", c.Channel, "ts", ts, "error", err)
+		if queued {
+			q.requeued(ctx, c, level, "the original could not be kept for release yet")
+			return outcomeRetry, "store"
+		}
 		q.fail(ctx, c, level, ReasonError, "the original could not be kept for release, so it was left in place.")
-		return
+		return outcomeFailed, ""
 	}
 	// A deletion retried after a passing failure may find its target gone:
 	// the failed try had deleted it (its answer was lost).
@@ -299,7 +359,7 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 		}
 		return err
 	}
-	if files {
+	if deleteFiles {
 		for _, f := range rec.Files {
 			if err = q.retry(ctx, func(attempt int) error { return gone(attempt, q.Admin.DeleteFileContext(ctx, f.ID)) }); err != nil {
 				break
@@ -312,23 +372,34 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 		})
 	}
 	if err != nil {
+		if _, ok := passing(err); ok && queued && ctx.Err() == nil {
+			q.requeued(ctx, c, level, "Slack answered `"+slackCode(err)+"`")
+			return outcomeRetry, slackCode(err)
+		}
 		reason, problem := q.explain(err, rec.Team)
 		q.fail(ctx, c, level, reason, problem)
-		return
+		return outcomeFailed, ""
 	}
-	q.log().Info("quarantined", "channel", c.Channel, "ts", ts, "level", level.Key(), "files", len(rec.Files),
-		"took_ms", q.now().Sub(start).Milliseconds())
+	q.log().Info("quarantined", "channel", c.Channel, "ts", ts, "level", level.Key(), "scope", rec.Scope, "files", len(names),
+		"queued", queued, "took_ms", q.now().Sub(start).Milliseconds())
 	if q.OnAction != nil {
 		q.OnAction("removed")
 	}
 	snap := q.show(ctx, c.Channel, c.SourceTS, nil)
 	if rec.User != "" {
 		what := "Your message was removed"
-		if files {
-			what = "The files you shared were removed"
+		if deleteFiles {
+			what = "The file you shared was deleted"
+			if len(names) > 1 {
+				what = "The files you shared were deleted"
+			}
 		}
 		text := fmt.Sprintf("%s by verdictbot's quarantine: %s was found *%s*. The original is kept; a security admin can release it from the card in the thread if this is a mistake.",
 			what, describeTargets(c, threshold), level)
+		if deleteFiles {
+			text = fmt.Sprintf("%s by verdictbot's quarantine: %s was found *%s*. The sandbox keeps the sample for the security team; a deleted file cannot be released.",
+				what, describeTargets(c, threshold), level)
+		}
 		if err := q.Poster.Ephemeral(ctx, c.Channel, rec.User, text); err != nil {
 			q.log().Warn("quarantine: could not tell the author", "channel", c.Channel, "error", err)
 		}
@@ -336,25 +407,53 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 	if q.OnQuarantine != nil {
 		q.OnQuarantine(ctx, rec, snap)
 	}
+	return outcomeRemoved, ""
+}
+
+// requeued puts a card claimed for a queued removal back to "queued",
+// saying why the removal waits (a passing failure: it is tried again).
+func (q *Quarantine) requeued(ctx context.Context, c card.Card, level verdict.Level, why string) {
+	at := q.now()
+	q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
+		if cc.Quarantine != nil && cc.Quarantine.State == card.QuarantineReleased {
+			return
+		}
+		cc.Quarantine = &card.Quarantine{State: card.QuarantineQueued, Level: level, At: at,
+			Problem: why + "; verdictbot tries again shortly."}
+	})
 }
 
 // removedBefore handles a message (or files) found gone that quarantine
 // itself removed: the process stopped after the deletion and before its
 // job was done, and the job ran again after the restart on a card begun
-// afresh. The original kept for release says so; the card is made the
-// tombstone again (or shows the release), instead of saying a person
-// deleted it. It returns false when nothing was kept (someone else
-// deleted it).
-func (q *Quarantine) removedBefore(ctx context.Context, c card.Card, ts string, level verdict.Level, files bool) bool {
+// afresh (or the message's other card removed it). The original kept for
+// release says so; the card is made the tombstone again (or shows the
+// release), instead of saying a person deleted it. It returns false when
+// nothing was kept (someone else deleted it).
+func (q *Quarantine) removedBefore(ctx context.Context, c card.Card, ts string, level verdict.Level) bool {
 	rec, err := q.Store.Quarantined(c.Channel, ts)
-	if err != nil || (files && len(rec.Files) == 0) {
+	if err != nil {
 		return false
+	}
+	_, fileCard := strings.CutSuffix(c.SourceTS, "/files")
+	deleted := rec.FilesDeleted()
+	if deleted && !fileCard {
+		return false // its files were deleted; the message itself was not
+	}
+	var names []string
+	for _, f := range rec.Files {
+		if f.Found || deleted {
+			names = append(names, f.Name)
+		}
+	}
+	if !fileCard {
+		names = nil
 	}
 	snap := q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
 		if cc.Quarantine != nil && (cc.Quarantine.State == card.QuarantineRemoved || cc.Quarantine.State == card.QuarantineReleased) {
 			return
 		}
-		st := &card.Quarantine{State: card.QuarantineRemoved, Level: level, At: rec.RemovedAt, Files: files}
+		st := &card.Quarantine{State: card.QuarantineRemoved, Level: level, At: rec.RemovedAt, Files: deleted, Names: names}
 		if rec.Released() {
 			st.State, st.ReleasedBy, st.ReleasedAt = card.QuarantineReleased, rec.ReleasedBy, rec.ReleasedAt
 		}
@@ -406,7 +505,7 @@ func (q *Quarantine) fail(ctx context.Context, c card.Card, level verdict.Level,
 	at := q.now()
 	q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
 		cc.Quarantine = &card.Quarantine{State: card.QuarantineFailed, Level: level, At: at, Problem: problem,
-			Files: strings.HasSuffix(c.SourceTS, "/files")}
+			Files: strings.HasSuffix(c.SourceTS, "/files") && q.FilesMode == FilesDelete}
 	})
 }
 
@@ -528,30 +627,54 @@ func (q *Quarantine) fetch(ctx context.Context, channel, ts, thread string) (*sl
 	return nil, errNotFound
 }
 
-// filesToRemove are the message's files whose card line reached the
-// threshold (all of them when no line names one).
-func filesToRemove(c card.Card, msg *slack.Message, threshold verdict.Level) []store.QuarantinedFile {
-	bad := map[string]bool{}
+// filesFound returns the message's files whose card line reached the
+// threshold (found), matched by Slack's file id — by exact name only for a
+// line stored before ids were kept, and then only a name that one file of
+// the message has — and all the message's files (Found marking those).
+// found is empty when none of the lines' files is in the message: the
+// caller then removes nothing.
+func filesFound(c card.Card, msg *slack.Message, threshold verdict.Level) (found, all []store.QuarantinedFile) {
+	ids, names := map[string]bool{}, map[string]bool{}
 	for _, l := range c.Lines {
-		if l.Level >= threshold {
-			bad[l.Target] = true
-			if l.File != nil {
-				bad[l.File.Name] = true
-			}
+		if l.Kind != card.KindFile || l.Level < threshold || l.File == nil {
+			continue
+		}
+		if l.File.ID != "" {
+			ids[l.File.ID] = true
+		} else {
+			names[l.File.Name] = true
 		}
 	}
-	var out, all []store.QuarantinedFile
+	byName := map[string]int{}
 	for _, f := range msg.Files {
-		qf := store.QuarantinedFile{ID: f.ID, Name: f.Name}
-		all = append(all, qf)
-		if bad[f.Name] || bad[f.Title] {
-			out = append(out, qf)
+		if f.Mode != "tombstone" {
+			byName[f.Name]++
 		}
 	}
-	if len(out) == 0 {
-		return all
+	for _, f := range msg.Files {
+		if f.Mode == "tombstone" {
+			continue // deleted: gone from the message
+		}
+		qf := store.QuarantinedFile{ID: f.ID, Name: cmp.Or(f.Name, f.Title)}
+		if ids[f.ID] || (names[f.Name] && byName[f.Name] == 1) {
+			qf.Found = true
+			found = append(found, qf)
+		}
+		all = append(all, qf)
 	}
-	return out
+	return found, all
+}
+
+// describeFiles names the card's files at or above the threshold,
+// defanged, for a card line.
+func describeFiles(c card.Card, threshold verdict.Level) string {
+	var names []string
+	for _, l := range c.Lines {
+		if l.Kind == card.KindFile && l.Level >= threshold {
+			names = append(names, "`"+links.DefangTruncate(l.Target, 80)+"`")
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // reasonLine says why, for the record: each target at or above the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -51,7 +52,9 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 	if q.IsAdmin == nil || !q.IsAdmin(user) {
 		return "Only admins can release a quarantined message."
 	}
-	rec, err := q.Store.Quarantined(channel, sourceTS)
+	// A file card's source key is "<ts>/files"; the message is at ts.
+	ts, _ := strings.CutSuffix(sourceTS, "/files")
+	rec, err := q.Store.Quarantined(channel, ts)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "This message is no longer kept (its retention ended), so it cannot be released."
@@ -60,8 +63,8 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 		return "Something went wrong on our side; the message was not released."
 	case rec.Released():
 		return fmt.Sprintf("<@%s> already released this message.", rec.ReleasedBy)
-	case len(rec.Files) > 0:
-		return "Removed files cannot be released; the sandbox keeps the sample."
+	case rec.FilesDeleted():
+		return "Deleted files cannot be released; the sandbox keeps the sample."
 	}
 	at := q.now()
 	// Claim the release on the card, so two clicks post once.
@@ -75,7 +78,7 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 	if err != nil {
 		return "This message is not in quarantine (released already, or never removed)."
 	}
-	ts, err := q.repost(ctx, rec, user)
+	posted, err := q.repost(ctx, rec, user)
 	if err != nil {
 		q.log().Warn("quarantine: release post failed", "channel", channel, "error", slackCode(err))
 		q.show(ctx, channel, sourceTS, func(c *card.Card) {
@@ -85,11 +88,11 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 		})
 		return fmt.Sprintf("Slack did not take the re-post (`%s`); the message stays in quarantine.", slackCode(err))
 	}
-	rec.ReleasedBy, rec.ReleasedAt, rec.ReleasedTS = user, at, ts
+	rec.ReleasedBy, rec.ReleasedAt, rec.ReleasedTS = user, at, posted
 	if err := q.Store.PutQuarantined(rec); err != nil {
 		q.log().Warn("quarantine: could not record the release", "error", err)
 	}
-	q.log().Info("quarantine: released", "channel", channel, "ts", rec.TS, "by", user, "posted_ts", ts)
+	q.log().Info("quarantine: released", "channel", channel, "ts", rec.TS, "by", user, "posted_ts", posted)
 	if q.OnAction != nil {
 		q.OnAction("released")
 	}
@@ -99,11 +102,25 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 		c.Notes = append(c.Notes, fmt.Sprintf("Released from quarantine %s by admin %s; the original was posted again.",
 			at.UTC().Format("2006-01-02 15:04 UTC"), user))
 	})
+	// The message's other card (its links', or its files') shows the
+	// release too.
+	other := ts + "/files"
+	if sourceTS != ts {
+		other = ts
+	}
+	q.show(ctx, channel, other, func(c *card.Card) {
+		if c.Quarantine != nil && c.Quarantine.State == card.QuarantineRemoved && !c.Quarantine.Files {
+			c.Quarantine.State, c.Quarantine.ReleasedBy, c.Quarantine.ReleasedAt = card.QuarantineReleased, user, at
+		}
+	})
 	reported := q.reportFalsePositive(ctx, snap, user, rec)
 	if q.OnRelease != nil {
 		q.OnRelease(ctx, rec, snap)
 	}
 	answer := "Released: the original message was posted again in its place."
+	if len(rec.Files) > 0 {
+		answer = "Released: the original message's text was posted again in its place; its files were not (the bot cannot share them again: their author can)."
+	}
 	if reported != "" {
 		answer += " " + reported
 	}
@@ -164,9 +181,21 @@ func (q *Quarantine) repost(ctx context.Context, rec store.Quarantined, admin st
 }
 
 // notRepostedFiles says which files of a released message are not posted
-// again ("" for none).
+// again ("" for none): a bot cannot share a member's file, so a message
+// removed for a file it shared comes back as its text and this line.
 func notRepostedFiles(rec store.Quarantined) string {
-	return ""
+	if rec.FilesDeleted() || len(rec.Files) == 0 {
+		return ""
+	}
+	var names []string
+	for _, f := range rec.Files {
+		names = append(names, "`"+strings.ReplaceAll(plainName(f.Name), "`", "'")+"`")
+	}
+	what := "the file"
+	if len(names) > 1 {
+		what = "the files"
+	}
+	return fmt.Sprintf("_Not posted again: %s %s (the bot cannot share a file again; its author can)._", what, strings.Join(names, ", "))
 }
 
 // reportFalsePositive reports, once per task, the lines whose verdict

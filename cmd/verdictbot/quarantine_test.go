@@ -506,40 +506,80 @@ func blockTexts(raw json.RawMessage) []string {
 	return out
 }
 
-// TestQuarantineRemovesAMaliciousFile: a file found malicious is removed
-// with files.delete (the admin token); the tombstone says the sandbox keeps
-// the sample and offers no release; the message's text stays.
+// TestQuarantineRemovesAMaliciousFile: by default a file found malicious
+// removes the message that shared it (chat.delete, the admin token); no
+// file is deleted workspace-wide; the tombstone says the message was
+// removed for the file, names it, and offers the release, which re-posts
+// the text and says the file is not posted again.
 func TestQuarantineRemovesAMaliciousFile(t *testing.T) {
-	seed := func(f *slackfake.Server) {
-		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
-	}
-	h := startBotSeeded(t, map[string]string{
-		"SANDBOX_API_KEY":         e2eKey,
-		"VERDICTBOT_CHANNEL_MODE": "quiet",
-		"VERDICTBOT_QUARANTINE":   "malicious",
-		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
-	}, sim.Config{Profile: quickSandbox}, true, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
-	f, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar)}, "please pay this")
+	h := startFileQuarantine(t, nil)
+	_, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar)}, "please pay this")
 	ts := ds[0].TS
+	h.waitDeleted(ts)
 	card := h.waitCardIn(secChannel, ts, func(b string) bool {
-		return strings.Contains(b, "files of this message were removed") && strings.Contains(b, "sandbox keeps the sample")
+		return strings.Contains(b, "This message was removed by quarantine") && strings.Contains(b, "it shared `invoice.exe`") &&
+			strings.Contains(b, "not deleted from Slack")
 	})
-	if strings.Contains(blocksText(card.Blocks), notify.ActionQuarantineRelease) {
-		t.Error("a removed file offers a release")
+	if !strings.Contains(blocksText(card.Blocks), notify.ActionQuarantineRelease) {
+		t.Error("a message removed for its file offers no release")
 	}
-	var deleted bool
-	for _, c := range h.slack.Calls("files.delete") {
-		if c.Params.Get("file") == f.ID && c.Token == e2eAdminToken && c.Error == "" {
-			deleted = true
+	if calls := h.slack.Calls("files.delete"); len(calls) != 0 {
+		t.Fatalf("files.delete called by default: %+v", calls)
+	}
+	var del bool
+	for _, c := range h.slack.Calls("chat.delete") {
+		if c.Params.Get("ts") == ts && c.Token == e2eAdminToken && c.Error == "" {
+			del = true
 		}
 	}
-	if !deleted {
-		t.Fatalf("files.delete of %s not called with the admin token: %+v", f.ID, h.slack.Calls("files.delete"))
+	if !del {
+		t.Fatalf("chat.delete of %s not called with the admin token", ts)
+	}
+	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: adminUser, Channel: secChannel, MessageTS: card.TS,
+		ActionID: notify.ActionQuarantineRelease, Value: ts + "/files"}); err != nil {
+		t.Fatal(err)
+	}
+	err := h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+		for _, m := range st.Messages(secChannel, "") {
+			if m.Bot && strings.Contains(m.Text, "please pay this") && strings.Contains(m.Text, "Not posted again: the file `invoice.exe`") {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no re-post of the text: %v\n%s", err, renderChannel(h))
+	}
+}
+
+// TestQuarantineFilesDeleteModeDeletesOnlyTheMaliciousFile: with
+// VERDICTBOT_QUARANTINE_FILES=delete, of a message sharing a malicious and
+// a clean file only the malicious one is deleted (files.delete, the admin
+// token); the message and the clean file stay; the tombstone names the
+// deleted file and offers no release.
+func TestQuarantineFilesDeleteModeDeletesOnlyTheMaliciousFile(t *testing.T) {
+	h := startFileQuarantine(t, map[string]string{"VERDICTBOT_QUARANTINE_FILES": "delete"})
+	ts, files := h.shareFiles("pay and read",
+		slackfake.File{Name: "invoice.exe", Content: []byte(eicar + " delete-mode")},
+		slackfake.File{Name: "notes.pdf", Content: []byte("%PDF-1.4 notes")})
+	card := h.waitCardIn(secChannel, ts, func(b string) bool {
+		return strings.Contains(b, "The file `invoice.exe` of this message was deleted from Slack") && strings.Contains(b, "sandbox keeps the sample")
+	})
+	if strings.Contains(blocksText(card.Blocks), notify.ActionQuarantineRelease) {
+		t.Error("a deleted file offers a release")
+	}
+	calls := h.slack.Calls("files.delete")
+	if len(calls) != 1 || calls[0].Params.Get("file") != files[0].ID || calls[0].Token != e2eAdminToken || calls[0].Error != "" {
+		t.Fatalf("files.delete calls: %+v", calls)
 	}
 	if m, _ := h.slack.Message(secChannel, ts); m.Deleted {
-		t.Error("the message itself was deleted; only its file should be")
+		t.Error("the message itself was deleted; only its malicious file should be")
 	}
+	h.slack.Inspect(func(st *slackfake.State) {
+		if f, _ := st.File(files[1].ID); f.Deleted {
+			t.Error("the clean file was deleted")
+		}
+	})
 }
 
 // TestQuarantineOfAMessageAlreadyDeletedSaysSo: a message its author

@@ -223,7 +223,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			f.At, f.Actor, f.Option, f.Outcome, f.Category = r.At, r.User, r.Option, r.Outcome, r.Category
 			events.Emit(context.Background(), a.sink(), f)
 		}}
-	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Default: cfg.Quarantine,
+	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Default: cfg.Quarantine, FilesMode: cfg.QuarantineFiles,
 		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
 		TeamID:    func() string { return a.bot.Identity().TeamID },
 		OnFailure: a.metrics.QuarantineFailure, OnAction: a.metrics.Quarantine,
