@@ -140,7 +140,9 @@ func TestFileQuarantineNeverFallsBackToAllFiles(t *testing.T) {
 		line func(l *card.Line, bad, good slackfake.File)
 	}{
 		{"an id not in the message", func(l *card.Line, _, _ slackfake.File) { l.File.ID = "F0ELSEWHERE" }},
-		{"a name, no id, none has", func(l *card.Line, _, _ slackfake.File) { l.File.ID, l.File.Name, l.Target = "", "other.exe", "other.exe" }},
+		{"a name, no id, none has", func(l *card.Line, _, _ slackfake.File) {
+			l.File.ID, l.File.Name, l.Target = "", "other.exe", "other.exe"
+		}},
 		{"the clean file's name, another id", func(l *card.Line, _, good slackfake.File) { l.File.ID, l.File.Name = "F0ELSEWHERE", good.Name }},
 	}
 	for _, mode := range []string{FilesMessage, FilesDelete} {

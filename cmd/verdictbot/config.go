@@ -148,8 +148,8 @@ type Config struct {
 	QuarantineFiles string `envconfig:"VERDICTBOT_QUARANTINE_FILES"`
 	// QuarantineFlipMax is how many messages one recheck flip may remove
 	// before the removals wait for an admin's Remove all.
-	QuarantineFlipMax int `envconfig:"VERDICTBOT_QUARANTINE_FLIP_MAX"`
-	Lease               time.Duration `envconfig:"VERDICTBOT_LEASE"`
+	QuarantineFlipMax int           `envconfig:"VERDICTBOT_QUARANTINE_FLIP_MAX"`
+	Lease             time.Duration `envconfig:"VERDICTBOT_LEASE"`
 
 	Workers   int `envconfig:"VERDICTBOT_WORKERS"`
 	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE"`
