@@ -117,10 +117,15 @@ func (db *DB) Quarantined(channel, ts string) (Quarantined, error) {
 }
 
 // PruneQuarantined removes the messages removed before cutoff
-// (VERDICTBOT_QUARANTINE_RETENTION): they can no longer be released.
+// (VERDICTBOT_QUARANTINE_RETENTION): they can no longer be released. The
+// recheck removals that waited that long for an admin's Remove all go too.
 func (db *DB) PruneQuarantined(cutoff time.Time) (int, error) {
 	n := 0
 	err := db.update(func(t txn) error {
+		n = 0
+		if _, err := pruneRemovalBatches(t, cutoff); err != nil {
+			return err
+		}
 		var gone []string
 		end := cutoff.UTC().Format("2006-01-02T15:04:05.000000000Z")
 		t.scan(bQuarantinedTimes, "", end, func(k string, _ []byte) bool {

@@ -47,6 +47,9 @@ type DB struct {
 	seq uint64
 	// gate orders write transactions: the journal's first.
 	gate writeGate
+	// proc identifies this process's claims (ClaimRemoval): the file is
+	// opened by one process at a time, so another's were a stopped one's.
+	proc string
 }
 
 // Options tune Open.
@@ -75,7 +78,7 @@ func Open(dir string, opt Options) (*DB, error) {
 	if opt.WriteFault != nil {
 		wrapped = faultBackend{be, opt.WriteFault}
 	}
-	db := &DB{be: wrapped, now: opt.Now}
+	db := &DB{be: wrapped, now: opt.Now, proc: NewBatchID()}
 	if err := db.init(path); err != nil {
 		be.close()
 		return nil, err
@@ -86,7 +89,7 @@ func Open(dir string, opt Options) (*DB, error) {
 // Memory returns an empty store held in memory. For unit tests only: it
 // keeps nothing across a restart.
 func Memory(opt Options) *DB {
-	db := &DB{be: newMemBackend(), now: opt.Now}
+	db := &DB{be: newMemBackend(), now: opt.Now, proc: NewBatchID()}
 	if err := db.init(""); err != nil {
 		panic(err)
 	}
