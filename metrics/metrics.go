@@ -33,6 +33,8 @@ type Metrics struct {
 	rechecks     *prometheus.CounterVec
 	quarantined  *prometheus.CounterVec
 	quarFailures *prometheus.CounterVec
+	quarFlips    *prometheus.CounterVec
+	quarQueue    *prometheus.GaugeVec
 	flips        prometheus.Counter
 	recheckTime  prometheus.Histogram
 	recheckLag   prometheus.Gauge
@@ -76,6 +78,12 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 		Help: "Quarantine actions done, by action (removed, released)."}, []string{"action"})
 	m.quarFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "quarantine_failures_total",
 		Help: "Messages that reached their channel's quarantine level but could not be removed, by reason (no_token, not_allowed, other_org, already_deleted, error)."}, []string{"reason"})
+	m.quarFlips = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "quarantine_flip_removals_total",
+		Help: "Removals of messages a recheck flipped to their channel's quarantine level, by event (queued; held: waiting for an admin's Remove all; approved; refused: a Remove all pressed by a non-admin; retried: a passing failure, tried again; dropped: no longer at the level)."}, []string{"event"})
+	m.quarQueue = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "quarantine_queue",
+		Help: "Recheck removals waiting, by state (queued: for their paced turn; held: for an admin's Remove all in VERDICTBOT_ALERT_CHANNEL)."}, []string{"state"})
+	m.quarQueue.WithLabelValues("queued").Set(0)
+	m.quarQueue.WithLabelValues("held").Set(0)
 	m.rechecks = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "recheck_runs_total",
 		Help: "Recheck ticks, by result (ran; skipped: the previous run was still going; follower: another replica leads the recheck)."}, []string{"result"})
 	m.flips = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "recheck_flips_total",
@@ -89,7 +97,7 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 	m.recheckLast.SetToCurrentTime()
 	for _, c := range []prometheus.Collector{m.envelopes, m.dropped, m.ackLatency, m.scans, m.statusPolls, m.levels,
 		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.recheckTime,
-		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures} {
+		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures, m.quarFlips, m.quarQueue} {
 		f(c)
 	}
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
@@ -209,6 +217,16 @@ func (m *Metrics) Quarantine(action string) { m.quarantined.WithLabelValues(acti
 
 // QuarantineFailure counts a message that could not be removed, by reason.
 func (m *Metrics) QuarantineFailure(reason string) { m.quarFailures.WithLabelValues(reason).Inc() }
+
+// QuarantineFlip counts n events of the recheck removals' queue
+// (quarantine.Quarantine.OnFlip).
+func (m *Metrics) QuarantineFlip(event string, n int) { m.quarFlips.WithLabelValues(event).Add(float64(n)) }
+
+// QuarantineQueue sets the recheck removals waiting (quarantine.Quarantine.OnCounts).
+func (m *Metrics) QuarantineQueue(queued, held int) {
+	m.quarQueue.WithLabelValues("queued").Set(float64(queued))
+	m.quarQueue.WithLabelValues("held").Set(float64(held))
+}
 
 // RecheckRun is scan.Recheck.OnRun.
 func (m *Metrics) RecheckRun(st scan.RunStats) {

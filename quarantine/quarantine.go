@@ -89,6 +89,7 @@ type BotAPI interface {
 	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
 	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
 	PostMessageContext(ctx context.Context, channel string, options ...slack.MsgOption) (string, string, error)
+	UpdateMessageContext(ctx context.Context, channel, timestamp string, options ...slack.MsgOption) (string, string, string, error)
 	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
 	GetUserGroupsContext(ctx context.Context, options ...slack.GetUserGroupsOption) ([]slack.UserGroup, error)
 }
@@ -100,8 +101,9 @@ type Store interface {
 	ChannelQuarantine(channel string) (string, error)
 }
 
-// CardBook edits a card by the message it answers (*cards.Cards).
+// CardBook reads and edits a card by the message it answers (*cards.Cards).
 type CardBook interface {
+	Get(channel, sourceTS string) (*store.CardRecord, bool)
 	EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error
 }
 
@@ -149,6 +151,25 @@ type Quarantine struct {
 	OnAction     func(action string)
 	Log          *slog.Logger
 	Now          func() time.Time
+
+	// Queue keeps the removals recheck flips decide (flips.go; nil: a
+	// flip's cards are acted on at once, through Act).
+	Queue RemovalStore
+	// FlipMax is VERDICTBOT_QUARANTINE_FLIP_MAX: above it a flip's
+	// removals wait for an admin's Remove all in AlertChannel
+	// (VERDICTBOT_ALERT_CHANNEL, "" for none).
+	FlipMax      int
+	AlertChannel string
+	// DeletesPerMinute paces the queued removals (default
+	// DefaultDeletesPerMinute), shared by the replicas (ShareBudgets).
+	DeletesPerMinute float64
+	// OnFlip is told about the queue's events, with a count: "queued",
+	// "held" (a flip's removals), "approved", "refused" (a Remove all),
+	// "retried", "dropped" (a removal). OnCounts is told the queue's
+	// length now and then. Both may be nil.
+	OnFlip   func(event string, n int)
+	OnCounts func(queued, held int)
+	flips    flips
 
 	mu      sync.Mutex
 	problem string // the admin token's problem found by Check

@@ -16,16 +16,16 @@ import (
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
-// HandleInteraction handles the tombstone's Release button and ignores
-// the rest (it reports whether it handled something). It has been acked
-// already.
+// HandleInteraction handles the tombstone's Release button and a flip
+// request's Remove all, and ignores the rest (it reports whether it
+// handled something). It has been acked already.
 func (q *Quarantine) HandleInteraction(ctx context.Context, cb *slack.InteractionCallback) bool {
 	if q == nil || cb.Type != slack.InteractionTypeBlockActions {
 		return false
 	}
 	handled := false
 	for _, a := range cb.ActionCallback.BlockActions {
-		if a.ActionID != notify.ActionQuarantineRelease {
+		if a.ActionID != notify.ActionQuarantineRelease && a.ActionID != ActionQuarantineRemoveAll {
 			continue
 		}
 		handled = true
@@ -33,7 +33,12 @@ func (q *Quarantine) HandleInteraction(ctx context.Context, cb *slack.Interactio
 		if channel == "" {
 			channel = cb.Container.ChannelID
 		}
-		text := q.Release(ctx, channel, a.Value, cb.User.ID)
+		var text string
+		if a.ActionID == ActionQuarantineRemoveAll {
+			text = q.removeAll(ctx, channel, a.Value, cb.User.ID)
+		} else {
+			text = q.Release(ctx, channel, a.Value, cb.User.ID)
+		}
 		if err := q.Poster.Ephemeral(ctx, channel, cb.User.ID, text); err != nil {
 			q.log().Warn("quarantine: could not answer a release click", "error", err)
 		}

@@ -185,15 +185,19 @@ func (db *DB) FinishRemoval(ref CardRef) error {
 	return db.update(func(t txn) error { return t.del(bRemovals, ref.Key()) })
 }
 
-// RetryRemoval puts a claimed removal back for another try at next
-// (Attempts one more), for any process to take.
-func (db *DB) RetryRemoval(ref CardRef, next time.Time) error {
+// RetryRemoval puts a claimed removal back, due at next, for any process
+// to take; failed counts a try that failed (Attempts one more), else it
+// was only not its turn.
+func (db *DB) RetryRemoval(ref CardRef, next time.Time, failed bool) error {
 	return db.update(func(t txn) error {
 		r, ok := getRemoval(t, ref.Key())
 		if !ok {
 			return ErrNotFound
 		}
-		r.Owner, r.NextAt, r.Attempts = "", next, r.Attempts+1
+		r.Owner, r.NextAt = "", next
+		if failed {
+			r.Attempts++
+		}
 		return putRemoval(t, r)
 	})
 }

@@ -81,7 +81,7 @@ type State interface {
 	QueueRemovals(rs []Removal) error
 	ClaimRemoval(now time.Time) (Removal, bool, error)
 	FinishRemoval(ref CardRef) error
-	RetryRemoval(ref CardRef, next time.Time) error
+	RetryRemoval(ref CardRef, next time.Time, failed bool) error
 	PutRemovalBatch(b RemovalBatch) error
 	RemovalBatch(id string) (RemovalBatch, error)
 	SetBatchAlert(id, channel, ts string) error

@@ -227,6 +227,8 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
 		TeamID:    func() string { return a.bot.Identity().TeamID },
 		OnFailure: a.metrics.QuarantineFailure, OnAction: a.metrics.Quarantine,
+		Queue: db, FlipMax: cfg.QuarantineFlipMax, AlertChannel: cfg.AlertChannel,
+		OnFlip: a.metrics.QuarantineFlip, OnCounts: a.metrics.QuarantineQueue,
 		FalsePositive: func(ctx context.Context, user, channel, sourceTS string, line int, taskID string, cat verdict.Category) string {
 			return a.feedback.Report(ctx, commands.ReportRequest{User: user, Channel: channel, SourceTS: sourceTS, Line: line,
 				TaskID: taskID, Category: cat, Option: "fp"})
@@ -308,14 +310,18 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	if r, ok := db.(interface{ OnReplicas(func(n int)) }); ok {
 		r.OnReplicas(func(n int) {
-			shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share))
+			shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share), a.quarantine)
 			if n > 1 {
 				log.Info("budgets shared between replicas", "replicas", n)
 			}
 		})
 	}
-	a.metrics.WatchBudgets(budgetsInForce(a.rep, a.sb, a.poster))
-	announcer := &cards.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
+	inForce := budgetsInForce(a.rep, a.sb, a.poster)
+	a.metrics.WatchBudgets(func() []metrics.Budget {
+		// Recheck removals are paced too (chat.delete, Tier 3).
+		return append(inForce(), metrics.Budget{Service: "slack", Budget: "chat.delete", Rate: a.quarantine.DeleteRate()})
+	})
+	announcer := &cards.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel, Remover: a.quarantine,
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
 	a.recheck = &scan.Recheck{Store: memory, URLs: a.urls, Max: cfg.RecheckMax,
 		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck"),
@@ -590,6 +596,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 	go func() { defer bgDone.Done(); a.pruneRetention(bg, pruneFirstDelay, time.Hour) }()
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.runEvents(bg) }()
+	bgDone.Add(1)
+	go func() { defer bgDone.Done(); a.quarantine.RunRemovals(bg) }()
 	waitRecheck := a.startRecheck(bg)
 	if cfg.HTTPAddr != "off" {
 		ops, err := startOps(cfg.HTTPAddr, a.metrics, a.ready, log)

@@ -126,12 +126,16 @@ func (db *DB) FinishRemoval(ref store.CardRef) error {
 }
 
 // RetryRemoval: see store.DB.RetryRemoval.
-func (db *DB) RetryRemoval(ref store.CardRef, next time.Time) error {
+func (db *DB) RetryRemoval(ref store.CardRef, next time.Time, failed bool) error {
 	ctx, cancel := db.ctx()
 	defer cancel()
+	add := 0
+	if failed {
+		add = 1
+	}
 	tag, err := db.pool.Exec(ctx, `UPDATE removals SET owner = '', next_at = $3,
-			record = jsonb_set(jsonb_set(record, '{attempts}', to_jsonb(COALESCE((record->>'attempts')::int, 0) + 1)), '{next_at}', to_jsonb($4::text))
-		WHERE channel = $1 AND source_ts = $2`, ref.Channel, ref.SourceTS, micro(next), micro(next).Format(time.RFC3339Nano))
+			record = jsonb_set(jsonb_set(record, '{attempts}', to_jsonb(COALESCE((record->>'attempts')::int, 0) + $5)), '{next_at}', to_jsonb($4::text))
+		WHERE channel = $1 AND source_ts = $2`, ref.Channel, ref.SourceTS, micro(next), micro(next).Format(time.RFC3339Nano), add)
 	if err != nil {
 		return db.result(err)
 	}

@@ -65,7 +65,13 @@ func removalQueuedWithCard(t *testing.T, db store.State, c *Clock) {
 		t.Fatal("a claimed removal was claimed again")
 	}
 	// Put back for a minute later: not due before.
-	must(t, db.RetryRemoval(ref, now.Add(time.Minute)))
+	must(t, db.RetryRemoval(ref, now.Add(time.Second), false)) // not its turn: no attempt counted
+	r, ok, err = db.ClaimRemoval(now.Add(2 * time.Second))
+	must(t, err)
+	if !ok || r.Attempts != 0 {
+		t.Fatalf("after a put back: %+v %v", r, ok)
+	}
+	must(t, db.RetryRemoval(ref, now.Add(time.Minute), true))
 	if _, ok, _ := db.ClaimRemoval(now.Add(30 * time.Second)); ok {
 		t.Fatal("claimed before it was due again")
 	}
@@ -78,7 +84,7 @@ func removalQueuedWithCard(t *testing.T, db store.State, c *Clock) {
 	if _, ok, _ := db.ClaimRemoval(now.Add(time.Hour)); ok {
 		t.Fatal("a finished removal was claimed")
 	}
-	if err := db.RetryRemoval(ref, now); !errors.Is(err, store.ErrNotFound) {
+	if err := db.RetryRemoval(ref, now, true); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("retry of a finished removal: %v", err)
 	}
 	// QueueRemovals queues without a card write, once per card.
