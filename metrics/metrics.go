@@ -220,7 +220,9 @@ func (m *Metrics) QuarantineFailure(reason string) { m.quarFailures.WithLabelVal
 
 // QuarantineFlip counts n events of the recheck removals' queue
 // (quarantine.Quarantine.OnFlip).
-func (m *Metrics) QuarantineFlip(event string, n int) { m.quarFlips.WithLabelValues(event).Add(float64(n)) }
+func (m *Metrics) QuarantineFlip(event string, n int) {
+	m.quarFlips.WithLabelValues(event).Add(float64(n))
+}
 
 // QuarantineQueue sets the recheck removals waiting (quarantine.Quarantine.OnCounts).
 func (m *Metrics) QuarantineQueue(queued, held int) {
