@@ -459,6 +459,14 @@ func (m *Messages) own(msg *slack.Msg) bool {
 	return msg.BotProfile != nil && id.AppID != "" && msg.BotProfile.AppID == id.AppID
 }
 
+// Show posts the card, or updates it when it was posted before (see
+// show): quarantine posts with it the card of a recheck removal whose
+// announcement stopped before posting it.
+func (m *Messages) Show(ctx context.Context, c *card.Card) {
+	m.init()
+	m.show(ctx, c)
+}
+
 // show posts the card, or updates it when it was posted before. A post is
 // bracketed in the store (PostStarted, then the ts): if the process died in
 // between, the card is looked for in the thread before posting again.

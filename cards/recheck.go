@@ -33,8 +33,9 @@ type FlipRemover interface {
 	// Mark shows on a card the removal queued for it (queued, or waiting
 	// for an admin).
 	Mark(c *card.Card, r *store.Removal)
-	// Wake is told that removals were queued.
-	Wake()
+	// Shown is told that the card of a queued removal was shown with the
+	// flip: its removal may go now (it updates the card).
+	Shown(ref card.Ref)
 }
 
 // Announcer tells Slack about verdicts a recheck changed: every card that
@@ -136,7 +137,7 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 			if a.Remover == nil {
 				m.act(ctx, &snap)
 			} else if removals[ref] != nil {
-				a.Remover.Wake() // its card is shown: the tombstone updates it
+				a.Remover.Shown(ref) // its card is shown: the tombstone updates it
 			}
 			text := what
 			if snap.Poster != "" {

@@ -64,9 +64,10 @@ var (
 	// retryBackoff is the wait before the nth retry of a removal that
 	// failed for a passing reason (capped at its last value).
 	retryBackoff = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 15 * time.Minute}
-	// postWait is how long a removal waits for its card to be posted
-	// (the flip's announcement posts it, in a quiet channel that never
-	// showed it) before going ahead anyway.
+	// postWait is how long a removal waits for its card to be shown by
+	// the flip's announcement (Shown makes it due then; a quiet channel's
+	// card is posted then) before it is due anyway: the announcement
+	// stopped, and the removal posts the card itself (ShowCard).
 	postWait = time.Minute
 	// askRetry is the wait before asking again for an admin when the
 	// request could not be posted (no alert channel, the bot not in it).
@@ -106,6 +107,9 @@ func (q *Quarantine) flipState() *flips {
 		q.flips.wake = make(chan struct{}, 1)
 		q.flips.share = 1
 		q.flips.lim = rate.NewLimiter(q.deleteRate(1), 1)
+		// Start empty: a process that just started (after a stop, or a
+		// replica joining) shares Slack's bucket with the one before.
+		q.flips.lim.Allow()
 		q.flips.unasked = map[string]bool{}
 	})
 	return &q.flips
@@ -134,7 +138,19 @@ func (q *Quarantine) DeleteRate() float64 {
 	return float64(q.flipState().lim.Limit())
 }
 
-// Wake tells the worker that removals were queued (cards.FlipRemover).
+// Shown tells that the card of a queued removal was shown with the flip
+// (cards.FlipRemover): its removal is due now.
+func (q *Quarantine) Shown(ref card.Ref) {
+	if q == nil || q.Queue == nil {
+		return
+	}
+	if err := q.Queue.RetryRemoval(store.CardRef{Channel: ref.Channel, SourceTS: ref.SourceTS}, q.now(), false); err != nil && !errors.Is(err, store.ErrNotFound) {
+		q.log().Warn("quarantine: could not make a removal due (it is due within a minute anyway)", "error", err)
+	}
+	q.Wake()
+}
+
+// Wake tells the worker that removals may be due.
 func (q *Quarantine) Wake() {
 	select {
 	case q.flipState().wake <- struct{}{}:
@@ -191,8 +207,10 @@ func (q *Quarantine) Plan(ctx context.Context, url string, level verdict.Level, 
 	}
 	out := make(map[card.Ref]*store.Removal, len(chosen))
 	for _, c := range chosen {
+		// Due once its card is shown (Shown), so the tombstone updates the
+		// card rather than racing its post; at the latest after postWait.
 		out[card.Ref{Channel: c.Channel, SourceTS: c.SourceTS}] = &store.Removal{Target: url, Level: level.Key(), Batch: batch,
-			Held: held, Queued: now, NextAt: now}
+			Held: held, Queued: now, NextAt: now.Add(postWait)}
 	}
 	if q.OnFlip != nil {
 		event := "queued"
@@ -231,7 +249,8 @@ func (q *Quarantine) heldProblem(batch string) string {
 	return many + "; an admin's Remove all in the alert channel removes them."
 }
 
-// RunRemovals takes the queued removals, one at a time and paced, until
+// RunRemovals takes the queued removals, one at a time, each deletion call
+// paced (see DefaultDeletesPerMinute), until
 // ctx ends (a stop leaves the rest queued, and a removal cut short is
 // taken again). onCounts, if set, is told the queue's length (queued,
 // held) at most every removalPoll.
@@ -268,11 +287,7 @@ func (q *Quarantine) RunRemovals(ctx context.Context) {
 			q.ask(ctx, r)
 			continue
 		}
-		if err := f.lim.Wait(ctx); err != nil {
-			q.putBack(r, q.now(), false)
-			return
-		}
-		q.runRemoval(ctx, r)
+		q.runRemoval(ctx, r) // paced at each deletion call (act)
 	}
 }
 
@@ -297,15 +312,17 @@ func (q *Quarantine) runRemoval(ctx context.Context, r store.Removal) {
 		q.finish(r) // the card is gone (retention): nothing to remove
 		return
 	}
-	if (rec.Card.CardTS == "" || rec.PostStarted) && q.now().Sub(r.Queued) < postWait {
-		// The flip's card is being posted (a quiet channel never showed
-		// it): the tombstone must update it, not race its post.
-		q.putBack(r, q.now().Add(time.Second), false)
-		return
-	}
 	rctx, cancel := context.WithTimeout(ctx, removalTimeout)
 	defer cancel()
 	out, code := q.act(rctx, rec.Card, true)
+	if rec.Card.CardTS == "" && q.ShowCard != nil && ctx.Err() == nil {
+		// The flip's announcement stopped before posting the card (its
+		// postWait is over): post it now, as it stands.
+		if now, ok := q.Cards.Get(r.Card.Channel, r.Card.SourceTS); ok && now.Card.CardTS == "" {
+			c := now.Card.Clone()
+			q.ShowCard(rctx, &c)
+		}
+	}
 	switch {
 	case out == outcomeRetry && ctx.Err() != nil:
 		q.putBack(r, q.now(), false) // a stop: the next process takes it at once

@@ -262,6 +262,7 @@ func TestQueuedRemovalRetriesPassingFailuresThenSaysSo(t *testing.T) {
 	retryBackoff, removalPoll = []time.Duration{100 * time.Millisecond}, 20*time.Millisecond
 	t.Cleanup(func() { retryWaits, retryBackoff, removalPoll = oldWaits, oldBackoff, oldPoll })
 	r := newQueueRig(t)
+	r.q.DeletesPerMinute = 6000 // every try is paced: keep the test short
 	var retried int
 	var mu sync.Mutex
 	r.q.OnFlip = func(event string, n int) {

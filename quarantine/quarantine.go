@@ -169,6 +169,10 @@ type Quarantine struct {
 	// length now and then. Both may be nil.
 	OnFlip   func(event string, n int)
 	OnCounts func(queued, held int)
+	// ShowCard posts a card that was never posted (cards.Messages.Show):
+	// the card of a recheck removal whose announcement stopped before
+	// posting it. Nil: such a card stays unposted.
+	ShowCard func(ctx context.Context, c *card.Card)
 	flips    flips
 
 	mu      sync.Mutex
@@ -300,7 +304,7 @@ func (q *Quarantine) act(ctx context.Context, c card.Card, queued bool) (outcome
 		return err
 	})
 	if err != nil {
-		if _, ok := passing(err); ok && queued && ctx.Err() == nil {
+		if _, ok := passing(err); queued && (ok || ctx.Err() != nil) {
 			return outcomeRetry, slackCode(err)
 		}
 		reason, problem := q.explain(err, "")
@@ -380,20 +384,36 @@ func (q *Quarantine) act(ctx context.Context, c card.Card, queued bool) (outcome
 		}
 		return err
 	}
+	// A queued removal's every deletion call, tries included, takes its
+	// turn in the pace (flips.go).
+	pace := func() error {
+		if !queued {
+			return nil
+		}
+		return q.flipState().lim.Wait(ctx)
+	}
 	if deleteFiles {
 		for _, f := range rec.Files {
-			if err = q.retry(ctx, func(attempt int) error { return gone(attempt, q.Admin.DeleteFileContext(ctx, f.ID)) }); err != nil {
+			if err = q.retry(ctx, func(attempt int) error {
+				if err := pace(); err != nil {
+					return err
+				}
+				return gone(attempt, q.Admin.DeleteFileContext(ctx, f.ID))
+			}); err != nil {
 				break
 			}
 		}
 	} else {
 		err = q.retry(ctx, func(attempt int) error {
+			if err := pace(); err != nil {
+				return err
+			}
 			_, _, err := q.Admin.DeleteMessageContext(ctx, c.Channel, ts)
 			return gone(attempt, err)
 		})
 	}
 	if err != nil {
-		if _, ok := passing(err); ok && queued && ctx.Err() == nil {
+		if _, ok := passing(err); queued && (ok || ctx.Err() != nil) {
 			q.requeued(ctx, c, level, "Slack answered `"+slackCode(err)+"`")
 			return outcomeRetry, slackCode(err)
 		}

@@ -278,6 +278,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		// Another replica may be posting a card this one is about to post.
 		a.messages.PeerPostWait = 5 * time.Second
 	}
+	a.quarantine.ShowCard = a.messages.Show
 	a.bot.SetHandler(func(ctx context.Context, ev *slackevents.MessageEvent, m bot.Meta) {
 		a.messages.Handle(ctx, ev, cardsMeta(m))
 	}, a.messages.NeedsWork)
