@@ -88,7 +88,7 @@ type RemovalStore interface {
 	PutRemovalBatch(b store.RemovalBatch) error
 	RemovalBatch(id string) (store.RemovalBatch, error)
 	SetBatchAlert(id, channel, ts string) error
-	ApproveBatch(id, by string, at time.Time) (store.RemovalBatch, int, error)
+	ApproveBatch(id, by string, at time.Time) (b store.RemovalBatch, released int, first bool, err error)
 	RemovalCounts() (queued, held int, err error)
 }
 
@@ -465,17 +465,17 @@ func (q *Quarantine) removeAll(ctx context.Context, channel, batch, user string)
 		return "This request is no longer kept, so nothing was removed."
 	}
 	at := q.now()
-	b, n, err := q.Queue.ApproveBatch(batch, user, at)
+	b, n, first, err := q.Queue.ApproveBatch(batch, user, at)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "This request is no longer kept (its retention ended), so nothing was removed."
 	case err != nil:
 		q.log().Error("quarantine: Remove all could not be recorded", "error", err)
 		return "Something went wrong on our side; nothing was removed. Try again in a minute."
-	case n == 0 && b.ApprovedBy != user:
+	case !first && b.ApprovedBy != user:
 		return fmt.Sprintf("Already approved by %s at %s; the removals are under way.", newQuieter(ctx, q.Bot).user(b.ApprovedBy, ""),
 			b.ApprovedAt.UTC().Format("2006-01-02 15:04 UTC"))
-	case n == 0:
+	case !first:
 		return "You approved these removals already; they are under way."
 	}
 	q.log().Info("quarantine: Remove all approved", "audit", true, "user", user, "batch", batch, "messages", n, "url", links.Defang(b.Target))
@@ -485,13 +485,14 @@ func (q *Quarantine) removeAll(ctx context.Context, channel, batch, user string)
 	q.Wake()
 	if b.AlertTS != "" {
 		text := fmt.Sprintf(":white_check_mark: Approved by %s %s: removing %d messages that carry %s, paced to Slack's limits; each card says when.",
-			newQuieter(ctx, q.Bot).user(user, ""), at.UTC().Format("2006-01-02 15:04 UTC"), n,
+			newQuieter(ctx, q.Bot).user(user, ""), at.UTC().Format("2006-01-02 15:04 UTC"), max(n, b.Count),
 			"`"+strings.ReplaceAll(html.EscapeString(links.DefangTruncate(b.Target, 200)), "`", "'")+"`")
 		if _, _, _, err := q.Bot.UpdateMessageContext(ctx, b.AlertChannel, b.AlertTS, slack.MsgOptionText(text, false),
 			slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, true), nil, nil))); err != nil {
 			q.log().Warn("quarantine: could not update the request", "error", slackCode(err))
 		}
 	}
-	minutes := float64(n) / max(q.DeleteRate()*60, 1)
-	return fmt.Sprintf("Approved: %d messages will be removed, paced to Slack's limits (about %.0f minutes); each card says when.", n, max(minutes, 1))
+	count := max(n, b.Count) // the flip's cards may still be being written
+	minutes := float64(count) / max(q.DeleteRate()*60, 1)
+	return fmt.Sprintf("Approved: %d messages will be removed, paced to Slack's limits (about %.0f minutes); each card says when.", count, max(minutes, 1))
 }

@@ -353,6 +353,9 @@ func TestHeldRemovalsWaitForAnAdminsRemoveAll(t *testing.T) {
 	if err := r.db.QueueRemovals(rs); err != nil {
 		t.Fatal(err)
 	}
+	for _, ts := range tss {
+		r.q.Shown(card.Ref{Channel: "C0SEC", SourceTS: ts}) // as the announcement does
+	}
 	stop := r.run()
 	defer stop()
 	var request slackfake.Message

@@ -107,9 +107,27 @@ func putRemoval(t txn, r Removal) error {
 	return t.put(bRemovals, r.Card.Key(), enc(removalRow{Removal: r, Owner: r.Owner}))
 }
 
+// queueRemoval queues r unless its card has one. A removal held for a
+// batch that an admin approved already (the request was answered while
+// the flip's cards were still being written) is queued released.
+func queueRemoval(t txn, r Removal) error {
+	if _, ok := getRemoval(t, r.Card.Key()); ok {
+		return nil
+	}
+	if r.Held && r.Batch != "" {
+		var b RemovalBatch
+		if v := t.get(bRemovalBatches, r.Batch); v != nil && dec(v, &b) == nil && b.ApprovedBy != "" {
+			r.Held = false
+		}
+	}
+	r.Owner = ""
+	return putRemoval(t, r)
+}
+
 // UpdateCardQueue is UpdateCard whose fn may also decide a removal of the
 // card's message: the removal it returns (nil: none) is queued in the same
-// transaction, unless one is queued for the card already.
+// transaction, unless one is queued for the card already (and released if
+// its batch was approved already).
 func (db *DB) UpdateCardQueue(ref CardRef, fn func(rec *CardRecord) (*Removal, error)) (*CardRecord, error) {
 	var r *Removal
 	return db.updateCard(db.update, ref, func(rec *CardRecord) error {
@@ -120,12 +138,9 @@ func (db *DB) UpdateCardQueue(ref CardRef, fn func(rec *CardRecord) (*Removal, e
 		if r == nil {
 			return nil
 		}
-		if _, ok := getRemoval(t, ref.Key()); ok {
-			return nil
-		}
 		q := *r
-		q.Card, q.Owner = ref, ""
-		return putRemoval(t, q)
+		q.Card = ref
+		return queueRemoval(t, q)
 	})
 }
 
@@ -134,11 +149,7 @@ func (db *DB) UpdateCardQueue(ref CardRef, fn func(rec *CardRecord) (*Removal, e
 func (db *DB) QueueRemovals(rs []Removal) error {
 	return db.update(func(t txn) error {
 		for _, r := range rs {
-			if _, ok := getRemoval(t, r.Card.Key()); ok {
-				continue
-			}
-			r.Owner = ""
-			if err := putRemoval(t, r); err != nil {
+			if err := queueRemoval(t, r); err != nil {
 				return err
 			}
 		}
@@ -237,14 +248,14 @@ func (db *DB) SetBatchAlert(id, channel, ts string) error {
 }
 
 // ApproveBatch records an admin's Remove all of a batch and releases its
-// held removals (due at once). The first approval wins: a later one (a
-// second click, another replica) changes nothing and gets released 0 with
-// the batch as the first left it. ErrNotFound for an unknown batch.
-func (db *DB) ApproveBatch(id, by string, at time.Time) (RemovalBatch, int, error) {
-	var b RemovalBatch
+// held removals (each due when it was planned to be; the batch's removals
+// queued later are queued released). The first approval wins (first): a later one (a second click,
+// another replica) changes nothing and gets the batch as the first left
+// it. ErrNotFound for an unknown batch.
+func (db *DB) ApproveBatch(id, by string, at time.Time) (b RemovalBatch, released int, first bool, err error) {
 	n := 0
-	err := db.update(func(t txn) error {
-		n = 0
+	err = db.update(func(t txn) error {
+		n, first = 0, false
 		v := t.get(bRemovalBatches, id)
 		if v == nil {
 			return ErrNotFound
@@ -255,6 +266,7 @@ func (db *DB) ApproveBatch(id, by string, at time.Time) (RemovalBatch, int, erro
 		if b.ApprovedBy != "" {
 			return nil
 		}
+		first = true
 		b.ApprovedBy, b.ApprovedAt = by, at
 		if err := t.put(bRemovalBatches, id, enc(b)); err != nil {
 			return err
@@ -270,7 +282,7 @@ func (db *DB) ApproveBatch(id, by string, at time.Time) (RemovalBatch, int, erro
 			return true
 		})
 		for _, r := range held {
-			r.Held, r.NextAt = false, at
+			r.Held = false // due as planned: once its card was shown
 			if err := putRemoval(t, r); err != nil {
 				return err
 			}
@@ -278,7 +290,7 @@ func (db *DB) ApproveBatch(id, by string, at time.Time) (RemovalBatch, int, erro
 		}
 		return nil
 	})
-	return b, n, err
+	return b, n, first, err
 }
 
 // RemovalCounts returns how many removals are queued (not held) and how

@@ -85,7 +85,7 @@ type State interface {
 	PutRemovalBatch(b RemovalBatch) error
 	RemovalBatch(id string) (RemovalBatch, error)
 	SetBatchAlert(id, channel, ts string) error
-	ApproveBatch(id, by string, at time.Time) (RemovalBatch, int, error)
+	ApproveBatch(id, by string, at time.Time) (b RemovalBatch, released int, first bool, err error)
 	RemovalCounts() (queued, held int, err error)
 
 	// Prune removes what is older than cutoff (VERDICTBOT_RETENTION), in

@@ -315,3 +315,82 @@ func TestQuarantineFlipAboveFlipMaxWithoutAlertChannelWaitsAndSaysSo(t *testing.
 		t.Errorf("%d messages removed with nobody to approve", n)
 	}
 }
+
+// TestQuarantineFlipOnTwoReplicasRemovesEachMessageOnce: two replicas on
+// PostgreSQL, a recheck flip above VERDICTBOT_QUARANTINE_FLIP_MAX: the
+// request is posted once; Remove all pressed on each replica (each press
+// delivered to another's Socket Mode connection) approves once; both
+// replicas' workers share the removals and each message is removed once.
+func TestQuarantineFlipOnTwoReplicasRemovesEachMessageOnce(t *testing.T) {
+	const alerts = "C0ALERTS"
+	c := startCluster(t, sim.Config{Profile: quickProfile}, flipEnv(map[string]string{
+		"VERDICTBOT_QUARANTINE_FLIP_MAX": "2",
+		"VERDICTBOT_ALERT_CHANNEL":       alerts,
+	}), slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+	c.slack.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
+	c.slack.AddUser(slackfake.User{ID: alice, Name: "alice"})
+	c.slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rs := []*replica{c.start(ctx), c.start(ctx)}
+	threads := postFlips(t, c.slack, "https://promo.flip.test/replicas", []string{secChannel, "C0FLIP2"}, 6)
+	var request slackfake.Message
+	err := c.slack.WaitFor(ctx, func(st *slackfake.State) bool {
+		for _, m := range st.Messages(alerts, "") {
+			if m.Bot && strings.Contains(blocksText(m.Blocks), quarantine.ActionQuarantineRemoveAll) {
+				request = m
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no request: %v\n%s\n%s", err, rs[0].tail(30), rs[1].tail(30))
+	}
+	for _, r := range rs {
+		c.slack.SetDeliveryPolicy(slackfake.DeliverToConnection(r.conn))
+		if _, err := c.slack.DeliverBlockAction(slackfake.BlockAction{UserID: adminUser, Channel: alerts, MessageTS: request.TS,
+			ActionID: quarantine.ActionQuarantineRemoveAll, Seen: request.Blocks}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eph, err := c.slack.WaitEphemerals(ctx, alerts, adminUser, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approved := 0
+	for _, e := range eph {
+		if strings.Contains(e.Text, "Approved: 6 messages") {
+			approved++
+		}
+	}
+	if approved != 1 {
+		t.Fatalf("answers to the two presses: %q %q, want one approval", eph[0].Text, eph[1].Text)
+	}
+	waitAllDeleted(t, c.slack, threads, time.Minute)
+	time.Sleep(3 * time.Second) // a second removal would come within the workers' polls
+	byTS := deletesByTS(c.slack)
+	for _, th := range threads {
+		if byTS[th[1]] != 1 {
+			t.Errorf("%d chat.delete calls deleted %s, want 1", byTS[th[1]], th[1])
+		}
+	}
+	var requests int
+	for _, m := range c.slack.Messages(alerts, "") {
+		if m.Bot && (strings.Contains(m.Text, "an admin's Remove all is needed") || strings.Contains(m.Text, "Approved by")) {
+			requests++
+		}
+	}
+	if requests != 1 {
+		t.Errorf("%d requests in the alert channel, want 1", requests)
+	}
+	by := map[string]int{}
+	for _, r := range rs {
+		for _, l := range r.lines() {
+			if l.str("msg") == "quarantined" {
+				by[r.name]++
+			}
+		}
+	}
+	t.Logf("removals by replica: %v", by)
+}

@@ -17,7 +17,18 @@ import (
 // over as ClaimAnalysis takes over an analysis (after the lease, and only
 // while this replica may judge the others).
 
+// insertRemoval queues r unless its card has one. A removal held for a
+// batch approved already is queued released; the batch's row is read FOR
+// SHARE, so an approval under way (FOR UPDATE) is waited for.
 func insertRemoval(ctx context.Context, q querier, r store.Removal) error {
+	if r.Held && r.Batch != "" {
+		var approved string
+		err := q.QueryRow(ctx, `SELECT COALESCE(record->>'approved_by', '') FROM removal_batches WHERE id = $1 FOR SHARE`, r.Batch).Scan(&approved)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		r.Held = r.Held && approved == ""
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -195,11 +206,10 @@ func (db *DB) SetBatchAlert(id, channel, ts string) error {
 
 // ApproveBatch: see store.DB.ApproveBatch. The batch's row lock makes the
 // first approval the only one, across replicas.
-func (db *DB) ApproveBatch(id, by string, at time.Time) (store.RemovalBatch, int, error) {
-	var b store.RemovalBatch
+func (db *DB) ApproveBatch(id, by string, at time.Time) (b store.RemovalBatch, released int, first bool, err error) {
 	n := 0
-	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
-		n = 0
+	err = db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		n, first = 0, false
 		var err error
 		if b, err = getBatch(ctx, tx, id, true); err != nil {
 			return err
@@ -207,14 +217,14 @@ func (db *DB) ApproveBatch(id, by string, at time.Time) (store.RemovalBatch, int
 		if b.ApprovedBy != "" {
 			return nil
 		}
+		first = true
 		b.ApprovedBy, b.ApprovedAt = by, micro(at)
 		raw, _ := json.Marshal(b)
 		if _, err := tx.Exec(ctx, `UPDATE removal_batches SET record = $2 WHERE id = $1`, id, raw); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE removals SET held = false, next_at = $2,
-				record = record - 'held' || jsonb_build_object('next_at', $3::text)
-			WHERE batch = $1 AND held`, id, micro(at), micro(at).Format(time.RFC3339Nano))
+		// Due as planned: once its card was shown (Plan, Shown).
+		tag, err := tx.Exec(ctx, `UPDATE removals SET held = false, record = record - 'held' WHERE batch = $1 AND held`, id)
 		if err != nil {
 			return err
 		}
@@ -222,9 +232,9 @@ func (db *DB) ApproveBatch(id, by string, at time.Time) (store.RemovalBatch, int
 		return nil
 	})
 	if err != nil {
-		return store.RemovalBatch{}, 0, err
+		return store.RemovalBatch{}, 0, false, err
 	}
-	return b, n, nil
+	return b, n, first, nil
 }
 
 // RemovalCounts: see store.DB.RemovalCounts.

@@ -225,7 +225,7 @@ func TestRemovalsAcrossReplicas(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, db := range []*pg.DB{a, b} {
 		wg.Go(func() {
-			_, n, err := db.ApproveBatch("flip", "U0ADMIN", now)
+			_, n, _, err := db.ApproveBatch("flip", "U0ADMIN", now)
 			if err != nil {
 				t.Error(err)
 			}

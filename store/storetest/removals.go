@@ -127,18 +127,18 @@ func heldRemovals(t *testing.T, db store.State, c *Clock) {
 	if _, err := db.RemovalBatch("nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown batch: %v", err)
 	}
-	if _, _, err := db.ApproveBatch("nope", "U1", now); !errors.Is(err, store.ErrNotFound) {
+	if _, _, _, err := db.ApproveBatch("nope", "U1", now); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("approve an unknown batch: %v", err)
 	}
 	at := now.Add(time.Minute)
-	got, n, err := db.ApproveBatch(b.ID, "U0ADMIN", at)
+	got, n, first, err := db.ApproveBatch(b.ID, "U0ADMIN", at)
 	must(t, err)
-	if n != 3 || got.ApprovedBy != "U0ADMIN" || !got.ApprovedAt.Equal(at) {
+	if n != 3 || !first || got.ApprovedBy != "U0ADMIN" || !got.ApprovedAt.Equal(at) {
 		t.Fatalf("approve: %d %+v", n, got)
 	}
-	got, n, err = db.ApproveBatch(b.ID, "U0OTHER", at.Add(time.Minute))
+	got, n, first, err = db.ApproveBatch(b.ID, "U0OTHER", at.Add(time.Minute))
 	must(t, err)
-	if n != 0 || got.ApprovedBy != "U0ADMIN" {
+	if n != 0 || first || got.ApprovedBy != "U0ADMIN" {
 		t.Fatalf("second approval: %d %+v", n, got)
 	}
 	if q, h, _ := db.RemovalCounts(); q != 3 || h != 0 {
@@ -158,6 +158,16 @@ func heldRemovals(t *testing.T, db store.State, c *Clock) {
 	}
 	if len(seen) != 3 {
 		t.Fatalf("claimed %d of 3 after the approval", len(seen))
+	}
+	// A card of the batch written after the approval (the request was
+	// answered while the flip was still being written) is not held.
+	late := putCardAt(t, db, "C3", "3.000001")
+	_, err = db.UpdateCardQueue(late, func(*store.CardRecord) (*store.Removal, error) {
+		return &store.Removal{Target: b.Target, Level: b.Level, Batch: b.ID, Held: true, Queued: at, NextAt: at}, nil
+	})
+	must(t, err)
+	if r, ok, err := db.ClaimRemoval(at); err != nil || !ok || r.Card != late || r.Held {
+		t.Fatalf("a removal queued after its batch's approval: %+v %v %v", r, ok, err)
 	}
 }
 
