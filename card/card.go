@@ -80,8 +80,8 @@ const (
 )
 
 // Quarantined reports whether quarantine removed the card's message (or
-// its files), released it since, or is about to remove it: what the
-// message shared is then not shown in its thread (screenshots).
+// its files) or released it since: what the message shared is then not
+// shown in its thread (screenshots).
 func (c *Card) Quarantined() bool {
 	if c.Quarantine == nil {
 		return false

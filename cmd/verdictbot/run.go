@@ -620,6 +620,10 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 		}
 		defer a.adminGroup.Stop()
 	}
+	if cfg.Quarantine != quarantine.Off && cfg.AlertChannel == "" {
+		log.Warn("quarantine: VERDICTBOT_ALERT_CHANNEL is not set: a recheck that would remove more than VERDICTBOT_QUARANTINE_FLIP_MAX messages for one link cannot ask an admin, so those removals wait",
+			"flip_max", cfg.QuarantineFlipMax)
+	}
 	if cfg.SlackAdminUserToken != "" {
 		if p := a.quarantine.Check(ctx); p != "" {
 			log.Warn("quarantine: " + p)
