@@ -100,6 +100,7 @@ type flips struct {
 	lim     *rate.Limiter
 	share   int
 	unasked map[string]bool // batches whose request could not be posted, logged once
+	counts  map[string]int  // messages per batch planned here, for Mark
 }
 
 func (q *Quarantine) flipState() *flips {
@@ -111,6 +112,7 @@ func (q *Quarantine) flipState() *flips {
 		// replica joining) shares Slack's bucket with the one before.
 		q.flips.lim.Allow()
 		q.flips.unasked = map[string]bool{}
+		q.flips.counts = map[string]int{}
 	})
 	return &q.flips
 }
@@ -201,6 +203,10 @@ func (q *Quarantine) Plan(ctx context.Context, url string, level verdict.Level, 
 			q.log().Error("quarantine: could not queue the request for an admin; the removals wait", "error", err)
 		}
 		batch = b.ID
+		f := q.flipState()
+		f.mu.Lock()
+		f.counts[b.ID] = b.Count
+		f.mu.Unlock()
 		q.log().Warn("quarantine: a recheck flip would remove more messages than VERDICTBOT_QUARANTINE_FLIP_MAX: they wait for an admin's Remove all",
 			"url", links.Defang(url), "level", level.Key(), "messages", len(chosen), "flip_max", q.FlipMax,
 			"channels", len(b.Channels), "alert_channel", q.AlertChannel, "batch", b.ID)
@@ -222,7 +228,8 @@ func (q *Quarantine) Plan(ctx context.Context, url string, level verdict.Level, 
 	return out
 }
 
-// Mark shows on a card the removal queued for it (cards.FlipRemover).
+// Mark shows on a card the removal queued for it (cards.FlipRemover). It
+// runs inside the card's store write: it reads nothing from the store.
 func (q *Quarantine) Mark(c *card.Card, r *store.Removal) {
 	level, err := verdict.ParseLevel(r.Level)
 	if err != nil {
@@ -238,11 +245,14 @@ func (q *Quarantine) Mark(c *card.Card, r *store.Removal) {
 
 // heldProblem says, on a held card, what it waits for.
 func (q *Quarantine) heldProblem(batch string) string {
-	n := 0
-	if b, err := q.Queue.RemovalBatch(batch); err == nil {
-		n = b.Count
+	f := q.flipState()
+	f.mu.Lock()
+	n := f.counts[batch]
+	f.mu.Unlock()
+	many := fmt.Sprintf("More messages carry this link than a recheck removes without an admin (VERDICTBOT_QUARANTINE_FLIP_MAX=%d)", q.FlipMax)
+	if n > 0 {
+		many = fmt.Sprintf("%d messages carry this link, more than a recheck removes without an admin (VERDICTBOT_QUARANTINE_FLIP_MAX=%d)", n, q.FlipMax)
 	}
-	many := fmt.Sprintf("%d messages carry this link, more than a recheck removes without an admin (VERDICTBOT_QUARANTINE_FLIP_MAX=%d)", n, q.FlipMax)
 	if q.AlertChannel == "" {
 		return many + "; no alert channel is set (VERDICTBOT_ALERT_CHANNEL), so no admin was asked: the removals wait until one is."
 	}
@@ -308,8 +318,15 @@ func (q *Quarantine) finish(r store.Removal) {
 // runRemoval does one queued removal.
 func (q *Quarantine) runRemoval(ctx context.Context, r store.Removal) {
 	rec, ok := q.Cards.Get(r.Card.Channel, r.Card.SourceTS)
-	if !ok {
-		q.finish(r) // the card is gone (retention): nothing to remove
+	switch {
+	case !ok && r.Attempts+1 >= maxRemovalAttempts:
+		q.log().Warn("quarantine: a queued removal's card is gone (or the store kept failing): dropped", "channel", r.Card.Channel, "ts", r.Card.SourceTS)
+		q.finish(r)
+		return
+	case !ok:
+		// Gone (retention), or the store failing: not told apart here,
+		// so it is tried again, as a failure.
+		q.putBack(r, q.now().Add(retryBackoff[min(r.Attempts, len(retryBackoff)-1)]), true)
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, removalTimeout)

@@ -712,7 +712,7 @@ func describeFiles(c card.Card, threshold verdict.Level) string {
 	var names []string
 	for _, l := range c.Lines {
 		if l.Kind == card.KindFile && l.Level >= threshold {
-			names = append(names, "`"+links.DefangTruncate(l.Target, 80)+"`")
+			names = append(names, "`"+strings.ReplaceAll(links.DefangTruncate(l.Target, 80), "`", "'")+"`")
 		}
 	}
 	return strings.Join(names, ", ")
