@@ -105,10 +105,10 @@ func heldRemovals(t *testing.T, db store.State, c *Clock) {
 	b := store.RemovalBatch{ID: "batch-1", Target: "https://x.test/", Level: "malicious", Count: 3,
 		Channels: map[string]int{"C1": 2, "C2": 1}, Created: now}
 	must(t, db.PutRemovalBatch(b))
-	var refs []store.CardRef
+	refs := map[store.CardRef]bool{}
 	for i, ch := range []string{"C1", "C1", "C2"} {
 		ref := putCardAt(t, db, ch, fmt.Sprintf("1.00000%d", i))
-		refs = append(refs, ref)
+		refs[ref] = true
 		_, err := db.UpdateCardQueue(ref, func(*store.CardRecord) (*store.Removal, error) {
 			return &store.Removal{Target: b.Target, Level: b.Level, Batch: b.ID, Held: true, Queued: now, NextAt: now}, nil
 		})
@@ -151,7 +151,7 @@ func heldRemovals(t *testing.T, db store.State, c *Clock) {
 		if !ok {
 			break
 		}
-		if r.Held || r.Batch != b.ID || seen[r.Card] {
+		if r.Held || r.Batch != b.ID || seen[r.Card] || !refs[r.Card] {
 			t.Fatalf("claimed %+v", r)
 		}
 		seen[r.Card] = true
