@@ -77,7 +77,27 @@ const (
 	QuarantineRemoved  = "removed"  // the message (or its files) was removed
 	QuarantineReleased = "released" // an admin re-posted it
 	QuarantineFailed   = "failed"   // it could not be removed: Problem says why
+	// A recheck flip's removals wait in a queue, paced: QuarantineQueued
+	// until their turn (Problem may say why a try must be repeated),
+	// QuarantineHeld while they wait for an admin's Remove all (more
+	// messages than VERDICTBOT_QUARANTINE_FLIP_MAX; Problem says where).
+	QuarantineQueued = "queued"
+	QuarantineHeld   = "held"
 )
+
+// Quarantined reports whether quarantine removed the card's message (or
+// its files) or released it since: what the message shared is then not
+// shown in its thread (screenshots).
+func (c *Card) Quarantined() bool {
+	if c.Quarantine == nil {
+		return false
+	}
+	switch c.Quarantine.State {
+	case QuarantineRemoved, QuarantineReleased:
+		return true
+	}
+	return false
+}
 
 // Quarantine is what quarantine did to the message a card answers.
 type Quarantine struct {
@@ -86,9 +106,14 @@ type Quarantine struct {
 	// level; At is when the message was removed (or the try failed).
 	Level verdict.Level `json:"level"`
 	At    time.Time     `json:"at,omitzero"`
-	// Files is set when the message's files were removed (a file card):
-	// the sandbox keeps the sample; there is no release.
+	// Files is set when files were deleted workspace-wide
+	// (VERDICTBOT_QUARANTINE_FILES=delete) and the message stays: the
+	// sandbox keeps the sample; there is no release. A file card whose
+	// message was removed (the default) has it unset.
 	Files bool `json:"files,omitempty"`
+	// Names are the files that reached the level, for a file card (what
+	// was deleted, or what made the message go).
+	Names []string `json:"names,omitempty"`
 	// Problem is a user-safe sentence saying why it could not be removed.
 	Problem string `json:"problem,omitempty"`
 	// ReleasedBy and ReleasedAt say which admin released it, and when.
@@ -135,6 +160,9 @@ type Line struct {
 
 // FileInfo is what a file line shows (sandbox analyses).
 type FileInfo struct {
+	// ID is Slack's file id (F…): quarantine acts on exactly this file.
+	// Lines stored before it was kept have none.
+	ID       string  `json:"id,omitempty"`
 	Name     string  `json:"name"`
 	Type     string  `json:"type,omitempty"`
 	Size     int64   `json:"size,omitempty"`
@@ -153,6 +181,9 @@ type FileInfo struct {
 	// ScreenshotsFailed: the screenshots could not be fetched (or posted);
 	// the card says so.
 	ScreenshotsFailed bool `json:"screenshots_failed,omitempty"`
+	// ScreenshotsWithheld: the message was quarantined, so its
+	// screenshots were not posted in its thread.
+	ScreenshotsWithheld bool `json:"screenshots_withheld,omitempty"`
 }
 
 // Skip is a target that was deliberately not sent to a service.
@@ -215,6 +246,7 @@ func (c *Card) Clone() Card {
 	cp.Notes = append([]string(nil), c.Notes...)
 	if c.Quarantine != nil {
 		q := *c.Quarantine
+		q.Names = append([]string(nil), q.Names...)
 		cp.Quarantine = &q
 	}
 	return cp

@@ -271,6 +271,34 @@ func (cs *Cards) change(channel, sourceTS string, gen int, target string, fn fun
 	return rec.Card.Clone(), nil
 }
 
+// queueingStore is a CardStore that can queue a removal in a card's write
+// (store.State, both backends).
+type queueingStore interface {
+	UpdateCardQueue(ref store.CardRef, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error)
+}
+
+// errNoQueue is returned by ChangeQueue over a store that cannot queue.
+var errNoQueue = errors.New("cards: the store cannot queue removals")
+
+// ChangeQueue is Change (any generation) whose fn may also decide a
+// removal of the card's message: the removal it returns (nil: none) is
+// queued in the same store write, so the card never shows a decision that
+// is not queued, nor the reverse.
+func (cs *Cards) ChangeQueue(channel, sourceTS string, fn func(rec *store.CardRecord) *store.Removal) (card.Card, error) {
+	qs, ok := cs.st.(queueingStore)
+	if !ok {
+		return card.Card{}, errNoQueue
+	}
+	rec, err := qs.UpdateCardQueue(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) (*store.Removal, error) {
+		return fn(rec), nil
+	})
+	if err != nil {
+		return card.Card{}, err
+	}
+	cs.track(rec, false)
+	return rec.Card.Clone(), nil
+}
+
 // Edit calls fn with the card posted at (channel, cardTS) and saves what it
 // did (commands.CardBook).
 func (cs *Cards) Edit(channel, cardTS string, fn func(c *card.Card) error) error {

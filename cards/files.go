@@ -222,7 +222,7 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, job 
 			}
 			checks = append(checks, len(draft.Lines))
 			draft.Lines = append(draft.Lines, card.Line{Kind: card.KindFile, Target: r.Name, Level: verdict.Pending,
-				Service: "sandbox", Status: "queued", File: &card.FileInfo{Name: r.Name, Type: r.Filetype, Size: r.Size}})
+				Service: "sandbox", Status: "queued", File: &card.FileInfo{ID: r.ID, Name: r.Name, Type: r.Filetype, Size: r.Size}})
 		}
 	}
 	draft.Final = len(refs) == countNot(checks)
@@ -354,21 +354,34 @@ func (f *Files) wantsShots(mode string, c card.Card, line int, v scan.FileVerdic
 	if mode != ModeVerbose && !v.Level.NeedsAttention() {
 		return false
 	}
-	return line < len(c.Lines) && c.Lines[line].File != nil && c.Lines[line].File.Screenshots == 0
+	return line < len(c.Lines) && c.Lines[line].File != nil && c.Lines[line].File.Screenshots == 0 && !c.Lines[line].File.ScreenshotsWithheld
 }
 
 // postScreenshots uploads a file's screenshots into the card's thread and
 // records on its line how many were posted, or that they could not be
-// fetched (err, or every upload failed). ok is false when the card did not
+// fetched (err, or every upload failed), or that they were withheld: a
+// card whose message quarantine removed gets none (it is called once the
+// card is final, after quarantine acted). ok is false when the card did not
 // change (no screenshots, or a newer generation took over).
 func (f *Files) postScreenshots(ctx context.Context, channel, src string, gen, line int, v scan.FileVerdict, imgs []scan.Screenshot, err error) (card.Card, bool) {
 	m := f.Messages
 	rec, ok := m.Cards.Get(channel, src)
-	if !ok || rec.Gen != gen || line >= len(rec.Card.Lines) || rec.Card.Lines[line].File == nil || rec.Card.Lines[line].File.Screenshots > 0 {
+	if !ok || rec.Gen != gen || line >= len(rec.Card.Lines) || rec.Card.Lines[line].File == nil || rec.Card.Lines[line].File.Screenshots > 0 ||
+		rec.Card.Lines[line].File.ScreenshotsWithheld {
 		return card.Card{}, false
 	}
 	if err == nil && len(imgs) == 0 {
 		return card.Card{}, false // the task has none
+	}
+	if rec.Card.Quarantined() {
+		// The message was removed (or is being removed) for what the
+		// sandbox saw: its screenshots do not go in the thread.
+		m.Log.Info("screenshots withheld: the message was quarantined", "channel", channel, "task_id", v.TaskID)
+		return m.Cards.Change(channel, src, gen, func(r *store.CardRecord) {
+			if line < len(r.Card.Lines) && r.Card.Lines[line].File != nil {
+				r.Card.Lines[line].File.ScreenshotsWithheld = true
+			}
+		})
 	}
 	max := f.MaxScreenshots
 	if max <= 0 {

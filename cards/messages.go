@@ -502,6 +502,14 @@ func (m *Messages) own(msg *slack.Msg) bool {
 	return msg.BotProfile != nil && id.AppID != "" && msg.BotProfile.AppID == id.AppID
 }
 
+// Show posts the card, or updates it when it was posted before (see
+// show): quarantine posts with it the card of a recheck removal whose
+// announcement stopped before posting it.
+func (m *Messages) Show(ctx context.Context, c *card.Card) {
+	m.init()
+	m.show(ctx, c)
+}
+
 // show posts the card, or updates it when it was posted before. A post is
 // bracketed in the store (PostStarted, then the ts): if the process died in
 // between, the card is looked for in the thread before posting again.
@@ -792,12 +800,25 @@ func (m *Messages) deleted(ctx context.Context, ev *slackevents.MessageEvent) {
 		ts = ev.PreviousMessage.Timestamp
 	}
 	noted := false
+	// The message's file card may be the one whose quarantine removed it.
+	byFiles := false
+	if rec, ok := m.Cards.Get(ev.Channel, fileCardTS(ts)); ok {
+		q := rec.Card.Quarantine
+		byFiles = q != nil && q.State == card.QuarantineRemoved && !q.Files
+	}
 	snap, ok := m.Cards.Change(ev.Channel, ts, 0, func(r *store.CardRecord) {
 		if r.Deleted {
 			return
 		}
 		if q := r.Card.Quarantine; q != nil && q.State == card.QuarantineRemoved {
 			return // quarantine removed it: the tombstone says so already
+		}
+		if byFiles {
+			noted = true
+			r.Deleted = true
+			r.Card.Notes = append(r.Card.Notes, "The message this card is about was removed by quarantine "+time.Now().UTC().Format("2006-01-02 15:04 UTC")+
+				" for a file it shared (see the file card in this thread); the verdict is kept for the record.")
+			return
 		}
 		noted = true
 		r.Deleted = true

@@ -21,13 +21,36 @@ type Replier interface {
 	Reply(ctx context.Context, channel, threadTS, text string) error
 }
 
+// FlipRemover takes the removals a recheck flip calls for
+// (*quarantine.Quarantine): they are queued, paced and journalled rather
+// than done under the announcement.
+type FlipRemover interface {
+	// Plan returns, for the cards showing url as they stand before its
+	// flip to level, the removal each card's change must queue (by card;
+	// none for a card the flip does not bring to its channel's quarantine
+	// level). It may write what the removals share (a batch waiting for an
+	// admin) before returning.
+	Plan(ctx context.Context, url string, level verdict.Level, cards []card.Card) map[card.Ref]*store.Removal
+	// Mark shows on a card the removal queued for it (queued, or waiting
+	// for an admin).
+	Mark(c *card.Card, r *store.Removal)
+	// Shown is told that the card of a queued removal was shown with the
+	// flip: its removal may go now (it updates the card).
+	Shown(ref card.Ref)
+}
+
 // Announcer tells Slack about verdicts a recheck changed: every card that
 // shows the URL is updated (and posted, if a quiet channel never showed
 // it), a reply in each thread says what changed and mentions the person who
-// posted the link, and the alert channel gets a summary.
+// posted the link, and the alert channel gets a summary. A card the flip
+// brings to its channel's quarantine level has its removal queued in the
+// same write that shows the flip (Remover), or, without a Remover, is
+// handed to Messages.Act.
 type Announcer struct {
 	Messages *Messages
 	Replier  Replier
+	// Remover, if set, takes the flip's removals (quarantine.Quarantine).
+	Remover FlipRemover
 	// AlertChannel is VERDICTBOT_ALERT_CHANNEL ("" for none).
 	AlertChannel string
 	// TeamURL returns the workspace URL (auth.test), for thread links.
@@ -53,9 +76,20 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 		note := fmt.Sprintf("Rechecked %s: %s is now %s (was %s).", now().UTC().Format("2006-01-02 15:04 UTC"),
 			strings.ReplaceAll(links.DefangTruncate(url, 120), "`", "ˋ"), ch.Now.Level, ch.Was)
 		m.Log.Info("recheck changed a verdict", "url", links.Defang(url), "was", ch.Was.Key(), "now", ch.Now.Level.Key(), "cards", len(ch.Target.Cards))
+		var removals map[card.Ref]*store.Removal
+		if a.Remover != nil {
+			var before []card.Card
+			for _, ref := range ch.Target.Cards {
+				if rec, ok := m.Cards.Get(ref.Channel, ref.SourceTS); ok {
+					before = append(before, rec.Card.Clone())
+				}
+			}
+			removals = a.Remover.Plan(ctx, url, ch.Now.Level, before)
+		}
 		for _, ref := range ch.Target.Cards {
 			var reports []card.Report
-			snap, ok := m.Cards.Change(ref.Channel, ref.SourceTS, 0, func(rec *store.CardRecord) {
+			flip := func(rec *store.CardRecord) {
+				reports = reports[:0]
 				for i := range rec.Card.Lines {
 					l := &rec.Card.Lines[i]
 					if l.Target != url {
@@ -68,7 +102,29 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 				}
 				rec.Card.Notes = append(rec.Card.Notes, note)
 				rec.Card.Final = true
-			})
+			}
+			var snap card.Card
+			ok := false
+			if r := removals[ref]; r != nil {
+				// The flip and its removal in one write: a stop after it
+				// resumes the removal; a stop before it never showed it.
+				var err error
+				snap, err = m.Cards.ChangeQueue(ref.Channel, ref.SourceTS, func(rec *store.CardRecord) *store.Removal {
+					flip(rec)
+					if q := rec.Card.Quarantine; q != nil && (q.State == card.QuarantineRemoved || q.State == card.QuarantineReleased) {
+						return nil
+					}
+					a.Remover.Mark(&rec.Card, r)
+					return r
+				})
+				if err != nil {
+					m.Log.Error("could not show a recheck flip and queue its removal", "channel", ref.Channel, "ts", ref.SourceTS, "error", err)
+					continue
+				}
+				ok = true
+			} else {
+				snap, ok = m.Cards.Change(ref.Channel, ref.SourceTS, 0, flip)
+			}
 			if !ok {
 				continue
 			}
@@ -81,7 +137,11 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 				}
 			}
 			m.show(ctx, &snap)
-			m.act(ctx, &snap)
+			if a.Remover == nil {
+				m.act(ctx, &snap)
+			} else if removals[ref] != nil {
+				a.Remover.Shown(ref) // its card is shown: the tombstone updates it
+			}
 			text := what
 			if snap.Poster != "" {
 				text = fmt.Sprintf("%s a link you shared was checked again: %s.", notify.Mention(snap.Poster), what)

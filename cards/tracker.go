@@ -43,7 +43,8 @@ type lineKind[V any] struct {
 // track runs the analyses of one card's lines, shows progress on verbose
 // cards (and on cards already posted), and shows the final card as the
 // channel's mode asks as soon as every verdict is in; work that follows a
-// verdict (screenshots) is awaited after that. It reports whether the card
+// verdict (screenshots) is awaited after that, and applied only once the
+// card is final and shown (quarantine has acted on it by then). It reports whether the card
 // reached its final state: false when a newer scan of the message took
 // over, or on shutdown (the job then resumes after the restart).
 //
@@ -91,6 +92,17 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 	}
 	var snap card.Card
 	following := 0
+	// held are follow-ups that came back before the card was final: they
+	// wait for it, and for quarantine's decision, which finish makes
+	// (screenshots of a message about to be removed are never posted).
+	var held []func() (card.Card, bool)
+	applyFollow := func(apply func() (card.Card, bool)) {
+		// A card not posted yet shows the change when it is (finish
+		// reads the stored card).
+		if c, ok := apply(); ok && c.CardTS != "" {
+			m.show(ctx, &c)
+		}
+	}
 	// linked: the card's write links a verdict's target (SettleCard), in
 	// place of a write of its own (Targets.AddCard).
 	linked := m.Targets != nil && m.Cards.linksTargets(m.Targets)
@@ -144,13 +156,17 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			// it: Settle read and wrote it in one transaction, of this
 			// generation (a newer one fails it), so it is not read again.
 			m.finish(ctx, &snap, mode)
+			for _, apply := range held {
+				applyFollow(apply)
+			}
+			held = nil
 		case apply := <-follow:
 			following--
-			// A card not posted yet shows the change when it is (finish
-			// reads the stored card).
-			if c, ok := apply(); ok && c.CardTS != "" {
-				m.show(ctx, &c)
+			if left > 0 {
+				held = append(held, apply)
+				continue
 			}
+			applyFollow(apply)
 		case <-grace:
 			grace = nil
 			if rec, ok := m.Cards.Get(channel, src); ok && !rec.Card.Final && rec.Gen == gen {

@@ -35,6 +35,8 @@ type Metrics struct {
 	quarFailures *prometheus.CounterVec
 	unchecked    *prometheus.CounterVec
 	capRefused   *prometheus.CounterVec
+	quarFlips    *prometheus.CounterVec
+	quarQueue    *prometheus.GaugeVec
 	flips        prometheus.Counter
 	recheckTime  prometheus.Histogram
 	recheckLag   prometheus.Gauge
@@ -82,6 +84,12 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 		Help: "Targets a message's card shows as not checked although they were not judged safe, each making the message \"could not check\": links past VERDICTBOT_MAX_LINKS (kind url), files a channel with quarantine on could not check (kind file: too large, a skipped type)."}, []string{"kind"})
 	m.capRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "user_cap_refused_total",
 		Help: "Links and files not sent to a service because everyone who asked for them had sent VERDICTBOT_USER_LINKS_PER_HOUR within the hour, by service (reputation, sandbox)."}, []string{"service"})
+	m.quarFlips = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "quarantine_flip_removals_total",
+		Help: "Removals of messages a recheck flipped to their channel's quarantine level, by event (queued; held: waiting for an admin's Remove all; approved; refused: a Remove all pressed by a non-admin; retried: a passing failure, tried again; dropped: no longer at the level)."}, []string{"event"})
+	m.quarQueue = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "quarantine_queue",
+		Help: "Recheck removals waiting, by state (queued: for their paced turn; held: for an admin's Remove all in VERDICTBOT_ALERT_CHANNEL)."}, []string{"state"})
+	m.quarQueue.WithLabelValues("queued").Set(0)
+	m.quarQueue.WithLabelValues("held").Set(0)
 	m.rechecks = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "recheck_runs_total",
 		Help: "Recheck ticks, by result (ran; skipped: the previous run was still going; follower: another replica leads the recheck)."}, []string{"result"})
 	m.flips = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "recheck_flips_total",
@@ -95,7 +103,7 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 	m.recheckLast.SetToCurrentTime()
 	for _, c := range []prometheus.Collector{m.envelopes, m.dropped, m.ackLatency, m.scans, m.statusPolls, m.levels,
 		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.recheckTime,
-		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures, m.unchecked, m.capRefused} {
+		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures, m.unchecked, m.capRefused, m.quarFlips, m.quarQueue} {
 		f(c)
 	}
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
@@ -223,6 +231,18 @@ func (m *Metrics) Unchecked(kind string, n int) { m.unchecked.WithLabelValues(ki
 // UserCapRefused counts a link or file not sent because its requesters
 // were over VERDICTBOT_USER_LINKS_PER_HOUR (cards.UserCap.OnRefused).
 func (m *Metrics) UserCapRefused(service string) { m.capRefused.WithLabelValues(service).Inc() }
+
+// QuarantineFlip counts n events of the recheck removals' queue
+// (quarantine.Quarantine.OnFlip).
+func (m *Metrics) QuarantineFlip(event string, n int) {
+	m.quarFlips.WithLabelValues(event).Add(float64(n))
+}
+
+// QuarantineQueue sets the recheck removals waiting (quarantine.Quarantine.OnCounts).
+func (m *Metrics) QuarantineQueue(queued, held int) {
+	m.quarQueue.WithLabelValues("queued").Set(float64(queued))
+	m.quarQueue.WithLabelValues("held").Set(float64(held))
+}
 
 // RecheckRun is scan.Recheck.OnRun.
 func (m *Metrics) RecheckRun(st scan.RunStats) {

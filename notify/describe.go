@@ -412,6 +412,8 @@ func lineRows(m markup, l *card.Line, cp caps) []string {
 	case l.File != nil && l.File.Screenshots > 0:
 		rows = append(rows, strings.TrimSpace(m.emoji(":camera:")+" "+
 			plural(l.File.Screenshots, "screenshot", "screenshots")+" in this thread"))
+	case l.File != nil && l.File.ScreenshotsWithheld:
+		rows = append(rows, strings.TrimSpace(m.emoji(":camera:")+" Screenshots withheld: the message was quarantined"))
 	case l.File != nil && l.File.ScreenshotsFailed:
 		rows = append(rows, strings.TrimSpace(m.emoji(":camera:")+" Screenshots could not be fetched"))
 	}

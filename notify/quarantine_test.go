@@ -31,9 +31,31 @@ func TestTombstone(t *testing.T) {
 		{"released", card.Quarantine{State: card.QuarantineReleased, Level: verdict.Malicious, At: at, ReleasedBy: "U0ADMIN001", ReleasedAt: at.Add(time.Minute)},
 			[]string{"Released", "<@U0ADMIN001>", "posted again"}, false, "Released by @U0ADMIN001"},
 		{"files", card.Quarantine{State: card.QuarantineRemoved, Level: verdict.Malicious, At: at, Files: true},
-			[]string{"files of this message were removed", "sandbox keeps the sample"}, false, "cannot be released"},
+			[]string{"files of this message were deleted from Slack", "message itself stays", "sandbox keeps the sample"}, false, "cannot be released"},
+		{"files named", card.Quarantine{State: card.QuarantineRemoved, Level: verdict.Malicious, At: at, Files: true, Names: []string{"invoice.exe"}},
+			[]string{"The file `invoice.exe` of this message was deleted from Slack", "cannot be released"}, false, "invoice.exe"},
+		{"queued", card.Quarantine{State: card.QuarantineQueued, Level: verdict.Malicious, At: at, Problem: "Slack answered `ratelimited`; verdictbot tries again shortly."},
+			[]string{"queued for removal", "tries again"}, false, "queued for removal"},
+		{"held", card.Quarantine{State: card.QuarantineHeld, Level: verdict.Malicious, At: at, Problem: "25 messages carry the link; an admin's Remove all in the alert channel removes them."},
+			[]string{"waits for an admin's approval", "Remove all in the alert channel"}, false, "waits for an admin"},
 		{"failed", card.Quarantine{State: card.QuarantineFailed, Level: verdict.Malicious, At: at, Problem: "no admin token is set (SLACK_ADMIN_USER_TOKEN)."},
 			[]string{"Not quarantined", "could not be removed", "SLACK_ADMIN_USER_TOKEN"}, false, "Not quarantined"},
+	}
+	// A file card whose message was removed (VERDICTBOT_QUARANTINE_FILES=message):
+	// it says so, names the file, and can be released (its button carries
+	// the card's own key).
+	fileCard := card.Card{Channel: "C1", ThreadTS: "1.000001", SourceTS: "1.000001/files", CardTS: "1.000002", Final: true,
+		Lines: []card.Line{{Kind: card.KindFile, Target: "invoice.exe", Level: verdict.Malicious, TaskID: "9",
+			File: &card.FileInfo{ID: "F0BAD", Name: "invoice.exe", MalScore: 10}}}}
+	fileCard.Quarantine = &card.Quarantine{State: card.QuarantineRemoved, Level: verdict.Malicious, At: at, Names: []string{"invoice.exe"}}
+	blocks, _ := Blocks(&fileCard)
+	b, _ := json.Marshal(blocks)
+	js := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(b))
+	for _, w := range []string{"This message was removed by quarantine", "it shared `invoice.exe`, found malicious", "not deleted from Slack",
+		`"action_id":"quarantine_release"`, `"value":"1.000001/files"`} {
+		if !strings.Contains(js, w) {
+			t.Errorf("file card blocks lack %q:\n%s", w, js)
+		}
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

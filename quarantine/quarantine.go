@@ -12,6 +12,7 @@
 package quarantine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,16 @@ const (
 	Off        = "off"
 	Malicious  = "malicious"
 	Suspicious = "suspicious"
+)
+
+// What a file at the quarantine level removes (VERDICTBOT_QUARANTINE_FILES).
+const (
+	// FilesMessage removes the message that shared the file (chat.delete);
+	// the file stays in Slack, no longer shared there. The default.
+	FilesMessage = "message"
+	// FilesDelete deletes the file itself, workspace-wide (files.delete);
+	// the message stays.
+	FilesDelete = "delete"
 )
 
 // Levels lists the valid levels, for help and validation.
@@ -72,13 +83,16 @@ type AdminAPI interface {
 }
 
 // BotAPI is what the bot token is used for here (*slack.Client): reading
-// the message before it is removed, re-posting it on release, and looking
-// up the admin token's user.
+// the message before it is removed, re-posting it on release (with the
+// names of the users and groups it mentions), and looking up the admin
+// token's user.
 type BotAPI interface {
 	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
 	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
 	PostMessageContext(ctx context.Context, channel string, options ...slack.MsgOption) (string, string, error)
+	UpdateMessageContext(ctx context.Context, channel, timestamp string, options ...slack.MsgOption) (string, string, string, error)
 	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
+	GetUserGroupsContext(ctx context.Context, options ...slack.GetUserGroupsOption) ([]slack.UserGroup, error)
 }
 
 // Store keeps what was removed and each channel's level (store.State).
@@ -88,8 +102,9 @@ type Store interface {
 	ChannelQuarantine(channel string) (string, error)
 }
 
-// CardBook edits a card by the message it answers (*cards.Cards).
+// CardBook reads and edits a card by the message it answers (*cards.Cards).
 type CardBook interface {
+	Get(channel, sourceTS string) (*store.CardRecord, bool)
 	EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error
 }
 
@@ -114,6 +129,9 @@ type Quarantine struct {
 	Cards   CardBook
 	Poster  Poster
 	Default string // VERDICTBOT_QUARANTINE
+	// FilesMode is VERDICTBOT_QUARANTINE_FILES: FilesMessage ("" too) or
+	// FilesDelete.
+	FilesMode string
 	// IsAdmin decides who may release (commands.Access.IsAdmin).
 	IsAdmin func(user string) bool
 	// TeamID returns the workspace's team id (auth.test of the bot): a
@@ -134,6 +152,29 @@ type Quarantine struct {
 	OnAction     func(action string)
 	Log          *slog.Logger
 	Now          func() time.Time
+
+	// Queue keeps the removals recheck flips decide (flips.go; nil: a
+	// flip's cards are acted on at once, through Act).
+	Queue RemovalStore
+	// FlipMax is VERDICTBOT_QUARANTINE_FLIP_MAX: above it a flip's
+	// removals wait for an admin's Remove all in AlertChannel
+	// (VERDICTBOT_ALERT_CHANNEL, "" for none).
+	FlipMax      int
+	AlertChannel string
+	// DeletesPerMinute paces the queued removals (default
+	// DefaultDeletesPerMinute), shared by the replicas (ShareBudgets).
+	DeletesPerMinute float64
+	// OnFlip is told about the queue's events, with a count: "queued",
+	// "held" (a flip's removals), "approved", "refused" (a Remove all),
+	// "retried", "dropped" (a removal). OnCounts is told the queue's
+	// length now and then. Both may be nil.
+	OnFlip   func(event string, n int)
+	OnCounts func(queued, held int)
+	// ShowCard posts a card that was never posted (cards.Messages.Show):
+	// the card of a recheck removal whose announcement stopped before
+	// posting it. Nil: such a card stays unposted.
+	ShowCard func(ctx context.Context, c *card.Card)
+	flips    flips
 
 	mu      sync.Mutex
 	problem string // the admin token's problem found by Check
@@ -213,32 +254,56 @@ func (q *Quarantine) Problem() string {
 
 // Act is called with a card whose verdict is final, first or after a
 // recheck changed it: when its level reaches the channel's quarantine
-// level, the message (or, for a file card, its files) is removed, whoever
-// asked for the scan (RequestedBy plays no part: asking for a scan never
-// weakens the automatic one, and cards stored by earlier versions with
-// RequestedBy on a channel message are acted on too). A card answering
-// /scan (no message of its own), a card in a direct message with the bot
-// (what a person sent it to have checked), and one already removed or
-// released are left alone. The level "could not check" (links left out
+// level, the message is removed — or, for a file card with
+// VERDICTBOT_QUARANTINE_FILES=delete, the files found at that level are
+// deleted — whoever asked for the scan (RequestedBy plays no part: asking
+// for a scan never weakens the automatic one, and cards stored by earlier
+// versions with RequestedBy on a channel message are acted on too). A card
+// answering /scan (no message of its own), a card in a direct message with
+// the bot (what a person sent it to have checked), and one already removed
+// or released are left alone. The level "could not check" (links left out
 // past VERDICTBOT_MAX_LINKS, files too large) is below every quarantine
 // level: such a message stays, and its card says what was not checked.
 func (q *Quarantine) Act(ctx context.Context, c card.Card) {
-	if q == nil || !c.AnswersMessage() || isDirect(c.Channel) {
+	if q == nil {
 		return
+	}
+	q.act(ctx, c, false)
+}
+
+// outcome is what act did.
+type outcome int
+
+const (
+	outcomeNone    outcome = iota // nothing to do: below the level, released, removed before
+	outcomeRemoved                // removed now
+	outcomeFailed                 // could not be removed: the card says why
+	outcomeRetry                  // a passing failure (queued removals only): try again later
+)
+
+// act is Act. queued is set for a removal taken from the queue (a recheck
+// flip's, see Flips): a card that says "removed" whose message is still
+// there is one a stop interrupted between the claim and the deletion, and
+// is removed now; a passing failure leaves the card queued and returns
+// outcomeRetry (with Slack's code) instead of failing it.
+func (q *Quarantine) act(ctx context.Context, c card.Card, queued bool) (outcome, string) {
+	if !c.AnswersMessage() || isDirect(c.Channel) {
+		return outcomeNone, ""
 	}
 	threshold, on := Threshold(q.Level(c.Channel))
 	level := c.Level()
 	if !on || level < threshold {
-		return
+		return outcomeNone, ""
 	}
-	if s := c.Quarantine; s != nil && (s.State == card.QuarantineRemoved || s.State == card.QuarantineReleased) {
-		return
+	if s := c.Quarantine; s != nil && (s.State == card.QuarantineReleased || (s.State == card.QuarantineRemoved && !queued)) {
+		return outcomeNone, ""
 	}
-	ts, files := strings.CutSuffix(c.SourceTS, "/files")
+	ts, fileCard := strings.CutSuffix(c.SourceTS, "/files")
+	deleteFiles := fileCard && q.FilesMode == FilesDelete
 	start := q.now()
 	if q.Admin == nil {
 		q.fail(ctx, c, level, ReasonNoToken, "no admin token is set (SLACK_ADMIN_USER_TOKEN), so verdictbot cannot remove messages.")
-		return
+		return outcomeFailed, ""
 	}
 	var msg *slack.Message
 	err := q.retry(ctx, func(int) (err error) {
@@ -246,15 +311,18 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 		return err
 	})
 	if err != nil {
+		if _, ok := passing(err); queued && (ok || ctx.Err() != nil) {
+			return outcomeRetry, slackCode(err)
+		}
 		reason, problem := q.explain(err, "")
-		if reason == ReasonAlreadyDeleted && q.removedBefore(ctx, c, ts, level, files) {
-			return
+		if reason == ReasonAlreadyDeleted && q.removedBefore(ctx, c, ts, level) {
+			return outcomeNone, ""
 		}
 		q.fail(ctx, c, level, reason, problem)
-		return
+		return outcomeFailed, ""
 	}
 	rec := store.Quarantined{Channel: c.Channel, TS: ts, User: msg.User, Team: msg.Team, Text: msg.Text,
-		Level: level.Key(), Reason: reasonLine(c, threshold), RemovedAt: start}
+		Level: level.Key(), Reason: reasonLine(c, threshold), RemovedAt: start, Scope: store.ScopeMessage}
 	if msg.ThreadTimestamp != "" && msg.ThreadTimestamp != ts {
 		rec.ThreadTS = msg.ThreadTimestamp
 	}
@@ -264,13 +332,25 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 	if len(msg.Attachments) > 0 {
 		rec.Attachments, _ = json.Marshal(msg.Attachments)
 	}
-	if files {
-		rec.Files = filesToRemove(c, msg, threshold)
-		if len(rec.Files) == 0 {
-			if !q.removedBefore(ctx, c, ts, level, files) {
-				q.fail(ctx, c, level, ReasonAlreadyDeleted, "its files are no longer in the message.")
+	var names []string
+	if fileCard {
+		// Only what the verdict is about: the files whose line reached
+		// the level, by id. None of them in the message (it no longer
+		// shares them) removes nothing: never every file of a message.
+		found, all := filesFound(c, msg, threshold)
+		if len(found) == 0 {
+			if !q.removedBefore(ctx, c, ts, level) {
+				q.fail(ctx, c, level, ReasonAlreadyDeleted, fmt.Sprintf("the file found %s (%s) is no longer in this message, so nothing was removed.",
+					level, describeFiles(c, threshold)))
 			}
-			return
+			return outcomeFailed, ""
+		}
+		for _, f := range found {
+			names = append(names, f.Name)
+		}
+		rec.Files = all
+		if deleteFiles {
+			rec.Scope, rec.Files = store.ScopeFiles, found
 		}
 	}
 	// Claim: the card says "removed" before the deletion, so the
@@ -278,23 +358,30 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 	// deletion, and a second Act (a recheck, another replica) does nothing.
 	claimed := false
 	err = q.Cards.EditBySource(c.Channel, c.SourceTS, func(cc *card.Card) error {
-		if s := cc.Quarantine; s != nil && (s.State == card.QuarantineRemoved || s.State == card.QuarantineReleased) {
+		if s := cc.Quarantine; s != nil && (s.State == card.QuarantineReleased || (s.State == card.QuarantineRemoved && !queued)) {
 			return nil
 		}
 		claimed = true
-		cc.Quarantine = &card.Quarantine{State: card.QuarantineRemoved, Level: level, At: start, Files: files}
+		cc.Quarantine = &card.Quarantine{State: card.QuarantineRemoved, Level: level, At: start, Files: deleteFiles, Names: names}
 		return nil
 	})
 	if err != nil || !claimed {
 		if err != nil {
 			q.log().Warn("quarantine: could not mark the card", "channel", c.Channel, "ts", ts, "error", err)
 		}
-		return
+		if err != nil && queued {
+			return outcomeRetry, "store"
+		}
+		return outcomeNone, ""
 	}
 	if err := q.Store.PutQuarantined(rec); err != nil {
 		q.log().Error("quarantine: could not keep the original; the message is left in place", "channel", c.Channel, "ts", ts, "error", err)
+		if queued {
+			q.requeued(ctx, c, level, "the original could not be kept for release yet")
+			return outcomeRetry, "store"
+		}
 		q.fail(ctx, c, level, ReasonError, "the original could not be kept for release, so it was left in place.")
-		return
+		return outcomeFailed, ""
 	}
 	// A deletion retried after a passing failure may find its target gone:
 	// the failed try had deleted it (its answer was lost).
@@ -304,36 +391,63 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 		}
 		return err
 	}
-	if files {
+	// A queued removal's every deletion call, tries included, takes its
+	// turn in the pace (flips.go).
+	pace := func() error {
+		if !queued {
+			return nil
+		}
+		return q.flipState().lim.Wait(ctx)
+	}
+	if deleteFiles {
 		for _, f := range rec.Files {
-			if err = q.retry(ctx, func(attempt int) error { return gone(attempt, q.Admin.DeleteFileContext(ctx, f.ID)) }); err != nil {
+			if err = q.retry(ctx, func(attempt int) error {
+				if err := pace(); err != nil {
+					return err
+				}
+				return gone(attempt, q.Admin.DeleteFileContext(ctx, f.ID))
+			}); err != nil {
 				break
 			}
 		}
 	} else {
 		err = q.retry(ctx, func(attempt int) error {
+			if err := pace(); err != nil {
+				return err
+			}
 			_, _, err := q.Admin.DeleteMessageContext(ctx, c.Channel, ts)
 			return gone(attempt, err)
 		})
 	}
 	if err != nil {
+		if _, ok := passing(err); queued && (ok || ctx.Err() != nil) {
+			q.requeued(ctx, c, level, "Slack answered `"+slackCode(err)+"`")
+			return outcomeRetry, slackCode(err)
+		}
 		reason, problem := q.explain(err, rec.Team)
 		q.fail(ctx, c, level, reason, problem)
-		return
+		return outcomeFailed, ""
 	}
-	q.log().Info("quarantined", "channel", c.Channel, "ts", ts, "level", level.Key(), "files", len(rec.Files),
-		"took_ms", q.now().Sub(start).Milliseconds())
+	q.log().Info("quarantined", "channel", c.Channel, "ts", ts, "level", level.Key(), "scope", rec.Scope, "files", len(names),
+		"queued", queued, "took_ms", q.now().Sub(start).Milliseconds())
 	if q.OnAction != nil {
 		q.OnAction("removed")
 	}
 	snap := q.show(ctx, c.Channel, c.SourceTS, nil)
 	if rec.User != "" {
 		what := "Your message was removed"
-		if files {
-			what = "The files you shared were removed"
+		if deleteFiles {
+			what = "The file you shared was deleted"
+			if len(names) > 1 {
+				what = "The files you shared were deleted"
+			}
 		}
 		text := fmt.Sprintf("%s by verdictbot's quarantine: %s was found *%s*. The original is kept; a security admin can release it from the card in the thread if this is a mistake.",
 			what, describeTargets(c, threshold), level)
+		if deleteFiles {
+			text = fmt.Sprintf("%s by verdictbot's quarantine: %s was found *%s*. The sandbox keeps the sample for the security team; a deleted file cannot be released.",
+				what, describeTargets(c, threshold), level)
+		}
 		if err := q.Poster.Ephemeral(ctx, c.Channel, rec.User, text); err != nil {
 			q.log().Warn("quarantine: could not tell the author", "channel", c.Channel, "error", err)
 		}
@@ -341,25 +455,53 @@ func (q *Quarantine) Act(ctx context.Context, c card.Card) {
 	if q.OnQuarantine != nil {
 		q.OnQuarantine(ctx, rec, snap)
 	}
+	return outcomeRemoved, ""
+}
+
+// requeued puts a card claimed for a queued removal back to "queued",
+// saying why the removal waits (a passing failure: it is tried again).
+func (q *Quarantine) requeued(ctx context.Context, c card.Card, level verdict.Level, why string) {
+	at := q.now()
+	q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
+		if cc.Quarantine != nil && cc.Quarantine.State == card.QuarantineReleased {
+			return
+		}
+		cc.Quarantine = &card.Quarantine{State: card.QuarantineQueued, Level: level, At: at,
+			Problem: why + "; verdictbot tries again shortly."}
+	})
 }
 
 // removedBefore handles a message (or files) found gone that quarantine
 // itself removed: the process stopped after the deletion and before its
 // job was done, and the job ran again after the restart on a card begun
-// afresh. The original kept for release says so; the card is made the
-// tombstone again (or shows the release), instead of saying a person
-// deleted it. It returns false when nothing was kept (someone else
-// deleted it).
-func (q *Quarantine) removedBefore(ctx context.Context, c card.Card, ts string, level verdict.Level, files bool) bool {
+// afresh (or the message's other card removed it). The original kept for
+// release says so; the card is made the tombstone again (or shows the
+// release), instead of saying a person deleted it. It returns false when
+// nothing was kept (someone else deleted it).
+func (q *Quarantine) removedBefore(ctx context.Context, c card.Card, ts string, level verdict.Level) bool {
 	rec, err := q.Store.Quarantined(c.Channel, ts)
-	if err != nil || (files && len(rec.Files) == 0) {
+	if err != nil {
 		return false
+	}
+	_, fileCard := strings.CutSuffix(c.SourceTS, "/files")
+	deleted := rec.FilesDeleted()
+	if deleted && !fileCard {
+		return false // its files were deleted; the message itself was not
+	}
+	var names []string
+	for _, f := range rec.Files {
+		if f.Found || deleted {
+			names = append(names, f.Name)
+		}
+	}
+	if !fileCard {
+		names = nil
 	}
 	snap := q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
 		if cc.Quarantine != nil && (cc.Quarantine.State == card.QuarantineRemoved || cc.Quarantine.State == card.QuarantineReleased) {
 			return
 		}
-		st := &card.Quarantine{State: card.QuarantineRemoved, Level: level, At: rec.RemovedAt, Files: files}
+		st := &card.Quarantine{State: card.QuarantineRemoved, Level: level, At: rec.RemovedAt, Files: deleted, Names: names}
 		if rec.Released() {
 			st.State, st.ReleasedBy, st.ReleasedAt = card.QuarantineReleased, rec.ReleasedBy, rec.ReleasedAt
 		}
@@ -411,7 +553,7 @@ func (q *Quarantine) fail(ctx context.Context, c card.Card, level verdict.Level,
 	at := q.now()
 	q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
 		cc.Quarantine = &card.Quarantine{State: card.QuarantineFailed, Level: level, At: at, Problem: problem,
-			Files: strings.HasSuffix(c.SourceTS, "/files")}
+			Files: strings.HasSuffix(c.SourceTS, "/files") && q.FilesMode == FilesDelete}
 	})
 }
 
@@ -537,30 +679,54 @@ func (q *Quarantine) fetch(ctx context.Context, channel, ts, thread string) (*sl
 	return nil, errNotFound
 }
 
-// filesToRemove are the message's files whose card line reached the
-// threshold (all of them when no line names one).
-func filesToRemove(c card.Card, msg *slack.Message, threshold verdict.Level) []store.QuarantinedFile {
-	bad := map[string]bool{}
+// filesFound returns the message's files whose card line reached the
+// threshold (found), matched by Slack's file id — by exact name only for a
+// line stored before ids were kept, and then only a name that one file of
+// the message has — and all the message's files (Found marking those).
+// found is empty when none of the lines' files is in the message: the
+// caller then removes nothing.
+func filesFound(c card.Card, msg *slack.Message, threshold verdict.Level) (found, all []store.QuarantinedFile) {
+	ids, names := map[string]bool{}, map[string]bool{}
 	for _, l := range c.Lines {
-		if l.Level >= threshold {
-			bad[l.Target] = true
-			if l.File != nil {
-				bad[l.File.Name] = true
-			}
+		if l.Kind != card.KindFile || l.Level < threshold || l.File == nil {
+			continue
+		}
+		if l.File.ID != "" {
+			ids[l.File.ID] = true
+		} else {
+			names[l.File.Name] = true
 		}
 	}
-	var out, all []store.QuarantinedFile
+	byName := map[string]int{}
 	for _, f := range msg.Files {
-		qf := store.QuarantinedFile{ID: f.ID, Name: f.Name}
-		all = append(all, qf)
-		if bad[f.Name] || bad[f.Title] {
-			out = append(out, qf)
+		if f.Mode != "tombstone" {
+			byName[f.Name]++
 		}
 	}
-	if len(out) == 0 {
-		return all
+	for _, f := range msg.Files {
+		if f.Mode == "tombstone" {
+			continue // deleted: gone from the message
+		}
+		qf := store.QuarantinedFile{ID: f.ID, Name: cmp.Or(f.Name, f.Title)}
+		if ids[f.ID] || (names[f.Name] && byName[f.Name] == 1) {
+			qf.Found = true
+			found = append(found, qf)
+		}
+		all = append(all, qf)
 	}
-	return out
+	return found, all
+}
+
+// describeFiles names the card's files at or above the threshold,
+// defanged, for a card line.
+func describeFiles(c card.Card, threshold verdict.Level) string {
+	var names []string
+	for _, l := range c.Lines {
+		if l.Kind == card.KindFile && l.Level >= threshold {
+			names = append(names, "`"+strings.ReplaceAll(links.DefangTruncate(l.Target, 80), "`", "'")+"`")
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // reasonLine says why, for the record: each target at or above the

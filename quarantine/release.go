@@ -2,9 +2,10 @@ package quarantine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -15,16 +16,16 @@ import (
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
-// HandleInteraction handles the tombstone's Release button and ignores
-// the rest (it reports whether it handled something). It has been acked
-// already.
+// HandleInteraction handles the tombstone's Release button and a flip
+// request's Remove all, and ignores the rest (it reports whether it
+// handled something). It has been acked already.
 func (q *Quarantine) HandleInteraction(ctx context.Context, cb *slack.InteractionCallback) bool {
 	if q == nil || cb.Type != slack.InteractionTypeBlockActions {
 		return false
 	}
 	handled := false
 	for _, a := range cb.ActionCallback.BlockActions {
-		if a.ActionID != notify.ActionQuarantineRelease {
+		if a.ActionID != notify.ActionQuarantineRelease && a.ActionID != ActionQuarantineRemoveAll {
 			continue
 		}
 		handled = true
@@ -32,7 +33,12 @@ func (q *Quarantine) HandleInteraction(ctx context.Context, cb *slack.Interactio
 		if channel == "" {
 			channel = cb.Container.ChannelID
 		}
-		text := q.Release(ctx, channel, a.Value, cb.User.ID)
+		var text string
+		if a.ActionID == ActionQuarantineRemoveAll {
+			text = q.removeAll(ctx, channel, a.Value, cb.User.ID)
+		} else {
+			text = q.Release(ctx, channel, a.Value, cb.User.ID)
+		}
 		if err := q.Poster.Ephemeral(ctx, channel, cb.User.ID, text); err != nil {
 			q.log().Warn("quarantine: could not answer a release click", "error", err)
 		}
@@ -51,7 +57,9 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 	if q.IsAdmin == nil || !q.IsAdmin(user) {
 		return "Only admins can release a quarantined message."
 	}
-	rec, err := q.Store.Quarantined(channel, sourceTS)
+	// A file card's source key is "<ts>/files"; the message is at ts.
+	ts, _ := strings.CutSuffix(sourceTS, "/files")
+	rec, err := q.Store.Quarantined(channel, ts)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "This message is no longer kept (its retention ended), so it cannot be released."
@@ -60,8 +68,8 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 		return "Something went wrong on our side; the message was not released."
 	case rec.Released():
 		return fmt.Sprintf("<@%s> already released this message.", rec.ReleasedBy)
-	case len(rec.Files) > 0:
-		return "Removed files cannot be released; the sandbox keeps the sample."
+	case rec.FilesDeleted():
+		return "Deleted files cannot be released; the sandbox keeps the sample."
 	}
 	at := q.now()
 	// Claim the release on the card, so two clicks post once.
@@ -75,7 +83,7 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 	if err != nil {
 		return "This message is not in quarantine (released already, or never removed)."
 	}
-	ts, err := q.repost(ctx, rec, user)
+	posted, err := q.repost(ctx, rec, user)
 	if err != nil {
 		q.log().Warn("quarantine: release post failed", "channel", channel, "error", slackCode(err))
 		q.show(ctx, channel, sourceTS, func(c *card.Card) {
@@ -85,11 +93,11 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 		})
 		return fmt.Sprintf("Slack did not take the re-post (%s); the message stays in quarantine.", notify.Code(slackCode(err), 60))
 	}
-	rec.ReleasedBy, rec.ReleasedAt, rec.ReleasedTS = user, at, ts
+	rec.ReleasedBy, rec.ReleasedAt, rec.ReleasedTS = user, at, posted
 	if err := q.Store.PutQuarantined(rec); err != nil {
 		q.log().Warn("quarantine: could not record the release", "error", err)
 	}
-	q.log().Info("quarantine: released", "channel", channel, "ts", rec.TS, "by", user, "posted_ts", ts)
+	q.log().Info("quarantine: released", "channel", channel, "ts", rec.TS, "by", user, "posted_ts", posted)
 	if q.OnAction != nil {
 		q.OnAction("released")
 	}
@@ -99,11 +107,25 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 		c.Notes = append(c.Notes, fmt.Sprintf("Released from quarantine %s by admin %s; the original was posted again.",
 			at.UTC().Format("2006-01-02 15:04 UTC"), user))
 	})
+	// The message's other card (its links', or its files') shows the
+	// release too.
+	other := ts + "/files"
+	if sourceTS != ts {
+		other = ts
+	}
+	q.show(ctx, channel, other, func(c *card.Card) {
+		if c.Quarantine != nil && c.Quarantine.State == card.QuarantineRemoved && !c.Quarantine.Files {
+			c.Quarantine.State, c.Quarantine.ReleasedBy, c.Quarantine.ReleasedAt = card.QuarantineReleased, user, at
+		}
+	})
 	reported := q.reportFalsePositive(ctx, snap, user, rec)
 	if q.OnRelease != nil {
 		q.OnRelease(ctx, rec, snap)
 	}
 	answer := "Released: the original message was posted again in its place."
+	if len(rec.Files) > 0 {
+		answer = "Released: the original message's text was posted again in its place; its files were not (the bot cannot share them again: their author can)."
+	}
 	if reported != "" {
 		answer += " " + reported
 	}
@@ -111,30 +133,74 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 }
 
 // repost posts the original as the bot, in its thread when it was a reply,
-// with unfurls off.
+// with unfurls off and without a single mention (see quiet.go): the
+// header names the admin and the author, the text, blocks and attachments
+// show every mention as plain text.
 func (q *Quarantine) repost(ctx context.Context, rec store.Quarantined, admin string) (string, error) {
-	head := fmt.Sprintf(":unlock: Released from quarantine by <@%s>: a message from <@%s>, removed %s.", admin, rec.User,
+	qt := newQuieter(ctx, q.Bot)
+	author := "someone"
+	if rec.User != "" {
+		author = qt.user(rec.User, "")
+	}
+	head := fmt.Sprintf(":unlock: Released from quarantine by %s: a message from %s, removed %s.", qt.user(admin, ""), author,
 		rec.RemovedAt.UTC().Format("2006-01-02 15:04 UTC"))
-	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
+	text := head
+	if body := qt.text(rec.Text); body != "" {
+		text += "\n" + body
+	}
+	if note := notRepostedFiles(rec); note != "" {
+		text += "\n" + note
+	}
+	opts := []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl(),
+		slack.MsgOptionParse(false), slack.MsgOptionLinkNames(false), slack.MsgOptionText(text, false)}
 	if rec.ThreadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(rec.ThreadTS))
 	}
-	var blocks slack.Blocks
-	if len(rec.Blocks) > 0 && json.Unmarshal(rec.Blocks, &blocks) == nil && len(blocks.BlockSet) > 0 {
-		set := append([]slack.Block{slack.NewContextBlock("released", slack.NewTextBlockObject(slack.MarkdownType, head, false, false))},
-			blocks.BlockSet...)
-		_, ts, err := q.Bot.PostMessageContext(ctx, rec.Channel, append(opts, slack.MsgOptionText(head+"\n"+rec.Text, false),
-			slack.MsgOptionBlocks(set...))...)
+	var full []slack.MsgOption
+	if atts := qt.attachments(rec.Attachments); len(atts) > 0 {
+		full = append(full, slack.MsgOptionAttachments(atts...))
+	}
+	if blocks := qt.blocks(rec.Blocks); len(blocks) > 0 {
+		set := []slack.Block{slack.NewContextBlock("released", slack.NewTextBlockObject(slack.MarkdownType, head, false, true))}
+		for _, b := range blocks {
+			set = append(set, rawBlock(b))
+		}
+		if note := notRepostedFiles(rec); note != "" {
+			set = append(set, slack.NewContextBlock("not-reposted", slack.NewTextBlockObject(slack.MarkdownType, note, false, true)))
+		}
+		full = append(full, slack.MsgOptionBlocks(set...))
+	}
+	if len(full) > 0 {
+		_, ts, err := q.Bot.PostMessageContext(ctx, rec.Channel, append(slices.Clip(opts), full...)...)
 		if err == nil {
 			return ts, nil
 		}
-		if slackCode(err) != "invalid_blocks" {
+		if code := slackCode(err); code != "invalid_blocks" && code != "invalid_attachments" {
 			return "", err
 		}
-		// Blocks Slack will not take back as they were: the text then.
+		// Blocks or attachments Slack will not take back as they were:
+		// the text then.
 	}
-	_, ts, err := q.Bot.PostMessageContext(ctx, rec.Channel, append(opts, slack.MsgOptionText(head+"\n"+rec.Text, false))...)
+	_, ts, err := q.Bot.PostMessageContext(ctx, rec.Channel, opts...)
 	return ts, err
+}
+
+// notRepostedFiles says which files of a released message are not posted
+// again ("" for none): a bot cannot share a member's file, so a message
+// removed for a file it shared comes back as its text and this line.
+func notRepostedFiles(rec store.Quarantined) string {
+	if rec.FilesDeleted() || len(rec.Files) == 0 {
+		return ""
+	}
+	var names []string
+	for _, f := range rec.Files {
+		names = append(names, "`"+strings.ReplaceAll(plainName(f.Name), "`", "'")+"`")
+	}
+	what := "the file"
+	if len(names) > 1 {
+		what = "the files"
+	}
+	return fmt.Sprintf("_Not posted again: %s %s (the bot cannot share a file again; its author can)._", what, strings.Join(names, ", "))
 }
 
 // reportFalsePositive reports, once per task, the lines whose verdict

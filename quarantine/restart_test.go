@@ -32,6 +32,15 @@ func (b *oneCard) EditBySource(channel, sourceTS string, fn func(c *card.Card) e
 	return fn(&b.c)
 }
 
+func (b *oneCard) Get(channel, sourceTS string) (*store.CardRecord, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if channel != b.c.Channel || sourceTS != b.c.SourceTS {
+		return nil, false
+	}
+	return &store.CardRecord{Card: b.c.Clone()}, true
+}
+
 func (b *oneCard) get() card.Card {
 	b.mu.Lock()
 	defer b.mu.Unlock()

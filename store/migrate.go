@@ -79,8 +79,10 @@ func (r v1CardRecord) v2() CardRecord {
 			Service: l.Service, TaskID: l.TaskID, Status: l.Status, Problem: l.Problem, Detail: l.Detail,
 			QueryNotSent: l.QueryNotSent, Cached: l.Cached, CheckedAt: l.CheckedAt, Actions: l.Actions}
 		if l.File != nil {
-			f := card.FileInfo(*l.File)
-			nl.File = &f
+			f := l.File
+			nl.File = &card.FileInfo{Name: f.Name, Type: f.Type, Size: f.Size, MD5: f.MD5, SHA1: f.SHA1, SHA256: f.SHA256,
+				MalScore: f.MalScore, Family: f.Family, AddedOn: f.AddedOn, StartedOn: f.StartedOn, DoneOn: f.DoneOn,
+				Screenshots: f.Screenshots, ScreenshotsFailed: f.ScreenshotsFailed}
 		}
 		if l.Reports != nil {
 			nl.Reports = make([]card.Report, len(l.Reports))

@@ -102,7 +102,7 @@ func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
 	// Schema 3: no history bucket (history lives in the target records),
 	// one id per target and the id sequence in meta.
 	want := map[string]int{"allow": 2, "analyses": 3, "card_ts": 2, "cards": 3, "channel_files": 1, "channel_quarantine": 0, "channels": 2, "due": 1,
-		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "quarantined": 0, "quarantined_times": 0, "reports": 2, "targets": 2, "tasks": 5}
+		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "targets": 2, "tasks": 5}
 	if got := db.Counts(); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts after migration:\n got %v\nwant %v", got, want)
 	}
@@ -263,10 +263,11 @@ func TestCardRoundTrip(t *testing.T) {
 	want.RequestedBy = "U7"
 	want.Lines[0].Status, want.Lines[0].Problem = "reporting", "p"
 	f := *want.Lines[1].File
+	f.ID, f.ScreenshotsWithheld = "F0123", true
 	want.Lines[0].File = &f
 	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	want.Quarantine = &card.Quarantine{State: card.QuarantineReleased, Level: verdict.Malicious, At: at, Files: true,
-		Problem: "p", ReleasedBy: "U9", ReleasedAt: at.Add(time.Minute)}
+		Names: []string{"invoice.zip"}, Problem: "p", ReleasedBy: "U9", ReleasedAt: at.Add(time.Minute)}
 	if err := db.PutCard(&CardRecord{Card: want, Mode: "verbose", Gen: 3}); err != nil {
 		t.Fatal(err)
 	}

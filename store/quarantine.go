@@ -21,7 +21,15 @@ type Quarantined struct {
 	// Blocks and Attachments are the message's, as Slack's JSON.
 	Blocks      json.RawMessage `json:"blocks,omitempty"`
 	Attachments json.RawMessage `json:"attachments,omitempty"`
-	// Files names the files removed (a file card's quarantine).
+	// Scope is what was removed: ScopeMessage, the message (with the
+	// files it shared, which stay in Slack), or ScopeFiles, the files
+	// Found in Files, deleted workspace-wide (the message stays). ""
+	// (records written before it existed): ScopeFiles when Files is set,
+	// else ScopeMessage (see FilesDeleted).
+	Scope string `json:"scope,omitempty"`
+	// Files are the message's files: for ScopeFiles the ones deleted;
+	// for ScopeMessage all it shared (not posted again on release), Found
+	// marking those whose verdict removed it.
 	Files []QuarantinedFile `json:"files,omitempty"`
 	// Level is the verdict level that removed it ("malicious", …);
 	// Reason says why in a line (targets, scores).
@@ -35,14 +43,28 @@ type Quarantined struct {
 	ReleasedTS string    `json:"released_ts,omitempty"`
 }
 
-// QuarantinedFile is one file quarantine removed.
+// What a removal removed (Quarantined.Scope).
+const (
+	ScopeMessage = "message"
+	ScopeFiles   = "files"
+)
+
+// QuarantinedFile is one file of a removed message (or one file deleted).
 type QuarantinedFile struct {
 	ID   string `json:"id"`
 	Name string `json:"name,omitempty"`
+	// Found: its verdict reached the quarantine level.
+	Found bool `json:"found,omitempty"`
 }
 
 // Released reports whether an admin released the message.
 func (q Quarantined) Released() bool { return q.ReleasedBy != "" }
+
+// FilesDeleted reports whether files were deleted (workspace-wide) rather
+// than the message removed.
+func (q Quarantined) FilesDeleted() bool {
+	return q.Scope == ScopeFiles || (q.Scope == "" && len(q.Files) > 0)
+}
 
 const (
 	bQuarantined      = "quarantined"       // channel/ts → Quarantined (JSON)
@@ -95,10 +117,15 @@ func (db *DB) Quarantined(channel, ts string) (Quarantined, error) {
 }
 
 // PruneQuarantined removes the messages removed before cutoff
-// (VERDICTBOT_QUARANTINE_RETENTION): they can no longer be released.
+// (VERDICTBOT_QUARANTINE_RETENTION): they can no longer be released. The
+// recheck removals that waited that long for an admin's Remove all go too.
 func (db *DB) PruneQuarantined(cutoff time.Time) (int, error) {
 	n := 0
 	err := db.update(func(t txn) error {
+		n = 0
+		if _, err := pruneRemovalBatches(t, cutoff); err != nil {
+			return err
+		}
 		var gone []string
 		end := cutoff.UTC().Format("2006-01-02T15:04:05.000000000Z")
 		t.scan(bQuarantinedTimes, "", end, func(k string, _ []byte) bool {

@@ -75,6 +75,19 @@ type State interface {
 	ChannelQuarantine(channel string) (string, error)
 	SetChannelQuarantine(channel, level string) error
 
+	// Removals a recheck flip decided, paced, claimed one at a time, and
+	// the batches that wait for an admin's Remove all (removals.go).
+	UpdateCardQueue(ref CardRef, fn func(rec *CardRecord) (*Removal, error)) (*CardRecord, error)
+	QueueRemovals(rs []Removal) error
+	ClaimRemoval(now time.Time) (Removal, bool, error)
+	FinishRemoval(ref CardRef) error
+	RetryRemoval(ref CardRef, next time.Time, failed bool) error
+	PutRemovalBatch(b RemovalBatch) error
+	RemovalBatch(id string) (RemovalBatch, error)
+	SetBatchAlert(id, channel, ts string) error
+	ApproveBatch(id, by string, at time.Time) (b RemovalBatch, released int, first bool, err error)
+	RemovalCounts() (queued, held int, err error)
+
 	// Prune removes what is older than cutoff (VERDICTBOT_RETENTION), in
 	// short batches, and keeps what is still in use (retention.go: DB.Prune
 	// gives the rules, which both backends follow).

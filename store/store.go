@@ -49,6 +49,9 @@ type DB struct {
 	gate writeGate
 	// allow holds TakeAllowance's counts (allowance.go).
 	allow allowances
+	// proc identifies this process's claims (ClaimRemoval): the file is
+	// opened by one process at a time, so another's were a stopped one's.
+	proc string
 }
 
 // Options tune Open.
@@ -77,7 +80,7 @@ func Open(dir string, opt Options) (*DB, error) {
 	if opt.WriteFault != nil {
 		wrapped = faultBackend{be, opt.WriteFault}
 	}
-	db := &DB{be: wrapped, now: opt.Now}
+	db := &DB{be: wrapped, now: opt.Now, proc: NewBatchID()}
 	if err := db.init(path); err != nil {
 		be.close()
 		return nil, err
@@ -88,7 +91,7 @@ func Open(dir string, opt Options) (*DB, error) {
 // Memory returns an empty store held in memory. For unit tests only: it
 // keeps nothing across a restart.
 func Memory(opt Options) *DB {
-	db := &DB{be: newMemBackend(), now: opt.Now}
+	db := &DB{be: newMemBackend(), now: opt.Now, proc: NewBatchID()}
 	if err := db.init(""); err != nil {
 		panic(err)
 	}

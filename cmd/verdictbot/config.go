@@ -144,7 +144,13 @@ type Config struct {
 
 	Quarantine          string        `envconfig:"VERDICTBOT_QUARANTINE"`
 	QuarantineRetention time.Duration `envconfig:"VERDICTBOT_QUARANTINE_RETENTION"`
-	Lease               time.Duration `envconfig:"VERDICTBOT_LEASE"`
+	// QuarantineFiles is what a malicious file removes: the message that
+	// shared it ("message") or the file itself, workspace-wide ("delete").
+	QuarantineFiles string `envconfig:"VERDICTBOT_QUARANTINE_FILES"`
+	// QuarantineFlipMax is how many messages one recheck flip may remove
+	// before the removals wait for an admin's Remove all.
+	QuarantineFlipMax int           `envconfig:"VERDICTBOT_QUARANTINE_FLIP_MAX"`
+	Lease             time.Duration `envconfig:"VERDICTBOT_LEASE"`
 
 	Workers   int `envconfig:"VERDICTBOT_WORKERS"`
 	QueueSize int `envconfig:"VERDICTBOT_QUEUE_SIZE"`
@@ -222,6 +228,8 @@ func defaultConfig() *Config {
 
 		Quarantine:          "off",
 		QuarantineRetention: 720 * time.Hour,
+		QuarantineFiles:     "message",
+		QuarantineFlipMax:   20,
 		Lease:               30 * time.Second,
 
 		Workers:   8,
@@ -417,6 +425,7 @@ func (c *Config) trim() {
 	c.SandboxURL = strings.TrimSpace(c.SandboxURL)
 	c.ChannelMode = strings.ToLower(strings.TrimSpace(c.ChannelMode))
 	c.Quarantine = strings.ToLower(strings.TrimSpace(c.Quarantine))
+	c.QuarantineFiles = strings.ToLower(strings.TrimSpace(c.QuarantineFiles))
 	c.Reporters = strings.ToLower(strings.TrimSpace(c.Reporters))
 	c.URLQuery = strings.ToLower(strings.TrimSpace(c.URLQuery))
 	for _, l := range []*[]string{&c.Admins, &c.AllowDomains, &c.InternalDomains, &c.ServicePlainHTTPHosts} {
@@ -521,6 +530,10 @@ var configRules = []configRule{
 		"off", "malicious", "suspicious"),
 	atLeast("VERDICTBOT_QUARANTINE_RETENTION", func(c *Config) time.Duration { return c.QuarantineRetention }, time.Hour,
 		"want at least 1h (how long a removed message is kept for release; default 720h)"),
+	oneOf("VERDICTBOT_QUARANTINE_FILES", func(c *Config) string { return c.QuarantineFiles },
+		"message or delete (a malicious file removes the message that shared it, or deletes the file workspace-wide)", "message", "delete"),
+	between("VERDICTBOT_QUARANTINE_FLIP_MAX", func(c *Config) int { return c.QuarantineFlipMax }, 0, 10_000,
+		"want 0 to 10000 (messages one recheck may remove before an admin's Remove all; 0: every such removal waits)"),
 	{"SLACK_ADMIN_USER_TOKEN", false, func(c *Config) error {
 		if c.SlackAdminUserToken != "" && !strings.HasPrefix(string(c.SlackAdminUserToken), "xoxp-") {
 			return errors.New("SLACK_ADMIN_USER_TOKEN must start with xoxp- (a workspace admin's user token; quarantine only)")

@@ -34,7 +34,8 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if cfg.SlackAPIURL != "https://slack.com/api/" || cfg.ChannelMode != "quiet" || cfg.MaxLinks != 50 ||
 		cfg.VerdictTTL != time.Hour || cfg.DataDir != "./data" || cfg.Reporters != "anyone" ||
-		!cfg.ResolveHosts || cfg.URLQuery != "keep" || !cfg.ScanFiles || cfg.ScreenshotTimeout != 2*time.Minute {
+		!cfg.ResolveHosts || cfg.URLQuery != "keep" || !cfg.ScanFiles || cfg.ScreenshotTimeout != 2*time.Minute ||
+		cfg.QuarantineFiles != "message" || cfg.QuarantineFlipMax != 20 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	if b := cfg.thresholds["advertising"]; b.Suspicious != 0.8 || b.Malicious <= 1 {
@@ -68,6 +69,9 @@ func TestConfigErrorsAreOneClearLine(t *testing.T) {
 		{map[string]string{"VERDICTBOT_SCAN_FILES": "yes please"}, `VERDICTBOT_SCAN_FILES="yes please": not a valid boolean (true or false)`},
 		{map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": "500ms"}, "VERDICTBOT_SCREENSHOT_TIMEOUT=500ms: want 1s to 30m"},
 		{map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": "2h"}, "VERDICTBOT_SCREENSHOT_TIMEOUT=2h0m0s: want 1s to 30m"},
+		{map[string]string{"VERDICTBOT_QUARANTINE_FILES": "files"}, `VERDICTBOT_QUARANTINE_FILES="files": want message or delete (a malicious file removes the message that shared it, or deletes the file workspace-wide)`},
+		{map[string]string{"VERDICTBOT_QUARANTINE_FLIP_MAX": "-1"}, "VERDICTBOT_QUARANTINE_FLIP_MAX=-1: want 0 to 10000 (messages one recheck may remove before an admin's Remove all; 0: every such removal waits)"},
+		{map[string]string{"VERDICTBOT_QUARANTINE_FLIP_MAX": "many"}, `VERDICTBOT_QUARANTINE_FLIP_MAX="many": not a valid whole number`},
 		{map[string]string{"VERDICTBOT_RETENTION": "24h"}, "VERDICTBOT_RETENTION=24h0m0s: want at least 48h (event ids are kept 48 h for Slack's retries; the default 2160h is 90 days)"},
 	}
 	for _, tc := range cases {
@@ -202,7 +206,7 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		AlertChannel: "#alerts", Workers: 0, QueueSize: 0, ReputationRunRate: 0, MaxConcurrent: -1, UserLinksPerHour: -1, ServiceCAFile: "/nonexistent/ca.pem",
 		HTTPAddr: "8080", LogLevel: "loud", LogFormat: "xml", DatabaseURL: "mysql://u:p@h/db",
 		ThresholdPhishing: "x", ThresholdAdvertising: "x", ThresholdMalicious: "x", ThresholdIllegal: "x",
-		Quarantine: "always", SlackAdminUserToken: "xoxb-not-a-user-token",
+		Quarantine: "always", SlackAdminUserToken: "xoxb-not-a-user-token", QuarantineFiles: "files", QuarantineFlipMax: -1,
 		EventsURL: "http://siem.example.com/hook", EventsFile: "/nonexistent/dir/events.jsonl", EventsMaxQueued: 0,
 		ServicePlainHTTPHosts: []string{"http://sim:8099"},
 	}

@@ -145,12 +145,21 @@ func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
 // TestQuarantineReleaseByAnAdminOnly: an ordinary user's click on Release
 // is refused and changes nothing; an admin's re-posts the original in its
 // place as the bot (whose, who released it, unfurls off), the card says so,
-// and one false positive reaches the service.
+// and one false positive reaches the service. The message pings everyone
+// it can (every mention form, in its text and in the rich_text block the
+// client made of it): the re-post, its header included, pings nobody and
+// shows names instead.
 func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
 	h := startQuarantine(t, map[string]string{"VERDICTBOT_EVENTS_FILE": eventsFile}, adminUser)
+	h.slack.AddUser(slackfake.User{ID: "U0BOB", Name: "bob", DisplayName: "Bob B"})
+	h.slack.AddUserGroup("S0SECTEAM", "secteam", alice)
 	const url = "https://login.phish.test/account"
-	d := h.post("please log in here <" + url + "> before friday")
+	d := h.post("<!channel> <!here|here> <!everyone> <!subteam^S0SECTEAM> <!subteam^S0SECTEAM|@secteam> <@U0BOB> <@U0BOB|bob> &lt;!channel&gt; <!\u200beveryone> " +
+		"please log in here <" + url + "> before friday")
+	if m, _ := h.slack.Message(secChannel, d.TS); len(m.Mentions()) < 5 {
+		t.Fatalf("the original does not ping as intended: %v", m.Mentions())
+	}
 	h.waitDeleted(d.TS)
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionQuarantineRelease) })
 	removed := renderChannel(h)
@@ -197,9 +206,17 @@ func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no re-post: %v\n%s", err, renderChannel(h))
 	}
-	for _, want := range []string{"<@" + adminUser + ">", "<@" + alice + ">", "please log in here"} {
+	if got := repost.Mentions(); len(got) > 0 {
+		t.Errorf("the re-post pings %v:\ntext %s\nblocks %s", got, repost.Text, blocksText(repost.Blocks))
+	}
+	for _, want := range []string{"by @secadmin", "from @alice", "@channel @here @everyone @secteam @secteam @Bob B @Bob B @channel @everyone please log in here"} {
 		if !strings.Contains(repost.Text, want) {
 			t.Errorf("the re-post lacks %q: %q", want, repost.Text)
+		}
+	}
+	for _, want := range []string{"@secadmin", "@Bob B", "@secteam", "@channel"} {
+		if !strings.Contains(blocksText(repost.Blocks), want) {
+			t.Errorf("the re-post's blocks lack %q: %s", want, blocksText(repost.Blocks))
 		}
 	}
 	if !strings.Contains(blocksText(repost.Blocks), url) {
@@ -489,40 +506,80 @@ func blockTexts(raw json.RawMessage) []string {
 	return out
 }
 
-// TestQuarantineRemovesAMaliciousFile: a file found malicious is removed
-// with files.delete (the admin token); the tombstone says the sandbox keeps
-// the sample and offers no release; the message's text stays.
+// TestQuarantineRemovesAMaliciousFile: by default a file found malicious
+// removes the message that shared it (chat.delete, the admin token); no
+// file is deleted workspace-wide; the tombstone says the message was
+// removed for the file, names it, and offers the release, which re-posts
+// the text and says the file is not posted again.
 func TestQuarantineRemovesAMaliciousFile(t *testing.T) {
-	seed := func(f *slackfake.Server) {
-		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
-	}
-	h := startBotSeeded(t, map[string]string{
-		"SANDBOX_API_KEY":         e2eKey,
-		"VERDICTBOT_CHANNEL_MODE": "quiet",
-		"VERDICTBOT_QUARANTINE":   "malicious",
-		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
-	}, sim.Config{Profile: quickSandbox}, true, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
-	f, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar)}, "please pay this")
+	h := startFileQuarantine(t, nil)
+	_, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar)}, "please pay this")
 	ts := ds[0].TS
+	h.waitDeleted(ts)
 	card := h.waitCardIn(secChannel, ts, func(b string) bool {
-		return strings.Contains(b, "files of this message were removed") && strings.Contains(b, "sandbox keeps the sample")
+		return strings.Contains(b, "This message was removed by quarantine") && strings.Contains(b, "it shared `invoice.exe`") &&
+			strings.Contains(b, "not deleted from Slack")
 	})
-	if strings.Contains(blocksText(card.Blocks), notify.ActionQuarantineRelease) {
-		t.Error("a removed file offers a release")
+	if !strings.Contains(blocksText(card.Blocks), notify.ActionQuarantineRelease) {
+		t.Error("a message removed for its file offers no release")
 	}
-	var deleted bool
-	for _, c := range h.slack.Calls("files.delete") {
-		if c.Params.Get("file") == f.ID && c.Token == e2eAdminToken && c.Error == "" {
-			deleted = true
+	if calls := h.slack.Calls("files.delete"); len(calls) != 0 {
+		t.Fatalf("files.delete called by default: %+v", calls)
+	}
+	var del bool
+	for _, c := range h.slack.Calls("chat.delete") {
+		if c.Params.Get("ts") == ts && c.Token == e2eAdminToken && c.Error == "" {
+			del = true
 		}
 	}
-	if !deleted {
-		t.Fatalf("files.delete of %s not called with the admin token: %+v", f.ID, h.slack.Calls("files.delete"))
+	if !del {
+		t.Fatalf("chat.delete of %s not called with the admin token", ts)
+	}
+	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: adminUser, Channel: secChannel, MessageTS: card.TS,
+		ActionID: notify.ActionQuarantineRelease, Value: ts + "/files"}); err != nil {
+		t.Fatal(err)
+	}
+	err := h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+		for _, m := range st.Messages(secChannel, "") {
+			if m.Bot && strings.Contains(m.Text, "please pay this") && strings.Contains(m.Text, "Not posted again: the file `invoice.exe`") {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no re-post of the text: %v\n%s", err, renderChannel(h))
+	}
+}
+
+// TestQuarantineFilesDeleteModeDeletesOnlyTheMaliciousFile: with
+// VERDICTBOT_QUARANTINE_FILES=delete, of a message sharing a malicious and
+// a clean file only the malicious one is deleted (files.delete, the admin
+// token); the message and the clean file stay; the tombstone names the
+// deleted file and offers no release.
+func TestQuarantineFilesDeleteModeDeletesOnlyTheMaliciousFile(t *testing.T) {
+	h := startFileQuarantine(t, map[string]string{"VERDICTBOT_QUARANTINE_FILES": "delete"})
+	ts, files := h.shareFiles("pay and read",
+		slackfake.File{Name: "invoice.exe", Content: []byte(eicar + " delete-mode")},
+		slackfake.File{Name: "notes.pdf", Content: []byte("%PDF-1.4 notes")})
+	card := h.waitCardIn(secChannel, ts, func(b string) bool {
+		return strings.Contains(b, "The file `invoice.exe` of this message was deleted from Slack") && strings.Contains(b, "sandbox keeps the sample")
+	})
+	if strings.Contains(blocksText(card.Blocks), notify.ActionQuarantineRelease) {
+		t.Error("a deleted file offers a release")
+	}
+	calls := h.slack.Calls("files.delete")
+	if len(calls) != 1 || calls[0].Params.Get("file") != files[0].ID || calls[0].Token != e2eAdminToken || calls[0].Error != "" {
+		t.Fatalf("files.delete calls: %+v", calls)
 	}
 	if m, _ := h.slack.Message(secChannel, ts); m.Deleted {
-		t.Error("the message itself was deleted; only its file should be")
+		t.Error("the message itself was deleted; only its malicious file should be")
 	}
+	h.slack.Inspect(func(st *slackfake.State) {
+		if f, _ := st.File(files[1].ID); f.Deleted {
+			t.Error("the clean file was deleted")
+		}
+	})
 }
 
 // TestQuarantineOfAMessageAlreadyDeletedSaysSo: a message its author
@@ -564,4 +621,74 @@ func TestQuarantineLevelInSlashAndHome(t *testing.T) {
 	}
 	mustContain(t, homeText(h.openHomeAgain(adminUser, 2).Blocks), "quarantine *off*\n", "Changed. Quarantine: *off*.")
 	mustContain(t, h.logs.String(), `"setting":"quarantine"`, `"from":"suspicious"`, `"to":"off"`, `"via":"home"`)
+}
+
+// startFileQuarantine starts the bot with the sandbox, in a quiet channel
+// quarantining malicious messages, with the admin token.
+func startFileQuarantine(t *testing.T, env map[string]string) *harness {
+	t.Helper()
+	settings := map[string]string{
+		"SANDBOX_API_KEY":         e2eKey,
+		"VERDICTBOT_CHANNEL_MODE": "quiet",
+		"VERDICTBOT_QUARANTINE":   "malicious",
+		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
+	}
+	for k, v := range env {
+		settings[k] = v
+	}
+	seed := func(f *slackfake.Server) {
+		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
+		f.AddUser(slackfake.User{ID: alice, Name: "alice"})
+		f.AddChannel(slackfake.Channel{ID: secChannel, Name: "security"})
+	}
+	return startBotSeeded(t, settings, sim.Config{Profile: quickSandbox}, true, seed,
+		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+}
+
+// shareFiles shares files in one message (the file_share message event
+// only, so one card holds them all) and returns the message's ts.
+func (h *harness) shareFiles(text string, files ...slackfake.File) (string, []slackfake.File) {
+	h.t.Helper()
+	var ids []string
+	for i, f := range files {
+		files[i] = h.slack.AddFile(f)
+		ids = append(ids, files[i].ID)
+	}
+	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: text, SubType: "file_share", Files: ids})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return d.TS, files
+}
+
+// TestQuarantinedCardPostsNoScreenshots: a message shares a malicious file
+// whose sandbox screenshots are ready at once and a slower clean one. The
+// screenshots wait for the card to be final; quarantine then removes the
+// message, so none is posted in its thread, and the card says they were
+// withheld. A file card that is not quarantined still gets its
+// screenshots (the quiet channel's quarantine is then turned off).
+func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
+	h := startFileQuarantine(t, nil)
+	ts, _ := h.shareFiles("two files",
+		slackfake.File{Name: "dropper.exe", Content: []byte(eicar + " SIM:SHOTS=2")},
+		slackfake.File{Name: "notes.pdf", Content: []byte("%PDF-1.4 notes SIM:DURATION=4s SIM:SHOTS=1")})
+	h.waitCardIn(secChannel, ts, func(b string) bool {
+		return strings.Contains(b, "Quarantined:") && strings.Contains(b, "Screenshots withheld")
+	})
+	if ups := h.slack.Uploads(secChannel, ts); len(ups) != 0 {
+		t.Fatalf("%d screenshots posted in the thread of a quarantined message", len(ups))
+	}
+	if n := h.sim.Count(sim.ServiceSandbox, sim.OpScreenshotArchive) + h.sim.Count(sim.ServiceSandbox, sim.OpScreenshot); n == 0 {
+		t.Fatal("the screenshots were never fetched: the test proves nothing")
+	}
+
+	// Quarantine off: the same kind of message gets its screenshots.
+	if got := h.slash(adminUser, "channel quarantine off"); !strings.Contains(got, "Changed") {
+		t.Fatalf("/scan channel quarantine off: %q", got)
+	}
+	ts2, _ := h.shareFiles("again", slackfake.File{Name: "dropper2.exe", Content: []byte(eicar + " again SIM:SHOTS=2")})
+	h.waitCardIn(secChannel, ts2, func(b string) bool { return strings.Contains(b, "2 screenshots in this thread") })
+	if ups := h.slack.Uploads(secChannel, ts2); len(ups) != 2 {
+		t.Fatalf("%d screenshots posted without quarantine, want 2", len(ups))
+	}
 }

@@ -235,10 +235,12 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			f.At, f.Actor, f.Option, f.Outcome, f.Category = r.At, r.User, r.Option, r.Outcome, r.Category
 			events.Emit(context.Background(), a.sink(), f)
 		}}
-	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Default: cfg.Quarantine,
+	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Default: cfg.Quarantine, FilesMode: cfg.QuarantineFiles,
 		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
 		TeamID:    func() string { return a.bot.Identity().TeamID },
 		OnFailure: a.metrics.QuarantineFailure, OnAction: a.metrics.Quarantine,
+		Queue: db, FlipMax: cfg.QuarantineFlipMax, AlertChannel: cfg.AlertChannel,
+		OnFlip: a.metrics.QuarantineFlip, OnCounts: a.metrics.QuarantineQueue,
 		FalsePositive: func(ctx context.Context, user, channel, sourceTS string, line int, taskID string, cat verdict.Category) string {
 			return a.feedback.Report(ctx, commands.ReportRequest{User: user, Channel: channel, SourceTS: sourceTS, Line: line,
 				TaskID: taskID, Category: cat, Option: "fp"})
@@ -293,6 +295,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		// Another replica may be posting a card this one is about to post.
 		a.messages.PeerPostWait = 5 * time.Second
 	}
+	a.quarantine.ShowCard = a.messages.Show
 	a.bot.SetHandler(func(ctx context.Context, ev *slackevents.MessageEvent, m bot.Meta) {
 		a.messages.Handle(ctx, ev, cardsMeta(m))
 	}, a.messages.NeedsWork)
@@ -325,14 +328,18 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	if r, ok := db.(interface{ OnReplicas(func(n int)) }); ok {
 		r.OnReplicas(func(n int) {
-			shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share))
+			shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share), a.quarantine)
 			if n > 1 {
 				log.Info("budgets shared between replicas", "replicas", n)
 			}
 		})
 	}
-	a.metrics.WatchBudgets(budgetsInForce(a.rep, a.sb, a.poster))
-	announcer := &cards.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel,
+	inForce := budgetsInForce(a.rep, a.sb, a.poster)
+	a.metrics.WatchBudgets(func() []metrics.Budget {
+		// Recheck removals are paced too (chat.delete, Tier 3).
+		return append(inForce(), metrics.Budget{Service: "slack", Budget: "chat.delete", Rate: a.quarantine.DeleteRate()})
+	})
+	announcer := &cards.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel, Remover: a.quarantine,
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
 	a.recheck = &scan.Recheck{Store: memory, URLs: a.urls, Max: cfg.RecheckMax,
 		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck"),
@@ -673,6 +680,8 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 	go func() { defer bgDone.Done(); a.pruneRetention(bg, pruneFirstDelay, time.Hour) }()
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.runEvents(bg) }()
+	bgDone.Add(1)
+	go func() { defer bgDone.Done(); a.quarantine.RunRemovals(bg) }()
 	waitRecheck := a.startRecheck(bg)
 	if cfg.HTTPAddr != "off" {
 		ops, err := startOps(cfg.HTTPAddr, a.metrics, a.ready, log)
@@ -693,6 +702,10 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 			return fmt.Errorf("VERDICTBOT_ADMIN_GROUP=%s: %w", cfg.AdminGroup, err)
 		}
 		defer a.adminGroup.Stop()
+	}
+	if cfg.Quarantine != quarantine.Off && cfg.AlertChannel == "" {
+		log.Warn("quarantine: VERDICTBOT_ALERT_CHANNEL is not set: a recheck that would remove more than VERDICTBOT_QUARANTINE_FLIP_MAX messages for one link cannot ask an admin, so those removals wait",
+			"flip_max", cfg.QuarantineFlipMax)
 	}
 	if cfg.SlackAdminUserToken != "" {
 		if p := a.quarantine.Check(ctx); p != "" {

@@ -485,6 +485,10 @@ type BlockAction struct {
 	// Value overrides the element's value; for a select it is the selected
 	// option's value.
 	Value string
+	// Seen, if set, is the message's blocks as the clicker's client still
+	// shows them: a click on a button the app has since removed (two
+	// people pressing at once, a client not yet refreshed) comes from it.
+	Seen json.RawMessage
 }
 
 // DeliverBlockAction delivers the block_actions interaction Slack sends for
@@ -514,6 +518,9 @@ func (s *Server) DeliverBlockAction(a BlockAction) (Delivery, error) {
 		if !ephemeral {
 			return Delivery{}, fmt.Errorf("slackfake: no message %s in %s (nor an ephemeral for %s)", a.MessageTS, a.Channel, a.UserID)
 		}
+	}
+	if len(a.Seen) > 0 {
+		blocks = a.Seen
 	}
 	blockID, el, ok := findElement(blocks, a.BlockID, a.ActionID)
 	if !ok {

@@ -35,6 +35,12 @@ type RateLimits struct {
 	// bot that bursts meets 429s.
 	UpdatesPerMinute float64
 	UpdateBurst      int
+	// DeletesPerMinute and DeleteBurst limit chat.delete across the
+	// workspace: Tier 3, "50+ per minute" (Slack's java-slack-sdk
+	// MethodsRateLimits; the bucket is the app's, whichever token calls).
+	// The burst size is undocumented; the default is 10, as for updates.
+	DeletesPerMinute float64
+	DeleteBurst      int
 }
 
 // DefaultRateLimits are the limits WithRateLimits enforces when given the
@@ -46,6 +52,8 @@ var DefaultRateLimits = RateLimits{
 	PostsBurst:       1,
 	UpdatesPerMinute: 50,
 	UpdateBurst:      10,
+	DeletesPerMinute: 50,
+	DeleteBurst:      10,
 }
 
 func (l RateLimits) withDefaults() RateLimits {
@@ -68,11 +76,17 @@ func (l RateLimits) withDefaults() RateLimits {
 	if l.UpdateBurst <= 0 {
 		l.UpdateBurst = d.UpdateBurst
 	}
+	if l.DeletesPerMinute == 0 {
+		l.DeletesPerMinute = d.DeletesPerMinute
+	}
+	if l.DeleteBurst <= 0 {
+		l.DeleteBurst = d.DeleteBurst
+	}
 	return l
 }
 
 // WithRateLimits makes the fake enforce Slack's rate limits on
-// chat.postMessage and chat.update (see RateLimits; pass RateLimits{} for
+// chat.postMessage, chat.update and chat.delete (see RateLimits; pass RateLimits{} for
 // the defaults). Refused calls are recorded like any other (Status 429,
 // Error "ratelimited") and counted by RateLimited. Without this option
 // only WithPostPacing's strict one-post-per-second check applies, if set.
@@ -89,6 +103,7 @@ type limiters struct {
 	channel map[string]*rate.Limiter
 	posts   *rate.Limiter
 	updates *rate.Limiter
+	deletes *rate.Limiter
 }
 
 func newLimiters(l RateLimits) *limiters {
@@ -98,6 +113,9 @@ func newLimiters(l RateLimits) *limiters {
 	}
 	if l.UpdatesPerMinute > 0 {
 		lim.updates = rate.NewLimiter(rate.Limit(l.UpdatesPerMinute/60), l.UpdateBurst)
+	}
+	if l.DeletesPerMinute > 0 {
+		lim.deletes = rate.NewLimiter(rate.Limit(l.DeletesPerMinute/60), l.DeleteBurst)
 	}
 	return lim
 }
@@ -127,6 +145,10 @@ func (s *Server) admitLocked(c *apiCall) (apiResult, bool) {
 	case "chat.update":
 		if l.updates != nil {
 			need = append(need, l.updates)
+		}
+	case "chat.delete":
+		if l.deletes != nil {
+			need = append(need, l.deletes)
 		}
 	}
 	now := c.at

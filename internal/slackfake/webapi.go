@@ -106,6 +106,7 @@ var methods = map[string]methodSpec{
 	"conversations.replies":        {token: TokenBot, handle: (*Server).apiConversationsReplies},
 	"users.info":                   {token: TokenBot, user: true, handle: (*Server).apiUsersInfo},
 	"usergroups.users.list":        {token: TokenBot, handle: (*Server).apiUsergroupsUsersList},
+	"usergroups.list":              {token: TokenBot, handle: (*Server).apiUsergroupsList},
 	"files.delete":                 {token: TokenBot, user: true, handle: (*Server).apiFilesDelete},
 	"files.info":                   {token: TokenBot, handle: (*Server).apiFilesInfo},
 	"views.publish":                {token: TokenBot, handle: (*Server).apiViewsPublish},
@@ -799,6 +800,27 @@ func (s *Server) apiUsergroupsUsersList(c *apiCall) apiResult {
 		return errResult("no_such_subteam")
 	}
 	return okResult(map[string]any{"users": append([]string{}, g.members...)})
+}
+
+// apiUsergroupsList lists the workspace's user groups (docs.slack.dev
+// usergroups.list: id, team_id, is_usergroup, name, handle, user_count;
+// disabled groups only with include_disabled), sorted by id.
+func (s *Server) apiUsergroupsList(c *apiCall) apiResult {
+	inc, _ := boolParam(c.params, "include_disabled")
+	ids := make([]string, 0, len(s.st.usergroups))
+	for id, g := range s.st.usergroups {
+		if !g.disabled || inc {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	groups := make([]any, 0, len(ids))
+	for _, id := range ids {
+		g := s.st.usergroups[id]
+		groups = append(groups, map[string]any{"id": g.id, "team_id": s.cfg.teamID, "is_usergroup": true,
+			"name": g.handle, "handle": g.handle, "user_count": len(g.members), "date_delete": 0})
+	}
+	return okResult(map[string]any{"usergroups": groups})
 }
 
 func (s *Server) apiFilesInfo(c *apiCall) apiResult {

@@ -58,7 +58,14 @@ func (s *Server) messageJSON(m *Message) map[string]any {
 	if len(m.Files) > 0 {
 		files := make([]any, 0, len(m.Files))
 		for _, id := range m.Files {
-			if f := s.st.files[id]; f != nil {
+			switch f := s.st.files[id]; {
+			case f == nil:
+			case f.Deleted:
+				// A deleted file stays in its messages as a tombstone
+				// (what conversations.history shows for it; not in the
+				// method docs, widely observed).
+				files = append(files, map[string]any{"id": f.ID, "mode": "tombstone"})
+			default:
 				files = append(files, s.fileJSON(f))
 			}
 		}

@@ -73,6 +73,9 @@ type DB struct {
 	pruneBatch int // rows per Prune statement
 
 	m *membership // nil unless Options.Replica is set
+	// token owns this process's removal claims when it is not a replica
+	// (see claimer).
+	token string
 }
 
 var _ store.State = (*DB)(nil)
@@ -115,7 +118,7 @@ func Migrate(ctx context.Context, rawURL string, opt Options) (int64, error) {
 
 func connect(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 	secret := password(rawURL)
-	db := &DB{now: opt.Now, timeout: opt.Timeout, secret: secret, pruneBatch: opt.PruneBatch}
+	db := &DB{now: opt.Now, timeout: opt.Timeout, secret: secret, pruneBatch: opt.PruneBatch, token: "process-" + store.NewBatchID()}
 	if db.pruneBatch <= 0 {
 		db.pruneBatch = defaultPruneBatch
 	}

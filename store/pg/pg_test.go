@@ -181,11 +181,11 @@ func newerSchemaIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (7, true)`); err != nil {
+	if _, err := conn.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true)`, pg.SchemaVersion+1); err != nil {
 		t.Fatal(err)
 	}
 	_, err = pg.Open(ctx, schemaURL, pg.Options{})
-	want := fmt.Sprintf("database schema 7 is newer than this verdictbot (%d); upgrade verdictbot", pg.SchemaVersion)
+	want := fmt.Sprintf("database schema %d is newer than this verdictbot (%d); upgrade verdictbot", pg.SchemaVersion+1, pg.SchemaVersion)
 	var newer *pg.NewerSchemaError
 	if err == nil || err.Error() != want || !errors.As(err, &newer) {
 		t.Fatalf("got %v, want %q", err, want)

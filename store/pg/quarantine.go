@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"time"
@@ -41,15 +42,22 @@ func (db *DB) Quarantined(channel, ts string) (store.Quarantined, error) {
 	return q, json.Unmarshal(b, &q)
 }
 
-// PruneQuarantined removes the messages removed before cutoff.
+// PruneQuarantined removes the messages removed before cutoff, and the
+// recheck removals that waited that long for an admin's Remove all.
 func (db *DB) PruneQuarantined(cutoff time.Time) (int, error) {
-	ctx, cancel := db.ctx()
-	defer cancel()
-	tag, err := db.pool.Exec(ctx, `DELETE FROM quarantined WHERE removed < $1`, micro(cutoff))
+	n := 0
+	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		if err := pruneRemovalBatches(ctx, tx, cutoff); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM quarantined WHERE removed < $1`, micro(cutoff))
+		n = int(tag.RowsAffected())
+		return err
+	})
 	if err != nil {
-		return 0, db.result(err)
+		return 0, err
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 // ChannelQuarantine returns a channel's quarantine level ("" when not set).

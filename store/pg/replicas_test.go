@@ -199,3 +199,103 @@ func TestReplicas(t *testing.T) {
 		}
 	})
 }
+
+// TestRemovalsAcrossReplicas: two replicas claiming a flip's removals at
+// once take each exactly once; an approval pressed on both replicas
+// releases the batch once; a removal a replica held when it died is taken
+// over within the lease, by one replica.
+func TestRemovalsAcrossReplicas(t *testing.T) {
+	base := pgtest.URL(t)
+	schema, _ := pgtest.Schema(t)
+	a := openReplica(t, schema, base, "a")
+	b := openReplica(t, schema, base, "b")
+	now := time.Now()
+	if err := a.PutRemovalBatch(store.RemovalBatch{ID: "flip", Count: 40, Created: now}); err != nil {
+		t.Fatal(err)
+	}
+	var rs []store.Removal
+	for i := range 40 {
+		rs = append(rs, store.Removal{Card: store.CardRef{Channel: "C1", SourceTS: fmt.Sprintf("1.%06d", i)},
+			Batch: "flip", Held: true, Queued: now, NextAt: now})
+	}
+	if err := a.QueueRemovals(rs); err != nil {
+		t.Fatal(err)
+	}
+	var approved [2]int
+	var wg sync.WaitGroup
+	for i, db := range []*pg.DB{a, b} {
+		wg.Go(func() {
+			_, n, _, err := db.ApproveBatch("flip", "U0ADMIN", now)
+			if err != nil {
+				t.Error(err)
+			}
+			approved[i] = n
+		})
+	}
+	wg.Wait()
+	if approved[0]+approved[1] != 40 || approved[0]*approved[1] != 0 {
+		t.Fatalf("approvals released %v, want 40 once", approved)
+	}
+	var mu sync.Mutex
+	claimed := map[store.CardRef]string{}
+	for _, db := range []*pg.DB{a, b} {
+		wg.Go(func() {
+			for {
+				r, ok, err := db.ClaimRemoval(time.Now())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !ok {
+					return
+				}
+				mu.Lock()
+				if other, dup := claimed[r.Card]; dup {
+					t.Errorf("%v claimed by %s and %s", r.Card, other, db.Replica())
+				}
+				claimed[r.Card] = db.Replica()
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(claimed) != 40 {
+		t.Fatalf("%d of 40 removals claimed", len(claimed))
+	}
+
+	// a holds one removal and dies; b takes it over within the lease.
+	c := openReplica(t, schema, base, "c")
+	late := store.Removal{Card: store.CardRef{Channel: "C2", SourceTS: "2.000001"}, Queued: now, NextAt: now}
+	if err := a.QueueRemovals([]store.Removal{late}); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := a.ClaimRemoval(time.Now()); err != nil || !ok || r.Card != late.Card {
+		t.Fatalf("a's claim: %+v %v %v", r, ok, err)
+	}
+	waitHealthy(t)
+	for _, db := range []*pg.DB{b, c} {
+		if _, ok, _ := db.ClaimRemoval(time.Now()); ok {
+			t.Fatalf("%s took a live replica's removal", db.Replica())
+		}
+	}
+	a.Crash()
+	died := time.Now()
+	var takers []string
+	for time.Since(died) < 3*testLease && len(takers) == 0 {
+		for _, db := range []*pg.DB{b, c} {
+			if r, ok, err := db.ClaimRemoval(time.Now()); err == nil && ok && r.Card == late.Card {
+				takers = append(takers, db.Replica())
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, db := range []*pg.DB{b, c} {
+		if _, ok, _ := db.ClaimRemoval(time.Now()); ok {
+			takers = append(takers, db.Replica())
+		}
+	}
+	if len(takers) != 1 {
+		t.Fatalf("the dead replica's removal was taken by %v, want one replica", takers)
+	}
+	t.Logf("taken over by %s %v after the death", takers[0], time.Since(died).Round(10*time.Millisecond))
+}
