@@ -51,9 +51,10 @@ type leaders struct {
 	// closed is set by close: no new term.
 	closed bool
 
-	start sync.Once
-	stop  chan struct{}
-	done  chan struct{}
+	start     sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 func newLeaders(db *DB, holder string, lease time.Duration) *leaders {
@@ -115,7 +116,9 @@ func (db *DB) Lead(ctx context.Context, job string) (store.Lease, bool, error) {
 		return nil, false, db.wrap("lead "+job, err)
 	}
 	t := &term{l: l, job: job, token: uint64(token), until: sent.Add(l.lease), done: make(chan struct{})}
+	t.mu.Lock()
 	t.timer = time.AfterFunc(time.Until(t.until), t.end)
+	t.mu.Unlock()
 	l.terms[job] = t
 	return t, true, nil
 }
@@ -193,8 +196,10 @@ func (l *leaders) endSession() {
 }
 
 // close stops the renewals, releases the terms (another replica leads at
-// once) and closes the session.
-func (l *leaders) close() {
+// once) and closes the session. It may be called again: nothing more.
+func (l *leaders) close() { l.closeOnce.Do(l.shut) }
+
+func (l *leaders) shut() {
 	l.mu.Lock()
 	l.closed = true
 	terms := make([]*term, 0, len(l.terms))
@@ -219,7 +224,7 @@ type term struct {
 	job   string
 	token uint64
 
-	mu    sync.Mutex
+	mu    sync.Mutex  // guards until and timer
 	until time.Time   // the term surely holds until then (local clock)
 	timer *time.Timer // ends the term at until, should renewals stall
 	once  sync.Once
@@ -280,7 +285,9 @@ func (t *term) ended() bool {
 
 func (t *term) end() {
 	t.once.Do(func() {
+		t.mu.Lock()
 		t.timer.Stop()
+		t.mu.Unlock()
 		close(t.done)
 	})
 }
