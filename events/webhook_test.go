@@ -88,13 +88,12 @@ func TestSenderNeverFollowsARedirect(t *testing.T) {
 		{"302 to another host", http.StatusFound, func(*rig) string { return otherSrv.URL + "/collect" }, "other_host", "a redirect to " + otherSrv.URL + "/…"},
 		{"307 to another host", http.StatusTemporaryRedirect, func(*rig) string { return "https://user:hunter2@siem.elsewhere.test/in/KEY42?token=QUERY9" }, "other_host", "a redirect to https://siem.elsewhere.test/…"},
 		{"308 to plain http", http.StatusPermanentRedirect, func(*rig) string { return "http://plain.elsewhere.test/hook" }, "plain_http", "a redirect to http://plain.elsewhere.test/…"},
-		{"301 to the same host", http.StatusMovedPermanently, func(r *rig) string { return "/hook/TOKEN123/" }, "same_host", "/…, not followed"},
+		{"301 to the same host", http.StatusMovedPermanently, func(*rig) string { return "/hook/TOKEN123/" }, "same_host", "/…, not followed"},
 		{"303", http.StatusSeeOther, func(*rig) string { return otherSrv.URL }, "other_host", "a redirect to " + otherSrv.URL + ", not followed"},
 		{"302 without a Location", http.StatusFound, func(*rig) string { return "" }, "none", "a redirect to (no Location)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var r *rig
-			r = newRig(t, nil)
+			r := newRig(t, nil)
 			loc := tc.location(r)
 			r.rcv.answer = func(_ string, n int) (int, map[string]string) {
 				if n <= 3 {
