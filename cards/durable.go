@@ -25,6 +25,8 @@ type Durable interface {
 	AddCard(target string, ref store.CardRef) error
 	Due(now time.Time, limit int) ([]store.Target, error)
 	RecheckFailed(target string, schedule store.Schedule) error
+	ClaimRecheck(target string, dueBy time.Time, hold time.Duration, f store.Fence) (time.Time, bool, error)
+	ReleaseRecheck(target string, until, dueAt time.Time) error
 }
 
 var _ Durable = (*store.DB)(nil)
@@ -173,13 +175,21 @@ type URLMemory struct {
 	// Stop, once closed, ends the retries of failed store writes (the
 	// process is stopping); nil retries for up to two minutes.
 	Stop <-chan struct{}
+	// RecheckHold is how long a URL claimed for its recheck is held off
+	// other runs: the longest a recheck takes (default 15 min).
+	RecheckHold time.Duration
 }
+
+// RecheckJob is the name of the recheck's lead (store.State.Lead), which
+// fences the claims of URLs for their rechecks.
+const RecheckJob = "recheck"
 
 const serviceReputation = "reputation"
 
 var (
 	_ scan.Memory[scan.URLVerdict] = (*URLMemory)(nil)
 	_ scan.DueTargets              = (*URLMemory)(nil)
+	_ scan.RecheckClaimer          = (*URLMemory)(nil)
 	_ scan.Claimer                 = (*URLMemory)(nil)
 	_ scan.Claimer                 = (*FileMemory)(nil)
 )
@@ -261,6 +271,28 @@ func (m *URLMemory) Due(now time.Time, limit int) ([]scan.DueURL, error) {
 
 // RecheckFailed advances url's recheck schedule (scan.DueTargets).
 func (m *URLMemory) RecheckFailed(url string) error { return m.DB.RecheckFailed(url, m.Schedule) }
+
+// ClaimRecheck claims url for a recheck under the term token of the lead
+// RecheckJob (scan.RecheckClaimer).
+func (m *URLMemory) ClaimRecheck(url string, dueAt, dueBy time.Time, token uint64) (func(), bool, error) {
+	hold := m.RecheckHold
+	if hold <= 0 {
+		hold = 15 * time.Minute
+	}
+	var f store.Fence
+	if token > 0 {
+		f = store.Fence{Job: RecheckJob, Token: token}
+	}
+	until, ok, err := m.DB.ClaimRecheck(url, dueBy, hold, f)
+	if err != nil || !ok {
+		return func() {}, false, err
+	}
+	return func() {
+		if err := m.DB.ReleaseRecheck(url, until, dueAt); err != nil && m.Log != nil {
+			m.Log.Warn("recheck: a claim could not be given back; the URL is due again after the hold", "error", err)
+		}
+	}, true, nil
+}
 
 // FileMemory keeps the file pipeline's uploads and verdicts in the store
 // (service "sandbox", target the sha256); it implements

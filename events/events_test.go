@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/events"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -113,6 +116,12 @@ type receiver struct {
 	bad    int
 	tries  []time.Time
 	fail   func(n int) (status int, retryAfter string)
+	// answer, if set, decides first from the request's sequence and how
+	// many requests carried it: a status (0: check and accept) and
+	// headers.
+	answer func(seq string, n int) (status int, header map[string]string)
+	perSeq map[string]int
+	terms  []string // X-Verdictbot-Term of each accepted event
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -120,6 +129,20 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tries = append(r.tries, time.Now())
+	if r.answer != nil {
+		seq := req.Header.Get("X-Verdictbot-Sequence")
+		if r.perSeq == nil {
+			r.perSeq = map[string]int{}
+		}
+		r.perSeq[seq]++
+		if code, h := r.answer(seq, r.perSeq[seq]); code != 0 {
+			for k, v := range h {
+				w.Header().Set(k, v)
+			}
+			w.WriteHeader(code)
+			return
+		}
+	}
 	if r.fail != nil {
 		if code, ra := r.fail(len(r.tries)); code != 0 {
 			if ra != "" {
@@ -129,10 +152,13 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	// The receiver's own check: HMAC-SHA256 of the raw body, hex, "sha256=" prefix.
-	mac := hmac.New(sha256.New, r.secret)
-	mac.Write(body)
-	if req.Header.Get("X-Verdictbot-Signature") != "sha256="+hex.EncodeToString(mac.Sum(nil)) {
+	// The receiver's own check, as the README shows it: both signatures.
+	err := receiverCheck(r.secret, body, req.Header.Get("X-Verdictbot-Signature"), req.Header.Get("X-Verdictbot-Timestamp"), time.Now())
+	if err == nil {
+		err = filebeatCheck(r.secret, body, req.Header.Get("X-Verdictbot-Signature-256"))
+	}
+	if err != nil {
+		r.t.Errorf("signature: %v", err)
 		r.bad++
 		w.WriteHeader(http.StatusUnauthorized)
 		return
@@ -145,6 +171,47 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.t.Errorf("sequence header %s, body %d", h, ev.Metadata.Sequence)
 	}
 	r.got = append(r.got, ev.Metadata.Sequence)
+	r.terms = append(r.terms, req.Header.Get("X-Verdictbot-Term"))
+}
+
+// receiverCheck is what a receiver written from the README does, without
+// this package: the v1 signature, HMAC-SHA256 of "v1:<timestamp>:<body>",
+// with a timestamp within 5 minutes, and the legacy one, HMAC-SHA256 of
+// the body, both in X-Verdictbot-Signature as "v1=<hex>,sha256=<hex>".
+func receiverCheck(secret, body []byte, header, timestamp string, now time.Time) error {
+	ts, err := strconv.ParseInt(timestamp, 10, 64)
+	if err != nil {
+		return fmt.Errorf("timestamp %q: %v", timestamp, err)
+	}
+	if d := now.Sub(time.Unix(ts, 0)); d > 5*time.Minute || d < -5*time.Minute {
+		return fmt.Errorf("timestamp %d is %v from now", ts, d)
+	}
+	v1 := hmac.New(sha256.New, secret)
+	v1.Write([]byte("v1:" + timestamp + ":"))
+	v1.Write(body)
+	legacy := hmac.New(sha256.New, secret)
+	legacy.Write(body)
+	want := "v1=" + hex.EncodeToString(v1.Sum(nil)) + ",sha256=" + hex.EncodeToString(legacy.Sum(nil))
+	if !hmac.Equal([]byte(header), []byte(want)) {
+		return fmt.Errorf("header %q, want %q", header, want)
+	}
+	return nil
+}
+
+// filebeatCheck is Filebeat's http_endpoint hmac check as the README's
+// recipe configures it (hmac.header X-Verdictbot-Signature-256, type
+// sha256, prefix "sha256="): strip the prefix, hex-decode, compare.
+func filebeatCheck(secret, body []byte, header string) error {
+	got, err := hex.DecodeString(strings.TrimPrefix(header, "sha256="))
+	if err != nil {
+		return fmt.Errorf("X-Verdictbot-Signature-256 %q: %v", header, err)
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	if !hmac.Equal(got, m.Sum(nil)) {
+		return fmt.Errorf("X-Verdictbot-Signature-256 %q does not match", header)
+	}
+	return nil
 }
 
 func (r *receiver) accepted() []uint64 {
@@ -159,7 +226,7 @@ type rig struct {
 	sender *events.Sender
 	rcv    *receiver
 	srv    *httptest.Server
-	logs   *bytes.Buffer
+	logs   *testutil.SyncBuffer
 }
 
 func newRig(t *testing.T, fail func(n int) (int, string)) *rig {
@@ -168,9 +235,7 @@ func newRig(t *testing.T, fail func(n int) (int, string)) *rig {
 	srv := httptest.NewServer(rcv)
 	t.Cleanup(srv.Close)
 	wake := make(chan struct{}, 1)
-	logs := &bytes.Buffer{}
-	var mu sync.Mutex
-	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) }), nil))
+	log, logs := testutil.Logger(slog.LevelInfo)
 	em := &events.Emitter{Queue: db, Log: log, OnQueued: func() {
 		select {
 		case wake <- struct{}{}:
@@ -181,10 +246,6 @@ func newRig(t *testing.T, fail func(n int) (int, string)) *rig {
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond, Log: log}
 	return &rig{db: db, em: em, sender: s, rcv: rcv, srv: srv, logs: logs}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func (r *rig) run(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -285,30 +346,6 @@ func TestSenderHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-// TestSenderDropsARefusedEvent: a 400 for one event drops it (counted);
-// the next ones go through.
-func TestSenderDropsARefusedEvent(t *testing.T) {
-	r := newRig(t, func(n int) (int, string) {
-		if n == 1 {
-			return http.StatusBadRequest, ""
-		}
-		return 0, ""
-	})
-	var dropped int
-	var mu sync.Mutex
-	r.sender.OnDropped = func(reason string, n int) { mu.Lock(); dropped += n; mu.Unlock() }
-	for range 3 {
-		r.em.Emit(context.Background(), findings[0])
-	}
-	r.run(t)
-	waitFor(t, "2 events", 5*time.Second, func() bool { return len(r.rcv.accepted()) == 2 })
-	mu.Lock()
-	defer mu.Unlock()
-	if got := r.rcv.accepted(); got[0] != 2 || got[1] != 3 || dropped != 1 {
-		t.Fatalf("accepted %v, dropped %d", got, dropped)
-	}
-}
-
 // TestEmitterDropsTheOldestBeyondTheBound: with room for 3, five events
 // leave the newest three queued, two counted as dropped and logged.
 func TestEmitterDropsTheOldestBeyondTheBound(t *testing.T) {
@@ -369,14 +406,95 @@ func TestFileGetsTheQueuedEvents(t *testing.T) {
 	events.Emit(context.Background(), nil, findings[0])
 }
 
-// TestVerify is the receiver's check, as documented in the README.
-func TestVerify(t *testing.T) {
-	body := []byte(`{"class_uid":2004}`)
-	sig := events.Sign([]byte("k"), body)
-	if !events.Verify([]byte("k"), body, sig) || events.Verify([]byte("other"), body, sig) || events.Verify([]byte("k"), append(body, ' '), sig) {
-		t.Fatal("Verify")
+// TestSignAndVerify: the header carries v1 (over the timestamp and the
+// body) and the legacy sha256 (over the body); Verify, the legacy check,
+// takes the old header and the new one; VerifyTimestamped refuses a
+// tampered body or timestamp, another secret, a stale or future
+// timestamp (a replay) and a header without v1.
+func TestSignAndVerify(t *testing.T) {
+	secret, body := []byte("k"), []byte(`{"class_uid":2004}`)
+	now := time.Unix(1_800_000_000, 0)
+	ts := now.Unix()
+	sig := events.Sign(secret, ts, body)
+	if err := receiverCheck(secret, body, sig, strconv.FormatInt(ts, 10), now); err != nil {
+		t.Fatalf("Sign's header is not the documented one: %v", err)
 	}
-	if !strings.HasPrefix(sig, "sha256=") || len(sig) != len("sha256=")+64 {
-		t.Fatalf("signature %q", sig)
+	legacy := "sha256=" + strings.SplitN(sig, ",sha256=", 2)[1]
+	if events.SignLegacy(secret, body) != legacy || filebeatCheck(secret, body, legacy) != nil {
+		t.Fatalf("SignLegacy = %q, want %q", events.SignLegacy(secret, body), legacy)
 	}
+	for _, h := range []string{sig, legacy, "sha256=" + strings.Repeat("0", 64) + ", " + legacy, "v1=x, " + legacy} {
+		if !events.Verify(secret, body, h) {
+			t.Errorf("Verify refuses %q", h)
+		}
+	}
+	for _, tc := range []struct {
+		secret []byte
+		body   []byte
+		header string
+	}{{[]byte("other"), body, sig}, {secret, append(body, ' '), sig}, {secret, body, "v1=" + strings.Repeat("0", 64)}, {secret, body, ""}} {
+		if events.Verify(tc.secret, tc.body, tc.header) {
+			t.Errorf("Verify takes %q for %s", tc.header, tc.body)
+		}
+	}
+	tsText := strconv.FormatInt(ts, 10)
+	w := events.DefaultReplayWindow
+	if err := events.VerifyTimestamped(secret, body, sig, tsText, now.Add(4*time.Minute), w); err != nil {
+		t.Fatalf("a fresh request: %v", err)
+	}
+	for _, tc := range []struct {
+		name         string
+		secret, body []byte
+		header, ts   string
+		now          time.Time
+		want         error
+	}{
+		{"another secret", []byte("other"), body, sig, tsText, now, events.ErrBadSignature},
+		{"tampered body", secret, []byte(`{"class_uid":2005}`), sig, tsText, now, events.ErrBadSignature},
+		{"tampered timestamp", secret, body, sig, strconv.FormatInt(ts+1, 10), now, events.ErrBadSignature},
+		{"replayed 6 minutes later", secret, body, sig, tsText, now.Add(6 * time.Minute), events.ErrStale},
+		{"from the future", secret, body, sig, tsText, now.Add(-6 * time.Minute), events.ErrStale},
+		{"no timestamp", secret, body, sig, "", now, events.ErrBadTimestamp},
+		{"not seconds", secret, body, sig, "2026-11-25T10:00:00Z", now, events.ErrBadTimestamp},
+		{"legacy header only", secret, body, legacy, tsText, now, events.ErrNoSignature},
+	} {
+		if err := events.VerifyTimestamped(tc.secret, tc.body, tc.header, tc.ts, tc.now, w); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestResequence: a dead letter's body gets its new sequence number, the
+// rest of the event as it was; a body that is not an event is refused.
+func TestResequence(t *testing.T) {
+	ev := events.Build(findings[0], events.Product{Name: "verdictbot"}, "uid-1")
+	ev.Metadata.Sequence = 7
+	b, _ := json.Marshal(ev)
+	out, err := events.Resequence(b, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got events.Event
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Metadata.Sequence != 42 || got.Metadata.UID != "uid-1" {
+		t.Fatalf("metadata %+v", got.Metadata)
+	}
+	got.Metadata.Sequence = 7
+	if !reflectEqualJSON(t, got, ev) {
+		t.Fatalf("the rest changed:\n%s\n%s", out, b)
+	}
+	for _, bad := range []string{"", "[]", "null", `{"metadata":3}`} {
+		if _, err := events.Resequence([]byte(bad), 1); err == nil {
+			t.Errorf("Resequence(%q) took it", bad)
+		}
+	}
+}
+
+func reflectEqualJSON(t *testing.T, a, b any) bool {
+	t.Helper()
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
 }

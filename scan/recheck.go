@@ -24,6 +24,29 @@ type DueTargets interface {
 	RecheckFailed(url string) error
 }
 
+// RecheckClaimer is implemented by DueTargets whose targets several
+// processes may recheck (replicas on one database): each due URL is
+// claimed before its recheck starts, so a URL is rechecked by one run.
+type RecheckClaimer interface {
+	// ClaimRecheck makes this run the one that rechecks url (due at dueAt)
+	// now, under the run's term of the lead (token; 0: unfenced): not ok
+	// when url is not due by dueBy any more (another run took it). release
+	// gives the claim back when the recheck does not happen (shutdown): url
+	// is due at dueAt again. An error (the term is over, the store failed)
+	// ends the run; the rest stays due.
+	ClaimRecheck(url string, dueAt, dueBy time.Time, token uint64) (release func(), ok bool, err error)
+}
+
+// Lease is a term of this process's lead of the recheck (the state
+// layer's, adapted by the wiring).
+type Lease interface {
+	// Token is the term's fencing token.
+	Token() uint64
+	// Done is closed when the term ends.
+	Done() <-chan struct{}
+	Release()
+}
+
 // DueURL is a URL whose recheck is due, as it was before the recheck.
 type DueURL struct {
 	// Target is the normalised URL.
@@ -61,8 +84,11 @@ type Recheck struct {
 	OnRun func(RunStats)
 	// Lead, if set, is asked before each run whether this process leads
 	// the recheck (several replicas on one database: one of them runs each
-	// tick); release ends the lead after the run. Unset: always leads.
-	Lead func(ctx context.Context) (release func(), ok bool, err error)
+	// tick); the term is released after the run. A run whose term ends
+	// starts no more rechecks (those under way finish: their URLs are
+	// claimed); with a RecheckClaimer, each URL is claimed under the term.
+	// Unset: always leads.
+	Lead func(ctx context.Context) (lease Lease, ok bool, err error)
 	Now  func() time.Time
 	Log  *slog.Logger
 
@@ -77,6 +103,10 @@ type RunStats struct {
 	Lag      time.Duration
 	Skipped  bool // another run was still going
 	Follower bool // another replica leads the recheck
+	// Taken counts the due URLs another run claimed first; LeadLost is
+	// true when the term ended before every due URL was started.
+	Taken    int
+	LeadLost bool
 	Took     time.Duration
 }
 
@@ -108,8 +138,10 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 		return st, ErrRunning
 	}
 	defer r.running.Store(false)
+	var token uint64
+	var ended <-chan struct{} // the term's end: no more rechecks start
 	if r.Lead != nil {
-		release, ok, err := r.Lead(ctx)
+		lease, ok, err := r.Lead(ctx)
 		if err != nil {
 			return RunStats{}, err
 		}
@@ -118,8 +150,10 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 			r.report(st)
 			return st, nil
 		}
-		defer release()
+		defer lease.Release()
+		token, ended = lease.Token(), lease.Done()
 	}
+	claimer, _ := r.Store.(RecheckClaimer)
 	log := r.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -150,13 +184,45 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 		changes []Change
 		wg      sync.WaitGroup
 	)
+	stop := func() bool {
+		select {
+		case <-ended:
+			mu.Lock()
+			st.LeadLost = true
+			mu.Unlock()
+			return true
+		default:
+			return ctx.Err() != nil
+		}
+	}
 	for _, tg := range due {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
+		case <-ended:
 		}
-		if ctx.Err() != nil {
+		if stop() {
 			break
+		}
+		release := func() {}
+		if claimer != nil {
+			rel, ok, err := claimer.ClaimRecheck(tg.Target, tg.DueAt, began, token)
+			if err != nil {
+				<-sem
+				log.Warn("recheck: a URL could not be claimed; this run stops and the rest stays due", "error", err)
+				mu.Lock()
+				st.LeadLost = true
+				mu.Unlock()
+				break
+			}
+			if !ok {
+				<-sem
+				mu.Lock()
+				st.Taken++
+				mu.Unlock()
+				continue
+			}
+			release = rel
 		}
 		wg.Add(1)
 		go func() {
@@ -166,7 +232,8 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 			defer mu.Unlock()
 			switch {
 			case v.Err != nil && ctx.Err() != nil:
-				return // shutdown: stays due
+				release() // shutdown: stays due
+				return
 			case v.Err != nil, v.Level == verdict.Skipped:
 				// A failure, or a host that now resolves only inside the
 				// network (not sent): no verdict; the next age stays due.
@@ -188,7 +255,8 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 	if len(changes) > 0 && r.OnChange != nil {
 		r.OnChange(context.WithoutCancel(ctx), changes)
 	}
-	log.Info("recheck run", "due", st.Due, "lag", st.Lag, "checked", st.Checked, "changed", st.Changed, "failed", st.Failed, "took", st.Took)
+	log.Info("recheck run", "due", st.Due, "lag", st.Lag, "checked", st.Checked, "changed", st.Changed, "failed", st.Failed,
+		"taken", st.Taken, "lead_lost", st.LeadLost, "took", st.Took)
 	r.report(st)
 	return st, nil
 }

@@ -20,14 +20,15 @@ import (
 )
 
 type recheckRig struct {
-	sim   *sim.Server
-	db    *store.DB
-	urls  *scan.URLs
-	r     *scan.Recheck
-	clock *testutil.Clock
-	t0    time.Time
-	mu    sync.Mutex
-	seen  []scan.Change
+	sim    *sim.Server
+	simURL string
+	db     *store.DB
+	urls   *scan.URLs
+	r      *scan.Recheck
+	clock  *testutil.Clock
+	t0     time.Time
+	mu     sync.Mutex
+	seen   []scan.Change
 }
 
 func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
@@ -50,7 +51,7 @@ func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
 	urls := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: clock.Now, Wait: reputation.WaitOptions{
 		Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)
-	rig := &recheckRig{sim: srv, db: db, urls: urls, clock: clock, t0: t0}
+	rig := &recheckRig{sim: srv, simURL: base, db: db, urls: urls, clock: clock, t0: t0}
 	rig.r = &scan.Recheck{Store: mem, URLs: urls, Max: max, Now: clock.Now,
 		OnChange: func(_ context.Context, ch []scan.Change) {
 			rig.mu.Lock()
@@ -225,13 +226,34 @@ type countingDue struct{ calls atomic.Int32 }
 func (c *countingDue) Due(time.Time, int) ([]scan.DueURL, error) { c.calls.Add(1); return nil, nil }
 func (c *countingDue) RecheckFailed(string) error                { return nil }
 
+// testLease is a term of the recheck's lead that the test ends.
+type testLease struct {
+	token    uint64
+	once     sync.Once
+	done     chan struct{}
+	released atomic.Int32
+}
+
+func newTestLease(token uint64) *testLease {
+	return &testLease{token: token, done: make(chan struct{})}
+}
+
+func (l *testLease) Token() uint64         { return l.token }
+func (l *testLease) Done() <-chan struct{} { return l.done }
+func (l *testLease) end()                  { l.once.Do(func() { close(l.done) }) }
+func (l *testLease) Release()              { l.released.Add(1); l.end() }
+
 // With several replicas on one database, only the one that leads runs a
 // tick; the others follow and touch nothing.
 func TestRecheckRunsOnlyWhereItLeads(t *testing.T) {
 	due := &countingDue{}
-	leading, released := false, 0
-	r := &scan.Recheck{Store: due, Lead: func(context.Context) (func(), bool, error) {
-		return func() { released++ }, leading, nil
+	leading := false
+	lease := newTestLease(1)
+	r := &scan.Recheck{Store: due, Lead: func(context.Context) (scan.Lease, bool, error) {
+		if !leading {
+			return nil, false, nil
+		}
+		return lease, true, nil
 	}}
 	st, err := r.Run(t.Context())
 	if err != nil || !st.Follower || due.calls.Load() != 0 {
@@ -239,8 +261,81 @@ func TestRecheckRunsOnlyWhereItLeads(t *testing.T) {
 	}
 	leading = true
 	st, err = r.Run(t.Context())
-	if err != nil || st.Follower || due.calls.Load() != 1 || released != 1 {
-		t.Fatalf("the leader: %+v, %v, %d Due calls, %d releases", st, err, due.calls.Load(), released)
+	if err != nil || st.Follower || due.calls.Load() != 1 || lease.released.Load() != 1 {
+		t.Fatalf("the leader: %+v, %v, %d Due calls, %d releases", st, err, due.calls.Load(), lease.released.Load())
+	}
+}
+
+// TestTwoLeadersRecheckEachURLOnce: two processes that both believe they
+// lead the recheck (one lost its lead without noticing) run at the same
+// moment on one store, each with its own pipeline: each due URL is
+// claimed by one of them and rechecked once in all.
+func TestTwoLeadersRecheckEachURLOnce(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 20)
+	var urls []string
+	for i := range 12 {
+		u := fmt.Sprintf("https://example.com/twice/%d", i)
+		urls = append(urls, u)
+		if v := rig.urls.Check(t.Context(), u, scan.CheckOptions{}); v.Level != verdict.Clean {
+			t.Fatalf("%s: %+v", u, v)
+		}
+	}
+	rig.clock.Set(rig.t0.Add(2 * time.Hour))
+	// The second process: its own pipeline on the same store.
+	rep, err := reputation.New(rig.simURL, "k", reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}),
+		reputation.WithRetries(1, time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := &cards.URLMemory{DB: rig.db, Schedule: store.Schedule{time.Hour, 6 * time.Hour}, Now: rig.clock.Now}
+	urls2 := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: rig.clock.Now, Wait: reputation.WaitOptions{
+		Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
+	t.Cleanup(urls2.Close)
+	other := &scan.Recheck{Store: mem, URLs: urls2, Max: 20, Now: rig.clock.Now}
+	var wg sync.WaitGroup
+	var a, b scan.RunStats
+	wg.Go(func() { a, _ = rig.r.Run(t.Context()) })
+	wg.Go(func() { b, _ = other.Run(t.Context()) })
+	wg.Wait()
+	if a.Checked+b.Checked != len(urls) || a.Taken+b.Taken != a.Due+b.Due-len(urls) {
+		t.Fatalf("runs %+v and %+v: want %d rechecks in all, the rest taken by the other run", a, b, len(urls))
+	}
+	for _, u := range urls {
+		if n := len(rig.sim.URLTasks(u)); n != 2 {
+			t.Errorf("%s: %d scans, want the first and one recheck", u, n)
+		}
+	}
+}
+
+// TestRecheckStopsStartingWhenItsTermEnds: a run whose term of the lead
+// ends starts no more rechecks (one at a time here: the one under way
+// finishes); the rest stay due for the next leader.
+func TestRecheckStopsStartingWhenItsTermEnds(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 10)
+	for i := range 5 {
+		rig.urls.Check(t.Context(), fmt.Sprintf("https://example.com/term/%d", i), scan.CheckOptions{})
+	}
+	rig.clock.Set(rig.t0.Add(2 * time.Hour))
+	lease := newTestLease(4)
+	rig.r.Parallel = 1
+	rig.r.Lead = func(context.Context) (scan.Lease, bool, error) { return lease, true, nil }
+	var once sync.Once
+	rig.sim.SetFaults(sim.Faults{Delay: 100 * time.Millisecond})
+	go func() {
+		// The term ends while the first recheck is under way.
+		for rig.sim.Count(sim.ServiceReputation, sim.OpScan) < 6 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		once.Do(lease.end)
+	}()
+	st, err := rig.r.Run(t.Context())
+	if err != nil || !st.LeadLost || st.Checked != 1 {
+		t.Fatalf("%+v %v: want one recheck, then the run stopped", st, err)
+	}
+	if due, _ := rig.db.Due(rig.clock.Now(), 10); len(due) != 4 {
+		t.Fatalf("%d due after the run, want the 4 not started", len(due))
 	}
 }
 

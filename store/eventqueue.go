@@ -2,7 +2,9 @@ package store
 
 import (
 	"encoding/binary"
+	"slices"
 	"strconv"
+	"time"
 )
 
 // QueuedEvent is one event waiting to be sent (package events): its
@@ -24,18 +26,62 @@ type EventQueue interface {
 	EnqueueEvent(build func(seq uint64) ([]byte, error), max int) (seq uint64, dropped int, err error)
 	// QueuedEvents returns up to n of the oldest queued events, oldest first.
 	QueuedEvents(n int) ([]QueuedEvent, error)
-	// DeleteEvent removes a sent event (absent: no error).
-	DeleteEvent(seq uint64) error
+	// DeleteEvent removes a sent event (absent: no error). Under a Fence
+	// (not zero), only while that term of the sender's lead is live:
+	// ErrNotLeader otherwise, and the event stays.
+	DeleteEvent(seq uint64, f Fence) error
 	// EventsQueued is how many events are queued.
 	EventsQueued() (int, error)
+
+	// DeadLetterEvent moves a queued event to the dead-letter list, with
+	// why it was not delivered (absent: no error); fenced as DeleteEvent.
+	// The sender moves the front event only, which keeps the queue
+	// contiguous.
+	DeadLetterEvent(seq uint64, why DeadLetter, f Fence) error
+	// DeadEvents returns up to n dead letters, oldest (lowest sequence)
+	// first.
+	DeadEvents(n int) ([]DeadEvent, error)
+	// DeadEventsCount is how many dead letters are kept.
+	DeadEventsCount() (int, error)
+	// RequeueDeadEvents puts dead letters back at the end of the queue, in
+	// one transaction: those of seqs (all of them when seqs is empty),
+	// oldest first, each under the next sequence number, with the body
+	// rebuild(body, seq) returns (the sequence is also in the body). Dead
+	// letters absent from the list are skipped: the answer says which
+	// were requeued. max bounds the queue as in EnqueueEvent.
+	RequeueDeadEvents(seqs []uint64, rebuild func(body []byte, seq uint64) ([]byte, error), max int) (requeued []Requeued, dropped int, err error)
 }
+
+// DeadLetter is why an event was taken out of the queue undelivered: the
+// receiver refused it Failures times in a row, last with HTTP Status and
+// the user-safe Error (no URL path, no secret).
+type DeadLetter struct {
+	Failures int
+	Status   int
+	Error    string
+	At       time.Time
+}
+
+// DeadEvent is an event on the dead-letter list: its sequence number when
+// it was queued, its body as it was sent, and why.
+type DeadEvent struct {
+	Seq  uint64
+	Body []byte
+	DeadLetter
+}
+
+// Requeued is a dead letter put back in the queue: From its old sequence
+// number To its new one.
+type Requeued struct{ From, To uint64 }
 
 var _ EventQueue = (*DB)(nil)
 
 // The queue lives in bucket event_queue (8-byte big-endian sequence →
 // body); the last sequence number given is meta's event_seq. Events leave
-// the queue from the front only (sent in order, or dropped oldest first),
-// so the queued sequence numbers are contiguous.
+// the queue from the front only (sent in order, dead-lettered when the
+// receiver refuses the front one, or dropped oldest first), so the queued
+// sequence numbers are contiguous. Dead letters live in bucket event_dead
+// (the same key → deadRecord).
 const metaEventSeq = "event_seq"
 
 // EnqueueEvent: see EventQueue.
@@ -97,8 +143,9 @@ func (db *DB) QueuedEvents(n int) ([]QueuedEvent, error) {
 	return out, err
 }
 
-// DeleteEvent: see EventQueue.
-func (db *DB) DeleteEvent(seq uint64) error {
+// DeleteEvent: see EventQueue. The file has one process: the fence is not
+// checked.
+func (db *DB) DeleteEvent(seq uint64, _ Fence) error {
 	return db.update(func(t txn) error { return t.del(bEventQueue, seqKey(seq)) })
 }
 
@@ -122,4 +169,137 @@ func (db *DB) EventsQueued() (int, error) {
 		return 0, err
 	}
 	return int(last - first + 1), nil
+}
+
+// deadRecord is a dead letter as the file keeps it.
+type deadRecord struct {
+	Body     []byte    `json:"body"`
+	Failures int       `json:"failures"`
+	Status   int       `json:"status"`
+	Error    string    `json:"error"`
+	At       time.Time `json:"at"`
+}
+
+// DeadLetterEvent: see EventQueue (the fence is not checked: one process).
+func (db *DB) DeadLetterEvent(seq uint64, why DeadLetter, _ Fence) error {
+	if why.At.IsZero() {
+		why.At = db.now()
+	}
+	return db.update(func(t txn) error {
+		k := seqKey(seq)
+		body := t.get(bEventQueue, k)
+		if body == nil {
+			return nil
+		}
+		if err := t.put(bEventDead, k, enc(deadRecord{Body: body, Failures: why.Failures, Status: why.Status, Error: why.Error, At: why.At})); err != nil {
+			return err
+		}
+		return t.del(bEventQueue, k)
+	})
+}
+
+// DeadEvents: see EventQueue.
+func (db *DB) DeadEvents(n int) ([]DeadEvent, error) {
+	var out []DeadEvent
+	var derr error
+	err := db.be.view(func(t txn) error {
+		t.scan(bEventDead, "", "", func(k string, v []byte) bool {
+			var r deadRecord
+			if derr = dec(v, &r); derr != nil {
+				return false
+			}
+			out = append(out, DeadEvent{Seq: binary.BigEndian.Uint64([]byte(k)), Body: r.Body,
+				DeadLetter: DeadLetter{Failures: r.Failures, Status: r.Status, Error: r.Error, At: r.At}})
+			return len(out) < n
+		})
+		return derr
+	})
+	return out, err
+}
+
+// DeadEventsCount: see EventQueue.
+func (db *DB) DeadEventsCount() (int, error) {
+	n := 0
+	err := db.be.view(func(t txn) error {
+		n = t.count(bEventDead)
+		return nil
+	})
+	return n, err
+}
+
+// RequeueDeadEvents: see EventQueue.
+func (db *DB) RequeueDeadEvents(seqs []uint64, rebuild func(body []byte, seq uint64) ([]byte, error), max int) ([]Requeued, int, error) {
+	var moved []Requeued
+	var dropped int
+	err := db.update(func(t txn) error {
+		moved, dropped = nil, 0
+		var keys []string
+		if len(seqs) == 0 {
+			t.scan(bEventDead, "", "", func(k string, _ []byte) bool { keys = append(keys, k); return true })
+		} else {
+			for _, s := range sortedUnique(seqs) {
+				if t.get(bEventDead, seqKey(s)) != nil {
+					keys = append(keys, seqKey(s))
+				}
+			}
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		var last uint64
+		if v := t.get(bMeta, metaEventSeq); v != nil {
+			n, err := strconv.ParseUint(string(v), 10, 64)
+			if err != nil {
+				return err
+			}
+			last = n
+		}
+		for _, k := range keys {
+			var r deadRecord
+			if err := dec(t.get(bEventDead, k), &r); err != nil {
+				return err
+			}
+			last++
+			body, err := rebuild(r.Body, last)
+			if err != nil {
+				return err
+			}
+			if err := t.put(bEventQueue, seqKey(last), body); err != nil {
+				return err
+			}
+			if err := t.del(bEventDead, k); err != nil {
+				return err
+			}
+			moved = append(moved, Requeued{From: binary.BigEndian.Uint64([]byte(k)), To: last})
+		}
+		if err := t.put(bMeta, metaEventSeq, []byte(strconv.FormatUint(last, 10))); err != nil {
+			return err
+		}
+		if max <= 0 || last <= uint64(max) {
+			return nil
+		}
+		var old []string
+		t.scan(bEventQueue, "", seqKey(last-uint64(max)+1), func(k string, _ []byte) bool {
+			old = append(old, k)
+			return true
+		})
+		for _, k := range old {
+			if err := t.del(bEventQueue, k); err != nil {
+				return err
+			}
+		}
+		dropped = len(old)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return moved, dropped, nil
+}
+
+// sortedUnique returns seqs sorted, without repeats.
+func sortedUnique(seqs []uint64) []uint64 {
+	out := slices.Clone(seqs)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -61,6 +61,7 @@ const (
 	bChannels   = "channels"    // channel → mode
 	bAllow      = "allow"       // domain → AllowEntry
 	bEventQueue = "event_queue" // sequence → outgoing event (eventqueue.go); created by its first write
+	bEventDead  = "event_dead"  // sequence → dead letter (eventqueue.go); created by its first write
 )
 
 // ---- bbolt ----

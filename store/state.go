@@ -94,11 +94,27 @@ type State interface {
 	Prune(cutoff time.Time) (PruneStats, error)
 
 	// Lead tries to become the one process that runs the periodic job
-	// named job (the recheck, retention) until release is called: ok is
-	// false while another process leads it. Leading ends with release, or
-	// with the process (a crash frees it at once). The embedded file is
-	// opened by one process only, so it always leads.
-	Lead(ctx context.Context, job string) (release func(), ok bool, err error)
+	// named job (the event sender, the recheck, retention): ok is false
+	// while another process leads it. The lead is a term (Lease) with a
+	// fencing token; it lasts until released, or (PostgreSQL) until it is
+	// not renewed within VERDICTBOT_LEASE, its renewing session ends, or
+	// the process dies. The embedded file is opened by one process only,
+	// so it always leads, unfenced.
+	Lead(ctx context.Context, job string) (lease Lease, ok bool, err error)
+	// ClaimRecheck makes the caller the one that rechecks target now:
+	// ok when the target's recheck is due by dueBy; it is then held off
+	// (due at until: the later of now and dueBy, plus hold, the longest a
+	// recheck takes) until the recheck's verdict (RecordVerdict,
+	// FinishAnalysis) or RecheckFailed plans its next one. Not ok when it
+	// is not due (another run claimed it, or it was rechecked). Under a
+	// Fence (not zero), only while that term is the job's live one:
+	// ErrNotLeader otherwise.
+	ClaimRecheck(target string, dueBy time.Time, hold time.Duration, f Fence) (until time.Time, ok bool, err error)
+	// ReleaseRecheck gives back a claim whose recheck did not happen (the
+	// process is stopping): the target is due at dueAt again, unless its
+	// recheck was planned anew since the claim (its due time is no longer
+	// until).
+	ReleaseRecheck(target string, until, dueAt time.Time) error
 
 	// The durable queue of outgoing events (eventqueue.go).
 	EventQueue
@@ -134,10 +150,6 @@ type State interface {
 }
 
 var _ State = (*DB)(nil)
-
-// Lead always leads: the file is opened by one process at a time (its
-// lock), so there is nobody to share the periodic jobs with.
-func (db *DB) Lead(context.Context, string) (func(), bool, error) { return func() {}, true, nil }
 
 // PlanNext plans a target's next recheck after a check at `at`: the next
 // age of the schedule still ahead of at, counting the ages already passed

@@ -287,3 +287,62 @@ func (db *DB) RecheckFailed(target string, schedule Schedule) error {
 		return t.put(bTargets, id, encodeTarget(&rec))
 	})
 }
+
+// ClaimRecheck makes the caller the one that rechecks target now (see
+// State.ClaimRecheck): its due time moves to until, so that no other run
+// lists it meanwhile. The file has one process, so the fence is not
+// checked.
+func (db *DB) ClaimRecheck(target string, dueBy time.Time, hold time.Duration, _ Fence) (time.Time, bool, error) {
+	until := later(db.now(), dueBy).Add(hold)
+	claimed := false
+	err := db.update(func(t txn) error {
+		claimed = false
+		id, rec, ok, err := getTarget(t, target)
+		if err != nil || !ok {
+			return err
+		}
+		if rec.Target.NextCheck.IsZero() || rec.Target.NextCheck.After(dueBy) {
+			return nil
+		}
+		claimed = true
+		return moveDue(t, id, &rec, until)
+	})
+	if err != nil || !claimed {
+		return time.Time{}, false, err
+	}
+	return until, true, nil
+}
+
+// ReleaseRecheck: see State.ReleaseRecheck.
+func (db *DB) ReleaseRecheck(target string, until, dueAt time.Time) error {
+	return db.update(func(t txn) error {
+		id, rec, ok, err := getTarget(t, target)
+		if err != nil || !ok || dueAt.IsZero() || !rec.Target.NextCheck.Equal(until) {
+			return err
+		}
+		return moveDue(t, id, &rec, dueAt)
+	})
+}
+
+// moveDue sets a target's due time and its entry in the due index.
+func moveDue(t txn, id string, rec *targetRecord, at time.Time) error {
+	tg := &rec.Target
+	if !tg.NextCheck.IsZero() {
+		if err := t.del(bDue, timeKey(tg.NextCheck)+id); err != nil {
+			return err
+		}
+	}
+	tg.NextCheck = at
+	if err := t.put(bDue, timeKey(at)+id, nil); err != nil {
+		return err
+	}
+	return t.put(bTargets, id, encodeTarget(rec))
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -81,6 +81,14 @@ var cliCommands = []*cliCommand{
 		settings: func() []string {
 			return []string{"VERDICTBOT_DATA_DIR"}
 		}},
+	{name: "events", synopsis: "verdictbot events list [--limit N] | retry SEQ… | retry --all",
+		summary: "show the events the SOC's receiver refused (dead letters) and queue them again",
+		text:    eventsText,
+		flags:   func() *flag.FlagSet { fs, _, _ := newEventsFlags(); return fs },
+		settings: func() []string {
+			return []string{"VERDICTBOT_DATABASE_URL", "VERDICTBOT_DATA_DIR", "VERDICTBOT_EVENTS_MAX_QUEUED"}
+		},
+		settingsNote: "It checks the other settings as run does (but the Slack ones), and refuses to start on a wrong one."},
 	{name: "healthcheck", synopsis: "verdictbot healthcheck [addr]",
 		summary: "exit 0 if the bot's /healthz answers (for container health checks)",
 		text: "Asks http://ADDR/healthz of a running bot and exits 0 if it answers 200 (\"healthy\"), 1 otherwise,\n" +

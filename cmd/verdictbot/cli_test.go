@@ -32,6 +32,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		"check":   {"-json", "-sim", "-timeout"},
 		"sim":     {"-addr", "-report-rate", "-profile"},
 		"compact": {"-data-dir"},
+		"events":  {"-limit", "-all"},
 		"shell":   {"-sim-profile", "-wait"},
 	}
 	settings := map[string][]string{
@@ -41,6 +42,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		"shell":       {"REPUTATION_URL", "VERDICTBOT_DATA_DIR"},
 		"migrate":     {"VERDICTBOT_DATABASE_URL", "VERDICTBOT_DATA_DIR"},
 		"compact":     {"VERDICTBOT_DATA_DIR"},
+		"events":      {"VERDICTBOT_DATABASE_URL", "VERDICTBOT_DATA_DIR", "VERDICTBOT_EVENTS_MAX_QUEUED"},
 		"healthcheck": {"VERDICTBOT_HTTP_ADDR"},
 	}
 	_, list, _ := runMain("help")
@@ -104,6 +106,15 @@ func TestCommandsAndUsageErrors(t *testing.T) {
 		{[]string{"compact", "--frob"}, "verdictbot compact: flag provided but not defined: -frob\nUsage: verdictbot compact [--data-dir DIR]"},
 		{[]string{"sim", "--frob"}, "verdictbot sim: flag provided but not defined: -frob"},
 		{[]string{"healthcheck", "a:1", "b:2"}, "healthcheck takes at most one address"},
+		{[]string{"events"}, "verdictbot events: events takes a subcommand: list or retry\nUsage: verdictbot events list [--limit N] | retry SEQ… | retry --all"},
+		{[]string{"events", "resend"}, `unknown subcommand "resend": want list or retry`},
+		{[]string{"events", "list", "7"}, "events list takes no arguments but --limit"},
+		{[]string{"events", "list", "--limit", "0"}, "--limit 0: want at least 1"},
+		{[]string{"events", "retry"}, "events retry needs the sequence numbers of the dead letters (events list shows them), or --all"},
+		{[]string{"events", "retry", "--all", "3"}, "events retry takes sequence numbers or --all, not both"},
+		{[]string{"events", "retry", "x7"}, `"x7" is not a sequence number`},
+		{[]string{"events", "retry", "0"}, `"0" is not a sequence number`},
+		{[]string{"events", "retry", "--frob"}, "flag provided but not defined: -frob"},
 		{[]string{"config", "x"}, "config takes no arguments"},
 		{[]string{"version", "x"}, "version takes no arguments"},
 	} {

@@ -626,6 +626,7 @@ var configRules = []configRule{
 	oneOf("VERDICTBOT_LOG_LEVEL", func(c *Config) string { return c.LogLevel }, "debug, info, warn or error", "debug", "info", "warn", "error"),
 	oneOf("VERDICTBOT_LOG_FORMAT", func(c *Config) string { return c.LogFormat }, "text or json", "text", "json"),
 	{"VERDICTBOT_EVENTS_URL", false, func(c *Config) error { return eventsURL(c.EventsURL) }},
+	{"VERDICTBOT_EVENTS_SECRET", false, func(c *Config) error { return eventsSecret(c.EventsURL, c.EventsSecret) }},
 	{"VERDICTBOT_EVENTS_FILE", false, func(c *Config) error {
 		if c.EventsFile == "" || c.EventsFile == "-" {
 			return nil
@@ -657,6 +658,22 @@ func eventsURL(raw string) error {
 		return fmt.Errorf("VERDICTBOT_EVENTS_URL: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not %s: use https", u.Hostname())
 	}
 	return nil
+}
+
+// eventsSecret checks that VERDICTBOT_EVENTS_SECRET is set when the
+// events leave the machine: unsigned events are allowed only to a loopback
+// host (a forwarder on the same machine, which may sign or authenticate
+// them itself).
+func eventsSecret(raw string, secret Secret) error {
+	if raw == "" || secret != "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || loopbackHost(u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("VERDICTBOT_EVENTS_SECRET is not set: it is required when VERDICTBOT_EVENTS_URL is not on a loopback host (%s), "+
+		"so that the receiver can check each event's signature (set a random secret of 32 bytes or more, and give it to the receiver)", u.Hostname())
 }
 
 func loopbackHost(h string) bool {

@@ -295,22 +295,35 @@ func TestMaxConcurrentFollowsTheBudgets(t *testing.T) {
 
 // TestEventsSettings: VERDICTBOT_EVENTS_URL is https, or plain http to a
 // loopback host only, and its message never shows the URL's path (it may
-// hold a token); VERDICTBOT_EVENTS_SECRET never prints.
+// hold a token); VERDICTBOT_EVENTS_SECRET is required unless the URL's
+// host is loopback (127.0.0.0/8, ::1, localhost: a name that merely
+// resolves there does not count), and never prints.
 func TestEventsSettings(t *testing.T) {
 	cases := []struct {
 		env  map[string]string
 		want string
 	}{
-		{map[string]string{"VERDICTBOT_EVENTS_URL": "https://siem.example.com/hook/tok-1"}, ""},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "https://siem.example.com/hook/tok-1", "VERDICTBOT_EVENTS_SECRET": "whsec-1"}, ""},
 		{map[string]string{"VERDICTBOT_EVENTS_URL": "http://127.0.0.1:8089/hook"}, ""},
 		{map[string]string{"VERDICTBOT_EVENTS_URL": "http://[::1]:8089/hook"}, ""},
 		{map[string]string{"VERDICTBOT_EVENTS_URL": "http://localhost:8089/hook"}, ""},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "https://127.0.0.9:8443/hook"}, ""},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "https://LocalHost/hook"}, ""},
+		// Unsigned events leave the machine only with a secret.
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "https://siem.example.com/hook/tok-1"},
+			"VERDICTBOT_EVENTS_SECRET is not set: it is required when VERDICTBOT_EVENTS_URL is not on a loopback host (siem.example.com), so that the receiver can check each event's signature (set a random secret of 32 bytes or more, and give it to the receiver)"},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "https://10.0.0.5:8443/tok-1"},
+			"VERDICTBOT_EVENTS_SECRET is not set: it is required when VERDICTBOT_EVENTS_URL is not on a loopback host (10.0.0.5), so that the receiver can check each event's signature (set a random secret of 32 bytes or more, and give it to the receiver)"},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "https://127.0.0.1.nip.io/tok-1"},
+			"VERDICTBOT_EVENTS_SECRET is not set: it is required when VERDICTBOT_EVENTS_URL is not on a loopback host (127.0.0.1.nip.io), so that the receiver can check each event's signature (set a random secret of 32 bytes or more, and give it to the receiver)"},
+		{map[string]string{"VERDICTBOT_EVENTS_URL": "https://[::ffff:10.0.0.5]/tok-1", "VERDICTBOT_EVENTS_SECRET": "   "},
+			"VERDICTBOT_EVENTS_SECRET is not set: it is required when VERDICTBOT_EVENTS_URL is not on a loopback host (::ffff:10.0.0.5), so that the receiver can check each event's signature (set a random secret of 32 bytes or more, and give it to the receiver)"},
 		{map[string]string{"VERDICTBOT_EVENTS_URL": "http://siem.example.com/hook/tok-1"},
-			"VERDICTBOT_EVENTS_URL: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not siem.example.com: use https"},
+			"2 settings are wrong:\n  VERDICTBOT_EVENTS_URL: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not siem.example.com: use https\n  VERDICTBOT_EVENTS_SECRET is not set: it is required when VERDICTBOT_EVENTS_URL is not on a loopback host (siem.example.com), so that the receiver can check each event's signature (set a random secret of 32 bytes or more, and give it to the receiver)"},
 		{map[string]string{"VERDICTBOT_EVENTS_URL": "http://10.0.0.5/hook/tok-1"},
-			"VERDICTBOT_EVENTS_URL: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not 10.0.0.5: use https"},
+			"2 settings are wrong:\n  VERDICTBOT_EVENTS_URL: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not 10.0.0.5: use https\n  VERDICTBOT_EVENTS_SECRET is not set: it is required when VERDICTBOT_EVENTS_URL is not on a loopback host (10.0.0.5), so that the receiver can check each event's signature (set a random secret of 32 bytes or more, and give it to the receiver)"},
 		{map[string]string{"VERDICTBOT_EVENTS_URL": "ftp://siem.example.com/tok-1"},
-			"VERDICTBOT_EVENTS_URL: want an https:// URL (plain http:// only to a loopback host)"},
+			"2 settings are wrong:\n  VERDICTBOT_EVENTS_URL: want an https:// URL (plain http:// only to a loopback host)\n  VERDICTBOT_EVENTS_SECRET is not set: it is required when VERDICTBOT_EVENTS_URL is not on a loopback host (siem.example.com), so that the receiver can check each event's signature (set a random secret of 32 bytes or more, and give it to the receiver)"},
 		{map[string]string{"VERDICTBOT_EVENTS_URL": "siem.example.com/tok-1"},
 			"VERDICTBOT_EVENTS_URL: want an https:// URL (plain http:// only to a loopback host)"},
 		{map[string]string{"VERDICTBOT_EVENTS_FILE": "-"}, ""},
@@ -337,6 +350,7 @@ func TestEventsSettings(t *testing.T) {
 			t.Errorf("the URL's path is in the message: %s", got)
 		}
 		os.Unsetenv("VERDICTBOT_EVENTS_URL")
+		os.Unsetenv("VERDICTBOT_EVENTS_SECRET")
 		os.Unsetenv("VERDICTBOT_EVENTS_FILE")
 		os.Unsetenv("VERDICTBOT_EVENTS_MAX_QUEUED")
 	}

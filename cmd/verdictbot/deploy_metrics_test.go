@@ -127,6 +127,8 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 		t.Fatal("VERDICTBOT_EVENTS_URL is set but there is no event sender")
 	}
 	a.eventSender.OnFailed("network")
+	a.eventSender.OnRedirect("other_host")
+	a.eventSender.OnDeadLettered()
 
 	gathered, err := m.Registry.Gather()
 	if err != nil {

@@ -33,6 +33,9 @@ func (a *app) wireEvents() error {
 		hooks := a.metrics.WatchEvents(func() int {
 			n, _ := a.db.EventsQueued()
 			return n
+		}, func() int {
+			n, _ := a.db.DeadEventsCount()
+			return n
 		})
 		wake := make(chan struct{}, 1)
 		em.Queue = a.db
@@ -47,9 +50,11 @@ func (a *app) wireEvents() error {
 			Client: &http.Client{Timeout: 30 * time.Second}, Lead: a.db.Lead, Wake: wake,
 			MinBackoff: eventsMinBackoff, MaxBackoff: eventsMaxBackoff,
 			UserAgent: "verdictbot/" + version, Log: log,
-			OnSent: hooks.Sent, OnFailed: hooks.Failed, OnDropped: hooks.Dropped}
+			OnSent: hooks.Sent, OnFailed: hooks.Failed, OnDeadLettered: hooks.DeadLettered, OnRedirect: hooks.Redirect}
 		if cfg.EventsSecret == "" {
-			log.Warn("VERDICTBOT_EVENTS_SECRET is not set: events are sent unsigned")
+			// Validate allows it for a loopback URL only (a forwarder on
+			// this machine).
+			log.Warn("VERDICTBOT_EVENTS_SECRET is not set: events are sent unsigned to the loopback forwarder")
 		}
 	}
 	a.events = em

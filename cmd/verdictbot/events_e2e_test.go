@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -57,12 +58,9 @@ type siem struct {
 
 func (s *siem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	mac := hmac.New(sha256.New, s.secret)
-	mac.Write(body)
-	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !hmac.Equal([]byte(r.Header.Get("X-Verdictbot-Signature")), []byte(want)) {
+	if !signedBy(s.secret, body, r.Header) {
 		s.bad++
 		w.WriteHeader(http.StatusUnauthorized)
 		return
@@ -77,6 +75,25 @@ func (s *siem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.bodies = append(s.bodies, body)
 	s.seqs = append(s.seqs, ev.Metadata.Sequence)
+}
+
+// signedBy is a receiver's check, as the README documents it: the
+// timestamp within 5 minutes, the v1 signature (HMAC-SHA256 of
+// "v1:<timestamp>:<body>") and the legacy one (of the body) both in the
+// signature header.
+func signedBy(secret, body []byte, h http.Header) bool {
+	ts := h.Get("X-Verdictbot-Timestamp")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+		return false
+	}
+	v1 := hmac.New(sha256.New, secret)
+	v1.Write([]byte("v1:" + ts + ":"))
+	v1.Write(body)
+	legacy := hmac.New(sha256.New, secret)
+	legacy.Write(body)
+	want := "v1=" + hex.EncodeToString(v1.Sum(nil)) + ",sha256=" + hex.EncodeToString(legacy.Sum(nil))
+	return hmac.Equal([]byte(h.Get("X-Verdictbot-Signature")), []byte(want))
 }
 
 func (s *siem) up(t *testing.T) {

@@ -1,7 +1,7 @@
 // Command verdictbot is a Slack app that scans the links and files posted in
 // the channels it is in and answers in the thread with a verdict card.
 //
-// Subcommands: run | shell | check | sim | migrate | compact | healthcheck | config | version | help
+// Subcommands: run | shell | check | sim | migrate | compact | events | healthcheck | config | version | help
 // (cliCommands, cli.go, describes each). Only this package reads
 // the environment and turns signals into a cancelled context.
 package main
@@ -95,6 +95,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runMigrate(ctx, args[1:], stdout)
 	case "compact":
 		err = runCompact(args[1:], stdout, stderr)
+	case "events":
+		err = runEventsCmd(ctx, args[1:], stdout, stderr)
 	case "healthcheck":
 		err = runHealthcheck(ctx, args[1:], stdout)
 	case "shell":

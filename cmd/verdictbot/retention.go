@@ -28,7 +28,7 @@ func (a *app) pruneRetention(ctx context.Context, first, every time.Duration) {
 		wait = every
 		// One replica prunes at a time (the others would find the same
 		// rows locked or gone).
-		release, lead, err := a.db.Lead(ctx, "retention")
+		lease, lead, err := a.db.Lead(ctx, "retention")
 		if err != nil || !lead {
 			if err != nil {
 				a.log.Warn("retention: could not take the lead; tried again at the next run", "error", err)
@@ -42,7 +42,7 @@ func (a *app) pruneRetention(ctx context.Context, first, every time.Duration) {
 			a.log.Warn("retention: pruning quarantined messages failed; tried again at the next run", "error", qerr)
 		}
 		count("quarantined", q)
-		release()
+		lease.Release()
 		for _, k := range []struct {
 			kind string
 			n    int

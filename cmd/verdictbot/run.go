@@ -176,7 +176,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	a.rep = rep
-	memory := &cards.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store"), Stop: a.stopping}
+	// A URL claimed for its recheck is held off the other replicas' runs
+	// for as long as an analysis may take.
+	memory := &cards.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store"), Stop: a.stopping,
+		RecheckHold: cfg.URLDeadline + time.Minute}
 	hosts := newHostResolver(cfg, log)
 	// VERDICTBOT_USER_LINKS_PER_HOUR; its admins and alerts are wired
 	// below, before any traffic.
@@ -343,9 +346,20 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
 	a.recheck = &scan.Recheck{Store: memory, URLs: a.urls, Max: cfg.RecheckMax,
 		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck"),
-		Lead: func(ctx context.Context) (func(), bool, error) { return db.Lead(ctx, "recheck") }}
+		Lead: func(ctx context.Context) (scan.Lease, bool, error) {
+			l, ok, err := db.Lead(ctx, cards.RecheckJob)
+			if err != nil || !ok {
+				return nil, false, err
+			}
+			return recheckLease{l}, true, nil
+		}}
 	return a, nil
 }
+
+// recheckLease is a term of the recheck's lead as scan.Recheck takes it.
+type recheckLease struct{ store.Lease }
+
+func (l recheckLease) Token() uint64 { return l.Fence().Token }
 
 // quarantineProblem says why quarantine cannot remove messages now ("" when
 // it can): no admin token, or the one Check found wrong.

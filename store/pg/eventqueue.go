@@ -64,12 +64,123 @@ func (db *DB) QueuedEvents(n int) ([]store.QueuedEvent, error) {
 	return out, db.result(err)
 }
 
-// DeleteEvent: see store.EventQueue.
-func (db *DB) DeleteEvent(seq uint64) error {
+// DeleteEvent: see store.EventQueue. Under a fence, the transaction holds
+// the term's row, so the event leaves the queue before any new leader can
+// read it, or stays.
+func (db *DB) DeleteEvent(seq uint64, f store.Fence) error {
+	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		if err := fence(ctx, tx, f); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM event_queue WHERE seq = $1`, int64(seq))
+		return err
+	})
+}
+
+// DeadLetterEvent: see store.EventQueue (fenced as DeleteEvent).
+func (db *DB) DeadLetterEvent(seq uint64, why store.DeadLetter, f store.Fence) error {
+	if why.At.IsZero() {
+		why.At = db.now()
+	}
+	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		if err := fence(ctx, tx, f); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM event_queue WHERE seq = $1 RETURNING seq, body)
+			INSERT INTO event_dead (seq, body, failures, status, error, dead_at)
+			SELECT seq, body, $2, $3, $4, $5 FROM gone`, int64(seq), why.Failures, why.Status, why.Error, micro(why.At))
+		return err
+	})
+}
+
+// DeadEvents: see store.EventQueue.
+func (db *DB) DeadEvents(n int) ([]store.DeadEvent, error) {
 	ctx, cancel := db.ctx()
 	defer cancel()
-	_, err := db.pool.Exec(ctx, `DELETE FROM event_queue WHERE seq = $1`, int64(seq))
-	return db.result(err)
+	rows, err := db.pool.Query(ctx, `SELECT seq, body, failures, status, error, dead_at FROM event_dead ORDER BY seq LIMIT $1`, n)
+	if err != nil {
+		return nil, db.result(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.DeadEvent, error) {
+		var e store.DeadEvent
+		var seq int64
+		err := row.Scan(&seq, &e.Body, &e.Failures, &e.Status, &e.Error, &e.At)
+		e.Seq = uint64(seq)
+		return e, err
+	})
+	return out, db.result(err)
+}
+
+// DeadEventsCount: see store.EventQueue.
+func (db *DB) DeadEventsCount() (int, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	var n int
+	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM event_dead`).Scan(&n)
+	return n, db.result(err)
+}
+
+// RequeueDeadEvents: see store.EventQueue. The new sequence numbers come
+// from event_seq's row, locked until the transaction commits, as in
+// EnqueueEvent.
+func (db *DB) RequeueDeadEvents(seqs []uint64, rebuild func(body []byte, seq uint64) ([]byte, error), max int) ([]store.Requeued, int, error) {
+	var moved []store.Requeued
+	var dropped int
+	want := make([]int64, len(seqs))
+	for i, s := range seqs {
+		want[i] = int64(s)
+	}
+	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		moved, dropped = nil, 0
+		rows, err := tx.Query(ctx, `SELECT seq, body FROM event_dead WHERE cardinality($1::bigint[]) = 0 OR seq = ANY($1)
+			ORDER BY seq FOR UPDATE`, want)
+		if err != nil {
+			return err
+		}
+		type dead struct {
+			seq  int64
+			body []byte
+		}
+		list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (dead, error) {
+			var d dead
+			err := row.Scan(&d.seq, &d.body)
+			return d, err
+		})
+		if err != nil || len(list) == 0 {
+			return err
+		}
+		var last int64
+		if err := tx.QueryRow(ctx, `UPDATE event_seq SET last = last + $1 WHERE id = 1 RETURNING last`, len(list)).Scan(&last); err != nil {
+			return err
+		}
+		next := last - int64(len(list))
+		for _, d := range list {
+			next++
+			body, err := rebuild(d.body, uint64(next))
+			if err != nil {
+				return errCallback{err}
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO event_queue (seq, body) VALUES ($1, $2)`, next, body); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM event_dead WHERE seq = $1`, d.seq); err != nil {
+				return err
+			}
+			moved = append(moved, store.Requeued{From: uint64(d.seq), To: uint64(next)})
+		}
+		if max > 0 && last > int64(max) {
+			tag, err := tx.Exec(ctx, `DELETE FROM event_queue WHERE seq <= $1`, last-int64(max))
+			if err != nil {
+				return err
+			}
+			dropped = int(tag.RowsAffected())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return moved, dropped, nil
 }
 
 // EventsQueued: see store.EventQueue. The queue is contiguous (events

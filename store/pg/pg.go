@@ -58,7 +58,8 @@ type Options struct {
 	// stopped. Unset (verdictbot migrate, one-process tools): it owns
 	// nothing and every job and analysis is its own.
 	Replica string
-	// Lease is how soon a stopped replica's work is taken over
+	// Lease is how soon a stopped replica's work is taken over, and how
+	// long a term of a periodic job's lead holds unrenewed (lead.go)
 	// (VERDICTBOT_LEASE, default 30s).
 	Lease time.Duration
 }
@@ -76,6 +77,8 @@ type DB struct {
 	// token owns this process's removal claims when it is not a replica
 	// (see claimer).
 	token string
+
+	lead *leaders // the terms of periodic jobs this process leads
 }
 
 var _ store.State = (*DB)(nil)
@@ -93,11 +96,7 @@ func Open(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 		return nil, err
 	}
 	if opt.Replica != "" {
-		lease := opt.Lease
-		if lease <= 0 {
-			lease = 30 * time.Second
-		}
-		if err := db.join(ctx, opt.Replica, lease); err != nil {
+		if err := db.join(ctx, opt.Replica, leaseOf(opt)); err != nil {
 			db.pool.Close()
 			return nil, err
 		}
@@ -150,12 +149,23 @@ func connect(ctx context.Context, rawURL string, opt Options) (*DB, error) {
 		return nil, db.wrap(fmt.Sprintf("postgres %s", Describe(rawURL)), err)
 	}
 	db.pool = pool
+	db.lead = newLeaders(db, opt.Replica, leaseOf(opt))
 	return db, nil
 }
 
-// Close leaves the replicas (what this one still owns is taken over at
-// the others' next sweep) and closes the pool.
+// leaseOf is Options.Lease or its default.
+func leaseOf(opt Options) time.Duration {
+	if opt.Lease <= 0 {
+		return 30 * time.Second
+	}
+	return opt.Lease
+}
+
+// Close releases the leads it holds (another replica leads at once),
+// leaves the replicas (what this one still owns is taken over at the
+// others' next sweep) and closes the pool.
 func (db *DB) Close() error {
+	db.lead.close()
 	if db.m != nil {
 		db.leave()
 	}
@@ -947,6 +957,42 @@ func (db *DB) RecheckFailed(target string, schedule store.Schedule) error {
 		schedule.PlanNext(&tg, now)
 		return saveTarget(ctx, tx, &tg)
 	})
+}
+
+// ClaimRecheck: see store.State. Under a fence, the claim commits only
+// while the recheck's term is live (lead.go).
+func (db *DB) ClaimRecheck(target string, dueBy time.Time, hold time.Duration, f store.Fence) (time.Time, bool, error) {
+	until := db.now()
+	if dueBy.After(until) {
+		until = dueBy
+	}
+	until = micro(until.Add(hold))
+	claimed := false
+	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		claimed = false
+		if err := fence(ctx, tx, f); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE targets SET next_check = $3 WHERE target = $1 AND next_check IS NOT NULL AND next_check <= $2`,
+			target, dueBy, until)
+		claimed = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	if err != nil || !claimed {
+		return time.Time{}, false, err
+	}
+	return until, true, nil
+}
+
+// ReleaseRecheck: see store.State.
+func (db *DB) ReleaseRecheck(target string, until, dueAt time.Time) error {
+	if dueAt.IsZero() {
+		return nil
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	_, err := db.pool.Exec(ctx, `UPDATE targets SET next_check = $3 WHERE target = $1 AND next_check = $2`, target, micro(until), micro(dueAt))
+	return db.result(err)
 }
 
 // TargetOfTask returns the target a task analysed, or store.ErrNotFound.

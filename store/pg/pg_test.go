@@ -64,61 +64,221 @@ func TestPostgres(t *testing.T) {
 	t.Run("OneReplicaLeadsAPeriodicJob", func(t *testing.T) {
 		schema, _ := pgtest.Schema(t)
 		another, _ := pgtest.Schema(t)
-		oneReplicaLeads(t, schema, open(t, schema, base, nil), open(t, schema, base, nil), open(t, another, base, nil))
+		oneReplicaLeads(t, open(t, schema, base, nil), open(t, schema, base, nil), open(t, another, base, nil))
+	})
+	t.Run("KilledLeadSessionHandsOverWithinALease", func(t *testing.T) {
+		schema, _ := pgtest.Schema(t)
+		killedLeadSession(t, schema, base)
+	})
+	t.Run("PausedLeaderIsFencedOut", func(t *testing.T) {
+		schema, _ := pgtest.Schema(t)
+		pausedLeader(t, schema, base)
+	})
+	t.Run("RenewalsHaveTheirOwnSession", func(t *testing.T) {
+		schema, _ := pgtest.Schema(t)
+		renewalsHaveTheirOwnSession(t, schema, base)
 	})
 }
 
-// oneReplicaLeads: of two replicas on one schema one leads a job at a time,
-// each job on its own; the lead passes on at release, and when the
-// leader's connections close (a replica that died); another schema (an
-// unrelated install on the same database) is not held up.
-func oneReplicaLeads(t *testing.T, schema string, a, b, other *pg.DB) {
-	ctx := context.Background()
-	relA, ok, err := a.Lead(ctx, "recheck")
+// openLease opens a store whose leads last lease.
+func openLease(t *testing.T, schema, base string, lease time.Duration) *pg.DB {
+	t.Helper()
+	db, err := pg.Open(context.Background(), base, pg.Options{Schema: schema, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func mustLead(t *testing.T, db *pg.DB, job string) store.Lease {
+	t.Helper()
+	l, ok, err := db.Lead(context.Background(), job)
 	if err != nil || !ok {
-		t.Fatalf("the first replica does not lead: %v %v", ok, err)
+		t.Fatalf("Lead(%s) = %v, %v; want the lead", job, ok, err)
 	}
-	if _, ok, err := b.Lead(ctx, "recheck"); err != nil || ok {
-		t.Fatalf("two replicas lead the recheck at once (%v, %v)", ok, err)
+	return l
+}
+
+func mustNotLead(t *testing.T, db *pg.DB, job, why string) {
+	t.Helper()
+	if l, ok, err := db.Lead(context.Background(), job); err != nil || ok {
+		if ok {
+			l.Release()
+		}
+		t.Fatalf("%s: Lead(%s) = %v, %v; want another to lead", why, job, ok, err)
 	}
-	relR, ok, err := b.Lead(ctx, "retention")
-	if err != nil || !ok {
-		t.Fatalf("another job is held up by the recheck's lead: %v %v", ok, err)
-	}
-	relR()
-	relO, ok, err := other.Lead(ctx, "recheck")
-	if err != nil || !ok {
-		t.Fatalf("another schema is held up: %v %v", ok, err)
-	}
-	relO()
-	relA()
-	relB, ok, err := b.Lead(ctx, "recheck")
-	if err != nil || !ok {
-		t.Fatalf("the lead did not pass on at release: %v %v", ok, err)
-	}
-	// The leader dies: its session ends (terminated here, as when the
-	// replica's process or node goes) and the lock with it.
-	key := pg.LeadKey(schema, "recheck")
-	var killed int
-	err = a.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
-		  AND ((classid::bigint << 32) | objid::bigint) = $1`, key).Scan(&killed)
-	if err != nil || killed != 1 {
-		t.Fatalf("terminating the leader's session: %d, %v", killed, err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
+}
+
+// waitLead retries Lead until it leads or within runs out, and returns the
+// term and how long it took.
+func waitLead(t *testing.T, db *pg.DB, job string, within time.Duration) (store.Lease, time.Duration) {
+	t.Helper()
+	start := time.Now()
 	for {
-		rel, ok, err := a.Lead(ctx, "recheck")
+		l, ok, err := db.Lead(context.Background(), job)
 		if err == nil && ok {
-			rel()
-			break
+			return l, time.Since(start)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lead did not pass on when the leader's session ended: %v %v", ok, err)
+		if time.Since(start) > within {
+			t.Fatalf("no lead of %s within %v (%v, %v)", job, within, ok, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
-	relB() // the dead session's release must not fail or hang
+}
+
+// fenced reports whether a fenced write under f is accepted.
+func fenced(t *testing.T, db *pg.DB, f store.Fence) bool {
+	t.Helper()
+	err := db.DeleteEvent(1, f)
+	if err != nil && !errors.Is(err, store.ErrNotLeader) {
+		t.Fatalf("fenced write: %v", err)
+	}
+	return err == nil
+}
+
+// oneReplicaLeads: of two replicas on one schema one leads a job at a time,
+// each job on its own; another schema (an unrelated install on the same
+// database) is not held up. At release the lead passes on at once with a
+// greater token, and the old term's fenced writes are refused.
+func oneReplicaLeads(t *testing.T, a, b, other *pg.DB) {
+	la := mustLead(t, a, "recheck")
+	mustNotLead(t, b, "recheck", "two replicas at once")
+	mustNotLead(t, a, "recheck", "the same process twice")
+	lr := mustLead(t, b, "retention")
+	lr.Release()
+	lo := mustLead(t, other, "recheck")
+	lo.Release()
+	if !fenced(t, a, la.Fence()) {
+		t.Fatal("the live term's write was refused")
+	}
+	la.Release()
+	select {
+	case <-la.Done():
+	default:
+		t.Fatal("Done open after Release")
+	}
+	lb := mustLead(t, b, "recheck")
+	defer lb.Release()
+	if lb.Fence().Token <= la.Fence().Token {
+		t.Fatalf("token %d after %d: the fencing token must grow", lb.Fence().Token, la.Fence().Token)
+	}
+	if fenced(t, a, la.Fence()) {
+		t.Fatal("a released term's write was accepted")
+	}
+	if !fenced(t, a, lb.Fence()) {
+		t.Fatal("the new term's write was refused")
+	}
+}
+
+// killedLeadSession: pg_terminate_backend on the leader's lead session
+// (its pid is in leaders) makes it step down at its next renewal (lease/5);
+// nobody leads until the term expires; another replica leads within one
+// lease of the kill, with a greater token, and the old term's writes are
+// refused.
+func killedLeadSession(t *testing.T, schema, base string) {
+	const lease = 2 * time.Second
+	a, b := openLease(t, schema, base, lease), openLease(t, schema, base, lease)
+	la := mustLead(t, a, "events")
+	time.Sleep(lease / 2) // renewed at least once
+	var pid int32
+	var killed bool
+	err := b.Pool().QueryRow(context.Background(), `SELECT pid, pg_terminate_backend(pid) FROM leaders WHERE job = 'events'`).Scan(&pid, &killed)
+	if err != nil || !killed || uint32(pid) != a.LeadPID() {
+		t.Fatalf("terminating the lead session %d (a's is %d): %v %v", pid, a.LeadPID(), killed, err)
+	}
+	kill := time.Now()
+	select {
+	case <-la.Done():
+	case <-time.After(lease/5 + time.Second):
+		t.Fatal("the leader did not step down after its session was killed")
+	}
+	stepped := time.Since(kill)
+	if la.Remaining() != 0 {
+		t.Fatalf("a lost term has %v left", la.Remaining())
+	}
+	lb, _ := waitLead(t, b, "events", 2*lease)
+	defer lb.Release()
+	took := time.Since(kill)
+	if took > lease+lease/2 {
+		t.Errorf("handover took %v, want within one lease (%v)", took, lease)
+	}
+	if lb.Fence().Token <= la.Fence().Token || fenced(t, b, la.Fence()) || !fenced(t, b, lb.Fence()) {
+		t.Fatalf("tokens %d → %d; the old term's write must be refused, the new one's accepted", la.Fence().Token, lb.Fence().Token)
+	}
+	// The killed replica leads again later, on a new session.
+	lb.Release()
+	l2 := mustLead(t, a, "events")
+	defer l2.Release()
+	if a.LeadPID() == uint32(pid) {
+		t.Fatal("the new term runs on the killed session")
+	}
+	t.Logf("lease %v: the killed leader stepped down after %v; the next leader led %v after the kill", lease, stepped.Round(time.Millisecond), took.Round(time.Millisecond))
+}
+
+// pausedLeader: a leader that stops renewing (a paused process, a frozen
+// VM: its session stays open) has no time left once its term lapses, and
+// its term ends; another replica leads once the term expired, and the
+// paused one's fenced writes are refused.
+func pausedLeader(t *testing.T, schema, base string) {
+	const lease = 2 * time.Second
+	a, b := openLease(t, schema, base, lease), openLease(t, schema, base, lease)
+	la := mustLead(t, a, "recheck")
+	a.PauseRenewals()
+	mustNotLead(t, b, "recheck", "the term is not over")
+	start := time.Now()
+	lb, took := waitLead(t, b, "recheck", 2*lease)
+	defer lb.Release()
+	if took < lease-lease/5-200*time.Millisecond {
+		t.Fatalf("another replica led %v after the last renewal, before the term (%v) expired", took, lease)
+	}
+	if la.Remaining() != 0 {
+		t.Fatalf("the paused leader still has %v once another leads", la.Remaining())
+	}
+	select {
+	case <-la.Done():
+	case <-time.After(time.Second):
+		t.Fatal("the paused leader's term did not end")
+	}
+	if fenced(t, a, la.Fence()) {
+		t.Fatal("the paused leader's write was accepted after the takeover")
+	}
+	t.Logf("paused leader: the next one led %v after the pause", time.Since(start).Round(time.Millisecond))
+}
+
+// renewalsHaveTheirOwnSession: with every connection of the pool taken
+// (a busy replica), the terms are still renewed: the lead session is not
+// the pool's.
+func renewalsHaveTheirOwnSession(t *testing.T, schema, base string) {
+	const lease = time.Second
+	db, err := pg.Open(context.Background(), base, pg.Options{Schema: schema, Lease: lease, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	l := mustLead(t, db, "events")
+	defer l.Release()
+	ctx := context.Background()
+	var held []interface{ Release() }
+	for range 2 {
+		c, err := db.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	time.Sleep(3 * lease)
+	select {
+	case <-l.Done():
+		t.Fatal("the term ended while the pool was busy: its renewals wait for the pool")
+	default:
+	}
+	if l.Remaining() <= 0 {
+		t.Fatal("no time left while the pool was busy")
+	}
+	for _, c := range held {
+		c.Release()
+	}
 }
 
 func schemaVersion(t *testing.T, schemaURL string) (int64, int) {

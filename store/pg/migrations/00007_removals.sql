@@ -1,4 +1,4 @@
--- Schema 6: the removals a recheck flip decided (store.Removal), paced and
+-- Schema 7: the removals a recheck flip decided (store.Removal), paced and
 -- claimed one at a time (owner: the replica working on it, '' none), and
 -- the batches that wait for an admin's Remove all (store.RemovalBatch).
 -- The change is additive: replicas still on schema 5 keep working (they

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/verdictbot/verdictbot/events"
+	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/pg"
+)
+
+// eventsText is what `verdictbot events` does (verdictbot help events).
+const eventsText = `Shows and resends the findings the events receiver (VERDICTBOT_EVENTS_URL) refused: an event
+it refuses 20 times in a row (a 4xx such as 400, 413 or 422) is set aside on a dead-letter list,
+so that the events after it are delivered; it stays there until it is queued again.
+
+  verdictbot events list [--limit N]   how many events are queued, and the dead letters, oldest first
+  verdictbot events retry SEQ…         queue these dead letters again
+  verdictbot events retry --all        queue every dead letter again
+
+A dead letter queued again goes to the end of the queue under a new sequence number (the
+event's metadata.uid is unchanged) and is sent after the events queued before it; fix the
+receiver first, or it is refused 20 times again. With VERDICTBOT_DATABASE_URL it works on the
+shared database while the replicas run; with the embedded file (VERDICTBOT_DATA_DIR) stop the
+bot first: the file is opened by one process at a time.`
+
+// newEventsFlags is the flag set of events' subcommands (also printed by
+// its help).
+func newEventsFlags() (*flag.FlagSet, *int, *bool) {
+	fs := flag.NewFlagSet("events", flag.ContinueOnError)
+	limit := fs.Int("limit", 100, "list: show at most this many dead letters")
+	all := fs.Bool("all", false, "retry: queue every dead letter again")
+	return fs, limit, all
+}
+
+// runEventsCmd is `verdictbot events list|retry`.
+func runEventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: events takes a subcommand: list or retry", errUsage)
+	}
+	sub := args[0]
+	if sub != "list" && sub != "retry" {
+		return fmt.Errorf("%w: unknown subcommand %q: want list or retry", errUsage, sub)
+	}
+	fs, limit, all := newEventsFlags()
+	fs.SetOutput(io.Discard) // Main prints the error and where help is
+	fs.Usage = func() {}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			writeCommandHelp(stderr, findCLICommand("events"))
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	var seqs []uint64
+	switch {
+	case sub == "list" && (fs.NArg() > 0 || *all):
+		return fmt.Errorf("%w: events list takes no arguments but --limit", errUsage)
+	case sub == "list" && *limit < 1:
+		return fmt.Errorf("%w: --limit %d: want at least 1", errUsage, *limit)
+	case sub == "retry" && *all && fs.NArg() > 0:
+		return fmt.Errorf("%w: events retry takes sequence numbers or --all, not both", errUsage)
+	case sub == "retry" && !*all && fs.NArg() == 0:
+		return fmt.Errorf("%w: events retry needs the sequence numbers of the dead letters (events list shows them), or --all", errUsage)
+	}
+	seen := map[uint64]bool{}
+	for _, a := range fs.Args() {
+		n, err := strconv.ParseUint(strings.TrimSpace(a), 10, 64)
+		if err != nil || n == 0 {
+			return fmt.Errorf("%w: %q is not a sequence number (events list shows them)", errUsage, a)
+		}
+		if !seen[n] {
+			seqs = append(seqs, n)
+			seen[n] = true
+		}
+	}
+	cfg, err := loadValidConfig(false) // every problem at once
+	if err != nil {
+		return err
+	}
+	db, err := openEventsState(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if sub == "list" {
+		return listDeadEvents(db, *limit, stdout)
+	}
+	return retryDeadEvents(db, seqs, cfg.EventsMaxQueued, stdout)
+}
+
+// eventsState is what the events command needs of the state layer.
+type eventsState interface {
+	store.EventQueue
+	Close() error
+}
+
+// openEventsState opens the state the bot uses: PostgreSQL (its schema
+// migrated, as run does) or the embedded file, which must exist (an empty
+// one is not created in a wrong directory) and not be open in a bot.
+func openEventsState(ctx context.Context, cfg *Config) (eventsState, error) {
+	if cfg.DatabaseURL != "" {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		return pg.Open(ctx, cfg.DatabaseURL.Reveal(), pg.Options{})
+	}
+	path := filepath.Join(cfg.DataDir, store.FileName)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("no store at %s (VERDICTBOT_DATA_DIR=%s): nothing was ever queued there", path, cfg.DataDir)
+	}
+	db, err := store.Open(cfg.DataDir, store.Options{})
+	if err != nil && strings.Contains(err.Error(), "locked by another process") {
+		return nil, fmt.Errorf("%w; with the embedded file, stop the bot first", err)
+	}
+	return db, err
+}
+
+// listDeadEvents prints the queue's length and the dead letters.
+func listDeadEvents(db eventsState, limit int, stdout io.Writer) error {
+	queued, err := db.EventsQueued()
+	if err != nil {
+		return err
+	}
+	total, err := db.DeadEventsCount()
+	if err != nil {
+		return err
+	}
+	dead, err := db.DeadEvents(limit)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "events queued: %d\ndead letters: %d\n", queued, total)
+	if total == 0 {
+		return nil
+	}
+	fmt.Fprintln(stdout)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tSET ASIDE (UTC)\tREFUSALS\tANSWER\tKIND\tLEVEL\tTARGET")
+	for _, d := range dead {
+		kind, level, target := eventSummary(d.Body)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\n", d.Seq, d.At.UTC().Format("2006-01-02 15:04:05"), d.Failures, d.Status,
+			oneLine(kind), oneLine(level), oneLine(target))
+	}
+	tw.Flush()
+	if total > len(dead) {
+		fmt.Fprintf(stdout, "… and %d more (--limit)\n", total-len(dead))
+	}
+	fmt.Fprintln(stdout, "\nThe receiver's last answer to each is in the bot's log (\"set aside as a dead letter\").\n"+
+		"Once the receiver takes them: verdictbot events retry SEQ… (or --all).")
+	return nil
+}
+
+// eventSummary reads an event's kind, level and target (defanged: a
+// terminal may link it), for the list.
+func eventSummary(body []byte) (kind, level, target string) {
+	var ev struct {
+		Unmapped struct {
+			Kind   string `json:"kind"`
+			Level  string `json:"level"`
+			Target string `json:"target"`
+		} `json:"unmapped"`
+	}
+	if json.Unmarshal(body, &ev) != nil {
+		return "?", "?", "(not an event)"
+	}
+	u := ev.Unmapped
+	return nonEmpty(u.Kind), nonEmpty(u.Level), nonEmpty(links.DefangTruncate(u.Target, 80))
+}
+
+func nonEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine is s safe for one terminal line: no control character (escape
+// sequences), no line break or tab.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// retryDeadEvents queues dead letters again (all of them when seqs is
+// empty) and says what it did; a sequence number that is not a dead letter
+// is an error (after the others are queued).
+func retryDeadEvents(db eventsState, seqs []uint64, max int, stdout io.Writer) error {
+	moved, dropped, err := db.RequeueDeadEvents(seqs, events.Resequence, max)
+	if err != nil {
+		return err
+	}
+	if len(moved) == 0 && len(seqs) == 0 {
+		fmt.Fprintln(stdout, "no dead letters: nothing to retry")
+		return nil
+	}
+	done := map[uint64]bool{}
+	for _, m := range moved {
+		fmt.Fprintf(stdout, "dead letter %d queued again as %d\n", m.From, m.To)
+		done[m.From] = true
+	}
+	if len(moved) > 0 {
+		fmt.Fprintf(stdout, "%d event(s) queued again: the bot sends them after the events queued before them\n", len(moved))
+	}
+	if dropped > 0 {
+		fmt.Fprintf(stdout, "the queue was full (VERDICTBOT_EVENTS_MAX_QUEUED=%d): its %d oldest event(s) were dropped\n", max, dropped)
+	}
+	var missing []string
+	for _, s := range seqs {
+		if !done[s] {
+			missing = append(missing, strconv.FormatUint(s, 10))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("not on the dead-letter list: %s (verdictbot events list shows it)", strings.Join(missing, ", "))
+	}
+	return nil
+}
