@@ -37,17 +37,18 @@ type Uploader interface {
 	Upload(ctx context.Context, channel, threadTS, name string, data []byte, title string) (string, error)
 }
 
-// Files turns shared files into file cards. A file announced twice (the
-// file_shared event and the message's file_share subtype) is handled once
-// per channel; the same file in several channels gets a card in each but
-// is analysed once (the pipeline joins by sha256).
+// Files turns shared files into file cards. A share announced twice (the
+// file_shared event and the message's file_share subtype) is handled once;
+// every message that shares a file is a share of its own and gets its
+// card, in the same channel or another, but the file is analysed once (the
+// pipeline joins by sha256).
 type Files struct {
 	Messages *Messages // cards, modes, posting
 	Check    FileChecker
 	Info     FileInfo
 	Uploader Uploader
 	// FirstTime records a key and reports whether it is new (the store's
-	// SeenEvent), so a file is handled once per channel across restarts.
+	// SeenEvent), so a share is handled once across restarts.
 	FirstTime func(key string) (bool, error)
 	// MaxScreenshots bounds the images posted per file.
 	MaxScreenshots int
@@ -113,14 +114,45 @@ func (f *Files) unfinished(channel, ts string) bool {
 	return ok && (!rec.Card.Final || rec.PostStarted || rec.Card.CardTS == "")
 }
 
-// shareOf finds the message that shared file in channel.
+// shareOf finds the message that shared file in channel: the newest of
+// its shares there (a file_shared event is about a new share; the file may
+// have been shared in the channel before).
 func shareOf(file *slack.File, channel string) (ts, thread string) {
 	for _, shares := range []map[string][]slack.ShareFileInfo{file.Shares.Public, file.Shares.Private} {
-		if s := shares[channel]; len(s) > 0 {
-			return s[0].Ts, s[0].ThreadTs
+		for _, s := range shares[channel] {
+			if ts == "" || laterTS(s.Ts, ts) {
+				ts, thread = s.Ts, s.ThreadTs
+			}
 		}
 	}
-	return "", ""
+	return ts, thread
+}
+
+// laterTS reports whether Slack timestamp a ("1700000000.000200") is later
+// than b: seconds, then the sequence after the dot, compared as numbers.
+func laterTS(a, b string) bool {
+	as, af, _ := strings.Cut(a, ".")
+	bs, bf, _ := strings.Cut(b, ".")
+	if len(as) != len(bs) {
+		return len(as) > len(bs)
+	}
+	if as != bs {
+		return as > bs
+	}
+	if len(af) != len(bf) {
+		return len(af) > len(bf)
+	}
+	return af > bf
+}
+
+// shareKey is the dedupe key of one share of a file: a share is announced
+// twice (file_shared and the message's file_share subtype) and handled
+// once; each message that shares the file is a share of its own, so the
+// same file shared again in the channel (after quarantine removed the
+// first message, say) is checked and acted on again. Keys of earlier
+// versions were per channel ("file:<id>:<channel>").
+func shareKey(fileID, channel, ts string) string {
+	return "file:" + fileID + ":" + channel + ":" + ts
 }
 
 // fileJob says how handle treats a message's files.
@@ -171,7 +203,7 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, job 
 		first := true
 		if f.FirstTime != nil && !job.again {
 			var err error
-			if first, err = f.FirstTime("file:" + sf.ID + ":" + channel); err != nil {
+			if first, err = f.FirstTime(shareKey(sf.ID, channel, msg.Timestamp)); err != nil {
 				m.Log.Warn("file dedupe failed; handling the file anyway", "file", sf.ID, "error", err)
 				first = true
 			}

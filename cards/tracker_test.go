@@ -472,7 +472,7 @@ func TestResumedFileJobFinishesItsCard(t *testing.T) {
 	msg := &slack.Msg{Channel: "C1", User: "U1", Timestamp: d.TS, Files: []slack.File{{ID: "F1", Name: "invoice.exe",
 		Filetype: "exe", Size: 1024, URLPrivateDownload: e.fake.URL() + "/files/F1"}}}
 	// Before the crash: the file was announced and its card begun.
-	firstTime("file:F1:C1")
+	firstTime(shareKey("F1", "C1", d.TS))
 	draft := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: fileCardTS(d.TS), Lines: []card.Line{{Kind: card.KindFile,
 		Target: "invoice.exe", Level: verdict.Pending, File: &card.FileInfo{Name: "invoice.exe"}}}}
 	if _, _, err := e.messages.Cards.Begin("C1", fileCardTS(d.TS), draft, ModeQuiet); err != nil {
@@ -577,5 +577,33 @@ func TestVerdictLinksItsTargetInTheCardsWrite(t *testing.T) {
 	}
 	if n := writes.Load() - checker.at.Load(); n != 1 {
 		t.Fatalf("%d store writes after the verdict was recorded, want 1 (the card's, linking the target)", n)
+	}
+}
+
+// TestShareOfIsTheNewestShareInTheChannel: a file_shared event is about a
+// new share, and the file may have been shared in the channel before: the
+// newest share is the message to answer, each share its own dedupe key.
+func TestShareOfIsTheNewestShareInTheChannel(t *testing.T) {
+	f := &slack.File{}
+	f.Shares.Public = map[string][]slack.ShareFileInfo{
+		"C1": {{Ts: "1700000009.000900"}, {Ts: "1700000010.000100", ThreadTs: "1700000001.000001"}, {Ts: "999999999.999999"}},
+		"C2": {{Ts: "1700000020.000000"}},
+	}
+	if ts, thread := shareOf(f, "C1"); ts != "1700000010.000100" || thread != "1700000001.000001" {
+		t.Errorf("shareOf C1 = %q, %q", ts, thread)
+	}
+	if ts, _ := shareOf(f, "C3"); ts != "" {
+		t.Errorf("shareOf a channel without a share = %q", ts)
+	}
+	if shareKey("F1", "C1", "1.1") == shareKey("F1", "C1", "1.2") {
+		t.Error("two shares of a file in a channel have one dedupe key")
+	}
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{{"2.0", "10.0", false}, {"10.0", "2.0", true}, {"5.000010", "5.000009", true}, {"5.1", "5.1", false}} {
+		if got := laterTS(tc.a, tc.b); got != tc.want {
+			t.Errorf("laterTS(%s, %s) = %v", tc.a, tc.b, got)
+		}
 	}
 }

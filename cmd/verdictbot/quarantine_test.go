@@ -692,3 +692,36 @@ func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
 		t.Fatalf("%d screenshots posted without quarantine, want 2", len(ups))
 	}
 }
+
+// TestReSharingAQuarantinedFileIsRemovedAgain: quarantine removed the
+// message that shared a malicious file (the default mode keeps the file
+// in Slack), so its sender shares the same file again, in a new message
+// of the same channel, and then once more in a thread. Each new message is
+// a new share: it gets its card and is removed too. A file is announced
+// twice per share (file_shared and the message's file_share), never once
+// per channel.
+func TestReSharingAQuarantinedFileIsRemovedAgain(t *testing.T) {
+	h := startFileQuarantine(t, nil)
+	f, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar + " reshare")}, "please pay this")
+	first := ds[0].TS
+	h.waitDeleted(first)
+	again, err := h.slack.ShareFile(secChannel, alice, f.ID, "did you get it? here it is again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitDeleted(again[0].TS)
+	h.waitCardIn(secChannel, again[0].TS, func(b string) bool {
+		return strings.Contains(b, "This message was removed by quarantine") && strings.Contains(b, "invoice.exe")
+	})
+	// In a thread, as a reply to someone else's message.
+	root := h.post("anyone seen the invoice?")
+	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, ThreadTS: root.TS,
+		Text: "this one", SubType: "file_share", Files: []string{f.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitDeleted(d.TS)
+	if n := len(h.slack.Calls("files.delete")); n != 0 {
+		t.Errorf("files.delete called %d times in the default mode", n)
+	}
+}

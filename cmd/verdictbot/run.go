@@ -501,37 +501,48 @@ const (
 		"for checking. To have a link checked privately, send it to me in my *Messages* tab."
 	shortcutDMUnknown = "I could not check whether I am part of this conversation, so nothing was sent for checking; " +
 		"try again in a minute, or send the link to me in my *Messages* tab."
+	shortcutNotMember = "I am not in this channel, so nothing was sent for checking: I check only the channels I was " +
+		"invited to. Invite me (`/invite @verdictbot`) to have its links and files checked, or send the link to me in my *Messages* tab."
+	shortcutChannelUnknown = "I could not check whether I am in this channel, so nothing was sent for checking; " +
+		"try again in a minute, or send the link to me in my *Messages* tab."
 )
 
 // shortcutRefusal says why the shortcut may not scan the message it was
-// used on ("" when it may). A direct message or group DM is read only
-// when the bot is in it (DESIGN: direct messages are never read, except
-// what a person sends the bot itself): a DM only when it is the clicker's
-// own DM with the bot, a group DM only when the bot is a member. Slack
-// sends the shortcut from any conversation the clicker is in, message
-// included, so this is decided before anything is scanned: by the
-// payload's channel (D… ids, Slack's "directmessage" and "mpdm-…" names)
-// and conversations.info with the bot token, which does not know other
-// people's DMs (channel_not_found). A lookup that fails otherwise refuses
-// too: nothing is sent while in doubt.
+// used on ("" when it may). Slack sends the shortcut from any conversation
+// the clicker is in, message included, so this is decided before anything
+// is scanned, with conversations.info (bot token): the shortcut works only
+// where the bot was invited, as the automatic scan does. A DM only when it
+// is the clicker's own DM with the bot (DESIGN: direct messages are never
+// read, except what a person sends the bot itself); a group DM, a private
+// or a public channel only when the bot is a member (a private
+// conversation the bot is not in is channel_not_found to it). A lookup
+// that fails otherwise refuses too: nothing is sent while in doubt.
 func (a *app) shortcutRefusal(ctx context.Context, cb *slack.InteractionCallback) string {
 	ch := cb.Channel
-	dm := strings.HasPrefix(ch.ID, "D") || ch.Name == "directmessage" || ch.IsIM
-	group := strings.HasPrefix(ch.Name, "mpdm-") || ch.IsMpIM
-	if !dm && !group {
-		return ""
+	direct := strings.HasPrefix(ch.ID, "D") || ch.Name == "directmessage" || ch.IsIM ||
+		strings.HasPrefix(ch.Name, "mpdm-") || ch.IsMpIM
+	notIn, unknown := shortcutNotMember, shortcutChannelUnknown
+	if direct {
+		notIn, unknown = shortcutForeignDM, shortcutDMUnknown
 	}
 	info, err := a.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: ch.ID})
 	switch {
 	case err != nil && notify.ErrorCode(err) == "channel_not_found":
-		return shortcutForeignDM
+		return notIn // a private conversation the bot is not in
 	case err != nil:
 		a.log.Warn("shortcut: could not look the conversation up; nothing scanned", "channel", ch.ID, "error", notify.ErrorCode(err))
-		return shortcutDMUnknown
-	case info.IsIM && info.User == cb.User.ID, info.IsMpIM && info.IsMember, !info.IsIM && !info.IsMpIM:
+		return unknown
+	case info.IsIM:
+		if info.User == cb.User.ID {
+			return "" // the person's own DM with the bot
+		}
+		return shortcutForeignDM
+	case info.IsMember:
 		return ""
+	case info.IsMpIM:
+		return shortcutForeignDM
 	}
-	return shortcutForeignDM
+	return shortcutNotMember
 }
 
 // answerShortcut answers the shortcut's user privately through its

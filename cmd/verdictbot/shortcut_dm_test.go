@@ -12,19 +12,23 @@ import (
 
 // TestShortcutInAForeignDMSendsNothing: Slack offers the "Scan this
 // message" shortcut in any conversation, someone else's DMs and group DMs
-// included, message and all. In a DM or a group DM the bot is not in, the
-// shortcut answers the user privately (through its response_url: the bot
-// cannot post there) and sends nothing to the services; in the user's own
-// DM with the bot it scans as before.
+// included, message and all. In a DM, a group DM or a channel the bot is
+// not in, the shortcut answers the user privately (through its
+// response_url: the bot cannot post there) and sends nothing to the
+// services; in the user's own DM with the bot it scans as before.
 func TestShortcutInAForeignDMSendsNothing(t *testing.T) {
 	const (
-		foreignDM = "D0ALICEBOB"
-		groupDM   = "G0MPDM"
+		foreignDM        = "D0ALICEBOB"
+		groupDM          = "G0MPDM"
+		privateElsewhere = "G0HR"
+		publicElsewhere  = "C0RANDOM"
 	)
 	h := startBotSeeded(t, nil, sim.Config{}, false, func(f *slackfake.Server) {
 		seedReporters(f)
 		f.AddChannel(slackfake.Channel{ID: foreignDM, IM: true, IMUser: bob, NotMember: true, Members: []string{alice, bob}})
 		f.AddChannel(slackfake.Channel{ID: groupDM, Name: "mpdm-alice--bob--carol-1", MPIM: true, NotMember: true, Members: []string{alice, bob, carol}})
+		f.AddChannel(slackfake.Channel{ID: privateElsewhere, Name: "hr-private", Private: true, NotMember: true, Members: []string{alice, bob}})
+		f.AddChannel(slackfake.Channel{ID: publicElsewhere, Name: "random", NotMember: true, Members: []string{alice, bob}})
 	})
 	shortcut := func(channel, ts string) string {
 		t.Helper()
@@ -69,8 +73,28 @@ func TestShortcutInAForeignDMSendsNothing(t *testing.T) {
 			}
 		}
 	}
+	// A private channel and a public one the bot was not invited to: the
+	// same, with an invitation to invite it.
+	for _, tc := range []struct{ channel, url string }{
+		{privateElsewhere, "https://login.phish.test/private-secret"},
+		{publicElsewhere, "https://login.phish.test/public-elsewhere"},
+	} {
+		d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: tc.channel, User: bob, Text: "look <" + tc.url + ">"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, shortcut(tc.channel, d.TS), "I am not in this channel", "nothing was sent", "/invite")
+		if n := h.sim.Count(sim.ServiceReputation, ""); n != 0 {
+			t.Errorf("%s: %d requests reached the URL service", tc.channel, n)
+		}
+		for _, m := range h.slack.Messages(tc.channel, "") {
+			if m.Bot {
+				t.Errorf("%s: the bot posted %q", tc.channel, m.Text)
+			}
+		}
+	}
 	for _, c := range append(h.slack.Calls("chat.postEphemeral"), h.slack.Calls("chat.postMessage")...) {
-		if ch := c.Params.Get("channel"); ch == foreignDM || ch == groupDM {
+		if ch := c.Params.Get("channel"); ch == foreignDM || ch == groupDM || ch == privateElsewhere || ch == publicElsewhere {
 			t.Errorf("%s into %s", c.Method, ch)
 		}
 	}
