@@ -661,8 +661,18 @@ func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
 		// hour is shown in a quiet channel too: nobody is told otherwise,
 		// and its level (could not check) gets no reaction.
 		m.noteLeftInPlace(c, level)
+		// Quarantine acts before the card is posted: a channel's posts are
+		// paced (about one a second), and a removal must not wait behind
+		// other people's cards. What it did is on the card record; the
+		// card posted is then the tombstone (or says why it could not be
+		// removed). A card already in Slack was updated by quarantine.
+		if acted, ok := m.actFirst(ctx, c); ok {
+			if acted.CardTS != "" {
+				return
+			}
+			c = &acted
+		}
 		m.show(ctx, c)
-		m.act(ctx, c)
 	case level == verdict.Clean:
 		// A file card's source key is "<ts>/files": react on the message.
 		if err := m.Poster.React(ctx, c.Channel, strings.TrimSuffix(c.SourceTS, "/files"), m.CleanReaction); err != nil {
@@ -727,6 +737,31 @@ func (m *Messages) act(ctx context.Context, c *card.Card) {
 	if m.Act != nil && c.Final {
 		m.Act(ctx, c.Clone())
 	}
+}
+
+// actFirst hands a final card to Act before it is shown, and returns the
+// card as quarantine left it when quarantine changed it (ok), so that what
+// is shown is what it did.
+func (m *Messages) actFirst(ctx context.Context, c *card.Card) (card.Card, bool) {
+	if m.Act == nil || !c.Final {
+		return card.Card{}, false
+	}
+	before := c.Quarantine
+	m.act(ctx, c)
+	rec, ok := m.Cards.Get(c.Channel, c.SourceTS)
+	if !ok || sameQuarantine(before, rec.Card.Quarantine) {
+		return card.Card{}, false
+	}
+	return rec.Card.Clone(), true
+}
+
+// sameQuarantine reports whether two quarantine states are the same (a
+// new state, a new try or a release changes one of these).
+func sameQuarantine(a, b *card.Quarantine) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.State == b.State && a.At.Equal(b.At) && a.Problem == b.Problem && a.ReleasedAt.Equal(b.ReleasedAt)
 }
 
 // overAllowance reports whether a line of c was not checked because its

@@ -725,3 +725,42 @@ func TestReSharingAQuarantinedFileIsRemovedAgain(t *testing.T) {
 		t.Errorf("files.delete called %d times in the default mode", n)
 	}
 }
+
+// TestAFloodOfCardsDoesNotDelayARemoval: in a verbose channel every
+// message gets a card, and Slack takes about one post a second in a
+// channel, so one person's 25 harmless links queue 25 cards there. Another
+// person's phishing message posted behind them is removed as soon as its
+// verdict is in, not after the queue of cards: the removal never waits for
+// the card's post (the tombstone is what is posted).
+func TestAFloodOfCardsDoesNotDelayARemoval(t *testing.T) {
+	h := startQuarantine(t, withEnv(fastBudgets, map[string]string{"VERDICTBOT_CHANNEL_MODE": "verbose"}), adminUser)
+	const flood = 25
+	for i := range flood {
+		if _, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice,
+			Text: fmt.Sprintf("<https://example.com/flood/%d>", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The flood's cards are being posted, one a second.
+	if err := h.slack.WaitFor(h.ctx(20*time.Second), func(st *slackfake.State) bool { return len(st.Calls("chat.postMessage")) >= 2 }); err != nil {
+		t.Fatalf("the flood's cards are not being posted: %v", err)
+	}
+	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: bob, Text: "<https://login.phish.test/behind-the-flood>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	posted := time.Now()
+	h.waitDeleted(d.TS)
+	took := time.Since(posted)
+	cards := 0
+	for _, c := range h.slack.Calls("chat.postMessage") {
+		if c.Params.Get("thread_ts") != d.TS && c.Params.Get("channel") == secChannel {
+			cards++
+		}
+	}
+	if took > 8*time.Second || cards >= flood {
+		t.Fatalf("removed %v after the post, once %d of the flood's %d cards were out: the removal waited for the cards", took, cards, flood)
+	}
+	// Its tombstone is posted in turn.
+	h.waitCardWithin(60*time.Second, d.TS, func(b string) bool { return strings.Contains(b, "removed by quarantine") })
+}
