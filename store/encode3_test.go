@@ -20,7 +20,8 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 	rec := targetRecord{
 		Target: Target{Target: "https://a.test/x?y=1", Kind: "url", FirstSeen: first, Checked: first.Add(time.Hour),
 			Level: verdict.Malicious, Category: verdict.CatPhishing, TaskID: "0123456789abcdef0123456789abcdef", Rechecks: 3,
-			NextCheck: first.Add(72 * time.Hour), Cards: []CardRef{{"C1", "1700000000.000100"}, {"C2", "1700000000.000200"}}},
+			NextCheck: first.Add(72 * time.Hour), Deferred: first.Add(90 * time.Second),
+			Cards: []CardRef{{"C1", "1700000000.000100"}, {"C2", "1700000000.000200"}}},
 		History: []Verdict{
 			{Kind: "url", TaskID: "0123456789ABCDEF0123456789abcdef", Level: verdict.Clean, Category: "weird",
 				Scores:   verdict.Scores{"phishing": 0.123, "malicious": 1.0 / 3, "other": -2.5, "illegal": 0},
@@ -40,6 +41,15 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, rec) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, rec)
+	}
+	// Without a deferred check pending the record is of format 1, which a
+	// binary that knows nothing of deferrals reads.
+	plain := rec
+	plain.Deferred = time.Time{}
+	if raw := encodeTarget(&plain); raw[0] != targetFormat {
+		t.Errorf("a record without a deferral is of format %d, want %d", raw[0], targetFormat)
+	} else if got, err := decodeTarget(raw); err != nil || !reflect.DeepEqual(got, plain) {
+		t.Errorf("format 1 round trip: %+v, %v", got, err)
 	}
 	// Zero times and no first-seen time.
 	empty := targetRecord{Target: Target{Target: "sha256:ff"}}

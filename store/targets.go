@@ -95,6 +95,11 @@ type Target struct {
 	// (zero: none planned).
 	Rechecks  int       `json:"rechecks"`
 	NextCheck time.Time `json:"next_check"`
+	// Deferred is when the deferred check of a URL is due (zero: none
+	// pending): a check refused for its requesters' allowance
+	// (VERDICTBOT_USER_LINKS_PER_HOUR) that the recheck makes later, apart
+	// from the schedule (DeferCheck, deferred.go).
+	Deferred time.Time `json:"deferred"`
 	// Cards are the cards that show this target.
 	Cards []CardRef `json:"cards,omitempty"`
 }
