@@ -712,6 +712,11 @@ func (m *Messages) noteLeftInPlace(c *card.Card, level verdict.Level) {
 	}
 	note := noteLeftInPlacePrefix + time.Now().UTC().Format("2006-01-02 15:04 UTC") +
 		": not everything in it could be checked, and quarantine removes only what is found suspicious or malicious."
+	if slices.ContainsFunc(c.Lines, isDeferredLine) {
+		note = noteLeftInPlacePrefix + time.Now().UTC().Format("2006-01-02 15:04 UTC") +
+			": a link in it is not checked yet (too many links from its poster this hour); quarantine removes only what is found" +
+			" suspicious or malicious, and acts on that link when it is checked, at low priority."
+	}
 	if snap, ok := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
 		if !has(r.Card.Notes) {
 			r.Card.Notes = append(r.Card.Notes, note)

@@ -152,11 +152,13 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 		"cards", len(ch.Target.Cards), "deferred", ch.Target.Deferred, "failed", ch.Now.Err != nil)
 	// The cards the change concerns, as they stand before it.
 	var before []card.Card
+	young := map[card.Ref]bool{} // cards written within deferAgainWithin
 	for _, ref := range ch.Target.Cards {
 		rec, ok := m.Cards.Get(ref.Channel, ref.SourceTS)
 		if !ok {
 			continue
 		}
+		young[ref] = at.Sub(rec.Updated) < deferAgainWithin
 		l, ok := lineOf(&rec.Card, url)
 		if !ok {
 			continue // an edit took the link out of the message
@@ -165,7 +167,9 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 		case changeFlip, changeDeferred:
 			before = append(before, rec.Card.Clone())
 		case changeNotReady:
-			a.deferAgain(url, ref)
+			if young[ref] {
+				a.deferAgain(url, ref)
+			}
 		}
 	}
 	var removals map[card.Ref]*store.Removal
@@ -235,7 +239,7 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 			snap, ok = m.Cards.Change(ref.Channel, ref.SourceTS, 0, flip)
 		}
 		if !ok {
-			if ch.Target.Deferred {
+			if ch.Target.Deferred && young[ref] {
 				a.deferAgain(url, ref) // its outcome comes with the next run
 			}
 			continue
@@ -312,6 +316,13 @@ func (a *Announcer) words(snap *card.Card, url string, kind cardChange, was verd
 	}
 	return reply, fmt.Sprintf("• %s in %s", what, where)
 }
+
+// deferAgainWithin bounds deferAgain to cards written within the last
+// hour (the cap's window): a line is left unsettled for a moment (between
+// the deferral and the card's write) or while its message is rescanned,
+// not for hours; a card a stopped process left scanning is not deferred
+// again run after run.
+const deferAgainWithin = time.Hour
 
 // deferAgain defers url's check again for the card ref, so that the next
 // run brings the card the outcome this one could not.
