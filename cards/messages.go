@@ -756,7 +756,7 @@ type Deferrals interface {
 // it said before: not checked.
 func (m *Messages) deferCheck(channel, sourceTS, url string, v *scan.URLVerdict) {
 	d, ok := m.Targets.(Deferrals)
-	if !ok || d == nil {
+	if !ok {
 		return
 	}
 	if err := d.Defer(url, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"slices"
 	"time"
 
@@ -10,17 +11,54 @@ import (
 // Deferred checks. A URL that was not sent to the service because whoever
 // posted it had used their allowance (VERDICTBOT_USER_LINKS_PER_HOUR) is
 // not dropped: its check is deferred to the recheck job, which makes it at
-// low priority, apart from the recheck schedule, and announces its verdict
-// to the cards that show the URL as not checked yet. The deferral lives on
-// the target (Target.Deferred, its due time) with an index of its own, so
-// that the recheck takes deferred checks and scheduled rechecks in shares
-// of its run and a flood of the one never starves the other.
+// low priority, apart from the recheck schedule, and announces its outcome
+// to the cards that show the URL as not checked yet. The deferral is the
+// target's Deferred time (when its check is due), with an index of its
+// own, so that the recheck takes deferred checks and scheduled rechecks in
+// shares of its run and a flood of the one never starves the other.
+//
+// In the file it is kept out of the target record, in two buckets of its
+// own, so that the record's encoding is unchanged: a release that knows
+// nothing of deferrals reads every record (and ignores the deferrals).
+const (
+	bDeferred   = "deferred"    // due time (8) + target id (8) → nil: the index
+	bDeferredAt = "deferred_at" // target id (8) → due time (8)
+)
 
-// bDeferred indexes the pending deferred checks: due time (8) + target
-// id (8) → nil.
-const bDeferred = "deferred"
+func init() { buckets = append(buckets, bDeferred, bDeferredAt) }
 
-func init() { buckets = append(buckets, bDeferred) }
+// deferredAt returns the due time of the deferred check of the target with
+// this id (zero: none pending).
+func deferredAt(t txn, id string) time.Time {
+	v := t.get(bDeferredAt, id)
+	if len(v) != 8 {
+		return time.Time{}
+	}
+	return keyTime(string(v))
+}
+
+// keyTime is the time a timeKey holds.
+func keyTime(k string) time.Time {
+	return time.Unix(0, int64(binary.BigEndian.Uint64([]byte(k[:8])))).UTC()
+}
+
+// setDeferred sets the due time of the deferred check of the target with
+// this id (zero: none pending), and its index entry.
+func setDeferred(t txn, id string, at time.Time) error {
+	if old := t.get(bDeferredAt, id); len(old) == 8 {
+		if err := t.del(bDeferred, string(old)+id); err != nil {
+			return err
+		}
+	}
+	if at.IsZero() {
+		return t.del(bDeferredAt, id)
+	}
+	k := timeKey(at)
+	if err := t.put(bDeferred, k+id, nil); err != nil {
+		return err
+	}
+	return t.put(bDeferredAt, id, []byte(k))
+}
 
 // DeferCheck records that the check of the URL target was deferred for
 // card (see State.DeferCheck).
@@ -38,13 +76,16 @@ func (db *DB) DeferCheck(target string, card CardRef, at time.Time) error {
 				}
 			}
 		}
-		if !slices.Contains(rec.Cards, card) {
+		if !ok || !slices.Contains(rec.Cards, card) {
 			rec.Cards = append(rec.Cards, card)
+			if err := t.put(bTargets, id, encodeTarget(&rec)); err != nil {
+				return err
+			}
 		}
-		if d := rec.Target.Deferred; d.IsZero() || d.After(at) {
-			return setDeferred(t, id, &rec, at)
+		if d := deferredAt(t, id); d.IsZero() || d.After(at) {
+			return setDeferred(t, id, at)
 		}
-		return t.put(bTargets, id, encodeTarget(&rec))
+		return nil
 	})
 }
 
@@ -63,6 +104,7 @@ func (db *DB) DueDeferred(now time.Time, limit int) ([]Target, error) {
 			if rec, derr = decodeTarget(raw); derr != nil {
 				return false
 			}
+			rec.Deferred = keyTime(k[:8])
 			out = append(out, rec.Target)
 			return len(out) < limit
 		})
@@ -79,15 +121,15 @@ func (db *DB) ClaimDeferred(target string, dueBy time.Time, hold time.Duration, 
 	claimed := false
 	err := db.update(func(t txn) error {
 		claimed = false
-		id, rec, ok, err := getTarget(t, target)
-		if err != nil || !ok {
-			return err
+		id := targetID(t, target)
+		if id == "" {
+			return nil
 		}
-		if d := rec.Target.Deferred; d.IsZero() || d.After(dueBy) {
+		if d := deferredAt(t, id); d.IsZero() || d.After(dueBy) {
 			return nil
 		}
 		claimed = true
-		return setDeferred(t, id, &rec, until)
+		return setDeferred(t, id, until)
 	})
 	if err != nil || !claimed {
 		return time.Time{}, false, err
@@ -98,28 +140,10 @@ func (db *DB) ClaimDeferred(target string, dueBy time.Time, hold time.Duration, 
 // EndDeferred ends a claimed deferred check (see State.EndDeferred).
 func (db *DB) EndDeferred(target string, until, next time.Time) error {
 	return db.update(func(t txn) error {
-		id, rec, ok, err := getTarget(t, target)
-		if err != nil || !ok || !rec.Target.Deferred.Equal(until) {
-			return err
+		id := targetID(t, target)
+		if id == "" || !deferredAt(t, id).Equal(until) {
+			return nil
 		}
-		return setDeferred(t, id, &rec, next)
+		return setDeferred(t, id, next)
 	})
-}
-
-// setDeferred sets a target's deferred due time (zero: none) and its
-// entry in the index, and saves the record.
-func setDeferred(t txn, id string, rec *targetRecord, at time.Time) error {
-	tg := &rec.Target
-	if !tg.Deferred.IsZero() {
-		if err := t.del(bDeferred, timeKey(tg.Deferred)+id); err != nil {
-			return err
-		}
-	}
-	tg.Deferred = at
-	if !at.IsZero() {
-		if err := t.put(bDeferred, timeKey(at)+id, nil); err != nil {
-			return err
-		}
-	}
-	return t.put(bTargets, id, encodeTarget(rec))
 }

@@ -177,14 +177,7 @@ func taskTarget(t txn, v []byte) (id, target string, err error) {
 
 // ---- binary encoding of target records ----
 
-// targetFormat is the format of a target record; targetFormatDeferred is
-// the same followed by the record's Deferred time, written only while a
-// deferred check is pending, so that records without one stay readable by
-// a binary that knows format 1 only.
-const (
-	targetFormat         = 1
-	targetFormatDeferred = 2
-)
+const targetFormat = 1
 
 // Times after the first are written relative to base (the target's first
 // seen time), in a few bytes instead of eight or nine.
@@ -378,11 +371,7 @@ func (r *rbuf) scores() verdict.Scores {
 func encodeTarget(rec *targetRecord) []byte {
 	w := &wbuf{b: make([]byte, 0, 128+64*len(rec.History))}
 	tg := &rec.Target
-	format := uint64(targetFormat)
-	if !tg.Deferred.IsZero() {
-		format = targetFormatDeferred
-	}
-	w.uvarint(format)
+	w.uvarint(targetFormat)
 	w.str(tg.Target)
 	w.enum(tg.Kind, kinds)
 	w.time(tg.FirstSeen)
@@ -412,18 +401,14 @@ func encodeTarget(rec *targetRecord) []byte {
 		w.time(v.At)
 		w.enum(v.Source, sources)
 	}
-	if format == targetFormatDeferred {
-		w.time(tg.Deferred)
-	}
 	return w.b
 }
 
 func decodeTarget(b []byte) (targetRecord, error) {
 	r := &rbuf{b: b}
 	var rec targetRecord
-	format := r.uvarint()
-	if r.err == nil && format != targetFormat && format != targetFormatDeferred {
-		return rec, fmt.Errorf("store: target record of unknown format %d", format)
+	if f := r.uvarint(); r.err == nil && f != targetFormat {
+		return rec, fmt.Errorf("store: target record of unknown format %d", f)
 	}
 	tg := &rec.Target
 	tg.Target = r.str()
@@ -463,9 +448,6 @@ func decodeTarget(b []byte) (targetRecord, error) {
 		}
 	} else if n > 0 {
 		r.err = errShort
-	}
-	if format == targetFormatDeferred {
-		tg.Deferred = r.time()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = errors.New("trailing bytes")

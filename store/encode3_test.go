@@ -3,6 +3,7 @@ package store
 import (
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,7 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 	rec := targetRecord{
 		Target: Target{Target: "https://a.test/x?y=1", Kind: "url", FirstSeen: first, Checked: first.Add(time.Hour),
 			Level: verdict.Malicious, Category: verdict.CatPhishing, TaskID: "0123456789abcdef0123456789abcdef", Rechecks: 3,
-			NextCheck: first.Add(72 * time.Hour), Deferred: first.Add(90 * time.Second),
-			Cards: []CardRef{{"C1", "1700000000.000100"}, {"C2", "1700000000.000200"}}},
+			NextCheck: first.Add(72 * time.Hour), Cards: []CardRef{{"C1", "1700000000.000100"}, {"C2", "1700000000.000200"}}},
 		History: []Verdict{
 			{Kind: "url", TaskID: "0123456789ABCDEF0123456789abcdef", Level: verdict.Clean, Category: "weird",
 				Scores:   verdict.Scores{"phishing": 0.123, "malicious": 1.0 / 3, "other": -2.5, "illegal": 0},
@@ -33,7 +33,7 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 	for i := range rec.History {
 		rec.History[i].Target = rec.Target.Target
 	}
-	assertFieldsSet(t, reflect.ValueOf(rec.Target), "Target")
+	assertFieldsSet(t, reflect.ValueOf(rec.Target), "Target", "Deferred")
 	assertFieldsSet(t, reflect.ValueOf(rec.History[0]), "Verdict")
 	got, err := decodeTarget(encodeTarget(&rec))
 	if err != nil {
@@ -41,15 +41,6 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, rec) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, rec)
-	}
-	// Without a deferred check pending the record is of format 1, which a
-	// binary that knows nothing of deferrals reads.
-	plain := rec
-	plain.Deferred = time.Time{}
-	if raw := encodeTarget(&plain); raw[0] != targetFormat {
-		t.Errorf("a record without a deferral is of format %d, want %d", raw[0], targetFormat)
-	} else if got, err := decodeTarget(raw); err != nil || !reflect.DeepEqual(got, plain) {
-		t.Errorf("format 1 round trip: %+v, %v", got, err)
 	}
 	// Zero times and no first-seen time.
 	empty := targetRecord{Target: Target{Target: "sha256:ff"}}
@@ -68,10 +59,13 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 	}
 }
 
-func assertFieldsSet(t *testing.T, v reflect.Value, name string) {
+// assertFieldsSet fails for a zero field of v but those apart: kept out
+// of the record (Target.Deferred has buckets of its own, deferred.go, so
+// that a release that knows nothing of it still reads every record).
+func assertFieldsSet(t *testing.T, v reflect.Value, name string, apart ...string) {
 	t.Helper()
 	for i := range v.NumField() {
-		if v.Field(i).IsZero() {
+		if v.Field(i).IsZero() && !slices.Contains(apart, v.Type().Field(i).Name) {
 			t.Errorf("%s.%s is zero in the test record: set it, so that its encoding is checked", name, v.Type().Field(i).Name)
 		}
 	}

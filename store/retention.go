@@ -231,7 +231,7 @@ func (db *DB) pruneTargets(cutoff time.Time) (verdicts, targets int, err error) 
 			}
 		}
 		k := rec.Target.Target
-		keep := !rec.Checked.Before(cutoff) || !rec.NextCheck.IsZero() || !rec.Deferred.IsZero() || len(rec.Cards) > 0 || len(rec.History) > 0 ||
+		keep := !rec.Checked.Before(cutoff) || !rec.NextCheck.IsZero() || t.get(bDeferredAt, id) != nil || len(rec.Cards) > 0 || len(rec.History) > 0 ||
 			t.get(bAnalyses, analysisKey("reputation", k)) != nil || t.get(bAnalyses, analysisKey("sandbox", k)) != nil
 		if keep {
 			if changed {
