@@ -130,12 +130,14 @@ func TestRefusedLinkIsDeferredBeforeItsCardSaysSo(t *testing.T) {
 // poster, alert summary for a malicious verdict); a card that shows the
 // same verdict already is left alone; a harmless verdict updates its card
 // quietly; a failure says why on the card, with no reply; a card whose
-// line is not settled yet defers the check again.
+// line is not settled yet, or whose first post is under way, defers the
+// check again.
 func TestAnnouncerGivesADeferredCheckToTheCardsWaitingForIt(t *testing.T) {
 	const (
-		evil  = "https://evil.test/shared"
-		clean = "https://example.org/harmless"
-		fails = "https://fail.test/x"
+		evil     = "https://evil.test/shared"
+		clean    = "https://example.org/harmless"
+		fails    = "https://fail.test/x"
+		unposted = "https://evil.test/unposted"
 	)
 	e, mem, a := newDeferEnv(t, map[string]verdict.Level{evil: verdict.Malicious, clean: verdict.Clean})
 	e.fake.AddChannel(slackfake.Channel{ID: alerts, Name: "alerts"})
@@ -154,10 +156,16 @@ func TestAnnouncerGivesADeferredCheckToTheCardsWaitingForIt(t *testing.T) {
 	must(e.db.PutCard(&store.CardRecord{Card: card.Card{Channel: "C1", ThreadTS: pending, SourceTS: pending, Poster: capped,
 		Lines: []card.Line{{Kind: card.KindURL, Target: evil, Level: verdict.Pending, Status: "queued"}}}}))
 	must(mem.Defer(evil, store.CardRef{Channel: "C1", SourceTS: pending}))
+	// A card whose deferred line is settled but whose first post is
+	// under way.
+	posting := "1700000000.000950"
+	must(e.db.PutCard(&store.CardRecord{PostStarted: true, Card: card.Card{Channel: "C1", ThreadTS: posting, SourceTS: posting, Poster: capped, Final: true,
+		Lines: []card.Line{{Kind: card.KindURL, Target: unposted, Level: verdict.Unknown, Problem: scan.DeferredProblem}}}}))
+	must(mem.Defer(unposted, store.CardRef{Channel: "C1", SourceTS: posting}))
 
 	due := map[string]scan.DueURL{}
 	var done []func()
-	for _, u := range []string{evil, clean, fails} {
+	for _, u := range []string{evil, clean, fails, unposted} {
 		d, ok := dueDeferred(t, mem, u)
 		if !ok {
 			t.Fatalf("%s is not deferred", u)
@@ -174,6 +182,7 @@ func TestAnnouncerGivesADeferredCheckToTheCardsWaitingForIt(t *testing.T) {
 		{Target: due[clean], Was: verdict.Unknown, Now: scan.URLVerdict{URL: clean, TaskID: "t-clean", Level: verdict.Clean, CheckedAt: time.Now()}},
 		{Target: due[fails], Was: verdict.Unknown, Now: scan.URLVerdict{URL: fails, Level: verdict.Unknown, Err: errors.New("failed"),
 			Problem: "the URL service could not analyse it", CheckedAt: time.Now()}},
+		{Target: due[unposted], Was: verdict.Unknown, Now: scan.URLVerdict{URL: unposted, TaskID: "t-unposted", Level: verdict.Malicious, CheckedAt: time.Now()}},
 	})
 	for _, end := range done {
 		end()
@@ -231,9 +240,16 @@ func TestAnnouncerGivesADeferredCheckToTheCardsWaitingForIt(t *testing.T) {
 	if len(summary) != 1 || !strings.Contains(summary[0], "checked late") || strings.Contains(summary[0], "harmless") || strings.Contains(summary[0], "fail") {
 		t.Errorf("alert channel: %q", summary)
 	}
-	// The unsettled card: evil is deferred again; the others are done.
+	// The unsettled card and the one being posted: deferred again, left
+	// as they are; the others are done.
 	if _, ok := dueDeferred(t, mem, evil); !ok {
 		t.Error("a card whose line was not settled did not get the check again")
+	}
+	if _, ok := dueDeferred(t, mem, unposted); !ok {
+		t.Error("a card being posted did not get the check again")
+	}
+	if l := e.lineOf(t, posting, unposted); !isDeferredLine(l) {
+		t.Errorf("a card being posted was changed under its post: %+v", l)
 	}
 	for _, u := range []string{clean, fails} {
 		if _, ok := dueDeferred(t, mem, u); ok {

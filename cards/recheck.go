@@ -55,8 +55,8 @@ type FlipRemover interface {
 // harmless links make no noise), or the reason it could not be checked.
 // Cards that show a verdict of the link already are changed only if the
 // level differs. A card whose line was not settled yet, or that could not
-// be written, has the check deferred again (Deferrals), so the next run
-// brings it its outcome.
+// be written, or that is not posted yet, has the check deferred again
+// (Deferrals), so the next run brings it its outcome.
 type Announcer struct {
 	Messages *Messages
 	Replier  Replier
@@ -163,7 +163,14 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 		if !ok {
 			continue // an edit took the link out of the message
 		}
-		switch concerns(ch, l) {
+		k := concerns(ch, l)
+		if k == changeDeferred && rec.Card.CardTS == "" && young[ref] {
+			// Its first post is under way (a deferred line is always
+			// shown): were its outcome shown first, the post could land
+			// after it, with the line as it was.
+			k = changeNotReady
+		}
+		switch k {
 		case changeFlip, changeDeferred:
 			before = append(before, rec.Card.Clone())
 		case changeNotReady:
