@@ -39,7 +39,9 @@ func (c *cappedChecker) Check(_ context.Context, url string, o scan.CheckOptions
 // failingDefer is a store whose deferrals fail.
 type failingDefer struct{ *store.DB }
 
-func (failingDefer) DeferCheck(string, store.CardRef, time.Time) error { return errors.New("disk full") }
+func (failingDefer) DeferCheck(string, store.CardRef, time.Time) error {
+	return errors.New("disk full")
+}
 
 const (
 	capped = "U0CAPPED"

@@ -314,12 +314,16 @@ func TestDeferredCheckThatJoinsARefusedAnalysisMakesItsOwn(t *testing.T) {
 	}
 	started, joined := make(chan struct{}), make(chan struct{})
 	live := make(chan scan.URLVerdict, 1)
-	go func() { live <- rig.urls.Check(t.Context(), u, scan.CheckOptions{For: flooder, OnStatus: inFlight(started)}) }()
+	go func() {
+		live <- rig.urls.Check(t.Context(), u, scan.CheckOptions{For: flooder, OnStatus: inFlight(started)})
+	}()
 	<-started
 	// The flooder's analysis waits at the gate, before its allowance is
 	// asked: the deferred check joins it.
 	deferred := make(chan scan.URLVerdict, 1)
-	go func() { deferred <- rig.urls.Check(t.Context(), u, scan.CheckOptions{Deferred: true, OnStatus: inFlight(joined)}) }()
+	go func() {
+		deferred <- rig.urls.Check(t.Context(), u, scan.CheckOptions{Deferred: true, OnStatus: inFlight(joined)})
+	}()
 	<-joined
 	close(gate.open)
 	if v := <-live; !errors.Is(v.Err, scan.ErrOverAllowance) {
