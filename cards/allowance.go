@@ -28,9 +28,13 @@ type AllowanceStore interface {
 // delaying anyone else's. Scheduled rechecks and resumed analyses are made
 // for nobody and never counted.
 //
-// Past the cap the target gets "not checked: too many links from you this
-// hour" on its card, a line goes to the alert channel once per requester
-// per hour (across replicas: FirstTime), and OnRefused counts it.
+// Past the cap the target is not sent now: a link's check is deferred to
+// the recheck, which makes it later at low priority (its card says "not
+// checked yet: too many links from you this hour; it will be checked at
+// low priority" until then, see Messages.deferCheck), a file's card says
+// "not checked: too many links and files from you this hour" (files are
+// not deferred). A line goes to the alert channel once per requester per
+// hour (across replicas: FirstTime), and OnRefused counts each target.
 type UserCap struct {
 	// Store counts the uses; PerHour is the cap (0: no cap).
 	Store   AllowanceStore
@@ -90,7 +94,7 @@ func (u *UserCap) Refused(ctx context.Context, service string, who []scan.Reques
 	}
 	for _, r := range who {
 		if key := capKey(r); key != "" && u.firstAlert(key) {
-			u.log().Warn("a requester went over VERDICTBOT_USER_LINKS_PER_HOUR: their links are not checked for the rest of the hour",
+			u.log().Warn("a requester went over VERDICTBOT_USER_LINKS_PER_HOUR: their links are checked later at low priority, their files not at all, for the rest of the hour",
 				"requester", key, "cap", u.PerHour, "channel", r.Channel)
 			u.alert(ctx, r)
 		}
@@ -149,7 +153,8 @@ func (u *UserCap) alert(ctx context.Context, r scan.Requester) {
 		where = fmt.Sprintf(" (the latest in <#%s>)", r.Channel)
 	}
 	text := fmt.Sprintf(":warning: %s%s sent more than %d links and files to the analysis services within an hour "+
-		"(VERDICTBOT_USER_LINKS_PER_HOUR). The rest are not checked until the hour has passed; their cards say so.",
+		"(VERDICTBOT_USER_LINKS_PER_HOUR). Until the hour has passed, their further links are checked later, at low priority, "+
+		"and their files are not checked; their cards say so.",
 		who, where, u.PerHour)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -27,6 +27,10 @@ type Durable interface {
 	RecheckFailed(target string, schedule store.Schedule) error
 	ClaimRecheck(target string, dueBy time.Time, hold time.Duration, f store.Fence) (time.Time, bool, error)
 	ReleaseRecheck(target string, until, dueAt time.Time) error
+	DeferCheck(target string, card store.CardRef, at time.Time) error
+	DueDeferred(now time.Time, limit int) ([]store.Target, error)
+	ClaimDeferred(target string, dueBy time.Time, hold time.Duration, f store.Fence) (time.Time, bool, error)
+	EndDeferred(target string, until, next time.Time) error
 }
 
 var _ Durable = (*store.DB)(nil)
@@ -165,7 +169,9 @@ func nowOr(now func() time.Time) time.Time {
 }
 
 // URLMemory keeps the URL pipeline's submissions and verdicts in the store
-// (it implements scan.Memory[scan.URLVerdict] and scan.DueTargets).
+// (it implements scan.Memory[scan.URLVerdict] and scan.DueTargets), and
+// the checks deferred for their requesters' allowance (scan.DeferredTargets,
+// Defer).
 type URLMemory struct {
 	DB Durable
 	// Schedule plans rechecks (VERDICTBOT_RECHECK_AFTER).
@@ -190,6 +196,7 @@ var (
 	_ scan.Memory[scan.URLVerdict] = (*URLMemory)(nil)
 	_ scan.DueTargets              = (*URLMemory)(nil)
 	_ scan.RecheckClaimer          = (*URLMemory)(nil)
+	_ scan.DeferredTargets         = (*URLMemory)(nil)
 	_ scan.Claimer                 = (*URLMemory)(nil)
 	_ scan.Claimer                 = (*FileMemory)(nil)
 )
@@ -259,14 +266,60 @@ func (m *URLMemory) Due(now time.Time, limit int) ([]scan.DueURL, error) {
 	if err != nil {
 		return nil, err
 	}
+	return dueURLs(tgs, false), nil
+}
+
+// dueURLs turns due targets into the recheck's view of them.
+func dueURLs(tgs []store.Target, deferred bool) []scan.DueURL {
 	out := make([]scan.DueURL, len(tgs))
 	for i, tg := range tgs {
-		out[i] = scan.DueURL{Target: tg.Target, Level: tg.Level, DueAt: tg.NextCheck}
+		out[i] = scan.DueURL{Target: tg.Target, Level: tg.Level, DueAt: tg.NextCheck, Deferred: deferred}
+		if deferred {
+			out[i].DueAt = tg.Deferred
+		}
 		for _, ref := range tg.Cards {
 			out[i].Cards = append(out[i].Cards, card.Ref{Channel: ref.Channel, SourceTS: ref.SourceTS})
 		}
 	}
-	return out, nil
+	return out
+}
+
+// Defer records that the check of url, refused because its requesters
+// had used their allowance, is deferred to the recheck, for the card ref
+// (linked to the URL): it is due at once (store.State.DeferCheck). A
+// failing store is retried like the other writes of a verdict; an error
+// means nothing was deferred.
+func (m *URLMemory) Defer(url string, ref store.CardRef) error {
+	return retry(m.Stop, func() error { return m.DB.DeferCheck(url, ref, nowOr(m.Now)) })
+}
+
+// DueDeferred returns the URLs whose deferred check is due
+// (scan.DeferredTargets).
+func (m *URLMemory) DueDeferred(now time.Time, limit int) ([]scan.DueURL, error) {
+	tgs, err := m.DB.DueDeferred(now, limit)
+	if err != nil {
+		return nil, err
+	}
+	return dueURLs(tgs, true), nil
+}
+
+// ClaimDeferred claims url's deferred check under the term token of the
+// lead RecheckJob, for as long as a recheck's claim (scan.DeferredTargets).
+func (m *URLMemory) ClaimDeferred(url string, dueAt, dueBy time.Time, token uint64) (release, done func(), ok bool, err error) {
+	var f store.Fence
+	if token > 0 {
+		f = store.Fence{Job: RecheckJob, Token: token}
+	}
+	until, ok, err := m.DB.ClaimDeferred(url, dueBy, m.recheckHold(), f)
+	if err != nil || !ok {
+		return func() {}, func() {}, false, err
+	}
+	end := func(next time.Time, what string) {
+		if err := retry(m.Stop, func() error { return m.DB.EndDeferred(url, until, next) }); err != nil && m.Log != nil {
+			m.Log.Warn("recheck: could not "+what+" a deferred check; it is due again after the hold", "error", err)
+		}
+	}
+	return func() { end(dueAt, "give back") }, func() { end(time.Time{}, "end") }, true, nil
 }
 
 // RecheckFailed advances url's recheck schedule (scan.DueTargets).
@@ -275,10 +328,7 @@ func (m *URLMemory) RecheckFailed(url string) error { return m.DB.RecheckFailed(
 // ClaimRecheck claims url for a recheck under the term token of the lead
 // RecheckJob (scan.RecheckClaimer).
 func (m *URLMemory) ClaimRecheck(url string, dueAt, dueBy time.Time, token uint64) (func(), bool, error) {
-	hold := m.RecheckHold
-	if hold <= 0 {
-		hold = 15 * time.Minute
-	}
+	hold := m.recheckHold()
 	var f store.Fence
 	if token > 0 {
 		f = store.Fence{Job: RecheckJob, Token: token}
@@ -292,6 +342,13 @@ func (m *URLMemory) ClaimRecheck(url string, dueAt, dueBy time.Time, token uint6
 			m.Log.Warn("recheck: a claim could not be given back; the URL is due again after the hold", "error", err)
 		}
 	}, true, nil
+}
+
+func (m *URLMemory) recheckHold() time.Duration {
+	if m.RecheckHold <= 0 {
+		return 15 * time.Minute
+	}
+	return m.RecheckHold
 }
 
 // FileMemory keeps the file pipeline's uploads and verdicts in the store

@@ -630,7 +630,11 @@ func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int,
 	lines := make([]pending[scan.URLVerdict], len(targets))
 	for i, t := range targets {
 		lines[i] = pending[scan.URLVerdict]{line: i, check: func(ctx context.Context, onStatus func(string)) scan.URLVerdict {
-			return m.URLs.Check(ctx, t.URL, scan.CheckOptions{OnStatus: onStatus, For: who})
+			v := m.URLs.Check(ctx, t.URL, scan.CheckOptions{OnStatus: onStatus, For: who})
+			if errors.Is(v.Err, scan.ErrOverAllowance) {
+				m.deferCheck(channel, sourceTS, t.URL, &v)
+			}
+			return v
 		}}
 	}
 	kind := lineKind[scan.URLVerdict]{
@@ -718,6 +722,11 @@ func (m *Messages) noteLeftInPlace(c *card.Card, level verdict.Level) {
 	}
 	note := noteLeftInPlacePrefix + time.Now().UTC().Format("2006-01-02 15:04 UTC") +
 		": not everything in it could be checked, and quarantine removes only what is found suspicious or malicious."
+	if slices.ContainsFunc(c.Lines, isDeferredLine) {
+		note = noteLeftInPlacePrefix + time.Now().UTC().Format("2006-01-02 15:04 UTC") +
+			": a link in it is not checked yet (too many links from its poster this hour); quarantine removes only what is found" +
+			" suspicious or malicious, and acts on that link when it is checked, at low priority."
+	}
 	if snap, ok := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
 		if !has(r.Card.Notes) {
 			r.Card.Notes = append(r.Card.Notes, note)
@@ -764,11 +773,41 @@ func sameQuarantine(a, b *card.Quarantine) bool {
 	return a.State == b.State && a.At.Equal(b.At) && a.Problem == b.Problem && a.ReleasedAt.Equal(b.ReleasedAt)
 }
 
+// Deferrals keeps the checks of URLs refused for their requesters'
+// allowance for the recheck to make later (*URLMemory implements it).
+type Deferrals interface {
+	// Defer records that url's check is deferred, for the card ref (linked
+	// to url); an error means it was not.
+	Defer(url string, ref store.CardRef) error
+}
+
+// deferCheck defers the check of a URL that was not sent because its
+// requesters had used their allowance (VERDICTBOT_USER_LINKS_PER_HOUR):
+// the recheck makes it later, at low priority, and the Announcer puts its
+// verdict on this card (and quarantine acts on it). The deferral is
+// recorded before the card shows it (v's problem becomes
+// scan.DeferredProblem): a card never promises a check nothing will make.
+// Without a store to keep it, or when the store fails, the line says what
+// it said before: not checked.
+func (m *Messages) deferCheck(channel, sourceTS, url string, v *scan.URLVerdict) {
+	d, ok := m.Targets.(Deferrals)
+	if !ok {
+		return
+	}
+	if err := d.Defer(url, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {
+		m.Log.Error("could not defer the check of a link refused for its poster's allowance; the card says it is not checked",
+			"channel", channel, "ts", sourceTS, "error", err)
+		return
+	}
+	v.Problem = scan.DeferredProblem
+}
+
 // overAllowance reports whether a line of c was not checked because its
 // requesters used their allowance (VERDICTBOT_USER_LINKS_PER_HOUR).
 func overAllowance(c *card.Card) bool {
 	for _, l := range c.Lines {
-		if l.Level == verdict.Unknown && (l.Problem == scan.OverAllowanceProblem || l.Problem == scan.OverAllowanceFileProblem) {
+		if l.Level == verdict.Unknown && (l.Problem == scan.OverAllowanceProblem || l.Problem == scan.OverAllowanceFileProblem ||
+			l.Problem == scan.DeferredProblem) {
 			return true
 		}
 	}

@@ -38,6 +38,7 @@ type Metrics struct {
 	quarFlips    *prometheus.CounterVec
 	quarQueue    *prometheus.GaugeVec
 	flips        prometheus.Counter
+	deferred     *prometheus.CounterVec
 	recheckTime  prometheus.Histogram
 	recheckLag   prometheus.Gauge
 	recheckLast  prometheus.Gauge
@@ -94,6 +95,10 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 		Help: "Recheck ticks, by result (ran; skipped: the previous run was still going; follower: another replica leads the recheck)."}, []string{"result"})
 	m.flips = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "recheck_flips_total",
 		Help: "Verdicts a recheck changed."})
+	m.deferred = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "recheck_deferred_checks_total",
+		Help: "Links not sent at first because their poster had sent VERDICTBOT_USER_LINKS_PER_HOUR within the hour, checked later by the recheck, by result (checked; failed: no verdict, the card says why)."}, []string{"result"})
+	m.deferred.WithLabelValues("checked").Add(0)
+	m.deferred.WithLabelValues("failed").Add(0)
 	m.recheckTime = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "recheck_run_seconds",
 		Help: "Duration of recheck runs.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 12)})
 	m.recheckLag = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "recheck_lag_seconds",
@@ -102,7 +107,7 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 		Help: "Unix time of the last recheck run on this replica (its start time until the first run)."})
 	m.recheckLast.SetToCurrentTime()
 	for _, c := range []prometheus.Collector{m.envelopes, m.dropped, m.ackLatency, m.scans, m.statusPolls, m.levels,
-		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.recheckTime,
+		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.deferred, m.recheckTime,
 		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures, m.unchecked, m.capRefused, m.quarFlips, m.quarQueue} {
 		f(c)
 	}
@@ -256,6 +261,8 @@ func (m *Metrics) RecheckRun(st scan.RunStats) {
 	}
 	m.rechecks.WithLabelValues("ran").Inc()
 	m.flips.Add(float64(st.Changed))
+	m.deferred.WithLabelValues("checked").Add(float64(st.Deferred - st.DeferredFailed))
+	m.deferred.WithLabelValues("failed").Add(float64(st.DeferredFailed))
 	m.recheckTime.Observe(st.Took.Seconds())
 	m.recheckLag.Set(st.Lag.Seconds())
 	m.recheckLast.SetToCurrentTime()

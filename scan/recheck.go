@@ -37,6 +37,25 @@ type RecheckClaimer interface {
 	ClaimRecheck(url string, dueAt, dueBy time.Time, token uint64) (release func(), ok bool, err error)
 }
 
+// DeferredTargets is implemented by DueTargets that keep the checks of
+// URLs deferred because their requesters had used their Allowance
+// (cards.URLMemory over the store): the recheck makes them, apart from the
+// schedule's rechecks, and every outcome is announced (OnChange).
+type DeferredTargets interface {
+	// DueDeferred returns up to limit URLs whose deferred check is due at
+	// now, the oldest due first (DueURL.Deferred set).
+	DueDeferred(now time.Time, limit int) ([]DueURL, error)
+	// ClaimDeferred makes this run the one that makes url's deferred check
+	// (due at dueAt) now, under the run's term of the lead (token; 0:
+	// unfenced), as RecheckClaimer.ClaimRecheck does for a recheck: not ok
+	// when it is not due by dueBy any more (another run took it). release
+	// gives the claim back when the check does not happen (shutdown): due
+	// at dueAt again. done ends it once its outcome was announced: no
+	// longer pending, unless the URL was deferred again meanwhile (for a
+	// card the check may have missed). An error ends the run.
+	ClaimDeferred(url string, dueAt, dueBy time.Time, token uint64) (release, done func(), ok bool, err error)
+}
+
 // Lease is a term of this process's lead of the recheck (the state
 // layer's, adapted by the wiring).
 type Lease interface {
@@ -58,9 +77,15 @@ type DueURL struct {
 	Cards []card.Ref
 	// DueAt is when its recheck fell due (zero if unknown).
 	DueAt time.Time
+	// Deferred marks a deferred check (DeferredTargets) rather than a
+	// recheck of the schedule: Level is Unknown for a URL never checked.
+	Deferred bool
 }
 
-// Change is a verdict that a recheck changed.
+// Change is a verdict that a recheck changed, or the outcome of a
+// deferred check (Target.Deferred): whatever it is, even the level the
+// URL had, or a failure (Now.Err set), since the cards that show the URL
+// as not checked yet are waiting for it.
 type Change struct {
 	Target DueURL // as it was before the recheck
 	Was    verdict.Level
@@ -68,12 +93,20 @@ type Change struct {
 }
 
 // Recheck checks recent URLs again at the ages of a schedule and reports
-// the ones whose level changed. Runs never overlap; a run cut short by
-// shutdown leaves the rest due, so the next run picks them up.
+// the ones whose level changed. It also makes the checks deferred because
+// their requesters had used their Allowance (when Store is a
+// DeferredTargets): for nobody in particular (never counted against an
+// allowance), behind new links for the service's budgets, reusing a
+// verdict within the TTL. Runs never overlap; a run cut short by shutdown
+// leaves the rest due, so the next run picks them up.
 type Recheck struct {
 	Store DueTargets
 	URLs  *URLs
-	// Max bounds the URLs rechecked per run (VERDICTBOT_RECHECK_MAX).
+	// Max bounds the URLs checked per run (VERDICTBOT_RECHECK_MAX),
+	// rechecks and deferred checks together: when both have more than half
+	// of Max due, each gets half; otherwise one takes what the other
+	// leaves, the oldest due first. So neither starves the other, however
+	// many of one kind a flood of links makes due.
 	Max int
 	// Parallel bounds rechecks in flight at once (default 4), so live
 	// scans keep most of the "run" budget.
@@ -97,7 +130,12 @@ type Recheck struct {
 
 // RunStats sums up one run.
 type RunStats struct {
+	// Due is what the run took (rechecks and deferred checks); Checked,
+	// Changed and Failed count the rechecks of the schedule.
 	Due, Checked, Changed, Failed int
+	// Deferred counts the deferred checks made, DeferredFailed those of
+	// them that ended without a verdict.
+	Deferred, DeferredFailed int
 	// Lag is how late the oldest due recheck was when the run began (0
 	// with nothing due): runs that cannot keep up let it grow.
 	Lag      time.Duration
@@ -113,7 +151,8 @@ type RunStats struct {
 // ErrRunning is returned by Run when the previous run has not finished.
 var ErrRunning = errors.New("recheck: the previous run is still going")
 
-// Run rechecks up to Max due URLs, oldest due first.
+// Run rechecks up to Max due URLs, oldest due first, with the deferred
+// checks due (see Max).
 func (r *Recheck) Run(ctx context.Context) (RunStats, error) {
 	now := time.Now
 	if r.Now != nil {
@@ -154,6 +193,7 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 		token, ended = lease.Token(), lease.Done()
 	}
 	claimer, _ := r.Store.(RecheckClaimer)
+	deferrer, _ := r.Store.(DeferredTargets)
 	log := r.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -170,6 +210,13 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 	if err != nil {
 		return RunStats{}, err
 	}
+	if deferrer != nil {
+		deferred, err := deferrer.DueDeferred(began, max)
+		if err != nil {
+			return RunStats{}, err
+		}
+		due = share(due, deferred, max)
+	}
 	st := RunStats{Due: len(due)}
 	if len(due) > 0 && !due[0].DueAt.IsZero() {
 		st.Lag = began.Sub(due[0].DueAt) // the oldest due comes first
@@ -182,6 +229,7 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 	var (
 		mu      sync.Mutex
 		changes []Change
+		ends    []func() // of the deferred checks announced
 		wg      sync.WaitGroup
 	)
 	stop := func() bool {
@@ -204,35 +252,55 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 		if stop() {
 			break
 		}
-		release := func() {}
-		if claimer != nil {
-			rel, ok, err := claimer.ClaimRecheck(tg.Target, tg.DueAt, began, token)
-			if err != nil {
-				<-sem
-				log.Warn("recheck: a URL could not be claimed; this run stops and the rest stays due", "error", err)
-				mu.Lock()
-				st.LeadLost = true
-				mu.Unlock()
-				break
-			}
-			if !ok {
-				<-sem
-				mu.Lock()
-				st.Taken++
-				mu.Unlock()
-				continue
-			}
-			release = rel
+		// Each URL is claimed before its check, so one run makes it.
+		release, done := func() {}, func() {}
+		ok, err := true, error(nil)
+		switch {
+		case tg.Deferred:
+			release, done, ok, err = deferrer.ClaimDeferred(tg.Target, tg.DueAt, began, token)
+		case claimer != nil:
+			release, ok, err = claimer.ClaimRecheck(tg.Target, tg.DueAt, began, token)
+		}
+		if err != nil {
+			<-sem
+			log.Warn("recheck: a URL could not be claimed; this run stops and the rest stays due", "error", err)
+			mu.Lock()
+			st.LeadLost = true
+			mu.Unlock()
+			break
+		}
+		if !ok {
+			<-sem
+			mu.Lock()
+			st.Taken++
+			mu.Unlock()
+			continue
+		}
+		opts := CheckOptions{Recheck: true}
+		if tg.Deferred {
+			opts = CheckOptions{Deferred: true}
 		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			v := r.URLs.Check(ctx, tg.Target, CheckOptions{Recheck: true})
+			v := r.URLs.Check(ctx, tg.Target, opts)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case v.Err != nil && ctx.Err() != nil:
 				release() // shutdown: stays due
+				return
+			case tg.Deferred:
+				// A verdict, a host found internal since, or a failure:
+				// the cards that say "not checked yet" are told (the
+				// failure as a live check's would be), and the deferral
+				// ends once they are.
+				st.Deferred++
+				if v.Err != nil {
+					st.DeferredFailed++
+				}
+				changes = append(changes, Change{Target: tg, Was: tg.Level, Now: v})
+				ends = append(ends, done)
 				return
 			case v.Err != nil, v.Level == verdict.Skipped:
 				// A failure, or a host that now resolves only inside the
@@ -250,15 +318,46 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 		}()
 	}
 	wg.Wait()
-	st.Changed = len(changes)
+	st.Changed = len(changes) - st.Deferred
 	st.Took = time.Since(start)
 	if len(changes) > 0 && r.OnChange != nil {
 		r.OnChange(context.WithoutCancel(ctx), changes)
 	}
+	for _, end := range ends {
+		end()
+	}
 	log.Info("recheck run", "due", st.Due, "lag", st.Lag, "checked", st.Checked, "changed", st.Changed, "failed", st.Failed,
-		"taken", st.Taken, "lead_lost", st.LeadLost, "took", st.Took)
+		"deferred", st.Deferred, "deferred_failed", st.DeferredFailed, "taken", st.Taken, "lead_lost", st.LeadLost, "took", st.Took)
 	r.report(st)
 	return st, nil
+}
+
+// share takes up to max of the due rechecks and deferred checks (each list
+// the oldest due first): each kind gets up to half of max, and the places
+// one leaves go to the other, the oldest due first (so does an odd last
+// place). The result is in due order, a recheck first at the same time.
+func share(rechecks, deferred []DueURL, max int) []DueURL {
+	nr, nd := min(len(rechecks), max/2), min(len(deferred), max/2)
+	for nr+nd < max {
+		moreR, moreD := nr < len(rechecks), nd < len(deferred)
+		if moreR && (!moreD || !deferred[nd].DueAt.Before(rechecks[nr].DueAt)) {
+			nr++
+		} else if moreD {
+			nd++
+		} else {
+			break
+		}
+	}
+	out := make([]DueURL, 0, nr+nd)
+	r, d := rechecks[:nr], deferred[:nd]
+	for len(r) > 0 || len(d) > 0 {
+		if len(d) == 0 || (len(r) > 0 && !d[0].DueAt.Before(r[0].DueAt)) {
+			out, r = append(out, r[0]), r[1:]
+		} else {
+			out, d = append(out, d[0]), d[1:]
+		}
+	}
+	return out
 }
 
 func (r *Recheck) report(st RunStats) {

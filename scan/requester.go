@@ -56,10 +56,14 @@ type Allowance interface {
 var ErrOverAllowance = errors.New("not submitted: the requester's allowance for the hour is used up")
 
 // Problems of a target not checked because of the Allowance, shown on the
-// requester's card.
+// requester's card. A URL's check is deferred to the recheck (Recheck,
+// CheckOptions.Deferred) once the card's layer has recorded the deferral:
+// its line then says DeferredProblem instead, until the deferred check's
+// verdict replaces it. Files are not deferred.
 const (
 	OverAllowanceProblem     = "not checked: too many links from you this hour"
 	OverAllowanceFileProblem = "not checked: too many links and files from you this hour"
+	DeferredProblem          = "not checked yet: too many links from you this hour; it will be checked at low priority"
 )
 
 // requesters is the set of requesters one analysis is made for (the one

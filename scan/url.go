@@ -76,8 +76,9 @@ type Memory[V any] interface {
 	// LastTask returns the task of key's last recorded verdict ("" if none).
 	LastTask(key string) string
 	// Finished records the verdict of an analysis and forgets its
-	// submission; source is "scan" or "recheck". A verdict with Err set is
-	// a failure (record it or not).
+	// submission; source is "scan", "recheck" or (URLs) "deferred" (see
+	// CheckOptions.Deferred). A verdict with Err set is a failure (record
+	// it or not).
 	Finished(v V, source string)
 }
 
@@ -223,6 +224,14 @@ type CheckOptions struct {
 	TaskID string
 	// Recheck marks a scheduled recheck (recorded as such); it implies Fresh.
 	Recheck bool
+	// Deferred marks the check of a URL that was not sent earlier because
+	// its requesters had used their Allowance, made later by the recheck
+	// (see Recheck): a verdict within the TTL is reused (it costs nothing),
+	// otherwise the analysis waits behind new links for the service's
+	// budgets (Low priority) and is recorded as the URL's first scan
+	// (source "deferred": its recheck schedule starts from it). It is made
+	// for nobody in particular (For is ignored): no allowance is asked.
+	Deferred bool
 	// For is who asks (zero: nobody in particular). A new analysis waits
 	// for the service's budgets in For's turn; a check that joins an
 	// analysis in flight adds For to it, and the analysis's requests then
@@ -237,6 +246,21 @@ type CheckOptions struct {
 // ends first, the verdict says so, and the shared analysis carries on for
 // whoever else waits for it (and for the cache).
 func (u *URLs) Check(ctx context.Context, url string, o CheckOptions) URLVerdict {
+	if o.Deferred {
+		o.For = Requester{}
+	}
+	for {
+		v := u.check(ctx, url, o)
+		// A check for nobody in particular that joined an analysis its
+		// requesters' allowance then refused was not refused itself (it
+		// asks for no allowance): it starts its own.
+		if !o.For.IsZero() || !errors.Is(v.Err, ErrOverAllowance) || ctx.Err() != nil {
+			return v
+		}
+	}
+}
+
+func (u *URLs) check(ctx context.Context, url string, o CheckOptions) URLVerdict {
 	if !o.Fresh && !o.Recheck && o.TaskID == "" {
 		if v, ok := u.cache.Get(url); ok {
 			cv := v.(URLVerdict)
@@ -267,8 +291,11 @@ func (u *URLs) Check(ctx context.Context, url string, o CheckOptions) URLVerdict
 		u.inflight[url] = call
 		u.wg.Add(1)
 		source := "scan"
-		if o.Recheck {
+		switch {
+		case o.Recheck:
 			source = "recheck"
+		case o.Deferred:
+			source = "deferred"
 		}
 		go u.analyse(url, o.TaskID, source, call)
 	}
@@ -333,9 +360,10 @@ func (u *URLs) analyse(url, taskID, source string, call *urlCall) {
 func (u *URLs) run(url, taskID, source string, call *urlCall) URLVerdict {
 	// Its requests wait for the budgets in its requesters' turns.
 	ctx := reputation.WithFlows(u.root, call.who.flows)
-	if source == "recheck" {
-		// Nobody is waiting for a scheduled recheck: its requests wait
-		// behind new links and clicks for the service's budgets.
+	if source != "scan" {
+		// Nobody is waiting for a scheduled recheck or a deferred check:
+		// their requests wait behind new links and clicks for the
+		// service's budgets.
 		ctx = apiclient.WithPriority(ctx, apiclient.Low)
 	}
 	// An analysis known to be in flight (after a restart) only needs

@@ -3,6 +3,7 @@ package store
 import (
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 	for i := range rec.History {
 		rec.History[i].Target = rec.Target.Target
 	}
-	assertFieldsSet(t, reflect.ValueOf(rec.Target), "Target")
+	assertFieldsSet(t, reflect.ValueOf(rec.Target), "Target", "Deferred")
 	assertFieldsSet(t, reflect.ValueOf(rec.History[0]), "Verdict")
 	got, err := decodeTarget(encodeTarget(&rec))
 	if err != nil {
@@ -58,10 +59,13 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 	}
 }
 
-func assertFieldsSet(t *testing.T, v reflect.Value, name string) {
+// assertFieldsSet fails for a zero field of v but those apart: kept out
+// of the record (Target.Deferred has buckets of its own, deferred.go, so
+// that a release that knows nothing of it still reads every record).
+func assertFieldsSet(t *testing.T, v reflect.Value, name string, apart ...string) {
 	t.Helper()
 	for i := range v.NumField() {
-		if v.Field(i).IsZero() {
+		if v.Field(i).IsZero() && !slices.Contains(apart, v.Type().Field(i).Name) {
 			t.Errorf("%s.%s is zero in the test record: set it, so that its encoding is checked", name, v.Type().Field(i).Name)
 		}
 	}

@@ -36,9 +36,9 @@ var pruneBatch = 2000
 //     stays whatever its age);
 //   - verdicts and reports recorded before cutoff (what /scan history shows
 //     within the window stays);
-//   - targets last checked before cutoff that have no recheck planned, no
-//     analysis in flight and no card left, with their due and task index
-//     entries;
+//   - targets last checked before cutoff that have no recheck or deferred
+//     check planned, no analysis in flight and no card left, with their
+//     due and task index entries;
 //   - processed event ids seen before cutoff;
 //   - task index entries whose target is gone.
 //
@@ -189,7 +189,7 @@ func dropTask(t txn, taskID, id string) error {
 // before cutoff (with their task index entries, unless the task is still
 // the target's current one: cards and /scan report name it); then it
 // removes targets last checked before cutoff that nothing keeps: no
-// recheck planned, no analysis in flight, no verdict left in the history,
+// recheck or deferred check planned, no analysis in flight, no verdict left in the history,
 // no card left. Refs to cards that are gone are dropped from the targets
 // that stay. It returns the verdicts and the targets removed.
 func (db *DB) pruneTargets(cutoff time.Time) (verdicts, targets int, err error) {
@@ -231,7 +231,7 @@ func (db *DB) pruneTargets(cutoff time.Time) (verdicts, targets int, err error) 
 			}
 		}
 		k := rec.Target.Target
-		keep := !rec.Checked.Before(cutoff) || !rec.NextCheck.IsZero() || len(rec.Cards) > 0 || len(rec.History) > 0 ||
+		keep := !rec.Checked.Before(cutoff) || !rec.NextCheck.IsZero() || t.get(bDeferredAt, id) != nil || len(rec.Cards) > 0 || len(rec.History) > 0 ||
 			t.get(bAnalyses, analysisKey("reputation", k)) != nil || t.get(bAnalyses, analysisKey("sandbox", k)) != nil
 		if keep {
 			if changed {

@@ -116,6 +116,28 @@ type State interface {
 	// until).
 	ReleaseRecheck(target string, until, dueAt time.Time) error
 
+	// Deferred checks (deferred.go): URLs not sent because their
+	// requesters had used their allowance, checked later by the recheck.
+	//
+	// DeferCheck records that the check of the URL target was deferred
+	// for card: the target is recorded if new (kind url, level Unknown,
+	// no verdict, no recheck planned), card is linked to it, and its
+	// deferred check is due at `at`, or at the earlier time it was due
+	// already. A check claimed (ClaimDeferred) is due at `at` again: the
+	// check under way may not see card.
+	DeferCheck(target string, card CardRef, at time.Time) error
+	// DueDeferred returns up to limit targets whose deferred check is due
+	// at now, the oldest due first.
+	DueDeferred(now time.Time, limit int) ([]Target, error)
+	// ClaimDeferred makes the caller the one that makes target's deferred
+	// check now, as ClaimRecheck does for rechecks (same hold, same
+	// fence): ok when it is due by dueBy; it is then due at until.
+	ClaimDeferred(target string, dueBy time.Time, hold time.Duration, f Fence) (until time.Time, ok bool, err error)
+	// EndDeferred ends a claimed deferred check: if it is still the claim's
+	// (due at until: nothing deferred it again since), it is due at next,
+	// or no longer pending when next is zero.
+	EndDeferred(target string, until, next time.Time) error
+
 	// The durable queue of outgoing events (eventqueue.go).
 	EventQueue
 

@@ -95,6 +95,12 @@ type Target struct {
 	// (zero: none planned).
 	Rechecks  int       `json:"rechecks"`
 	NextCheck time.Time `json:"next_check"`
+	// Deferred is when the deferred check of a URL is due (zero: none
+	// pending): a check refused for its requesters' allowance
+	// (VERDICTBOT_USER_LINKS_PER_HOUR) that the recheck makes later, apart
+	// from the schedule (DeferCheck, deferred.go). The file keeps it out
+	// of the target record.
+	Deferred time.Time `json:"deferred"`
 	// Cards are the cards that show this target.
 	Cards []CardRef `json:"cards,omitempty"`
 }
@@ -210,7 +216,7 @@ func addCard(t txn, target string, card CardRef) error {
 func (db *DB) Target(target string) (Target, error) {
 	var tg Target
 	err := db.be.view(func(t txn) error {
-		_, rec, ok, err := getTarget(t, target)
+		id, rec, ok, err := getTarget(t, target)
 		if err != nil {
 			return err
 		}
@@ -218,6 +224,7 @@ func (db *DB) Target(target string) (Target, error) {
 			return ErrNotFound
 		}
 		tg = rec.Target
+		tg.Deferred = deferredAt(t, id)
 		return nil
 	})
 	return tg, err
@@ -250,6 +257,7 @@ func (db *DB) Due(now time.Time, limit int) ([]Target, error) {
 			if rec, derr = decodeTarget(raw); derr != nil {
 				return false
 			}
+			rec.Deferred = deferredAt(t, k[8:])
 			out = append(out, rec.Target)
 			return len(out) < limit
 		})

@@ -72,9 +72,11 @@ func TestAFloodDoesNotDelayAnotherUsersRemoval(t *testing.T) {
 }
 
 // TestUserLinksPerHourCap: past VERDICTBOT_USER_LINKS_PER_HOUR, a user's
-// new links are not sent: their cards say so (in a quiet channel too),
-// never with the clean reaction, whichever channel they post in; the
-// alert channel gets one line per user; a metric counts each link.
+// new links are not sent: their cards say they will be checked later (in
+// a quiet channel too), never with the clean reaction, whichever channel
+// they post in; the alert channel gets one line per user; a metric counts
+// each link. (The recheck that checks them later does not run here: see
+// deferred_test.go.)
 // A cached verdict is not counted; another user, an admin, and an
 // integration (counted by its bot id) each have their own allowance or
 // none.
@@ -91,6 +93,7 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
 		"VERDICTBOT_ALERT_CHANNEL":       alerts,
 		"VERDICTBOT_HTTP_ADDR":           addr,
+		"VERDICTBOT_RECHECK_SCHEDULE":    "@every 1h",
 		// The budgets are not what this test is about.
 		"VERDICTBOT_REPUTATION_RUN_RATE": "50",
 	}, sim.Config{})
@@ -117,7 +120,7 @@ func TestUserLinksPerHourCap(t *testing.T) {
 	}
 	notChecked := func(channel string, d slackfake.Delivery) {
 		t.Helper()
-		card := h.waitCardIn(channel, d.TS, func(b string) bool { return strings.Contains(b, "not checked: too many links from you this hour") })
+		card := h.waitCardIn(channel, d.TS, func(b string) bool { return strings.Contains(b, deferredWords) })
 		if b := blocksText(card.Blocks); !strings.Contains(b, "Could not check") {
 			t.Errorf("the card does not say the link could not be checked:\n%s", b)
 		}

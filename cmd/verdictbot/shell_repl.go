@@ -342,8 +342,12 @@ func (s *shell) recheck(ctx context.Context) error {
 		s.print("recheck: nothing to recheck (no link scanned yet, or each has had all its rechecks: " + agesText(ages) + ").\n")
 		return nil
 	}
-	s.print(fmt.Sprintf("recheck: %d due, %d checked, %d changed, %d failed in %s (each link's next recheck brought forward; the cron runs the job %s).\n",
-		st.Due, st.Checked, st.Changed, st.Failed, st.Took.Round(time.Millisecond), s.app.cfg.RecheckSchedule))
+	deferred := ""
+	if st.Deferred > 0 {
+		deferred = fmt.Sprintf(", %d deferred link(s) checked (%d failed)", st.Deferred, st.DeferredFailed)
+	}
+	s.print(fmt.Sprintf("recheck: %d due, %d checked, %d changed, %d failed%s in %s (each link's next recheck brought forward; the cron runs the job %s).\n",
+		st.Due, st.Checked, st.Changed, st.Failed, deferred, st.Took.Round(time.Millisecond), s.app.cfg.RecheckSchedule))
 	return nil
 }
 

@@ -716,19 +716,22 @@ func (db *DB) Analyses() ([]store.Analysis, error) {
 
 // ---- targets, verdicts, rechecks ----
 
-const targetCols = `target, kind, first_seen, checked, level, category, task_id, rechecks, next_check`
+const targetCols = `target, kind, first_seen, checked, level, category, task_id, rechecks, next_check, deferred`
 
 func scanTarget(r pgx.Row) (store.Target, error) {
 	var tg store.Target
 	var level int
 	var category string
-	var next *time.Time
-	if err := r.Scan(&tg.Target, &tg.Kind, &tg.FirstSeen, &tg.Checked, &level, &category, &tg.TaskID, &tg.Rechecks, &next); err != nil {
+	var next, deferred *time.Time
+	if err := r.Scan(&tg.Target, &tg.Kind, &tg.FirstSeen, &tg.Checked, &level, &category, &tg.TaskID, &tg.Rechecks, &next, &deferred); err != nil {
 		return tg, err
 	}
 	tg.Level, tg.Category = verdict.Level(level), verdict.Category(category)
 	if next != nil {
 		tg.NextCheck = *next
+	}
+	if deferred != nil {
+		tg.Deferred = *deferred
 	}
 	return tg, nil
 }
@@ -992,6 +995,77 @@ func (db *DB) ReleaseRecheck(target string, until, dueAt time.Time) error {
 	ctx, cancel := db.ctx()
 	defer cancel()
 	_, err := db.pool.Exec(ctx, `UPDATE targets SET next_check = $3 WHERE target = $1 AND next_check = $2`, target, micro(until), micro(dueAt))
+	return db.result(err)
+}
+
+// ---- deferred checks (see store.State.DeferCheck) ----
+
+// DeferCheck records that the check of the URL target was deferred for
+// card: the target is created if new, card linked, and the deferred check
+// due at the earlier of at and its pending due time (a claim's hold is
+// later than at: a claimed check is due at at again).
+func (db *DB) DeferCheck(target string, ref store.CardRef, at time.Time) error {
+	at = micro(at)
+	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO targets (target, kind, first_seen, checked, level, deferred) VALUES ($1, 'url', $2, $2, $3, $2)
+			ON CONFLICT (target) DO UPDATE SET deferred = CASE
+				WHEN targets.deferred IS NULL OR targets.deferred > EXCLUDED.deferred THEN EXCLUDED.deferred
+				ELSE targets.deferred END`,
+			target, at, int(verdict.Unknown)); err != nil {
+			return err
+		}
+		return addTargetCard(ctx, tx, target, ref)
+	})
+}
+
+// DueDeferred returns up to limit targets whose deferred check is due at
+// now, the oldest due first (an index on the due time).
+func (db *DB) DueDeferred(now time.Time, limit int) ([]store.Target, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT `+targetCols+` FROM targets WHERE deferred IS NOT NULL AND deferred <= $1
+		ORDER BY deferred, target LIMIT $2`, now, limit)
+	if err != nil {
+		return nil, db.result(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Target, error) { return scanTarget(r) })
+	if err != nil {
+		return nil, db.result(err)
+	}
+	return out, db.result(cardsOf(ctx, db.pool, out))
+}
+
+// ClaimDeferred: see store.State. Under a fence, the claim commits only
+// while the recheck's term is live (lead.go).
+func (db *DB) ClaimDeferred(target string, dueBy time.Time, hold time.Duration, f store.Fence) (time.Time, bool, error) {
+	until := db.now()
+	if dueBy.After(until) {
+		until = dueBy
+	}
+	until = micro(until.Add(hold))
+	claimed := false
+	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		claimed = false
+		if err := fence(ctx, tx, f); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE targets SET deferred = $3 WHERE target = $1 AND deferred IS NOT NULL AND deferred <= $2`,
+			target, dueBy, until)
+		claimed = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	if err != nil || !claimed {
+		return time.Time{}, false, err
+	}
+	return until, true, nil
+}
+
+// EndDeferred: see store.State.
+func (db *DB) EndDeferred(target string, until, next time.Time) error {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	_, err := db.pool.Exec(ctx, `UPDATE targets SET deferred = $3 WHERE target = $1 AND deferred = $2`,
+		target, micro(until), nullTime(next))
 	return db.result(err)
 }
 

@@ -61,6 +61,12 @@ func TestPostgres(t *testing.T) {
 		clock.Set(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 		allowanceShared(t, open(t, schema, base, clock.Now), open(t, schema, base, clock.Now), clock)
 	})
+	t.Run("DeferredChecksAreSharedClaimedOnceAndFenced", func(t *testing.T) {
+		schema, _ := pgtest.Schema(t)
+		clock := &storetest.Clock{}
+		clock.Set(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+		deferredShared(t, schema, base, clock)
+	})
 	t.Run("OneReplicaLeadsAPeriodicJob", func(t *testing.T) {
 		schema, _ := pgtest.Schema(t)
 		another, _ := pgtest.Schema(t)
@@ -426,5 +432,60 @@ func allowanceShared(t *testing.T, a, b *pg.DB, clock *storetest.Clock) {
 	clock.Add(time.Hour)
 	if ok, err := b.TakeAllowance("U1", 3, time.Hour); err != nil || !ok {
 		t.Fatalf("after the window: %v, %v", ok, err)
+	}
+}
+
+// deferredShared: checks one replica deferred are due on another, after
+// the first stopped; when two replicas run a recheck at once, each
+// deferred check is claimed by one of them; a claim under a term of the
+// lead that is over is refused.
+func deferredShared(t *testing.T, schema, base string, clock *storetest.Clock) {
+	first := open(t, schema, base, clock.Now)
+	const n = 20
+	for i := range n {
+		if err := first.DeferCheck(fmt.Sprintf("https://deferred.test/%d", i), store.CardRef{Channel: "C1", SourceTS: fmt.Sprint(i)}, clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a, b := open(t, schema, base, clock.Now), open(t, schema, base, clock.Now)
+	due, err := b.DueDeferred(clock.Now(), 100)
+	if err != nil || len(due) != n {
+		t.Fatalf("another replica sees %d deferred checks due, want %d (%v)", len(due), n, err)
+	}
+	var claimed atomic.Int32
+	var wg sync.WaitGroup
+	for _, db := range []*pg.DB{a, b} {
+		wg.Go(func() {
+			for _, tg := range due {
+				_, ok, err := db.ClaimDeferred(tg.Target, clock.Now(), time.Minute, store.Fence{})
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					claimed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := claimed.Load(); got != n {
+		t.Fatalf("%d claims granted to two replicas for %d deferred checks, want one each", got, n)
+	}
+	if err := a.DeferCheck("https://deferred.test/fenced", store.CardRef{Channel: "C1", SourceTS: "f"}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	lease := mustLead(t, a, "recheck")
+	stale := lease.Fence()
+	lease.Release()
+	if _, ok, err := b.ClaimDeferred("https://deferred.test/fenced", clock.Now(), time.Minute, stale); !errors.Is(err, store.ErrNotLeader) || ok {
+		t.Fatalf("a claim under a term that is over: %v, %v; want store.ErrNotLeader", ok, err)
+	}
+	live := mustLead(t, b, "recheck")
+	defer live.Release()
+	if _, ok, err := b.ClaimDeferred("https://deferred.test/fenced", clock.Now(), time.Minute, live.Fence()); err != nil || !ok {
+		t.Fatalf("a claim under the live term: %v, %v", ok, err)
 	}
 }

@@ -21,8 +21,8 @@ const defaultPruneBatch = 2000
 //   - verdicts and reports recorded before cutoff; with a pruned verdict
 //     its task index entry, unless the task is its target's current one
 //     or an analysis in flight's;
-//   - targets last checked before cutoff that have no recheck planned, no
-//     analysis in flight, no verdict left and no card left, with their task
+//   - targets last checked before cutoff that have no recheck or deferred
+//     check planned, no analysis in flight, no verdict left and no card left, with their task
 //     index entry;
 //   - task index entries whose target is gone and has no analysis in
 //     flight (an analysis that failed);
@@ -72,13 +72,13 @@ func (db *DB) Prune(cutoff time.Time) (store.PruneStats, error) {
 		// key's cascade.
 		{&st.Targets, `WITH gone AS (
 			DELETE FROM targets WHERE target IN (
-				SELECT t.target FROM targets t WHERE t.next_check IS NULL AND t.checked < $1
+				SELECT t.target FROM targets t WHERE t.next_check IS NULL AND t.deferred IS NULL AND t.checked < $1
 				AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.target = t.target)
 				AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.target = t.target)
 				AND NOT EXISTS (SELECT 1 FROM target_cards tc JOIN cards c ON c.channel = tc.channel AND c.source_ts = tc.source_ts
 					WHERE tc.target = t.target)
 				LIMIT $2 FOR UPDATE OF t SKIP LOCKED)
-			AND next_check IS NULL AND checked < $1
+			AND next_check IS NULL AND deferred IS NULL AND checked < $1
 			RETURNING target, task_id),
 		tasks AS (DELETE FROM tasks k USING gone g WHERE k.task_id = g.task_id AND k.target = g.target)
 		SELECT count(*) FROM gone`, true},
