@@ -157,13 +157,18 @@ type urlCall struct {
 	done chan struct{}
 	v    URLVerdict
 	// who the analysis is for: whoever started it, then whoever joined.
-	who    *requesters
-	mu     sync.Mutex
-	status string
-	subs   []func(string)
+	who *requesters
+	// deliver orders the words each subscriber gets: the current one when
+	// it subscribes, then every change, never one overtaking another.
+	deliver sync.Mutex
+	mu      sync.Mutex
+	status  string
+	subs    []func(string)
 }
 
 func (c *urlCall) setStatus(s string) {
+	c.deliver.Lock()
+	defer c.deliver.Unlock()
 	c.mu.Lock()
 	c.status = s
 	subs := append([]func(string){}, c.subs...)
@@ -171,6 +176,21 @@ func (c *urlCall) setStatus(s string) {
 	for _, f := range subs {
 		f(s)
 	}
+}
+
+// subscribe adds f (if not nil) and gives it the current status at once,
+// in order with the changes (as fileCall.subscribe).
+func (c *urlCall) subscribe(f func(string)) {
+	if f == nil {
+		return
+	}
+	c.deliver.Lock()
+	defer c.deliver.Unlock()
+	c.mu.Lock()
+	c.subs = append(c.subs, f)
+	st := c.status
+	c.mu.Unlock()
+	f(st)
 }
 
 // NewURLs returns the URL pipeline. Analyses run on their own context,
@@ -299,14 +319,8 @@ func (u *URLs) check(ctx context.Context, url string, o CheckOptions) URLVerdict
 		}
 		go u.analyse(url, o.TaskID, source, call)
 	}
-	if o.OnStatus != nil {
-		call.mu.Lock()
-		call.subs = append(call.subs, o.OnStatus)
-		st := call.status
-		call.mu.Unlock()
-		o.OnStatus(st)
-	}
 	u.mu.Unlock()
+	call.subscribe(o.OnStatus)
 
 	select {
 	case <-call.done:

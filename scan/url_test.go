@@ -188,3 +188,37 @@ func TestCallerCancellationDoesNotStopTheSharedAnalysis(t *testing.T) {
 		t.Fatalf("shared analysis: %+v", w)
 	}
 }
+
+// TestStatusWordsArriveInOrder: a subscriber gets the analysis's status
+// when it subscribes, then every change, in order, even when taking the
+// first word takes it a while (a card being saved): a later word never
+// overtakes an earlier one (the card would end on "queued").
+func TestStatusWordsArriveInOrder(t *testing.T) {
+	t.Parallel()
+	u, _ := newURLs(t, sim.Config{}, nil)
+	var mu sync.Mutex
+	var seen []string
+	first := true
+	u.Check(t.Context(), "https://example.com/in-order", CheckOptions{OnStatus: func(s string) {
+		mu.Lock()
+		slow := first
+		first = false
+		mu.Unlock()
+		if slow {
+			time.Sleep(150 * time.Millisecond) // the analysis goes on meanwhile
+		}
+		mu.Lock()
+		seen = append(seen, s)
+		mu.Unlock()
+	}})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 || seen[0] != "queued" {
+		t.Fatalf("status words %v, want queued first", seen)
+	}
+	for i, s := range seen[1:] {
+		if s == "queued" {
+			t.Fatalf("status words %v: queued again at %d, after the analysis moved on", seen, i+1)
+		}
+	}
+}
