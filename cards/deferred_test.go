@@ -54,7 +54,7 @@ func newDeferEnv(t *testing.T, levels map[string]verdict.Level) (*env, *URLMemor
 	mem := &URLMemory{}
 	e := newEnv(t, &cappedChecker{capped: capped, levels: levels, mem: mem}, ModeQuiet)
 	mem.DB = e.db
-	e.messages.Targets = mem
+	e.messages.Deferrals = mem
 	a := &Announcer{Messages: e.messages, Replier: e.poster, AlertChannel: alerts}
 	return e, mem, a
 }

@@ -22,7 +22,6 @@ type Durable interface {
 	ClaimAnalysis(service, target string) (store.Claim, error)
 	DeleteAnalysis(service, target string) error
 	FinishAnalysis(service string, v store.Verdict, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error)
-	AddCard(target string, ref store.CardRef) error
 	Due(now time.Time, limit int) ([]store.Target, error)
 	RecheckFailed(target string, schedule store.Schedule) error
 	ClaimRecheck(target string, dueBy time.Time, hold time.Duration, f store.Fence) (time.Time, bool, error)
@@ -249,15 +248,6 @@ func (m *URLMemory) Finished(v scan.URLVerdict, source string) {
 	}
 	m.a().finish(store.Verdict{Target: v.URL, Kind: "url", TaskID: v.TaskID, Level: v.Level,
 		Category: v.Category, Scores: v.Scores, At: v.CheckedAt, Source: source}, m.Schedule, source == "recheck")
-}
-
-// AddCard remembers that a card shows target.
-func (m *URLMemory) AddCard(target string, ref store.CardRef) error {
-	err := retry(m.Stop, func() error { return m.DB.AddCard(target, ref) })
-	if errors.Is(err, store.ErrNotFound) {
-		return nil // a verdict that was not recorded (failed analysis)
-	}
-	return err
 }
 
 // Due returns the URLs whose recheck is due (scan.DueTargets).

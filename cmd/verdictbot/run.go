@@ -280,7 +280,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Poster:        a.poster,
 		Cards:         a.cards,
 		Finder:        &cards.ThreadSearch{API: a.api, Self: a.cardsIdentity},
-		Targets:       memory,
+		Deferrals:     memory,
 		Mode:          a.channelMode,
 		CleanReaction: cfg.CleanReaction,
 		MaxLinks:      cfg.MaxLinks,
