@@ -770,7 +770,8 @@ func sameQuarantine(a, b *card.Quarantine) bool {
 }
 
 // Deferrals keeps the checks of URLs refused for their requesters'
-// allowance for the recheck to make later (*URLMemory implements it).
+// allowance for the recheck to make later (*scanstore.URLMemory
+// implements it).
 type Deferrals interface {
 	// Defer records that url's check is deferred, for the card ref (linked
 	// to url); an error means it was not.

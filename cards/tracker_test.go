@@ -22,6 +22,7 @@ import (
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/scan/scanstore"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -538,7 +539,7 @@ func TestResumedFileJobPostsAFinalCardNeverPosted(t *testing.T) {
 // count once it has.
 type recordingChecker struct {
 	urlChecker
-	mem    *URLMemory
+	mem    *scanstore.URLMemory
 	writes *atomic.Int32
 	at     atomic.Int32
 }
@@ -560,7 +561,7 @@ func TestVerdictLinksItsTargetInTheCardsWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	mem := &URLMemory{DB: db}
+	mem := &scanstore.URLMemory{DB: db}
 	checker := &recordingChecker{urlChecker: urlChecker{levels: map[string]verdict.Level{clean: verdict.Clean}}, mem: mem, writes: &writes}
 	e := newEnv(t, checker, ModeQuiet)
 	e.db = db

@@ -256,7 +256,7 @@ func TestIntentResolvedByTaskSearch(t *testing.T) {
 
 // storeFileMemory is FileMemory over the store, as the bot keeps it
 // (service "sandbox", target = sha256, verdicts of Kind "file"); it mirrors
-// cards.URLMemory.
+// scanstore.FileMemory, which a test inside package scan cannot import.
 type storeFileMemory struct{ DB *store.DB }
 
 const serviceSandbox = "sandbox"

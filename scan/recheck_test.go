@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/scan/scanstore"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/store"
@@ -47,7 +47,7 @@ func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
 	}
 	t.Cleanup(func() { db.Close() })
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
-	mem := &cards.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
+	mem := &scanstore.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
 	urls := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: clock.Now, Wait: reputation.WaitOptions{
 		Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)
@@ -288,7 +288,7 @@ func TestTwoLeadersRecheckEachURLOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := &cards.URLMemory{DB: rig.db, Schedule: store.Schedule{time.Hour, 6 * time.Hour}, Now: rig.clock.Now}
+	mem := &scanstore.URLMemory{DB: rig.db, Schedule: store.Schedule{time.Hour, 6 * time.Hour}, Now: rig.clock.Now}
 	urls2 := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: rig.clock.Now, Wait: reputation.WaitOptions{
 		Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls2.Close)

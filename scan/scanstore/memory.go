@@ -1,4 +1,12 @@
-package cards
+// Package scanstore is the scan pipelines' memory over the state layer
+// (package store): the submissions in flight, so that a restart resumes
+// them instead of submitting again, and the claims that let one replica
+// submit each target; the verdicts and their reuse; the recheck queue and
+// the checks deferred for their requesters' allowance. URLMemory and
+// FileMemory implement scan.Memory and the recheck's interfaces; a write
+// the store refuses (a database restart, a full disk) is retried for a
+// while rather than lost.
+package scanstore
 
 import (
 	"errors"
@@ -51,7 +59,7 @@ type analyses struct {
 // when the store fails (a database restart of up to a minute, a disk
 // freed): the verdict of an analysis in flight is recorded afterwards, not
 // lost.
-var storeRetry = 2 * time.Minute
+const storeRetry = 2 * time.Minute
 
 // retry runs write until it succeeds, with backoff, for up to storeRetry
 // or until stop is closed (a stopping process gives up at once: what it did
