@@ -36,6 +36,8 @@ type CardSettler interface {
 	SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
 }
 
+var _ CardStore = store.State(nil)
+
 // Cards keeps the cards in the store, keyed by the message they answer and
 // by their own ts. Each card has a generation: a rescan of an edited message
 // starts a new one, and updates from the older analysis are then ignored.
