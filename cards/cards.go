@@ -3,7 +3,6 @@ package cards
 import (
 	"context"
 	"errors"
-	"reflect"
 	"sync"
 	"time"
 
@@ -12,13 +11,32 @@ import (
 	"github.com/verdictbot/verdictbot/store"
 )
 
-// CardStore is the part of the store that keeps cards (*store.DB).
+// CardStore is the part of the state layer that keeps cards (store.State,
+// both backends, implements it).
 type CardStore interface {
 	Card(ref store.CardRef) (*store.CardRecord, error)
 	CardByTS(channel, cardTS string) (*store.CardRecord, error)
 	UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
 	UpsertCard(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
+	CardSettler
 }
+
+// CardSettler is the write that shows a verdict on a card (store.State,
+// both backends, implements it). The card and its targets' records are in
+// the same state layer, so the verdict's target remembers the card in that
+// same transaction: a recheck that finds the verdict finds the card too,
+// and a link's verdict costs one commit, not two.
+type CardSettler interface {
+	// SettleCard is UpdateCard that also links target, when it is
+	// recorded, to the card (store.State.AddCard) in the same
+	// transaction; a target not recorded (an analysis that failed) is
+	// left out without an error, and "" links nothing. Concurrent calls
+	// may share one commit: fn may run more than once, each time with
+	// the record read afresh, and must change nothing but rec.
+	SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+}
+
+var _ CardStore = store.State(nil)
 
 // Cards keeps the cards in the store, keyed by the message they answer and
 // by their own ts. Each card has a generation: a rescan of an edited message
@@ -199,33 +217,8 @@ func (cs *Cards) Settle(ctx context.Context, channel, sourceTS string, gen int, 
 	return cs.settle(ctx, channel, sourceTS, gen, "", fn)
 }
 
-// settlingStore is implemented by a CardStore that can link a target to a
-// card in the write that shows its verdict (store.State, both backends).
-type settlingStore interface {
-	SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
-}
-
-// linksTargets reports whether settle can link a target to its card in
-// the card's own write, in place of tc.AddCard: the card store can
-// (settlingStore), and tc keeps the targets in that same store (a
-// URLMemory over it).
-func (cs *Cards) linksTargets(tc TargetCards) bool {
-	st, ok := cs.st.(settlingStore)
-	if !ok {
-		return false
-	}
-	mem, ok := tc.(*URLMemory)
-	if !ok || mem == nil {
-		return false
-	}
-	db, ok := mem.DB.(settlingStore)
-	// Compared only when both are pointers (the stores are): comparing
-	// interfaces holding one uncomparable type would panic.
-	return ok && reflect.TypeOf(db).Kind() == reflect.Pointer && reflect.TypeOf(st).Kind() == reflect.Pointer && db == st
-}
-
 // settle is Settle; target, if not "", is linked to the card in the same
-// write (only when linksTargets said so).
+// write (CardSettler).
 func (cs *Cards) settle(ctx context.Context, channel, sourceTS string, gen int, target string, fn func(rec *store.CardRecord)) (card.Card, bool) {
 	start := time.Now()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
@@ -246,13 +239,13 @@ func (cs *Cards) settle(ctx context.Context, channel, sourceTS string, gen int, 
 
 // change applies fn to the card of generation gen; shared lets the write
 // share its commit (updateShared), and target, if not "", is linked to
-// the card in the same write (SettleCard: the store is a settlingStore).
+// the card in the same write (SettleCard).
 func (cs *Cards) change(channel, sourceTS string, gen int, target string, fn func(rec *store.CardRecord), shared bool) (card.Card, error) {
 	update := cs.st.UpdateCard
 	switch {
 	case target != "":
 		update = func(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
-			return cs.st.(settlingStore).SettleCard(ref, target, fn)
+			return cs.st.SettleCard(ref, target, fn)
 		}
 	case shared:
 		update = cs.updateShared

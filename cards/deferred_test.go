@@ -14,6 +14,7 @@ import (
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/scan/scanstore"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -24,7 +25,7 @@ import (
 type cappedChecker struct {
 	capped string
 	levels map[string]verdict.Level
-	mem    *URLMemory
+	mem    *scanstore.URLMemory
 }
 
 func (c *cappedChecker) Check(_ context.Context, url string, o scan.CheckOptions) scan.URLVerdict {
@@ -49,12 +50,12 @@ const (
 	alerts = "C0ALERTS"
 )
 
-func newDeferEnv(t *testing.T, levels map[string]verdict.Level) (*env, *URLMemory, *Announcer) {
+func newDeferEnv(t *testing.T, levels map[string]verdict.Level) (*env, *scanstore.URLMemory, *Announcer) {
 	t.Helper()
-	mem := &URLMemory{}
+	mem := &scanstore.URLMemory{}
 	e := newEnv(t, &cappedChecker{capped: capped, levels: levels, mem: mem}, ModeQuiet)
 	mem.DB = e.db
-	e.messages.Targets = mem
+	e.messages.Deferrals = mem
 	a := &Announcer{Messages: e.messages, Replier: e.poster, AlertChannel: alerts}
 	return e, mem, a
 }
@@ -82,7 +83,7 @@ func (e *env) lineOf(t *testing.T, ts, url string) card.Line {
 }
 
 // dueDeferred returns the deferred check of url as the recheck lists it.
-func dueDeferred(t *testing.T, mem *URLMemory, url string) (scan.DueURL, bool) {
+func dueDeferred(t *testing.T, mem *scanstore.URLMemory, url string) (scan.DueURL, bool) {
 	t.Helper()
 	due, err := mem.DueDeferred(time.Now().Add(time.Second), 100)
 	if err != nil {

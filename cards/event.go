@@ -3,8 +3,14 @@
 // (paced per channel), updates it in place as verdicts come in, finishes it
 // as the channel's mode asks, finds a card posted before a crash in the
 // thread, and announces the verdicts a recheck changed. One generic tracker
-// serves URL lines and file lines. The Socket Mode adapter (package bot)
-// delivers the events; cmd/verdictbot wires the two together.
+// serves URL lines and file lines. Cards live in the state layer
+// (CardStore): the write that shows a verdict also links its target to the
+// card (CardSettler), so a recheck finds the cards to update. The pipelines
+// (package scan) analyse; their own memory is package scan/scanstore.
+// It also holds UserCap, the per-requester allowance both pipelines take
+// from (VERDICTBOT_USER_LINKS_PER_HOUR), keyed by the requesters of
+// messages as this package names them. The Socket Mode adapter (package
+// bot) delivers the events; cmd/verdictbot wires the two together.
 package cards
 
 import "encoding/json"

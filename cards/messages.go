@@ -60,12 +60,6 @@ type CardFinder interface {
 	FindCard(ctx context.Context, channel, threadTS, sourceTS string) (cardTS string, err error)
 }
 
-// TargetCards remembers which cards show a target, so a recheck can
-// update them (the store implements it).
-type TargetCards interface {
-	AddCard(target string, card store.CardRef) error
-}
-
 // DefaultPostGrace is Messages.PostGrace's default: a verdict already
 // known (cached, or a reputation service answering at once) is typically in
 // well within it, and a user still sees a card within a couple of seconds.
@@ -73,13 +67,15 @@ const DefaultPostGrace = 2 * time.Second
 
 // Messages turns message events into verdict cards.
 type Messages struct {
-	Self    func() Identity
-	Links   Extractor
-	URLs    URLChecker
-	Poster  Poster
-	Cards   *Cards
-	Finder  CardFinder
-	Targets TargetCards
+	Self   func() Identity
+	Links  Extractor
+	URLs   URLChecker
+	Poster Poster
+	Cards  *Cards
+	Finder CardFinder
+	// Deferrals keeps the checks of links refused for their requesters'
+	// allowance for the recheck (nil: such links stay not checked).
+	Deferrals Deferrals
 	// Files handles the files a message shares (nil: files are ignored).
 	Files         *Files
 	Mode          func(channel string) string
@@ -774,7 +770,8 @@ func sameQuarantine(a, b *card.Quarantine) bool {
 }
 
 // Deferrals keeps the checks of URLs refused for their requesters'
-// allowance for the recheck to make later (*URLMemory implements it).
+// allowance for the recheck to make later (*scanstore.URLMemory
+// implements it).
 type Deferrals interface {
 	// Defer records that url's check is deferred, for the card ref (linked
 	// to url); an error means it was not.
@@ -790,11 +787,10 @@ type Deferrals interface {
 // Without a store to keep it, or when the store fails, the line says what
 // it said before: not checked.
 func (m *Messages) deferCheck(channel, sourceTS, url string, v *scan.URLVerdict) {
-	d, ok := m.Targets.(Deferrals)
-	if !ok {
+	if m.Deferrals == nil {
 		return
 	}
-	if err := d.Defer(url, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {
+	if err := m.Deferrals.Defer(url, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {
 		m.Log.Error("could not defer the check of a link refused for its poster's allowance; the card says it is not checked",
 			"channel", channel, "ts", sourceTS, "error", err)
 		return

@@ -335,11 +335,10 @@ const deferAgainWithin = time.Hour
 // run brings the card the outcome this one could not.
 func (a *Announcer) deferAgain(url string, ref card.Ref) {
 	m := a.Messages
-	d, ok := m.Targets.(Deferrals)
-	if !ok {
+	if m.Deferrals == nil {
 		return
 	}
-	if err := d.Defer(url, store.CardRef{Channel: ref.Channel, SourceTS: ref.SourceTS}); err != nil {
+	if err := m.Deferrals.Defer(url, store.CardRef{Channel: ref.Channel, SourceTS: ref.SourceTS}); err != nil {
 		m.Log.Warn("could not defer a link's check again for a card its check missed", "channel", ref.Channel, "ts", ref.SourceTS, "error", err)
 	}
 }

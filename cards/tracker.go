@@ -28,8 +28,9 @@ type lineKind[V any] struct {
 	// fill writes a verdict into its card line.
 	fill func(l card.Line, v V) card.Line
 	// target, if set, returns the target that must remember the card
-	// showing verdict v ("" for none): URLs, for their rechecks. It is
-	// linked before the card shows v, or in the same write.
+	// showing verdict v ("" for none): URLs, for their rechecks; files,
+	// for /scan's scope. It is linked in the write that shows v
+	// (CardSettler).
 	target func(v V) string
 	// after, if set, starts work that follows a verdict without holding
 	// the card back (files: screenshots). Given the card as it stands with
@@ -103,9 +104,6 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			m.show(ctx, &c)
 		}
 	}
-	// linked: the card's write links a verdict's target (SettleCard), in
-	// place of a write of its own (Targets.AddCard).
-	linked := m.Targets != nil && m.Cards.linksTargets(m.Targets)
 	for left := len(lines); left > 0 || following > 0; {
 		select {
 		case r := <-results:
@@ -113,15 +111,11 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			if k.err(r.v) != nil && ctx.Err() != nil {
 				return false // shutting down: the job resumes after the restart
 			}
+			// The card's write links the verdict's target to the card
+			// (CardSettler), for its rechecks.
 			target := ""
-			if k.target != nil && m.Targets != nil {
+			if k.target != nil {
 				target = k.target(r.v)
-			}
-			if target != "" && !linked {
-				if err := m.Targets.AddCard(target, store.CardRef{Channel: channel, SourceTS: src}); err != nil {
-					m.Log.Warn("could not link a target to its card", "error", err)
-				}
-				target = ""
 			}
 			var ok bool
 			snap, ok = m.Cards.settle(ctx, channel, src, gen, target, func(rec *store.CardRecord) {

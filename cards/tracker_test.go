@@ -22,6 +22,7 @@ import (
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/scan/scanstore"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -111,18 +112,6 @@ func (c *urlChecker) Check(ctx context.Context, url string, o scan.CheckOptions)
 	return scan.URLVerdict{URL: url, TaskID: "task-" + url, Level: c.levels[url], CheckedAt: time.Now()}
 }
 
-type targetCards struct {
-	mu   sync.Mutex
-	refs map[string]store.CardRef
-}
-
-func (tc *targetCards) AddCard(target string, card store.CardRef) error {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	tc.refs[target] = card
-	return nil
-}
-
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -144,8 +133,13 @@ func TestURLCardPostedOnceUpdatedInPlaceUntilFinal(t *testing.T) {
 	checker := &urlChecker{levels: map[string]verdict.Level{bad: verdict.Malicious, good: verdict.Clean},
 		gates: map[string]chan struct{}{good: gate}}
 	e := newEnv(t, checker, ModeVerbose)
-	targets := &targetCards{refs: map[string]store.CardRef{}}
-	e.messages.Targets = targets
+	// The targets are recorded (as the pipeline records its verdicts):
+	// the cards showing them are linked to their records.
+	for _, u := range []string{bad, good} {
+		if _, _, err := e.db.RecordVerdict(store.Verdict{Target: u, Kind: "url", TaskID: "task-" + u, Level: checker.levels[u], At: time.Now()}, nil, nil, false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var done atomic.Int32
 	ts := e.deliver(t, "see <"+bad+"> and <"+good+">", func() { done.Add(1) })
 
@@ -183,8 +177,8 @@ func TestURLCardPostedOnceUpdatedInPlaceUntilFinal(t *testing.T) {
 		t.Fatalf("the card in the thread (ts %s, %d updates) is not the stored one (%s) updated in place", replies[0].TS, replies[0].Updates(), rec.Card.CardTS)
 	}
 	for _, u := range []string{bad, good} {
-		if ref := targets.refs[u]; ref.SourceTS != ts || ref.Channel != "C1" {
-			t.Errorf("target %s is not linked to its card: %+v", u, ref)
+		if tg, err := e.db.Target(u); err != nil || len(tg.Cards) != 1 || tg.Cards[0] != (store.CardRef{Channel: "C1", SourceTS: ts}) {
+			t.Errorf("target %s is not linked to its card: %+v, %v", u, tg.Cards, err)
 		}
 	}
 }
@@ -368,8 +362,19 @@ type failVerdictWrites struct {
 	left atomic.Int32
 }
 
+// SettleCard is the write that shows a link's verdict (and links its
+// target); UpdateCard any other.
+func (f *failVerdictWrites) SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	return f.CardStore.SettleCard(ref, target, f.refuse(fn))
+}
+
 func (f *failVerdictWrites) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
-	return f.CardStore.UpdateCard(ref, func(rec *store.CardRecord) error {
+	return f.CardStore.UpdateCard(ref, f.refuse(fn))
+}
+
+// refuse fails fn's write while refusals are left, if it shows a verdict.
+func (f *failVerdictWrites) refuse(fn func(rec *store.CardRecord) error) func(rec *store.CardRecord) error {
+	return func(rec *store.CardRecord) error {
 		before := rec.Card.Lines[0].Level
 		if err := fn(rec); err != nil {
 			return err
@@ -378,7 +383,7 @@ func (f *failVerdictWrites) UpdateCard(ref store.CardRef, fn func(rec *store.Car
 			return errors.New("FATAL: terminating connection due to administrator command (SQLSTATE 57P01)")
 		}
 		return nil
-	})
+	}
 }
 
 // A verdict the store refuses for a while (a database restart) is written
@@ -534,7 +539,7 @@ func TestResumedFileJobPostsAFinalCardNeverPosted(t *testing.T) {
 // count once it has.
 type recordingChecker struct {
 	urlChecker
-	mem    *URLMemory
+	mem    *scanstore.URLMemory
 	writes *atomic.Int32
 	at     atomic.Int32
 }
@@ -556,12 +561,11 @@ func TestVerdictLinksItsTargetInTheCardsWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	mem := &URLMemory{DB: db}
+	mem := &scanstore.URLMemory{DB: db}
 	checker := &recordingChecker{urlChecker: urlChecker{levels: map[string]verdict.Level{clean: verdict.Clean}}, mem: mem, writes: &writes}
 	e := newEnv(t, checker, ModeQuiet)
 	e.db = db
 	e.messages.Cards = NewCards(db)
-	e.messages.Targets = mem
 	ts := e.deliver(t, "see <"+clean+">", func() {})
 	e.messages.Wait()
 

@@ -89,3 +89,28 @@ func TestObserverGetsThePackagesEvent(t *testing.T) {
 		t.Errorf("events = %+v", events)
 	}
 }
+
+// A request waits in the lane its context names (WithPriority): High
+// unless it says Low, and the observer is told which.
+func TestRequestsWaitInTheirContextsLane(t *testing.T) {
+	t.Parallel()
+	_, base := simtest.Start(t, sim.Config{})
+	var events []reputation.Event
+	c := client(t, base, reputation.WithObserver(func(e reputation.Event) { events = append(events, e) }))
+	task := strings.Repeat("ab", 16)
+	for _, tc := range []struct {
+		ctx  context.Context
+		want string
+	}{
+		{t.Context(), "high"},
+		{reputation.WithPriority(t.Context(), reputation.Low), "low"},
+		{reputation.WithPriority(t.Context(), reputation.High), "high"},
+		{reputation.WithPriority(t.Context(), reputation.Priority(7)), "high"},
+	} {
+		events = nil
+		_, _ = c.Status(tc.ctx, task)
+		if len(events) != 1 || events[0].Priority != tc.want {
+			t.Errorf("events %+v, want one in lane %q", events, tc.want)
+		}
+	}
+}

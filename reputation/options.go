@@ -49,7 +49,7 @@ type Event struct {
 	Attempt  int           // 1 for the first attempt
 	// Priority is the lane the request waited in for its budget: "high"
 	// (new links, clicks) or "low" (resumed analyses, rechecks); see
-	// apiclient.WithPriority.
+	// WithPriority.
 	Priority string
 }
 

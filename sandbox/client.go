@@ -51,11 +51,14 @@ type Event struct {
 	Wait     time.Duration // time spent waiting for the budget (IsWait)
 	IsWait   bool          // a budget wait rather than an attempt
 	Attempt  int           // 1 for the first attempt
+	// Priority is the lane the request waited in for its budget: "high"
+	// (new files) or "low" (resumed analyses); see WithPriority.
+	Priority string
 }
 
 func eventOf(e apiclient.Event) Event {
 	return Event{Service: e.Service, Op: e.Op, Budget: string(e.Budget), Status: e.Status, Reason: Reason(e.Reason),
-		Duration: e.Duration, Wait: e.Wait, IsWait: e.IsWait, Attempt: e.Attempt}
+		Duration: e.Duration, Wait: e.Wait, IsWait: e.IsWait, Attempt: e.Attempt, Priority: e.Priority.String()}
 }
 
 // DefaultUploadTimeout bounds one CreateFile attempt: about 28.6 MiB (CAPE's

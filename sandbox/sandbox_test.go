@@ -561,3 +561,31 @@ func TestLogsNeverShowKey(t *testing.T) {
 		}
 	}
 }
+
+// A request waits in the lane its context names (WithPriority): High
+// unless it says Low, and the observer is told which.
+func TestRequestsWaitInTheirContextsLane(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, p string) {
+		writeJSON(w, 200, `{"error": false, "data": "running"}`)
+	})
+	var events []Event
+	c := f.client(WithObserver(func(e Event) { events = append(events, e) }))
+	for _, tc := range []struct {
+		ctx  context.Context
+		want string
+	}{
+		{t.Context(), "high"},
+		{WithPriority(t.Context(), Low), "low"},
+		{WithPriority(t.Context(), High), "high"},
+		{WithPriority(t.Context(), Priority(7)), "high"},
+	} {
+		events = nil
+		if _, err := c.Status(tc.ctx, "1"); err != nil {
+			t.Fatal(err)
+		}
+		if len(events) != 1 || events[0].Priority != tc.want {
+			t.Errorf("events %+v, want one in lane %q", events, tc.want)
+		}
+	}
+}

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Claimer is a Memory shared by several replicas (cards.URLMemory and
-// cards.FileMemory over the state layer): before submitting a key, a
+// Claimer is a Memory shared by several replicas (scanstore.URLMemory and
+// scanstore.FileMemory over the state layer): before submitting a key, a
 // pipeline claims it, so that one replica submits each URL and uploads
 // each file while the others wait for its verdict.
 type Claimer interface {

@@ -25,7 +25,7 @@ type sharedState struct {
 
 type sharedRow struct{ task, owner string }
 
-// replicaMemory is one replica's view (a Claimer, as cards.URLMemory over
+// replicaMemory is one replica's view (a Claimer, as scanstore.URLMemory over
 // PostgreSQL).
 type replicaMemory struct {
 	s  *sharedState

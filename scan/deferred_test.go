@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/scan/scanstore"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/store"
@@ -48,7 +48,7 @@ func (a *noAllowance) askedFor() []scan.Requester {
 
 type deferRig struct {
 	*recheckRig
-	mem     *cards.URLMemory
+	mem     *scanstore.URLMemory
 	allow   *noAllowance
 	reports []scan.RunStats
 }
@@ -70,7 +70,7 @@ func newDeferRig(t *testing.T, max int, hosts scan.HostGate) *deferRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	mem := &cards.URLMemory{DB: db, Schedule: store.Schedule{time.Hour, 6 * time.Hour}, Now: clock.Now}
+	mem := &scanstore.URLMemory{DB: db, Schedule: store.Schedule{time.Hour, 6 * time.Hour}, Now: clock.Now}
 	allow := &noAllowance{}
 	urls := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: clock.Now, Allowance: allow, Hosts: hosts, Wait: reputation.WaitOptions{
 		Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})

@@ -16,7 +16,6 @@ import (
 
 	gocache "github.com/patrickmn/go-cache"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/internal/bytesize"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -598,8 +597,8 @@ func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, c
 		}
 		if c.existed {
 			// Resumed backlog: its requests wait behind new work's for
-			// the sandbox's budgets (apiclient.WithPriority).
-			ctx = apiclient.WithPriority(ctx, apiclient.Low)
+			// the sandbox's budgets (sandbox.WithPriority).
+			ctx = sandbox.WithPriority(ctx, sandbox.Low)
 			id := c.taskID
 			if id == "" {
 				id = f.findLostUpload(ctx, sha)

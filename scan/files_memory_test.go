@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,6 +175,72 @@ func TestResumeByCheckingTheFileAgain(t *testing.T) {
 	}
 }
 
+// The file pipeline's requests wait for the sandbox's budgets in the lane
+// of the work they are for (sandbox.WithPriority): a new file's in High, a
+// resumed analysis's in Low, behind them.
+func TestFileRequestsWaitInTheirWorksLane(t *testing.T) {
+	t.Parallel()
+	mem := newMemFileMemory()
+	var (
+		mu    sync.Mutex
+		lanes []string
+	)
+	// take returns the requests made since the last take in lanes other
+	// than want, and how many there were in all.
+	take := func(want string) (others []string, n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range lanes {
+			if !strings.HasSuffix(s, " "+want) {
+				others = append(others, s)
+			}
+		}
+		n = len(lanes)
+		lanes = nil
+		return others, n
+	}
+	e := newFileEnv(t, sim.Config{}, func(o *FileOptions) { o.Memory = mem })
+	sb, err := sandbox.New(e.simURL, simKey, sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}),
+		sandbox.WithRetries(2, time.Millisecond, 5*time.Millisecond),
+		sandbox.WithObserver(func(ev sandbox.Event) {
+			if !ev.IsWait {
+				mu.Lock()
+				lanes = append(lanes, ev.Op+" "+ev.Priority)
+				mu.Unlock()
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sb = sb
+	e.restart(nil)
+	check := func(what, want string) {
+		t.Helper()
+		if others, n := take(want); n == 0 || len(others) > 0 {
+			t.Errorf("%s: %d requests, these not in lane %s: %q", what, n, want, others)
+		}
+	}
+
+	if v := e.files.Check(t.Context(), e.share("new.exe", []byte("MZ a new file SIM:MALSCORE=1")), FileCheckOptions{}); v.Err != nil {
+		t.Fatalf("new file: %+v", v)
+	}
+	check("a new file", "high")
+
+	// An upload a previous process made and did not finish.
+	content := []byte("MZ resumed SIM:MALSCORE=3")
+	_, _, sha := sums(content)
+	sub, err := sb.CreateFile(t.Context(), "resumed.exe", bytes.NewReader(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem.Submitted(sha, sub.TaskIDs[0])
+	take("")
+	if v := e.files.Check(t.Context(), e.share("resumed.exe", content), FileCheckOptions{}); v.Err != nil || v.TaskID != sub.TaskIDs[0] {
+		t.Fatalf("resumed: %+v", v)
+	}
+	check("a resumed analysis", "low")
+}
+
 // An intent without a task id (the process stopped while uploading) is
 // resolved with the task search: a newer task than the last known one is
 // the upload that arrived.
@@ -256,7 +323,7 @@ func TestIntentResolvedByTaskSearch(t *testing.T) {
 
 // storeFileMemory is FileMemory over the store, as the bot keeps it
 // (service "sandbox", target = sha256, verdicts of Kind "file"); it mirrors
-// cards.URLMemory.
+// scanstore.FileMemory, which a test inside package scan cannot import.
 type storeFileMemory struct{ DB *store.DB }
 
 const serviceSandbox = "sandbox"

@@ -38,24 +38,25 @@ var fastSandboxWait = sandbox.WaitOptions{
 // fileEnv is a file pipeline between the simulator (over real HTTP) and
 // files on disk read by LocalFiles.
 type fileEnv struct {
-	t     *testing.T
-	src   *testFetcher
-	sim   *sim.Server
-	sb    *sandbox.Client
-	files *Files
-	opt   FileOptions
-	tmp   string
-	logs  *testutil.SyncBuffer
+	t   *testing.T
+	src *testFetcher
+	sim *sim.Server
+	// simURL is the simulator's base URL.
+	simURL string
+	sb     *sandbox.Client
+	files  *Files
+	opt    FileOptions
+	tmp    string
+	logs   *testutil.SyncBuffer
 }
 
 func newFileEnv(t *testing.T, cfg sim.Config, mod func(*FileOptions)) *fileEnv {
 	t.Helper()
 	logger, logs := testutil.Logger(slog.LevelDebug)
 	e := &fileEnv{t: t, src: newTestFetcher(t), tmp: t.TempDir(), logs: logs}
-	var base string
-	e.sim, base = simtest.Start(t, cfg)
+	e.sim, e.simURL = simtest.Start(t, cfg)
 	var err error
-	e.sb, err = sandbox.New(base, simKey,
+	e.sb, err = sandbox.New(e.simURL, simKey,
 		sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}),
 		sandbox.WithRetries(2, time.Millisecond, 5*time.Millisecond))
 	if err != nil {

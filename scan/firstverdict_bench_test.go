@@ -70,7 +70,8 @@ const (
 	firstSingles  = 10 // independent single 20 s analyses, each with no history
 	// firstPace spaces the measured submissions (virtual time): a burst
 	// would teach the learned schedule only its shortest tasks while the
-	// long ones are still polling (see internal/apiclient hazardFloor).
+	// long ones are still polling (reputation.LearnedSchedule: its hazard
+	// floor).
 	firstPace = 3 * time.Second
 )
 

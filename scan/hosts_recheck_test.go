@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/scan/scanstore"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/store"
@@ -42,7 +42,7 @@ func TestRecheckOfAHostNowInternalIsNotSent(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
 	gate := &switchGate{}
-	mem := &cards.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
+	mem := &scanstore.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
 	urls := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: clock.Now,
 		Hosts: gate, Wait: reputation.WaitOptions{Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)

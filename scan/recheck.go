@@ -39,7 +39,7 @@ type RecheckClaimer interface {
 
 // DeferredTargets is implemented by DueTargets that keep the checks of
 // URLs deferred because their requesters had used their Allowance
-// (cards.URLMemory over the store): the recheck makes them, apart from the
+// (scanstore.URLMemory over the store): the recheck makes them, apart from the
 // schedule's rechecks, and every outcome is announced (OnChange).
 type DeferredTargets interface {
 	// DueDeferred returns up to limit URLs whose deferred check is due at

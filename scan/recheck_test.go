@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/scan/scanstore"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/store"
@@ -25,17 +25,21 @@ type recheckRig struct {
 	db     *store.DB
 	urls   *scan.URLs
 	r      *scan.Recheck
+	mem    *scanstore.URLMemory
+	rep    *reputation.Client
 	clock  *testutil.Clock
 	t0     time.Time
 	mu     sync.Mutex
 	seen   []scan.Change
 }
 
-func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
+// newRecheckRig is a recheck over the simulator and a store on disk; opts
+// are added to the reputation client's.
+func newRecheckRig(t *testing.T, simCfg sim.Config, max int, opts ...reputation.Option) *recheckRig {
 	t.Helper()
 	srv, base := simtest.Start(t, simCfg)
-	rep, err := reputation.New(base, "k", reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}),
-		reputation.WithRetries(1, time.Millisecond, time.Millisecond))
+	rep, err := reputation.New(base, "k", append([]reputation.Option{reputation.WithRateLimits(reputation.Limit{}, reputation.Limit{}),
+		reputation.WithRetries(1, time.Millisecond, time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +51,11 @@ func newRecheckRig(t *testing.T, simCfg sim.Config, max int) *recheckRig {
 	}
 	t.Cleanup(func() { db.Close() })
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
-	mem := &cards.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
+	mem := &scanstore.URLMemory{DB: db, Schedule: sched, Now: clock.Now}
 	urls := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: clock.Now, Wait: reputation.WaitOptions{
 		Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls.Close)
-	rig := &recheckRig{sim: srv, simURL: base, db: db, urls: urls, clock: clock, t0: t0}
+	rig := &recheckRig{sim: srv, simURL: base, db: db, urls: urls, mem: mem, rep: rep, clock: clock, t0: t0}
 	rig.r = &scan.Recheck{Store: mem, URLs: urls, Max: max, Now: clock.Now,
 		OnChange: func(_ context.Context, ch []scan.Change) {
 			rig.mu.Lock()
@@ -288,7 +292,7 @@ func TestTwoLeadersRecheckEachURLOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := &cards.URLMemory{DB: rig.db, Schedule: store.Schedule{time.Hour, 6 * time.Hour}, Now: rig.clock.Now}
+	mem := &scanstore.URLMemory{DB: rig.db, Schedule: store.Schedule{time.Hour, 6 * time.Hour}, Now: rig.clock.Now}
 	urls2 := scan.NewURLs(rep, scan.URLOptions{Memory: mem, Now: rig.clock.Now, Wait: reputation.WaitOptions{
 		Backoff: reputation.Backoff{Initial: time.Millisecond, Max: time.Millisecond}, Deadline: 2 * time.Second}})
 	t.Cleanup(urls2.Close)

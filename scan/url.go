@@ -1,7 +1,14 @@
 // Package scan is the analysis pipeline: it reuses a fresh verdict for the
 // same target, joins an analysis already in flight (one submission per
 // target, however many messages carry it), submits, polls with adaptive
-// backoff, reads the result and turns scores into a level.
+// backoff, reads the result and turns scores into a level; the recheck job
+// checks recorded verdicts again on their schedule. It reaches the services
+// only through their clients (packages reputation and sandbox), whose
+// context options set the lane each request waits in for the budgets
+// (WithPriority: new work before resumed analyses and rechecks) and whom it
+// is made for (WithFlows). What it remembers across restarts and replicas
+// is behind Memory and the recheck's interfaces; package scan/scanstore
+// keeps it in the state layer.
 package scan
 
 import (
@@ -15,7 +22,6 @@ import (
 
 	gocache "github.com/patrickmn/go-cache"
 
-	"github.com/verdictbot/verdictbot/internal/apiclient"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -378,7 +384,7 @@ func (u *URLs) run(url, taskID, source string, call *urlCall) URLVerdict {
 		// Nobody is waiting for a scheduled recheck or a deferred check:
 		// their requests wait behind new links and clicks for the
 		// service's budgets.
-		ctx = apiclient.WithPriority(ctx, apiclient.Low)
+		ctx = reputation.WithPriority(ctx, reputation.Low)
 	}
 	// An analysis known to be in flight (after a restart) only needs
 	// polling: it waits for one of the resume slots, so that a backlog of
@@ -422,7 +428,7 @@ func (u *URLs) run(url, taskID, source string, call *urlCall) URLVerdict {
 		// A resumed analysis is backlog: its polls wait behind new links'
 		// for the report budget, so that a restart with many analyses in
 		// flight does not delay the next new link's verdict.
-		ctx = apiclient.WithPriority(ctx, apiclient.Low)
+		ctx = reputation.WithPriority(ctx, reputation.Low)
 		select {
 		case u.resumeSem <- struct{}{}:
 			defer func() { <-u.resumeSem }()

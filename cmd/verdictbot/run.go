@@ -34,6 +34,7 @@ import (
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/scan/scanstore"
 	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/pg"
@@ -84,7 +85,7 @@ type app struct {
 	quarantine *quarantine.Quarantine
 	bot        *bot.Bot
 	// stopping is closed when the bot has stopped taking work: the
-	// pipelines' store writes stop retrying then (cards.URLMemory.Stop).
+	// pipelines' store writes stop retrying then (scanstore.URLMemory.Stop).
 	stopping chan struct{}
 	// events and eventSender are the findings for the SOC's tools (nil
 	// when VERDICTBOT_EVENTS_URL and VERDICTBOT_EVENTS_FILE are unset).
@@ -178,7 +179,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.rep = rep
 	// A URL claimed for its recheck is held off the other replicas' runs
 	// for as long as an analysis may take.
-	memory := &cards.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store"), Stop: a.stopping,
+	memory := &scanstore.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store"), Stop: a.stopping,
 		RecheckHold: cfg.URLDeadline + time.Minute}
 	hosts := newHostResolver(cfg, log)
 	// VERDICTBOT_USER_LINKS_PER_HOUR; its admins and alerts are wired
@@ -280,7 +281,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Poster:        a.poster,
 		Cards:         a.cards,
 		Finder:        &cards.ThreadSearch{API: a.api, Self: a.cardsIdentity},
-		Targets:       memory,
+		Deferrals:     memory,
 		Mode:          a.channelMode,
 		CleanReaction: cfg.CleanReaction,
 		MaxLinks:      cfg.MaxLinks,
@@ -347,7 +348,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.recheck = &scan.Recheck{Store: memory, URLs: a.urls, Max: cfg.RecheckMax,
 		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck"),
 		Lead: func(ctx context.Context) (scan.Lease, bool, error) {
-			l, ok, err := db.Lead(ctx, cards.RecheckJob)
+			l, ok, err := db.Lead(ctx, scanstore.RecheckJob)
 			if err != nil || !ok {
 				return nil, false, err
 			}
@@ -421,7 +422,7 @@ func (a *app) wireFiles() error {
 		MaxBytes:  cfg.MaxFileBytes, MaxScreenshots: shots, ScreenshotTimeout: cfg.ScreenshotTimeout, TTL: cfg.FileVerdictTTL,
 		SkipTypes: cfg.SkipFiletypes, TempDir: tmp,
 		Wait:   sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
-		Memory: &cards.FileMemory{DB: a.db, Log: log.With("component", "store"), Stop: a.stopping},
+		Memory: &scanstore.FileMemory{DB: a.db, Log: log.With("component", "store"), Stop: a.stopping},
 		Logger: log.With("component", "files"),
 		OnDone: a.metrics.FileDone,
 	})

@@ -1,4 +1,4 @@
-package cards
+package scanstore
 
 import (
 	"errors"

@@ -1,4 +1,12 @@
-package cards
+// Package scanstore is the scan pipelines' memory over the state layer
+// (package store): the submissions in flight, so that a restart resumes
+// them instead of submitting again, and the claims that let one replica
+// submit each target; the verdicts and their reuse; the recheck queue and
+// the checks deferred for their requesters' allowance. URLMemory and
+// FileMemory implement scan.Memory and the recheck's interfaces; a write
+// the store refuses (a database restart, a full disk) is retried for a
+// while rather than lost.
+package scanstore
 
 import (
 	"errors"
@@ -11,8 +19,9 @@ import (
 )
 
 // Durable is the part of the state layer that the pipelines' memories use
-// (*store.DB implements it): targets and their verdict history, reports,
-// analyses in flight, and the recheck queue.
+// (store.State, both backends, implements it): targets and their verdict
+// history, reports, analyses in flight, the recheck queue and the deferred
+// checks.
 type Durable interface {
 	Target(target string) (store.Target, error)
 	History(target string) ([]store.Verdict, error)
@@ -22,7 +31,6 @@ type Durable interface {
 	ClaimAnalysis(service, target string) (store.Claim, error)
 	DeleteAnalysis(service, target string) error
 	FinishAnalysis(service string, v store.Verdict, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error)
-	AddCard(target string, ref store.CardRef) error
 	Due(now time.Time, limit int) ([]store.Target, error)
 	RecheckFailed(target string, schedule store.Schedule) error
 	ClaimRecheck(target string, dueBy time.Time, hold time.Duration, f store.Fence) (time.Time, bool, error)
@@ -33,7 +41,7 @@ type Durable interface {
 	EndDeferred(target string, until, next time.Time) error
 }
 
-var _ Durable = (*store.DB)(nil)
+var _ Durable = store.State(nil)
 
 // logger is the part of *slog.Logger the memories use.
 type logger interface{ Warn(string, ...any) }
@@ -52,7 +60,7 @@ type analyses struct {
 // when the store fails (a database restart of up to a minute, a disk
 // freed): the verdict of an analysis in flight is recorded afterwards, not
 // lost.
-var storeRetry = 2 * time.Minute
+const storeRetry = 2 * time.Minute
 
 // retry runs write until it succeeds, with backoff, for up to storeRetry
 // or until stop is closed (a stopping process gives up at once: what it did
@@ -249,15 +257,6 @@ func (m *URLMemory) Finished(v scan.URLVerdict, source string) {
 	}
 	m.a().finish(store.Verdict{Target: v.URL, Kind: "url", TaskID: v.TaskID, Level: v.Level,
 		Category: v.Category, Scores: v.Scores, At: v.CheckedAt, Source: source}, m.Schedule, source == "recheck")
-}
-
-// AddCard remembers that a card shows target.
-func (m *URLMemory) AddCard(target string, ref store.CardRef) error {
-	err := retry(m.Stop, func() error { return m.DB.AddCard(target, ref) })
-	if errors.Is(err, store.ErrNotFound) {
-		return nil // a verdict that was not recorded (failed analysis)
-	}
-	return err
 }
 
 // Due returns the URLs whose recheck is due (scan.DueTargets).

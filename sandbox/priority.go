@@ -1,0 +1,30 @@
+package sandbox
+
+import (
+	"context"
+
+	"github.com/verdictbot/verdictbot/internal/apiclient"
+)
+
+// Priority is the lane a request waits in for the client's budgets
+// (uploads, status checks and reports): when tokens are short, every High waiter is served before any
+// Low one. A request that says nothing waits in High.
+type Priority = apiclient.Priority
+
+// Priorities.
+const (
+	// High is new work someone is waiting for: a new message's analysis,
+	// a report from a button click.
+	High = apiclient.High
+	// Low is work nobody is watching right now: analyses resumed after a
+	// restart, scheduled rechecks, checks deferred for a requester's
+	// allowance.
+	Low = apiclient.Low
+)
+
+// WithPriority returns a context whose requests wait for the budgets in
+// lane p (an unknown p is High). The sandbox and reputation clients read
+// the same context value.
+func WithPriority(ctx context.Context, p Priority) context.Context {
+	return apiclient.WithPriority(ctx, p)
+}
