@@ -14,7 +14,7 @@ import (
 	"github.com/verdictbot/verdictbot/store"
 )
 
-// Journal records jobs durably before they are acked (*store.DB
+// Journal records jobs durably before they are acked (store.State
 // implements it).
 type Journal interface {
 	RecordJobs(jobs []*store.Job) ([]bool, error)

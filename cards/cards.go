@@ -12,7 +12,7 @@ import (
 	"github.com/verdictbot/verdictbot/store"
 )
 
-// CardStore is the part of the store that keeps cards (*store.DB).
+// CardStore is the part of the store that keeps cards (store.State).
 type CardStore interface {
 	Card(ref store.CardRef) (*store.CardRecord, error)
 	CardByTS(channel, cardTS string) (*store.CardRecord, error)
@@ -86,7 +86,7 @@ func (cs *Cards) track(rec *store.CardRecord, begun bool) {
 var errStaleGen = errors.New("card generation changed")
 
 // sharedCardStore is implemented by a CardStore that can let concurrent
-// card writes share one commit (the embedded store: *store.DB), for the
+// card writes share one commit (the embedded store: store.State), for the
 // writes every link makes (Begin, Settle). Its fn may run more than once,
 // with the record read afresh each time, so the functions passed to it
 // change nothing but the record.

@@ -11,7 +11,7 @@ import (
 )
 
 // Durable is the part of the state layer that the pipelines' memories use
-// (*store.DB implements it): targets and their verdict history, reports,
+// (store.State implements it): targets and their verdict history, reports,
 // analyses in flight, and the recheck queue.
 type Durable interface {
 	Target(target string) (store.Target, error)
@@ -33,7 +33,7 @@ type Durable interface {
 	EndDeferred(target string, until, next time.Time) error
 }
 
-var _ Durable = (*store.DB)(nil)
+var _ Durable = store.State(nil)
 
 // logger is the part of *slog.Logger the memories use.
 type logger interface{ Warn(string, ...any) }

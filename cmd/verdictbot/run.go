@@ -36,6 +36,7 @@ import (
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
 )
 
@@ -105,7 +106,7 @@ func apiURL(u string) string {
 }
 
 // storeWriteFault, set by tests, makes the store's writes fail
-// (store.Options.WriteFault).
+// (bolt.Options.WriteFault).
 var storeWriteFault func() error
 
 // openState opens the state layer: PostgreSQL when VERDICTBOT_DATABASE_URL
@@ -113,7 +114,7 @@ var storeWriteFault func() error
 // embedded file in VERDICTBOT_DATA_DIR.
 func openState(ctx context.Context, cfg *Config, log *slog.Logger) (store.State, error) {
 	if cfg.DatabaseURL == "" {
-		return store.Open(cfg.DataDir, store.Options{WriteFault: storeWriteFault})
+		return bolt.Open(cfg.DataDir, bolt.Options{WriteFault: storeWriteFault})
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()

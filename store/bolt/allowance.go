@@ -1,14 +1,11 @@
-package store
+package bolt
 
 import (
-	"errors"
 	"sync"
 	"time"
-)
 
-// ErrBadAllowance is returned by TakeAllowance for a limit below 1 or a
-// window that is not positive.
-var ErrBadAllowance = errors.New("allowance: want a limit of at least 1 and a positive window")
+	"github.com/verdictbot/verdictbot/store"
+)
 
 // allowances is the embedded store's TakeAllowance state: the times of
 // each key's uses within the window, oldest first. It is held in memory:
@@ -28,7 +25,7 @@ type allowances struct {
 // database, shared by the replicas.
 func (db *DB) TakeAllowance(key string, limit int, window time.Duration) (bool, error) {
 	if limit < 1 || window <= 0 {
-		return false, ErrBadAllowance
+		return false, store.ErrBadAllowance
 	}
 	now := db.now()
 	cutoff := now.Add(-window)

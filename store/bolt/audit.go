@@ -1,26 +1,9 @@
-package store
+package bolt
 
-import (
-	"time"
-
-	"github.com/verdictbot/verdictbot/verdict"
-)
-
-// Report is one feedback report, for the audit trail.
-type Report struct {
-	Target   string           `json:"target"`
-	TaskID   string           `json:"task_id"`
-	User     string           `json:"user"`
-	Option   string           `json:"option"` // fp, fn, restore
-	Category verdict.Category `json:"category"`
-	At       time.Time        `json:"at"`
-	// Outcome is "" when the service accepted it, else the service's text.
-	Outcome string  `json:"outcome,omitempty"`
-	Card    CardRef `json:"card"`
-}
+import "github.com/verdictbot/verdictbot/store"
 
 // RecordReport appends a report to the target's audit trail.
-func (db *DB) RecordReport(r Report) error {
+func (db *DB) RecordReport(r store.Report) error {
 	if r.At.IsZero() {
 		r.At = db.now()
 	}
@@ -31,13 +14,13 @@ func (db *DB) RecordReport(r Report) error {
 }
 
 // Reports returns a target's reports, oldest first.
-func (db *DB) Reports(target string) ([]Report, error) {
-	var out []Report
+func (db *DB) Reports(target string) ([]store.Report, error) {
+	var out []store.Report
 	var derr error
 	err := db.be.view(func(t txn) error {
 		p := target + "\x00"
 		t.scan(bReports, p, prefixEnd(p), func(_ string, raw []byte) bool {
-			var r Report
+			var r store.Report
 			if derr = dec(raw, &r); derr != nil {
 				return false
 			}
@@ -69,16 +52,9 @@ func (db *DB) SetChannelMode(channel, mode string) error {
 	})
 }
 
-// AllowEntry is a domain added to the allowlist at run time.
-type AllowEntry struct {
-	Domain string    `json:"domain"`
-	By     string    `json:"by"`
-	At     time.Time `json:"at"`
-}
-
 // Allow adds a domain to the runtime allowlist.
 func (db *DB) Allow(domain, by string) error {
-	e := AllowEntry{Domain: domain, By: by, At: db.now()}
+	e := store.AllowEntry{Domain: domain, By: by, At: db.now()}
 	return db.update(func(t txn) error { return t.put(bAllow, domain, enc(e)) })
 }
 
@@ -93,12 +69,12 @@ func (db *DB) Disallow(domain string) (bool, error) {
 }
 
 // AllowList returns the runtime allowlist, sorted by domain.
-func (db *DB) AllowList() ([]AllowEntry, error) {
-	var out []AllowEntry
+func (db *DB) AllowList() ([]store.AllowEntry, error) {
+	var out []store.AllowEntry
 	var derr error
 	err := db.be.view(func(t txn) error {
 		t.scan(bAllow, "", "", func(_ string, raw []byte) bool {
-			var e AllowEntry
+			var e store.AllowEntry
 			if derr = dec(raw, &e); derr != nil {
 				return false
 			}

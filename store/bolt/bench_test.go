@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bufio"
@@ -18,8 +18,9 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -28,7 +29,7 @@ import (
 // size and the resident memory, and select a recheck run's URLs (Due with
 // VERDICTBOT_RECHECK_MAX = 200) in under 100 ms.
 //
-//	go test -run '^$' -bench Due100k -benchtime 2000x ./store/
+//	go test -run '^$' -bench Due100k -benchtime 2000x ./store/bolt/
 //
 // Setup (not timed, about 20 s) builds the store through the store's own
 // API, one transaction per record as the bot writes them, with
@@ -49,7 +50,7 @@ import (
 var benchNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 // benchSchedule is the default VERDICTBOT_RECHECK_AFTER.
-var benchSchedule = Schedule{time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour}
+var benchSchedule = store.Schedule{time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour}
 
 const (
 	benchTargets = 100_000
@@ -151,7 +152,7 @@ func loadTracked(tb testing.TB, dir string, n int) loadStats {
 		verbose := channel[len(channel)-1]%3 == 0
 		sec++
 		srcTS := fmt.Sprintf("%d.%06d", sec, rng.IntN(1_000_000))
-		ref := CardRef{Channel: channel, SourceTS: srcTS}
+		ref := store.CardRef{Channel: channel, SourceTS: srcTS}
 		c := card.Card{Channel: channel, ThreadTS: srcTS, SourceTS: srcTS, Poster: fmt.Sprintf("U0%08d", rng.IntN(5000)), Final: true, MaxLinks: 10}
 		for range lines {
 			host := fmt.Sprintf("%s%d.%s-%d.%s", words[rng.IntN(len(words))], rng.IntN(100), words[rng.IntN(len(words))], rng.IntN(200), tlds[rng.IntN(len(tlds))])
@@ -178,7 +179,7 @@ func loadTracked(tb testing.TB, dir string, n int) loadStats {
 				st.due++
 			}
 			task := fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64())
-			v := Verdict{Target: url, Kind: "url", TaskID: task, Level: level, Category: cat, Scores: scores, At: first, Source: "scan"}
+			v := store.Verdict{Target: url, Kind: "url", TaskID: task, Level: level, Category: cat, Scores: scores, At: first, Source: "scan"}
 			if _, _, err := db.RecordVerdict(v, &ref, benchSchedule, false); err != nil {
 				tb.Fatal(err)
 			}
@@ -203,7 +204,7 @@ func loadTracked(tb testing.TB, dir string, n int) loadStats {
 		if verbose {
 			mode = "verbose"
 		}
-		if err := db.PutCard(&CardRecord{Card: c, Mode: mode, Gen: 1}); err != nil {
+		if err := db.PutCard(&store.CardRecord{Card: c, Mode: mode, Gen: 1}); err != nil {
 			tb.Fatal(err)
 		}
 		st.cards++
@@ -358,7 +359,7 @@ func boltUsage(tb testing.TB, db *DB) (inuse, alloc, free int64, per string) {
 		alloc int64
 	}
 	var uses []bucketUse
-	err := bb.db.View(func(tx *bolt.Tx) error {
+	err := bb.db.View(func(tx *bbolt.Tx) error {
 		for _, name := range buckets {
 			if b := tx.Bucket([]byte(name)); b != nil {
 				s := b.Stats()

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
 // benchCard is a quiet-mode card with one link, as the throughput
 // benchmark writes it.
-func benchCard() *CardRecord {
+func benchCard() *store.CardRecord {
 	at := time.Date(2026, 11, 25, 12, 0, 0, 123456789, time.UTC)
-	return &CardRecord{Card: card.Card{Channel: "C0123456789", ThreadTS: "1764070000.123456", SourceTS: "1764070000.123456",
+	return &store.CardRecord{Card: card.Card{Channel: "C0123456789", ThreadTS: "1764070000.123456", SourceTS: "1764070000.123456",
 		Poster: "U0123456789", Final: true, MaxLinks: 10,
 		Lines: []card.Line{{Kind: card.KindURL, Target: "https://t0-1234.example.com/page", Level: verdict.Clean, Category: verdict.Category("clean"),
 			Service: "reputation", TaskID: "3f2a9c0d1e4b5a6f7e8d9c0b1a2f3e4d", CheckedAt: at, Actions: true}}},
@@ -26,7 +27,7 @@ func benchCard() *CardRecord {
 // BenchmarkCardCodec is one card write and one read (encodeCard,
 // decodeCard), as each card change makes.
 //
-//	go test -run '^$' -bench CardCodec -benchmem ./store/
+//	go test -run '^$' -bench CardCodec -benchmem ./store/bolt/
 func BenchmarkCardCodec(b *testing.B) {
 	rec := benchCard()
 	b.ReportAllocs()

@@ -1,50 +1,18 @@
-package store
+package bolt
 
 import (
 	"errors"
-	"time"
 
-	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
 )
 
-// CardRef names a card by the message it answers.
-type CardRef struct {
-	Channel  string `json:"channel"`
-	SourceTS string `json:"source_ts"`
-}
-
-// Key is the card's key in the store.
-func (r CardRef) Key() string { return r.Channel + "/" + r.SourceTS }
-
-// CardRecord is a card and its state.
-type CardRecord struct {
-	Card card.Card `json:"card"`
-	// Mode is the channel mode the card was made under.
-	Mode string `json:"mode"`
-	// Gen counts rescans of the message (edits); older analyses' results
-	// are ignored.
-	Gen int `json:"gen"`
-	// PostStarted is set just before chat.postMessage and cleared once its
-	// ts is saved: after a crash in between, the thread is searched for
-	// the card rather than posting a second one.
-	PostStarted bool `json:"post_started,omitempty"`
-	// Deleted is set when the source message was deleted.
-	Deleted bool      `json:"deleted,omitempty"`
-	Updated time.Time `json:"updated"`
-}
-
-// Ref returns the record's CardRef.
-func (r *CardRecord) Ref() CardRef {
-	return CardRef{Channel: r.Card.Channel, SourceTS: r.Card.SourceTS}
-}
-
 // PutCard saves a card (and indexes it by its ts once posted).
-func (db *DB) PutCard(rec *CardRecord) error {
+func (db *DB) PutCard(rec *store.CardRecord) error {
 	rec.Updated = db.now()
 	return db.update(func(t txn) error { return putCard(t, rec) })
 }
 
-func putCard(t txn, rec *CardRecord) error {
+func putCard(t txn, rec *store.CardRecord) error {
 	key := rec.Ref().Key()
 	if err := t.put(bCards, key, encodeCard(rec)); err != nil {
 		return err
@@ -56,8 +24,8 @@ func putCard(t txn, rec *CardRecord) error {
 }
 
 // Card returns the card answering (channel, sourceTS), or ErrNotFound.
-func (db *DB) Card(ref CardRef) (*CardRecord, error) {
-	var rec *CardRecord
+func (db *DB) Card(ref store.CardRef) (*store.CardRecord, error) {
+	var rec *store.CardRecord
 	err := db.be.view(func(t txn) error {
 		var err error
 		rec, err = getCard(t, ref.Key())
@@ -66,21 +34,21 @@ func (db *DB) Card(ref CardRef) (*CardRecord, error) {
 	return rec, err
 }
 
-func getCard(t txn, key string) (*CardRecord, error) {
+func getCard(t txn, key string) (*store.CardRecord, error) {
 	v := t.get(bCards, key)
 	if v == nil {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	return decodeCard(v)
 }
 
 // CardByTS returns the card posted at (channel, cardTS), or ErrNotFound.
-func (db *DB) CardByTS(channel, cardTS string) (*CardRecord, error) {
-	var rec *CardRecord
+func (db *DB) CardByTS(channel, cardTS string) (*store.CardRecord, error) {
+	var rec *store.CardRecord
 	err := db.be.view(func(t txn) error {
 		key := t.get(bCardTS, channel+"/"+cardTS)
 		if key == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		var err error
 		rec, err = getCard(t, string(key))
@@ -91,7 +59,7 @@ func (db *DB) CardByTS(channel, cardTS string) (*CardRecord, error) {
 
 // UpdateCard applies fn to the stored card in one transaction and saves
 // it; fn's error aborts without saving. It returns the saved record.
-func (db *DB) UpdateCard(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error) {
+func (db *DB) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return db.updateCard(db.update, ref, fn, nil)
 }
 
@@ -100,7 +68,7 @@ func (db *DB) UpdateCard(ref CardRef, fn func(rec *CardRecord) error) (*CardReco
 // fsync, and each returns once its write is durable. fn may be called more
 // than once, each time with the stored record read afresh: it must change
 // nothing but rec.
-func (db *DB) UpdateCardShared(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error) {
+func (db *DB) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return db.updateCard(db.be.batch, ref, fn, nil)
 }
 
@@ -113,11 +81,11 @@ func (db *DB) UpdateCardShared(ref CardRef, fn func(rec *CardRecord) error) (*Ca
 // may share one commit (as UpdateCardShared): fn may run more than once,
 // each time with the stored record read afresh, and must change nothing
 // but rec.
-func (db *DB) SettleCard(ref CardRef, target string, fn func(rec *CardRecord) error) (*CardRecord, error) {
+func (db *DB) SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	var link func(t txn) error
 	if target != "" {
 		link = func(t txn) error {
-			if err := addCard(t, target, ref); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := addCard(t, target, ref); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 			return nil
@@ -128,8 +96,8 @@ func (db *DB) SettleCard(ref CardRef, target string, fn func(rec *CardRecord) er
 
 // updateCard applies fn to the card ref and saves it with write; also, if
 // set, then runs in the same transaction.
-func (db *DB) updateCard(write func(func(t txn) error) error, ref CardRef, fn func(rec *CardRecord) error, also func(t txn) error) (*CardRecord, error) {
-	var out *CardRecord
+func (db *DB) updateCard(write func(func(t txn) error) error, ref store.CardRef, fn func(rec *store.CardRecord) error, also func(t txn) error) (*store.CardRecord, error) {
+	var out *store.CardRecord
 	err := write(func(t txn) error {
 		out = nil
 		rec, err := getCard(t, ref.Key())
@@ -156,12 +124,12 @@ func (db *DB) updateCard(write func(func(t txn) error) error, ref CardRef, fn fu
 
 // UnfinishedCards returns the cards still being analysed or whose post was
 // interrupted.
-func (db *DB) UnfinishedCards() ([]*CardRecord, error) {
-	var out []*CardRecord
+func (db *DB) UnfinishedCards() ([]*store.CardRecord, error) {
+	var out []*store.CardRecord
 	var derr error
 	err := db.be.view(func(t txn) error {
 		t.scan(bCards, "", "", func(_ string, v []byte) bool {
-			var rec *CardRecord
+			var rec *store.CardRecord
 			if rec, derr = decodeCard(v); derr != nil {
 				return false
 			}
@@ -177,7 +145,7 @@ func (db *DB) UnfinishedCards() ([]*CardRecord, error) {
 
 // UpsertCard applies fn to the card answering ref, or to a new empty record
 // when there is none (exists tells which), and saves it in one transaction.
-func (db *DB) UpsertCard(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error) {
+func (db *DB) UpsertCard(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
 	return db.upsertCard(db.update, ref, fn)
 }
 
@@ -186,18 +154,18 @@ func (db *DB) UpsertCard(ref CardRef, fn func(rec *CardRecord, exists bool) erro
 // and each returns once its write is durable. fn may be called more than
 // once, each time with the stored record read afresh: it must change
 // nothing but rec.
-func (db *DB) UpsertCardShared(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error) {
+func (db *DB) UpsertCardShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
 	return db.upsertCard(db.be.batch, ref, fn)
 }
 
-func (db *DB) upsertCard(write func(func(t txn) error) error, ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error) {
-	var out *CardRecord
+func (db *DB) upsertCard(write func(func(t txn) error) error, ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
+	var out *store.CardRecord
 	err := write(func(t txn) error {
 		out = nil
 		rec, err := getCard(t, ref.Key())
 		exists := err == nil
-		if errors.Is(err, ErrNotFound) {
-			rec, err = &CardRecord{}, nil
+		if errors.Is(err, store.ErrNotFound) {
+			rec, err = &store.CardRecord{}, nil
 		}
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 // bChannelFiles holds each channel's file-scanning switch ("/scan channel
 // files on|off"), apart from its mode: channel → "on" or "off".

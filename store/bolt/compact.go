@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
 
@@ -43,7 +43,7 @@ func Compact(dir string) (CompactStats, error) {
 		return st, fmt.Errorf("store %s: %w", path, err)
 	}
 	st.Before = fi.Size()
-	src, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	src, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return st, fmt.Errorf("store %s is locked by another process: stop verdictbot before compacting", path)
@@ -55,11 +55,11 @@ func Compact(dir string) (CompactStats, error) {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return st, err
 	}
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: true})
+	dst, err := bbolt.Open(tmp, 0o600, &bbolt.Options{Timeout: 2 * time.Second, NoSync: true})
 	if err != nil {
 		return st, fmt.Errorf("compact: create %s: %w", tmp, err)
 	}
-	if err := bolt.Compact(dst, src, compactTxSize); err != nil {
+	if err := bbolt.Compact(dst, src, compactTxSize); err != nil {
 		dst.Close()
 		os.Remove(tmp)
 		return st, fmt.Errorf("compact: copy into %s: %w", tmp, err)

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -19,15 +20,15 @@ func fillDay(t testing.TB, db *DB, day, n int) {
 	now := db.now()
 	for i := range n {
 		url := fmt.Sprintf("https://host%d.example/day/%d/path/%d?id=%x", i%97, day, i, i*7919)
-		ref := CardRef{Channel: fmt.Sprintf("C%08d", i%30), SourceTS: fmt.Sprintf("%d.%06d", now.Unix(), i)}
+		ref := store.CardRef{Channel: fmt.Sprintf("C%08d", i%30), SourceTS: fmt.Sprintf("%d.%06d", now.Unix(), i)}
 		task := fmt.Sprintf("%032x", day*1_000_000+i)
 		s := verdict.Scores{verdict.CatPhishing: 0.1, verdict.CatMalicious: 0.02}
-		if _, _, err := db.RecordVerdict(Verdict{Target: url, Kind: "url", TaskID: task, Level: verdict.Clean, Scores: s, Source: "scan"}, &ref, nil, false); err != nil {
+		if _, _, err := db.RecordVerdict(store.Verdict{Target: url, Kind: "url", TaskID: task, Level: verdict.Clean, Scores: s, Source: "scan"}, &ref, nil, false); err != nil {
 			t.Fatal(err)
 		}
 		c := card.Card{Channel: ref.Channel, SourceTS: ref.SourceTS, ThreadTS: ref.SourceTS, Final: true,
 			Lines: []card.Line{{Kind: card.KindURL, Target: url, Level: verdict.Clean, Scores: s, TaskID: task, Service: "reputation", CheckedAt: now}}}
-		if err := db.PutCard(&CardRecord{Card: c, Mode: "quiet", Gen: 1}); err != nil {
+		if err := db.PutCard(&store.CardRecord{Card: c, Mode: "quiet", Gen: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

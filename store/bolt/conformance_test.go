@@ -1,10 +1,11 @@
-package store_test
+package bolt_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/storetest"
 )
 
@@ -12,7 +13,7 @@ import (
 // store/pg runs it on PostgreSQL.
 func TestConformanceBolt(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, now func() time.Time) store.State {
-		db, err := store.Open(t.TempDir(), store.Options{Now: now})
+		db, err := bolt.Open(t.TempDir(), bolt.Options{Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -23,6 +24,6 @@ func TestConformanceBolt(t *testing.T) {
 
 func TestConformanceMemory(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, now func() time.Time) store.State {
-		return store.Memory(store.Options{Now: now})
+		return bolt.Memory(bolt.Options{Now: now})
 	})
 }

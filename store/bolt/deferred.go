@@ -1,10 +1,11 @@
-package store
+package bolt
 
 import (
 	"encoding/binary"
 	"slices"
 	"time"
 
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -61,15 +62,15 @@ func setDeferred(t txn, id string, at time.Time) error {
 }
 
 // DeferCheck records that the check of the URL target was deferred for
-// card (see State.DeferCheck).
-func (db *DB) DeferCheck(target string, card CardRef, at time.Time) error {
+// card (see store.State.DeferCheck).
+func (db *DB) DeferCheck(target string, card store.CardRef, at time.Time) error {
 	return db.be.batch(func(t txn) error {
 		id, rec, ok, err := getTarget(t, target)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			rec = targetRecord{Target: Target{Target: target, Kind: "url", FirstSeen: at, Checked: at, Level: verdict.Unknown}}
+			rec = targetRecord{Target: store.Target{Target: target, Kind: "url", FirstSeen: at, Checked: at, Level: verdict.Unknown}}
 			if id == "" {
 				if id, err = newTargetID(t, target); err != nil {
 					return err
@@ -91,8 +92,8 @@ func (db *DB) DeferCheck(target string, card CardRef, at time.Time) error {
 
 // DueDeferred returns up to limit targets whose deferred check is due at
 // now, the oldest due first (an index: the cost grows with limit).
-func (db *DB) DueDeferred(now time.Time, limit int) ([]Target, error) {
-	var out []Target
+func (db *DB) DueDeferred(now time.Time, limit int) ([]store.Target, error) {
+	var out []store.Target
 	var derr error
 	err := db.be.view(func(t txn) error {
 		t.scan(bDeferred, "", timeKey(now.Add(time.Nanosecond)), func(k string, _ []byte) bool {
@@ -114,9 +115,9 @@ func (db *DB) DueDeferred(now time.Time, limit int) ([]Target, error) {
 }
 
 // ClaimDeferred makes the caller the one that makes target's deferred
-// check now (see State.ClaimDeferred). The file has one process, so the
+// check now (see store.State.ClaimDeferred). The file has one process, so the
 // fence is not checked.
-func (db *DB) ClaimDeferred(target string, dueBy time.Time, hold time.Duration, _ Fence) (time.Time, bool, error) {
+func (db *DB) ClaimDeferred(target string, dueBy time.Time, hold time.Duration, _ store.Fence) (time.Time, bool, error) {
 	until := later(db.now(), dueBy).Add(hold)
 	claimed := false
 	err := db.update(func(t txn) error {
@@ -137,7 +138,7 @@ func (db *DB) ClaimDeferred(target string, dueBy time.Time, hold time.Duration, 
 	return until, true, nil
 }
 
-// EndDeferred ends a claimed deferred check (see State.EndDeferred).
+// EndDeferred ends a claimed deferred check (see store.State.EndDeferred).
 func (db *DB) EndDeferred(target string, until, next time.Time) error {
 	return db.update(func(t txn) error {
 		id := targetID(t, target)

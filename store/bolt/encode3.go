@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	kflate "github.com/klauspost/compress/flate"
 
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -102,8 +103,8 @@ func dropTargetID(t txn, target, id string) error {
 
 // targetRecord is a target with its history, as schema 3 stores it.
 type targetRecord struct {
-	Target
-	History []Verdict
+	store.Target
+	History []store.Verdict
 }
 
 // getTarget reads the record of target (by URL); ok is false when absent.
@@ -122,7 +123,7 @@ func getTarget(t txn, target string) (id string, rec targetRecord, ok bool, err 
 
 // addVerdict inserts v into the history, oldest first (after verdicts of
 // the same time).
-func (r *targetRecord) addVerdict(v Verdict) {
+func (r *targetRecord) addVerdict(v store.Verdict) {
 	i := sort.Search(len(r.History), func(i int) bool { return r.History[i].At.After(v.At) })
 	r.History = slices.Insert(r.History, i, v)
 }
@@ -424,15 +425,15 @@ func decodeTarget(b []byte) (targetRecord, error) {
 	tg.Rechecks = int(r.uvarint())
 	tg.NextCheck = r.time()
 	if n := r.uvarint(); n > 0 && n <= uint64(len(r.b)) {
-		tg.Cards = make([]CardRef, n)
+		tg.Cards = make([]store.CardRef, n)
 		for i := range tg.Cards {
-			tg.Cards[i] = CardRef{Channel: r.str(), SourceTS: r.str()}
+			tg.Cards[i] = store.CardRef{Channel: r.str(), SourceTS: r.str()}
 		}
 	} else if n > 0 {
 		r.err = errShort
 	}
 	if n := r.uvarint(); n > 0 && n <= uint64(len(r.b)) {
-		rec.History = make([]Verdict, n)
+		rec.History = make([]store.Verdict, n)
 		for i := range rec.History {
 			v := &rec.History[i]
 			v.Target = tg.Target
@@ -491,7 +492,7 @@ var cardReaders = sync.Pool{New: func() any { return flate.NewReaderDict(bytes.N
 // cardBufs hold a card record's JSON while it is decoded.
 var cardBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func encodeCard(rec *CardRecord) []byte {
+func encodeCard(rec *store.CardRecord) []byte {
 	js := enc(rec)
 	var buf bytes.Buffer
 	buf.Grow(len(js)/3 + 16)
@@ -507,7 +508,7 @@ func encodeCard(rec *CardRecord) []byte {
 
 // decodeCard decodes a stored card record: deflated (schema 3) or plain
 // JSON (schema 2, before the migration re-encodes it).
-func decodeCard(v []byte) (*CardRecord, error) {
+func decodeCard(v []byte) (*store.CardRecord, error) {
 	if len(v) > 0 && v[0] == cardMagic {
 		r := cardReaders.Get().(io.ReadCloser)
 		defer cardReaders.Put(r)
@@ -522,7 +523,7 @@ func decodeCard(v []byte) (*CardRecord, error) {
 		}
 		v = buf.Bytes() // dec copies what it keeps
 	}
-	var rec CardRecord
+	var rec store.CardRecord
 	if err := dec(v, &rec); err != nil {
 		return nil, err
 	}

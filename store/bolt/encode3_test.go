@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -19,10 +20,10 @@ import (
 func TestTargetRecordRoundTrip(t *testing.T) {
 	first := time.Date(2026, 3, 1, 9, 30, 0, 123456789, time.UTC)
 	rec := targetRecord{
-		Target: Target{Target: "https://a.test/x?y=1", Kind: "url", FirstSeen: first, Checked: first.Add(time.Hour),
+		Target: store.Target{Target: "https://a.test/x?y=1", Kind: "url", FirstSeen: first, Checked: first.Add(time.Hour),
 			Level: verdict.Malicious, Category: verdict.CatPhishing, TaskID: "0123456789abcdef0123456789abcdef", Rechecks: 3,
-			NextCheck: first.Add(72 * time.Hour), Cards: []CardRef{{"C1", "1700000000.000100"}, {"C2", "1700000000.000200"}}},
-		History: []Verdict{
+			NextCheck: first.Add(72 * time.Hour), Cards: []store.CardRef{{Channel: "C1", SourceTS: "1700000000.000100"}, {Channel: "C2", SourceTS: "1700000000.000200"}}},
+		History: []store.Verdict{
 			{Kind: "url", TaskID: "0123456789ABCDEF0123456789abcdef", Level: verdict.Clean, Category: "weird",
 				Scores:   verdict.Scores{"phishing": 0.123, "malicious": 1.0 / 3, "other": -2.5, "illegal": 0},
 				MalScore: 1e300, Family: "f", At: first, Source: "scan"},
@@ -43,7 +44,7 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, rec)
 	}
 	// Zero times and no first-seen time.
-	empty := targetRecord{Target: Target{Target: "sha256:ff"}}
+	empty := targetRecord{Target: store.Target{Target: "sha256:ff"}}
 	if got, err := decodeTarget(encodeTarget(&empty)); err != nil || !reflect.DeepEqual(got, empty) {
 		t.Errorf("empty record: %+v, %v", got, err)
 	}
@@ -77,8 +78,8 @@ func TestURLInTargetRecordOnly(t *testing.T) {
 	db := Memory(Options{Now: func() time.Time { return time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC) }})
 	url := "https://only-once.test/path"
 	for i, task := range []string{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"} {
-		v := Verdict{Target: url, Kind: "url", TaskID: task, Level: verdict.Clean, At: time.Date(2026, 3, 1, i, 0, 0, 0, time.UTC), Source: "scan"}
-		if _, _, err := db.RecordVerdict(v, &CardRef{"C1", "1.2"}, Schedule{time.Hour, 24 * time.Hour}, i > 0); err != nil {
+		v := store.Verdict{Target: url, Kind: "url", TaskID: task, Level: verdict.Clean, At: time.Date(2026, 3, 1, i, 0, 0, 0, time.UTC), Source: "scan"}
+		if _, _, err := db.RecordVerdict(v, &store.CardRef{Channel: "C1", SourceTS: "1.2"}, store.Schedule{time.Hour, 24 * time.Hour}, i > 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,7 +121,7 @@ func TestTargetIDCollision(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			rec := targetRecord{Target: Target{Target: u, Kind: "url"}}
+			rec := targetRecord{Target: store.Target{Target: u, Kind: "url"}}
 			if err := tx.put(bTargets, id, encodeTarget(&rec)); err != nil {
 				return err
 			}

@@ -1,80 +1,15 @@
-package store
+package bolt
 
 import (
 	"encoding/binary"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/verdictbot/verdictbot/store"
 )
 
-// QueuedEvent is one event waiting to be sent (package events): its
-// sequence number, monotonic across restarts, and its body as it will be
-// sent.
-type QueuedEvent struct {
-	Seq  uint64
-	Body []byte
-}
-
-// EventQueue is the durable queue of outgoing events (VERDICTBOT_EVENTS_URL).
-// Sequence numbers are assigned in commit order, one after the other, so
-// the queue's order is the order the sender must keep.
-type EventQueue interface {
-	// EnqueueEvent records build(seq)'s body under the next sequence
-	// number, in one transaction. When more than max events are then
-	// queued (max > 0), the oldest are removed in the same transaction and
-	// counted in dropped. build may run more than once.
-	EnqueueEvent(build func(seq uint64) ([]byte, error), max int) (seq uint64, dropped int, err error)
-	// QueuedEvents returns up to n of the oldest queued events, oldest first.
-	QueuedEvents(n int) ([]QueuedEvent, error)
-	// DeleteEvent removes a sent event (absent: no error). Under a Fence
-	// (not zero), only while that term of the sender's lead is live:
-	// ErrNotLeader otherwise, and the event stays.
-	DeleteEvent(seq uint64, f Fence) error
-	// EventsQueued is how many events are queued.
-	EventsQueued() (int, error)
-
-	// DeadLetterEvent moves a queued event to the dead-letter list, with
-	// why it was not delivered (absent: no error); fenced as DeleteEvent.
-	// The sender moves the front event only, which keeps the queue
-	// contiguous.
-	DeadLetterEvent(seq uint64, why DeadLetter, f Fence) error
-	// DeadEvents returns up to n dead letters, oldest (lowest sequence)
-	// first.
-	DeadEvents(n int) ([]DeadEvent, error)
-	// DeadEventsCount is how many dead letters are kept.
-	DeadEventsCount() (int, error)
-	// RequeueDeadEvents puts dead letters back at the end of the queue, in
-	// one transaction: those of seqs (all of them when seqs is empty),
-	// oldest first, each under the next sequence number, with the body
-	// rebuild(body, seq) returns (the sequence is also in the body). Dead
-	// letters absent from the list are skipped: the answer says which
-	// were requeued. max bounds the queue as in EnqueueEvent.
-	RequeueDeadEvents(seqs []uint64, rebuild func(body []byte, seq uint64) ([]byte, error), max int) (requeued []Requeued, dropped int, err error)
-}
-
-// DeadLetter is why an event was taken out of the queue undelivered: the
-// receiver refused it Failures times in a row, last with HTTP Status and
-// the user-safe Error (no URL path, no secret).
-type DeadLetter struct {
-	Failures int
-	Status   int
-	Error    string
-	At       time.Time
-}
-
-// DeadEvent is an event on the dead-letter list: its sequence number when
-// it was queued, its body as it was sent, and why.
-type DeadEvent struct {
-	Seq  uint64
-	Body []byte
-	DeadLetter
-}
-
-// Requeued is a dead letter put back in the queue: From its old sequence
-// number To its new one.
-type Requeued struct{ From, To uint64 }
-
-var _ EventQueue = (*DB)(nil)
+var _ store.EventQueue = (*DB)(nil)
 
 // The queue lives in bucket event_queue (8-byte big-endian sequence →
 // body); the last sequence number given is meta's event_seq. Events leave
@@ -131,11 +66,11 @@ func (db *DB) EnqueueEvent(build func(seq uint64) ([]byte, error), max int) (uin
 }
 
 // QueuedEvents: see EventQueue.
-func (db *DB) QueuedEvents(n int) ([]QueuedEvent, error) {
-	var out []QueuedEvent
+func (db *DB) QueuedEvents(n int) ([]store.QueuedEvent, error) {
+	var out []store.QueuedEvent
 	err := db.be.view(func(t txn) error {
 		t.scan(bEventQueue, "", "", func(k string, v []byte) bool {
-			out = append(out, QueuedEvent{Seq: binary.BigEndian.Uint64([]byte(k)), Body: append([]byte(nil), v...)})
+			out = append(out, store.QueuedEvent{Seq: binary.BigEndian.Uint64([]byte(k)), Body: append([]byte(nil), v...)})
 			return len(out) < n
 		})
 		return nil
@@ -145,7 +80,7 @@ func (db *DB) QueuedEvents(n int) ([]QueuedEvent, error) {
 
 // DeleteEvent: see EventQueue. The file has one process: the fence is not
 // checked.
-func (db *DB) DeleteEvent(seq uint64, _ Fence) error {
+func (db *DB) DeleteEvent(seq uint64, _ store.Fence) error {
 	return db.update(func(t txn) error { return t.del(bEventQueue, seqKey(seq)) })
 }
 
@@ -181,7 +116,7 @@ type deadRecord struct {
 }
 
 // DeadLetterEvent: see EventQueue (the fence is not checked: one process).
-func (db *DB) DeadLetterEvent(seq uint64, why DeadLetter, _ Fence) error {
+func (db *DB) DeadLetterEvent(seq uint64, why store.DeadLetter, _ store.Fence) error {
 	if why.At.IsZero() {
 		why.At = db.now()
 	}
@@ -199,8 +134,8 @@ func (db *DB) DeadLetterEvent(seq uint64, why DeadLetter, _ Fence) error {
 }
 
 // DeadEvents: see EventQueue.
-func (db *DB) DeadEvents(n int) ([]DeadEvent, error) {
-	var out []DeadEvent
+func (db *DB) DeadEvents(n int) ([]store.DeadEvent, error) {
+	var out []store.DeadEvent
 	var derr error
 	err := db.be.view(func(t txn) error {
 		t.scan(bEventDead, "", "", func(k string, v []byte) bool {
@@ -208,8 +143,8 @@ func (db *DB) DeadEvents(n int) ([]DeadEvent, error) {
 			if derr = dec(v, &r); derr != nil {
 				return false
 			}
-			out = append(out, DeadEvent{Seq: binary.BigEndian.Uint64([]byte(k)), Body: r.Body,
-				DeadLetter: DeadLetter{Failures: r.Failures, Status: r.Status, Error: r.Error, At: r.At}})
+			out = append(out, store.DeadEvent{Seq: binary.BigEndian.Uint64([]byte(k)), Body: r.Body,
+				DeadLetter: store.DeadLetter{Failures: r.Failures, Status: r.Status, Error: r.Error, At: r.At}})
 			return len(out) < n
 		})
 		return derr
@@ -228,8 +163,8 @@ func (db *DB) DeadEventsCount() (int, error) {
 }
 
 // RequeueDeadEvents: see EventQueue.
-func (db *DB) RequeueDeadEvents(seqs []uint64, rebuild func(body []byte, seq uint64) ([]byte, error), max int) ([]Requeued, int, error) {
-	var moved []Requeued
+func (db *DB) RequeueDeadEvents(seqs []uint64, rebuild func(body []byte, seq uint64) ([]byte, error), max int) ([]store.Requeued, int, error) {
+	var moved []store.Requeued
 	var dropped int
 	err := db.update(func(t txn) error {
 		moved, dropped = nil, 0
@@ -270,7 +205,7 @@ func (db *DB) RequeueDeadEvents(seqs []uint64, rebuild func(body []byte, seq uin
 			if err := t.del(bEventDead, k); err != nil {
 				return err
 			}
-			moved = append(moved, Requeued{From: binary.BigEndian.Uint64([]byte(k)), To: last})
+			moved = append(moved, store.Requeued{From: binary.BigEndian.Uint64([]byte(k)), To: last})
 		}
 		if err := t.put(bMeta, metaEventSeq, []byte(strconv.FormatUint(last, 10))); err != nil {
 			return err

@@ -1,13 +1,14 @@
-package store
+package bolt
 
 import (
 	"fmt"
 	"path/filepath"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -20,11 +21,11 @@ func TestStoreFileOfAnEarlierVersionOpensAndBack(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	// An earlier version's file: bbolt's defaults, the freelist synced.
-	old, err := bolt.Open(path, 0o600, nil)
+	old, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := old.Update(func(tx *bolt.Tx) error {
+	if err := old.Update(func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte("scratch"))
 		if err != nil {
 			return err
@@ -42,7 +43,7 @@ func TestStoreFileOfAnEarlierVersionOpensAndBack(t *testing.T) {
 		t.Fatalf("a file of an earlier version: %v", err)
 	}
 	for i := range 50 {
-		rec := &CardRecord{Card: card.Card{Channel: "C1", SourceTS: fmt.Sprintf("1.%03d", i), Final: true,
+		rec := &store.CardRecord{Card: card.Card{Channel: "C1", SourceTS: fmt.Sprintf("1.%03d", i), Final: true,
 			Lines: []card.Line{{Kind: card.KindURL, Target: "https://a.test/", Level: verdict.Clean}}}}
 		if err := db.PutCard(rec); err != nil {
 			t.Fatal(err)
@@ -53,11 +54,11 @@ func TestStoreFileOfAnEarlierVersionOpensAndBack(t *testing.T) {
 	}
 
 	// Back with bbolt's defaults: the cards written are all there.
-	back, err := bolt.Open(path, 0o600, nil)
+	back, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatalf("reopened with bbolt's defaults: %v", err)
 	}
-	if err := back.View(func(tx *bolt.Tx) error {
+	if err := back.View(func(tx *bbolt.Tx) error {
 		if v := tx.Bucket([]byte("scratch")).Get([]byte("k")); string(v) != "v" {
 			t.Errorf("the earlier version's key: %q", v)
 		}
@@ -71,7 +72,7 @@ func TestStoreFileOfAnEarlierVersionOpensAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Card(CardRef{Channel: "C1", SourceTS: "1.026"}); err != nil {
+	if _, err := db.Card(store.CardRef{Channel: "C1", SourceTS: "1.026"}); err != nil {
 		t.Fatalf("a card written before: %v", err)
 	}
 }

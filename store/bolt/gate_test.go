@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"slices"
@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/verdictbot/verdictbot/store"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // gateRun records the order in which writers get through a writeGate.
@@ -80,7 +81,7 @@ func TestWriteGateAlternatesSoNeitherStarves(t *testing.T) {
 func commits(t *testing.T, db *DB) uint64 {
 	t.Helper()
 	var id uint64
-	if err := db.be.(*boltBackend).db.View(func(tx *bolt.Tx) error { id = uint64(tx.ID()); return nil }); err != nil {
+	if err := db.be.(*boltBackend).db.View(func(tx *bbolt.Tx) error { id = uint64(tx.ID()); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return id
@@ -100,8 +101,8 @@ func TestJournalWritesShareTheLinksCommits(t *testing.T) {
 	// A batch waits this long for company: long enough that the writes
 	// below all join the one batch.
 	be.db.MaxBatchDelay = time.Second
-	old := &Job{Kind: "message", EventID: "Ev0"}
-	if _, err := db.RecordJobs([]*Job{old}); err != nil {
+	old := &store.Job{Kind: "message", EventID: "Ev0"}
+	if _, err := db.RecordJobs([]*store.Job{old}); err != nil {
 		t.Fatal(err)
 	}
 	before := commits(t, db)
@@ -130,7 +131,7 @@ func TestJournalWritesShareTheLinksCommits(t *testing.T) {
 	// A card write waits for its batch, then the journal arrives.
 	go func() {
 		defer wg.Done()
-		if _, err := db.UpsertCardShared(CardRef{Channel: "C1", SourceTS: "1.0"}, func(*CardRecord, bool) error { return nil }); err != nil {
+		if _, err := db.UpsertCardShared(store.CardRef{Channel: "C1", SourceTS: "1.0"}, func(*store.CardRecord, bool) error { return nil }); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -146,7 +147,7 @@ func TestJournalWritesShareTheLinksCommits(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		fresh, err = db.RecordJobs([]*Job{{Kind: "message", EventID: "Ev1"}, {Kind: "message", EventID: "Ev1"}, {Kind: "message", EventID: "Ev0"}})
+		fresh, err = db.RecordJobs([]*store.Job{{Kind: "message", EventID: "Ev1"}, {Kind: "message", EventID: "Ev1"}, {Kind: "message", EventID: "Ev0"}})
 	}()
 	waitSharing(4, "RecordJobs")
 	release()

@@ -1,8 +1,10 @@
-package store
+package bolt
 
 import (
 	"errors"
 	"strings"
+
+	"github.com/verdictbot/verdictbot/store"
 )
 
 // bTasks maps a task id to its target, for lookups by task id
@@ -25,11 +27,11 @@ func (db *DB) TargetOfTask(taskID string) (string, error) {
 	err := db.be.view(func(t txn) error {
 		v := t.get(bTasks, taskKey(strings.TrimSpace(taskID)))
 		if v == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		var err error
 		if _, target, err = taskTarget(t, v); err == nil && target == "" {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		return err
 	})
@@ -39,11 +41,11 @@ func (db *DB) TargetOfTask(taskID string) (string, error) {
 // RecentCards returns up to n cards of a channel, newest message first.
 // Only their keys are read until the last n are known, so the cost is
 // small even for channels with many cards.
-func (db *DB) RecentCards(channel string, n int) ([]*CardRecord, error) {
+func (db *DB) RecentCards(channel string, n int) ([]*store.CardRecord, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	var out []*CardRecord
+	var out []*store.CardRecord
 	err := db.be.view(func(t txn) error {
 		p := channel + "/"
 		var keys []string
@@ -70,9 +72,9 @@ func (db *DB) RecentCards(channel string, n int) ([]*CardRecord, error) {
 // task index and the cards its target is shown on), in the order the
 // target first appeared on them. It returns none, not an error, for an
 // unknown task.
-func (db *DB) CardsOfTask(taskID string) ([]*CardRecord, error) {
+func (db *DB) CardsOfTask(taskID string) ([]*store.CardRecord, error) {
 	taskID = strings.TrimSpace(taskID)
-	var out []*CardRecord
+	var out []*store.CardRecord
 	err := db.be.view(func(t txn) error {
 		v := t.get(bTasks, taskKey(taskID))
 		if v == nil {
@@ -88,7 +90,7 @@ func (db *DB) CardsOfTask(taskID string) ([]*CardRecord, error) {
 		}
 		for _, ref := range tg.Cards {
 			rec, err := getCard(t, ref.Key())
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
 			if err != nil {

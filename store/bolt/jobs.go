@@ -1,29 +1,17 @@
-package store
+package bolt
 
 import (
-	"encoding/json"
 	"time"
-)
 
-// Job is a piece of work acked to Slack but not finished: the bot records it
-// before the ack and deletes it when done, so a restart resumes it.
-type Job struct {
-	ID       uint64          `json:"id"`
-	Kind     string          `json:"kind"` // "message", "file_shared", "interactive", …
-	EventID  string          `json:"event_id,omitempty"`
-	Payload  json.RawMessage `json:"payload"`
-	Received time.Time       `json:"received"`
-	// Owner is the replica that recorded the job; OrphanJobs sets it to
-	// the replica the job was taken over from ("" for the embedded file).
-	Owner string `json:"-"`
-}
+	"github.com/verdictbot/verdictbot/store"
+)
 
 // RecordJobs stores jobs in one transaction (one fsync for the batch). A
 // job whose EventID was seen before is a redelivery: it is not stored and
 // its entry in the result is false. Jobs get their ID here. It returns
 // once the jobs are durable; when other per-link writes are under way it
 // shares their commit (see recordFirst).
-func (db *DB) RecordJobs(jobs []*Job) ([]bool, error) {
+func (db *DB) RecordJobs(jobs []*store.Job) ([]bool, error) {
 	fresh := make([]bool, len(jobs))
 	ids := make([]uint64, len(jobs))
 	for i := range jobs {
@@ -88,12 +76,12 @@ func (db *DB) FinishJob(id uint64) error {
 }
 
 // PendingJobs returns the unfinished jobs, oldest first.
-func (db *DB) PendingJobs() ([]Job, error) {
-	var out []Job
+func (db *DB) PendingJobs() ([]store.Job, error) {
+	var out []store.Job
 	var derr error
 	err := db.be.view(func(t txn) error {
 		t.scan(bJobs, "", "", func(_ string, v []byte) bool {
-			var j Job
+			var j store.Job
 			if derr = dec(v, &j); derr != nil {
 				return false
 			}

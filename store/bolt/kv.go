@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
 
@@ -67,7 +67,7 @@ const (
 // ---- bbolt ----
 
 type boltBackend struct {
-	db   *bolt.DB
+	db   *bbolt.DB
 	path string
 	// shared counts the callers of batch under way.
 	shared atomic.Int32
@@ -91,8 +91,8 @@ func openBolt(path string, noSync bool) (*boltBackend, error) {
 	// keeps small, and each commit writes a page less (about 4 % of the
 	// CPU per link, docs/PERFORMANCE.md). Files of either kind open both
 	// ways (TestStoreFileOfAnEarlierVersionOpensAndBack).
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: noSync,
-		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 2 * time.Second, NoSync: noSync,
+		NoFreelistSync: true, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		switch {
 		case errors.Is(err, berrors.ErrTimeout):
@@ -109,7 +109,7 @@ func openBolt(path string, noSync bool) (*boltBackend, error) {
 }
 
 func (b *boltBackend) update(fn func(t txn) error) error {
-	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
+	return b.db.Update(func(tx *bbolt.Tx) error { return fn(boltTxn{tx}) })
 }
 
 // batch shares a commit with the other writes under way (bbolt's Batch:
@@ -128,7 +128,7 @@ func (b *boltBackend) batch(fn func(t txn) error) error {
 	if n == 1 && time.Now().UnixNano()-b.company.Load() > int64(companyWindow) {
 		return b.update(fn)
 	}
-	err := b.db.Batch(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
+	err := b.db.Batch(func(tx *bbolt.Tx) error { return fn(boltTxn{tx}) })
 	if n > 1 {
 		b.company.Store(time.Now().UnixNano())
 	}
@@ -138,7 +138,7 @@ func (b *boltBackend) batch(fn func(t txn) error) error {
 func (b *boltBackend) sharing() int { return int(b.shared.Load()) }
 
 func (b *boltBackend) view(fn func(t txn) error) error {
-	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTxn{tx}) })
+	return b.db.View(func(tx *bbolt.Tx) error { return fn(boltTxn{tx}) })
 }
 
 func (b *boltBackend) close() error { return b.db.Close() }
@@ -151,7 +151,7 @@ func (b *boltBackend) size() int64 {
 	return fi.Size()
 }
 
-type boltTxn struct{ tx *bolt.Tx }
+type boltTxn struct{ tx *bbolt.Tx }
 
 // fillPercent is how full bbolt fills a page before splitting it, for the
 // buckets whose keys mostly arrive in order (bbolt's default, 0.5, leaves
@@ -162,7 +162,7 @@ type boltTxn struct{ tx *bolt.Tx }
 // (3.6 → 4.5 MB) and keeps the default.
 var fillPercent = map[string]float64{bTargets: 0.95, bCards: 0.95, bJobs: 0.95}
 
-func (t boltTxn) bucket(name string) *bolt.Bucket {
+func (t boltTxn) bucket(name string) *bbolt.Bucket {
 	if t.tx.Writable() {
 		b, err := t.tx.CreateBucketIfNotExists([]byte(name))
 		if err != nil {

@@ -1,9 +1,10 @@
-package store
+package bolt
 
 import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -67,7 +68,7 @@ type v1Report struct {
 	Outcome      string
 }
 
-func (r v1CardRecord) v2() CardRecord {
+func (r v1CardRecord) v2() store.CardRecord {
 	c := r.Card
 	out := card.Card{Channel: c.Channel, ThreadTS: c.ThreadTS, SourceTS: c.SourceTS, CardTS: c.CardTS,
 		Poster: c.Poster, RequestedBy: c.RequestedBy, Final: c.Final, LeftOut: c.LeftOut, MaxLinks: c.MaxLinks, Notes: c.Notes}
@@ -98,7 +99,7 @@ func (r v1CardRecord) v2() CardRecord {
 	for i, s := range c.Skipped {
 		out.Skipped[i] = card.Skip{Kind: card.Kind(s.Kind), Target: s.Target, Reason: s.Reason}
 	}
-	return CardRecord{Card: out, Mode: r.Mode, Gen: r.Gen, PostStarted: r.PostStarted, Deleted: r.Deleted, Updated: r.Updated}
+	return store.CardRecord{Card: out, Mode: r.Mode, Gen: r.Gen, PostStarted: r.PostStarted, Deleted: r.Deleted, Updated: r.Updated}
 }
 
 // migrateCardsV2 re-encodes every card record from schema 1 to schema 2.

@@ -1,6 +1,10 @@
-package store
+package bolt
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/verdictbot/verdictbot/store"
+)
 
 // migrateCompactV3 moves a schema 2 store to schema 3 (see encode3.go):
 // every target gets an id and its history moves into its record (the
@@ -21,9 +25,9 @@ func migrateCompactV3(t txn) error {
 	}
 	// Targets (schema 2: URL → JSON Target) and their history
 	// (URL \x00 time seq → JSON Verdict, in time order per target).
-	hist := map[string][]Verdict{}
+	hist := map[string][]store.Verdict{}
 	for _, e := range collect(bHistory) {
-		var v Verdict
+		var v store.Verdict
 		if err := json.Unmarshal(e.v, &v); err != nil {
 			return err
 		}
@@ -41,7 +45,7 @@ func migrateCompactV3(t txn) error {
 		}
 	}
 	for _, e := range collect(bTargets) {
-		var tg Target
+		var tg store.Target
 		if err := dec(e.v, &tg); err != nil {
 			return err
 		}
@@ -71,7 +75,7 @@ func migrateCompactV3(t txn) error {
 		if err != nil {
 			return err
 		}
-		rec := targetRecord{Target: Target{Target: target, Kind: last.Kind, FirstSeen: vs[0].At, Checked: last.At,
+		rec := targetRecord{Target: store.Target{Target: target, Kind: last.Kind, FirstSeen: vs[0].At, Checked: last.At,
 			Level: last.Level, Category: last.Category, TaskID: last.TaskID}, History: vs}
 		if err := t.put(bTargets, id, encodeTarget(&rec)); err != nil {
 			return err

@@ -1,70 +1,12 @@
-package store
+package bolt
 
 import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/verdictbot/verdictbot/store"
 )
-
-// Quarantined is a message that quarantine removed from its channel (or
-// whose files it removed), kept so an admin can release it: its content as
-// Slack gave it, who wrote it, where it was, and why and when it was
-// removed. It is kept for VERDICTBOT_QUARANTINE_RETENTION after RemovedAt
-// (PruneQuarantined).
-type Quarantined struct {
-	Channel  string `json:"channel"`
-	TS       string `json:"ts"`
-	ThreadTS string `json:"thread_ts,omitempty"` // the root's ts for a reply
-	User     string `json:"user,omitempty"`
-	Team     string `json:"team,omitempty"`
-	Text     string `json:"text,omitempty"`
-	// Blocks and Attachments are the message's, as Slack's JSON.
-	Blocks      json.RawMessage `json:"blocks,omitempty"`
-	Attachments json.RawMessage `json:"attachments,omitempty"`
-	// Scope is what was removed: ScopeMessage, the message (with the
-	// files it shared, which stay in Slack), or ScopeFiles, the files
-	// Found in Files, deleted workspace-wide (the message stays). ""
-	// (records written before it existed): ScopeFiles when Files is set,
-	// else ScopeMessage (see FilesDeleted).
-	Scope string `json:"scope,omitempty"`
-	// Files are the message's files: for ScopeFiles the ones deleted;
-	// for ScopeMessage all it shared (not posted again on release), Found
-	// marking those whose verdict removed it.
-	Files []QuarantinedFile `json:"files,omitempty"`
-	// Level is the verdict level that removed it ("malicious", …);
-	// Reason says why in a line (targets, scores).
-	Level     string    `json:"level"`
-	Reason    string    `json:"reason,omitempty"`
-	RemovedAt time.Time `json:"removed_at"`
-	// ReleasedBy, ReleasedAt and ReleasedTS are set once an admin released
-	// it (ReleasedTS: the bot's re-post).
-	ReleasedBy string    `json:"released_by,omitempty"`
-	ReleasedAt time.Time `json:"released_at,omitzero"`
-	ReleasedTS string    `json:"released_ts,omitempty"`
-}
-
-// What a removal removed (Quarantined.Scope).
-const (
-	ScopeMessage = "message"
-	ScopeFiles   = "files"
-)
-
-// QuarantinedFile is one file of a removed message (or one file deleted).
-type QuarantinedFile struct {
-	ID   string `json:"id"`
-	Name string `json:"name,omitempty"`
-	// Found: its verdict reached the quarantine level.
-	Found bool `json:"found,omitempty"`
-}
-
-// Released reports whether an admin released the message.
-func (q Quarantined) Released() bool { return q.ReleasedBy != "" }
-
-// FilesDeleted reports whether files were deleted (workspace-wide) rather
-// than the message removed.
-func (q Quarantined) FilesDeleted() bool {
-	return q.Scope == ScopeFiles || (q.Scope == "" && len(q.Files) > 0)
-}
 
 const (
 	bQuarantined      = "quarantined"       // channel/ts → Quarantined (JSON)
@@ -76,12 +18,12 @@ func init() { buckets = append(buckets, bQuarantined, bQuarantinedTimes, bChanne
 
 func quarantineKey(channel, ts string) string { return channel + "/" + ts }
 
-func quarantineTimeKey(q Quarantined) string {
+func quarantineTimeKey(q store.Quarantined) string {
 	return q.RemovedAt.UTC().Format("2006-01-02T15:04:05.000000000Z") + "\x00" + quarantineKey(q.Channel, q.TS)
 }
 
 // PutQuarantined keeps (or replaces) a removed message.
-func (db *DB) PutQuarantined(q Quarantined) error {
+func (db *DB) PutQuarantined(q store.Quarantined) error {
 	b, err := json.Marshal(q)
 	if err != nil {
 		return err
@@ -89,7 +31,7 @@ func (db *DB) PutQuarantined(q Quarantined) error {
 	return db.update(func(t txn) error {
 		key := quarantineKey(q.Channel, q.TS)
 		if old := t.get(bQuarantined, key); old != nil {
-			var o Quarantined
+			var o store.Quarantined
 			if json.Unmarshal(old, &o) == nil {
 				if err := t.del(bQuarantinedTimes, quarantineTimeKey(o)); err != nil {
 					return err
@@ -104,12 +46,12 @@ func (db *DB) PutQuarantined(q Quarantined) error {
 }
 
 // Quarantined returns the removed message at (channel, ts), or ErrNotFound.
-func (db *DB) Quarantined(channel, ts string) (Quarantined, error) {
-	var q Quarantined
+func (db *DB) Quarantined(channel, ts string) (store.Quarantined, error) {
+	var q store.Quarantined
 	err := db.be.view(func(t txn) error {
 		v := t.get(bQuarantined, quarantineKey(channel, ts))
 		if v == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		return json.Unmarshal(v, &q)
 	})

@@ -1,81 +1,11 @@
-package store
+package bolt
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"time"
+
+	"github.com/verdictbot/verdictbot/store"
 )
-
-// Removal is a removal quarantine decided when a recheck flipped a URL to
-// its channel's level: the message a card answers is to be removed. It is
-// queued in the same write that shows the flip on the card (UpdateCardQueue),
-// kept until the removal is done (FinishRemoval), and taken by one
-// process at a time (ClaimRemoval), so a stop between the decision and the
-// deletion resumes after the restart, and several replicas remove each
-// message once. Removals are paced by their taker (Slack's chat.delete is
-// Tier 3); a passing failure puts one back for later (RetryRemoval).
-//
-// A flip with more messages than VERDICTBOT_QUARANTINE_FLIP_MAX queues
-// them Held, under a RemovalBatch, until an admin's Remove all
-// (ApproveBatch); a removal of Kind RemovalAsk posts that request in the
-// alert channel, taken and retried like the others.
-type Removal struct {
-	// Card is the card whose message is removed; for RemovalAsk,
-	// {"", "batch:" + Batch}.
-	Card CardRef `json:"card"`
-	// Kind is RemovalMessage or RemovalAsk.
-	Kind string `json:"kind,omitempty"`
-	// Target and Level are the URL that flipped and its new level.
-	Target string `json:"target,omitempty"`
-	Level  string `json:"level,omitempty"`
-	// Batch is the flip's batch when it waits for an admin ("" when not).
-	Batch string `json:"batch,omitempty"`
-	// Held: waits for the batch's approval.
-	Held bool `json:"held,omitempty"`
-	// Queued is when it was decided; NextAt is when it may be tried
-	// (again); Attempts counts the tries that failed for a passing reason.
-	Queued   time.Time `json:"queued"`
-	NextAt   time.Time `json:"next_at"`
-	Attempts int       `json:"attempts,omitempty"`
-	// Owner is the process working on it ("" none); not stored in the
-	// record.
-	Owner string `json:"-"`
-}
-
-// Kinds of removal.
-const (
-	RemovalMessage = ""    // remove the card's message
-	RemovalAsk     = "ask" // post the batch's Remove all request
-)
-
-// AskRef is the key of a batch's RemovalAsk.
-func AskRef(batch string) CardRef { return CardRef{SourceTS: "batch:" + batch} }
-
-// RemovalBatch is a flip whose removals wait for an admin's Remove all:
-// what, how many, where, and who approved it.
-type RemovalBatch struct {
-	ID     string `json:"id"`
-	Target string `json:"target"`
-	Level  string `json:"level"`
-	// Count and Channels are the messages held, in all and per channel.
-	Count    int            `json:"count"`
-	Channels map[string]int `json:"channels,omitempty"`
-	Created  time.Time      `json:"created"`
-	// AlertChannel and AlertTS are the request's message, once posted.
-	AlertChannel string `json:"alert_channel,omitempty"`
-	AlertTS      string `json:"alert_ts,omitempty"`
-	// ApprovedBy and ApprovedAt are set by the admin's Remove all.
-	ApprovedBy string    `json:"approved_by,omitempty"`
-	ApprovedAt time.Time `json:"approved_at,omitzero"`
-}
-
-// NewBatchID returns a new, unguessable batch id (the button's value).
-func NewBatchID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 const (
 	bRemovals       = "removals"        // channel/source ts → removalRow (JSON)
@@ -86,36 +16,36 @@ func init() { buckets = append(buckets, bRemovals, bRemovalBatches) }
 
 // removalRow is a Removal as the embedded store keeps it, owner included.
 type removalRow struct {
-	Removal
+	store.Removal
 	Owner string `json:"owner,omitempty"`
 }
 
-func getRemoval(t txn, key string) (Removal, bool) {
+func getRemoval(t txn, key string) (store.Removal, bool) {
 	v := t.get(bRemovals, key)
 	if v == nil {
-		return Removal{}, false
+		return store.Removal{}, false
 	}
 	var row removalRow
 	if json.Unmarshal(v, &row) != nil {
-		return Removal{}, false
+		return store.Removal{}, false
 	}
 	row.Removal.Owner = row.Owner
 	return row.Removal, true
 }
 
-func putRemoval(t txn, r Removal) error {
+func putRemoval(t txn, r store.Removal) error {
 	return t.put(bRemovals, r.Card.Key(), enc(removalRow{Removal: r, Owner: r.Owner}))
 }
 
 // queueRemoval queues r unless its card has one. A removal held for a
 // batch that an admin approved already (the request was answered while
 // the flip's cards were still being written) is queued released.
-func queueRemoval(t txn, r Removal) error {
+func queueRemoval(t txn, r store.Removal) error {
 	if _, ok := getRemoval(t, r.Card.Key()); ok {
 		return nil
 	}
 	if r.Held && r.Batch != "" {
-		var b RemovalBatch
+		var b store.RemovalBatch
 		if v := t.get(bRemovalBatches, r.Batch); v != nil && dec(v, &b) == nil && b.ApprovedBy != "" {
 			r.Held = false
 		}
@@ -128,9 +58,9 @@ func queueRemoval(t txn, r Removal) error {
 // card's message: the removal it returns (nil: none) is queued in the same
 // transaction, unless one is queued for the card already (and released if
 // its batch was approved already).
-func (db *DB) UpdateCardQueue(ref CardRef, fn func(rec *CardRecord) (*Removal, error)) (*CardRecord, error) {
-	var r *Removal
-	return db.updateCard(db.update, ref, func(rec *CardRecord) error {
+func (db *DB) UpdateCardQueue(ref store.CardRef, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error) {
+	var r *store.Removal
+	return db.updateCard(db.update, ref, func(rec *store.CardRecord) error {
 		var err error
 		r, err = fn(rec)
 		return err
@@ -146,7 +76,7 @@ func (db *DB) UpdateCardQueue(ref CardRef, fn func(rec *CardRecord) (*Removal, e
 
 // QueueRemovals queues removals (those of a card already queued are left
 // as they are).
-func (db *DB) QueueRemovals(rs []Removal) error {
+func (db *DB) QueueRemovals(rs []store.Removal) error {
 	return db.update(func(t txn) error {
 		for _, r := range rs {
 			if err := queueRemoval(t, r); err != nil {
@@ -161,12 +91,12 @@ func (db *DB) QueueRemovals(rs []Removal) error {
 // or before now, not held) that no live process holds. ok is false when
 // none is due. The embedded file is opened by one process at a time, so
 // a removal held by another process was a stopped one's.
-func (db *DB) ClaimRemoval(now time.Time) (Removal, bool, error) {
-	var out Removal
+func (db *DB) ClaimRemoval(now time.Time) (store.Removal, bool, error) {
+	var out store.Removal
 	found := false
 	err := db.update(func(t txn) error {
 		found = false
-		var best Removal
+		var best store.Removal
 		t.scan(bRemovals, "", "", func(_ string, v []byte) bool {
 			var row removalRow
 			if json.Unmarshal(v, &row) != nil {
@@ -192,18 +122,18 @@ func (db *DB) ClaimRemoval(now time.Time) (Removal, bool, error) {
 }
 
 // FinishRemoval forgets a removal that is done (or given up).
-func (db *DB) FinishRemoval(ref CardRef) error {
+func (db *DB) FinishRemoval(ref store.CardRef) error {
 	return db.update(func(t txn) error { return t.del(bRemovals, ref.Key()) })
 }
 
 // RetryRemoval puts a claimed removal back, due at next, for any process
 // to take; failed counts a try that failed (Attempts one more), else it
 // was only not its turn.
-func (db *DB) RetryRemoval(ref CardRef, next time.Time, failed bool) error {
+func (db *DB) RetryRemoval(ref store.CardRef, next time.Time, failed bool) error {
 	return db.update(func(t txn) error {
 		r, ok := getRemoval(t, ref.Key())
 		if !ok {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		r.Owner, r.NextAt = "", next
 		if failed {
@@ -214,17 +144,17 @@ func (db *DB) RetryRemoval(ref CardRef, next time.Time, failed bool) error {
 }
 
 // PutRemovalBatch keeps (or replaces) a batch.
-func (db *DB) PutRemovalBatch(b RemovalBatch) error {
+func (db *DB) PutRemovalBatch(b store.RemovalBatch) error {
 	return db.update(func(t txn) error { return t.put(bRemovalBatches, b.ID, enc(b)) })
 }
 
 // RemovalBatch returns a batch, or ErrNotFound.
-func (db *DB) RemovalBatch(id string) (RemovalBatch, error) {
-	var b RemovalBatch
+func (db *DB) RemovalBatch(id string) (store.RemovalBatch, error) {
+	var b store.RemovalBatch
 	err := db.be.view(func(t txn) error {
 		v := t.get(bRemovalBatches, id)
 		if v == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		return dec(v, &b)
 	})
@@ -236,9 +166,9 @@ func (db *DB) SetBatchAlert(id, channel, ts string) error {
 	return db.update(func(t txn) error {
 		v := t.get(bRemovalBatches, id)
 		if v == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
-		var b RemovalBatch
+		var b store.RemovalBatch
 		if err := dec(v, &b); err != nil {
 			return err
 		}
@@ -252,13 +182,13 @@ func (db *DB) SetBatchAlert(id, channel, ts string) error {
 // queued later are queued released). The first approval wins (first): a later one (a second click,
 // another replica) changes nothing and gets the batch as the first left
 // it. ErrNotFound for an unknown batch.
-func (db *DB) ApproveBatch(id, by string, at time.Time) (b RemovalBatch, released int, first bool, err error) {
+func (db *DB) ApproveBatch(id, by string, at time.Time) (b store.RemovalBatch, released int, first bool, err error) {
 	n := 0
 	err = db.update(func(t txn) error {
 		n, first = 0, false
 		v := t.get(bRemovalBatches, id)
 		if v == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		if err := dec(v, &b); err != nil {
 			return err
@@ -271,7 +201,7 @@ func (db *DB) ApproveBatch(id, by string, at time.Time) (b RemovalBatch, release
 		if err := t.put(bRemovalBatches, id, enc(b)); err != nil {
 			return err
 		}
-		var held []Removal
+		var held []store.Removal
 		t.scan(bRemovals, "", "", func(_ string, v []byte) bool {
 			var row removalRow
 			if json.Unmarshal(v, &row) == nil && row.Held && row.Batch == id {
@@ -300,7 +230,7 @@ func (db *DB) RemovalCounts() (queued, held int, err error) {
 		queued, held = 0, 0
 		t.scan(bRemovals, "", "", func(_ string, v []byte) bool {
 			var row removalRow
-			if json.Unmarshal(v, &row) == nil && row.Kind == RemovalMessage {
+			if json.Unmarshal(v, &row) == nil && row.Kind == store.RemovalMessage {
 				if row.Held {
 					held++
 				} else {
@@ -320,7 +250,7 @@ func (db *DB) RemovalCounts() (queued, held int, err error) {
 func pruneRemovalBatches(t txn, cutoff time.Time) (int, error) {
 	old := map[string]bool{}
 	t.scan(bRemovalBatches, "", "", func(k string, v []byte) bool {
-		var b RemovalBatch
+		var b store.RemovalBatch
 		if json.Unmarshal(v, &b) == nil && b.Created.Before(cutoff) {
 			old[k] = true
 		}
@@ -332,7 +262,7 @@ func pruneRemovalBatches(t txn, cutoff time.Time) (int, error) {
 	var gone []string
 	t.scan(bRemovals, "", "", func(k string, v []byte) bool {
 		var row removalRow
-		if json.Unmarshal(v, &row) == nil && old[row.Batch] && (row.Held || row.Kind == RemovalAsk) {
+		if json.Unmarshal(v, &row) == nil && old[row.Batch] && (row.Held || row.Kind == store.RemovalAsk) {
 			gone = append(gone, k)
 		}
 		return true

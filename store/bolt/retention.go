@@ -1,51 +1,22 @@
-package store
+package bolt
 
 import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/verdictbot/verdictbot/store"
 )
 
-// PruneStats counts what one Prune removed, per kind of record.
-type PruneStats struct {
-	Cards    int // final cards (and their card-ts index entries)
-	Verdicts int // verdict-history entries
-	Reports  int // feedback reports (the audit trail)
-	Targets  int // targets no card, history or recheck refers to any more
-	Events   int // processed event ids
-	// Jobs is finished jobs. The embedded store deletes a job as soon as
-	// it finishes (FinishJob), so it is always 0 here; unfinished jobs
-	// are never pruned.
-	Jobs int
-}
+// defaultPruneBatch is how many keys one Prune transaction looks at
+// (Options.PruneBatch): each transaction is short, so the bot's own writes
+// wait a few milliseconds at most while a Prune runs.
+const defaultPruneBatch = 2000
 
-// Total is the number of records removed.
-func (s PruneStats) Total() int {
-	return s.Cards + s.Verdicts + s.Reports + s.Targets + s.Events + s.Jobs
-}
-
-// pruneBatch is how many keys one Prune transaction looks at: each
-// transaction is short, so the bot's own writes wait a few milliseconds at
-// most while a Prune runs.
-var pruneBatch = 2000
-
-// Prune removes what is older than cutoff (now minus VERDICTBOT_RETENTION):
-//
-//   - final cards last updated before cutoff, with their card-ts index
-//     entries (a card still being analysed, or whose post was interrupted,
-//     stays whatever its age);
-//   - verdicts and reports recorded before cutoff (what /scan history shows
-//     within the window stays);
-//   - targets last checked before cutoff that have no recheck or deferred
-//     check planned, no analysis in flight and no card left, with their
-//     due and task index entries;
-//   - processed event ids seen before cutoff;
-//   - task index entries whose target is gone.
-//
-// It works in batches of short transactions, so it can run while the bot
-// is busy; a failure leaves what was pruned so far pruned.
-func (db *DB) Prune(cutoff time.Time) (PruneStats, error) {
-	var st PruneStats
+// Prune removes what is older than cutoff by the rules of
+// store.State.Prune, in short transactions of Options.PruneBatch keys each.
+func (db *DB) Prune(cutoff time.Time) (store.PruneStats, error) {
+	var st store.PruneStats
 	var err error
 	if st.Cards, err = db.pruneCards(cutoff); err != nil {
 		return st, err
@@ -60,19 +31,19 @@ func (db *DB) Prune(cutoff time.Time) (PruneStats, error) {
 		return st, err
 	}
 	for {
-		n, err := db.PruneEvents(cutoff, pruneBatch)
+		n, err := db.PruneEvents(cutoff, db.pruneBatch)
 		st.Events += n
 		if err != nil {
 			return st, err
 		}
-		if n < pruneBatch {
+		if n < db.pruneBatch {
 			break
 		}
 	}
 	return st, nil
 }
 
-// sweep visits bucket in key order, pruneBatch keys per update
+// sweep visits bucket in key order, db.pruneBatch keys per update
 // transaction, and calls visit on each; visit may delete records (the key
 // itself included) through t and reports whether it pruned one.
 func (db *DB) sweep(bucket string, visit func(t txn, k string, v []byte) (bool, error)) (int, error) {
@@ -88,9 +59,9 @@ func (db *DB) sweep(bucket string, visit func(t txn, k string, v []byte) (bool, 
 			var batch []kv
 			t.scan(bucket, from, "", func(k string, v []byte) bool {
 				batch = append(batch, kv{k, append([]byte(nil), v...)})
-				return len(batch) < pruneBatch
+				return len(batch) < db.pruneBatch
 			})
-			done = len(batch) < pruneBatch
+			done = len(batch) < db.pruneBatch
 			for _, e := range batch {
 				pruned, err := visit(t, e.k, e.v)
 				if err != nil {

@@ -1,4 +1,4 @@
-package store_test
+package bolt_test
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/storetest"
 )
 
@@ -16,7 +16,7 @@ import (
 // file size per day. It is slow (minutes), so it only runs with
 // STORE_RETENTION_BENCH=1:
 //
-//	STORE_RETENTION_BENCH=1 go test -count=1 -v -run TestRetention30Days -timeout 30m ./store/
+//	STORE_RETENTION_BENCH=1 go test -count=1 -v -run TestRetention30Days -timeout 30m ./store/bolt/
 //
 // Each day (storetest.SimulateDay, the workload store/pg's
 // TestRetention30DaysPostgres writes too): 5,000 URLs (50–110 characters,
@@ -66,7 +66,7 @@ func simulateDays(tb testing.TB, days, perDay int, retention time.Duration) ([]d
 	dir := tb.(*testing.T).TempDir()
 	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	now := start
-	db, err := store.Open(dir, store.Options{NoSync: true, Now: func() time.Time { return now }})
+	db, err := bolt.Open(dir, bolt.Options{NoSync: true, Now: func() time.Time { return now }})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -82,8 +82,8 @@ func simulateDays(tb testing.TB, days, perDay int, retention time.Duration) ([]d
 		if err != nil {
 			tb.Fatal(err)
 		}
-		sizes = append(sizes, daySize{file: db.Size(), targets: db.Counts()[store.BucketTargets]})
-		live = append(live, store.BoltInUse(tb, db))
+		sizes = append(sizes, daySize{file: db.Size(), targets: db.Counts()[bolt.BucketTargets]})
+		live = append(live, bolt.InUse(tb, db))
 		tb.Logf("day %d: pruned %+v, file %.1f MB", day+1, st, float64(db.Size())/1e6)
 	}
 	return sizes, live

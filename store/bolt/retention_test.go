@@ -1,10 +1,11 @@
-package store_test
+package bolt_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/storetest"
 )
 
@@ -13,10 +14,9 @@ import (
 // cases run again on the file and on memory with Prune sweeping 3 keys per
 // transaction, so that every bucket's sweep crosses batch boundaries.
 func TestPruneInSmallBatches(t *testing.T) {
-	store.SetPruneBatch(t, 3)
 	t.Run("bolt", func(t *testing.T) {
 		storetest.RunPrune(t, func(t *testing.T, now func() time.Time) store.State {
-			db, err := store.Open(t.TempDir(), store.Options{Now: now})
+			db, err := bolt.Open(t.TempDir(), bolt.Options{Now: now, PruneBatch: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -26,7 +26,7 @@ func TestPruneInSmallBatches(t *testing.T) {
 	})
 	t.Run("memory", func(t *testing.T) {
 		storetest.RunPrune(t, func(t *testing.T, now func() time.Time) store.State {
-			return store.Memory(store.Options{Now: now})
+			return bolt.Memory(bolt.Options{Now: now, PruneBatch: 3})
 		})
 	})
 }

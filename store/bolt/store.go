@@ -1,18 +1,22 @@
-// Package store keeps what must survive a restart: the jobs acked to Slack
-// but not yet finished, processed event ids, analyses in flight, cards and
-// where they are, the verdict history of every target, reports (the audit
-// trail), channel modes and the runtime allowlist.
+// Package bolt is the embedded backend of the state layer (store.State):
+// one bbolt file, verdictbot.db under VERDICTBOT_DATA_DIR, opened by one
+// process at a time. It is the default: pure Go (the binary stays static),
+// ACID transactions with fsync, one file to back up, and well kept (it is
+// etcd's).
 //
-// The default backend is a single bbolt file under VERDICTBOT_DATA_DIR:
-// pure Go (the binary stays static), ACID transactions with fsync, one
-// file to back up, and well kept (it is etcd's). Memory() gives the same
-// store on maps, for unit tests only.
-package store
+// Besides the State methods it owns what belongs to the file: its schema
+// and the migrations of older files (migrate.go, migrate3.go), the compact
+// encodings of targets and cards (encode3.go), the write gate that lets
+// the journal's writes go first and the shared commits of the writes every
+// link makes (gate.go, kv.go), its indexes, and the offline compaction of
+// `verdictbot compact` (Compact). Memory gives the same store on maps, for
+// unit tests only.
+package bolt
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +24,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/verdictbot/verdictbot/store"
 )
 
 // SchemaVersion is the layout this code reads and writes. Keep in sync with
@@ -36,10 +42,7 @@ var migrations = []func(t txn) error{
 	migrateCompactV3, // 2→3: targets by numeric id, history inside them, deflated cards
 }
 
-// ErrNotFound is returned by lookups of absent records.
-var ErrNotFound = errors.New("not found")
-
-// DB is the store.
+// DB is the state in the embedded file. It implements store.State.
 type DB struct {
 	be  backend
 	now func() time.Time
@@ -52,7 +55,12 @@ type DB struct {
 	// proc identifies this process's claims (ClaimRemoval): the file is
 	// opened by one process at a time, so another's were a stopped one's.
 	proc string
+	// pruneBatch is how many keys one Prune transaction looks at
+	// (Options.PruneBatch).
+	pruneBatch int
 }
+
+var _ store.State = (*DB)(nil)
 
 // Options tune Open.
 type Options struct {
@@ -66,6 +74,9 @@ type Options struct {
 	// transaction fails with it at its end and bbolt rolls it back, as when
 	// the commit's write fails (a broken or full disk).
 	WriteFault func() error
+	// PruneBatch is how many keys one Prune transaction looks at (default
+	// 2000); tests make it small to cross batch boundaries.
+	PruneBatch int
 }
 
 // Open opens (or creates) the store in dir. A file that cannot be read is
@@ -80,7 +91,7 @@ func Open(dir string, opt Options) (*DB, error) {
 	if opt.WriteFault != nil {
 		wrapped = faultBackend{be, opt.WriteFault}
 	}
-	db := &DB{be: wrapped, now: opt.Now, proc: NewBatchID()}
+	db := &DB{be: wrapped, now: opt.Now, proc: store.NewBatchID(), pruneBatch: opt.PruneBatch}
 	if err := db.init(path); err != nil {
 		be.close()
 		return nil, err
@@ -91,7 +102,7 @@ func Open(dir string, opt Options) (*DB, error) {
 // Memory returns an empty store held in memory. For unit tests only: it
 // keeps nothing across a restart.
 func Memory(opt Options) *DB {
-	db := &DB{be: newMemBackend(), now: opt.Now, proc: NewBatchID()}
+	db := &DB{be: newMemBackend(), now: opt.Now, proc: store.NewBatchID(), pruneBatch: opt.PruneBatch}
 	if err := db.init(""); err != nil {
 		panic(err)
 	}
@@ -101,6 +112,9 @@ func Memory(opt Options) *DB {
 func (db *DB) init(path string) error {
 	if db.now == nil {
 		db.now = time.Now
+	}
+	if db.pruneBatch <= 0 {
+		db.pruneBatch = defaultPruneBatch
 	}
 	var version int
 	err := db.be.view(func(t txn) error {
@@ -149,6 +163,9 @@ func (db *DB) Close() error { return db.be.close() }
 
 // Size returns the store file's size in bytes (0 in memory).
 func (db *DB) Size() int64 { return db.be.size() }
+
+// Ping is nil: the file is in this process (see store.State.Ping).
+func (db *DB) Ping(context.Context) error { return nil }
 
 // Counts returns the number of records per bucket, for metrics and tests.
 func (db *DB) Counts() map[string]int {

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/verdictbot/verdictbot/store"
 )
 
 func TestDataSurvivesReopen(t *testing.T) {
@@ -15,8 +17,8 @@ func TestDataSurvivesReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.RecordJobs([]*Job{{Kind: "message", EventID: "Ev1"}})
-	db.PutAnalysis(Analysis{Service: "reputation", Target: "https://a.test/", TaskID: "t1"})
+	db.RecordJobs([]*store.Job{{Kind: "message", EventID: "Ev1"}})
+	db.PutAnalysis(store.Analysis{Service: "reputation", Target: "https://a.test/", TaskID: "t1"})
 	db.Close()
 	db, err = Open(dir, Options{})
 	if err != nil {

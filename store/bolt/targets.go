@@ -1,26 +1,17 @@
-package store
+package bolt
 
 import (
 	"slices"
 	"time"
 
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
-
-// Analysis is a submission in flight: the task exists at the service, its
-// verdict is not known yet. A restart resumes it instead of submitting the
-// target again.
-type Analysis struct {
-	Service     string    `json:"service"` // "reputation", "sandbox"
-	Target      string    `json:"target"`  // normalised URL, or sha256
-	TaskID      string    `json:"task_id"`
-	SubmittedAt time.Time `json:"submitted_at"`
-}
 
 func analysisKey(service, target string) string { return service + "\x00" + target }
 
 // PutAnalysis records a submission.
-func (db *DB) PutAnalysis(a Analysis) error {
+func (db *DB) PutAnalysis(a store.Analysis) error {
 	if a.SubmittedAt.IsZero() {
 		a.SubmittedAt = db.now()
 	}
@@ -33,12 +24,12 @@ func (db *DB) PutAnalysis(a Analysis) error {
 }
 
 // Analysis returns the submission in flight for a target, or ErrNotFound.
-func (db *DB) Analysis(service, target string) (Analysis, error) {
-	var a Analysis
+func (db *DB) Analysis(service, target string) (store.Analysis, error) {
+	var a store.Analysis
 	err := db.be.view(func(t txn) error {
 		v := t.get(bAnalyses, analysisKey(service, target))
 		if v == nil {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		return dec(v, &a)
 	})
@@ -51,12 +42,12 @@ func (db *DB) DeleteAnalysis(service, target string) error {
 }
 
 // Analyses returns every submission in flight.
-func (db *DB) Analyses() ([]Analysis, error) {
-	var out []Analysis
+func (db *DB) Analyses() ([]store.Analysis, error) {
+	var out []store.Analysis
 	var derr error
 	err := db.be.view(func(t txn) error {
 		t.scan(bAnalyses, "", "", func(_ string, v []byte) bool {
-			var a Analysis
+			var a store.Analysis
 			if derr = dec(v, &a); derr != nil {
 				return false
 			}
@@ -68,77 +59,29 @@ func (db *DB) Analyses() ([]Analysis, error) {
 	return out, err
 }
 
-// Verdict is one verdict in a target's history.
-type Verdict struct {
-	Target   string           `json:"target"`
-	Kind     string           `json:"kind"` // "url" or "file"
-	TaskID   string           `json:"task_id"`
-	Level    verdict.Level    `json:"level"`
-	Category verdict.Category `json:"category,omitempty"`
-	Scores   verdict.Scores   `json:"scores,omitempty"`
-	MalScore float64          `json:"malscore,omitempty"`
-	Family   string           `json:"family,omitempty"`
-	At       time.Time        `json:"at"`
-	Source   string           `json:"source"` // "scan", "recheck"
-}
-
-// Target is what the store knows of one URL or file.
-type Target struct {
-	Target    string           `json:"target"`
-	Kind      string           `json:"kind"`
-	FirstSeen time.Time        `json:"first_seen"`
-	Checked   time.Time        `json:"checked"`
-	Level     verdict.Level    `json:"level"`
-	Category  verdict.Category `json:"category,omitempty"`
-	TaskID    string           `json:"task_id"`
-	// Rechecks counts the rechecks done; NextCheck is when the next is due
-	// (zero: none planned).
-	Rechecks  int       `json:"rechecks"`
-	NextCheck time.Time `json:"next_check"`
-	// Deferred is when the deferred check of a URL is due (zero: none
-	// pending): a check refused for its requesters' allowance
-	// (VERDICTBOT_USER_LINKS_PER_HOUR) that the recheck makes later, apart
-	// from the schedule (DeferCheck, deferred.go). The file keeps it out
-	// of the target record.
-	Deferred time.Time `json:"deferred"`
-	// Cards are the cards that show this target.
-	Cards []CardRef `json:"cards,omitempty"`
-}
-
-// Schedule says when a URL is rechecked: at these ages after it was first
-// seen (VERDICTBOT_RECHECK_AFTER). A nil schedule plans no rechecks.
-type Schedule []time.Duration
-
-func (s Schedule) next(t *Target) time.Time {
-	if t.Rechecks >= len(s) {
-		return time.Time{}
-	}
-	return t.FirstSeen.Add(s[t.Rechecks])
-}
-
 // RecordVerdict appends v to its target's history, updates the target (the
 // card ref, if given, is remembered), and plans the next recheck of a URL
 // by schedule. recheck marks v as the result of a recheck, which advances
 // the schedule. It returns the target as saved and its previous level.
-func (db *DB) RecordVerdict(v Verdict, card *CardRef, schedule Schedule, recheck bool) (Target, verdict.Level, error) {
+func (db *DB) RecordVerdict(v store.Verdict, card *store.CardRef, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
 	return db.recordVerdict("", v, card, schedule, recheck)
 }
 
 // FinishAnalysis records the verdict of a submission and forgets the
 // submission in one transaction, so a crash never leaves neither (which
 // would make a restart submit the target again).
-func (db *DB) FinishAnalysis(service string, v Verdict, schedule Schedule, recheck bool) (Target, verdict.Level, error) {
+func (db *DB) FinishAnalysis(service string, v store.Verdict, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
 	return db.recordVerdict(service, v, nil, schedule, recheck)
 }
 
-func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule Schedule, recheck bool) (Target, verdict.Level, error) {
+func (db *DB) recordVerdict(finished string, v store.Verdict, card *store.CardRef, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
 	if v.At.IsZero() {
 		v.At = db.now()
 	}
-	var saved Target
+	var saved store.Target
 	var prev verdict.Level
 	err := db.be.batch(func(t txn) error {
-		saved, prev = Target{}, verdict.Pending
+		saved, prev = store.Target{}, verdict.Pending
 		if finished != "" {
 			if err := t.del(bAnalyses, analysisKey(finished, v.Target)); err != nil {
 				return err
@@ -151,7 +94,7 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 		if ok {
 			prev = rec.Level
 		} else {
-			rec = targetRecord{Target: Target{Target: v.Target, Kind: v.Kind, FirstSeen: v.At}}
+			rec = targetRecord{Target: store.Target{Target: v.Target, Kind: v.Kind, FirstSeen: v.At}}
 			prev = verdict.Pending
 			if id == "" {
 				if id, err = newTargetID(t, v.Target); err != nil {
@@ -191,19 +134,19 @@ func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule 
 }
 
 // AddCard remembers that card shows target (without a new verdict).
-func (db *DB) AddCard(target string, card CardRef) error {
+func (db *DB) AddCard(target string, card store.CardRef) error {
 	return db.be.batch(func(t txn) error { return addCard(t, target, card) })
 }
 
 // addCard adds card to target's cards; ErrNotFound when target is not
 // recorded.
-func addCard(t txn, target string, card CardRef) error {
+func addCard(t txn, target string, card store.CardRef) error {
 	id, rec, ok, err := getTarget(t, target)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	if slices.Contains(rec.Cards, card) {
 		return nil
@@ -213,15 +156,15 @@ func addCard(t txn, target string, card CardRef) error {
 }
 
 // Target returns what is known of a target, or ErrNotFound.
-func (db *DB) Target(target string) (Target, error) {
-	var tg Target
+func (db *DB) Target(target string) (store.Target, error) {
+	var tg store.Target
 	err := db.be.view(func(t txn) error {
 		id, rec, ok, err := getTarget(t, target)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		tg = rec.Target
 		tg.Deferred = deferredAt(t, id)
@@ -231,8 +174,8 @@ func (db *DB) Target(target string) (Target, error) {
 }
 
 // History returns a target's verdicts, oldest first.
-func (db *DB) History(target string) ([]Verdict, error) {
-	var out []Verdict
+func (db *DB) History(target string) ([]store.Verdict, error) {
+	var out []store.Verdict
 	err := db.be.view(func(t txn) error {
 		_, rec, _, err := getTarget(t, target)
 		out = rec.History
@@ -244,8 +187,8 @@ func (db *DB) History(target string) ([]Verdict, error) {
 // Due returns up to limit targets whose recheck is due at now, the oldest
 // due first. It reads an index ordered by due time, so its cost grows with
 // limit, not with the number of targets.
-func (db *DB) Due(now time.Time, limit int) ([]Target, error) {
-	var out []Target
+func (db *DB) Due(now time.Time, limit int) ([]store.Target, error) {
+	var out []store.Target
 	var derr error
 	err := db.be.view(func(t txn) error {
 		t.scan(bDue, "", timeKey(now.Add(time.Nanosecond)), func(k string, _ []byte) bool {
@@ -269,7 +212,7 @@ func (db *DB) Due(now time.Time, limit int) ([]Target, error) {
 // RecheckFailed advances a URL's recheck schedule after a recheck that could
 // not complete (the service failed), without touching its verdict, so one
 // broken URL does not hold the head of the queue run after run.
-func (db *DB) RecheckFailed(target string, schedule Schedule) error {
+func (db *DB) RecheckFailed(target string, schedule store.Schedule) error {
 	now := db.now()
 	return db.update(func(t txn) error {
 		id, rec, ok, err := getTarget(t, target)
@@ -277,7 +220,7 @@ func (db *DB) RecheckFailed(target string, schedule Schedule) error {
 			return err
 		}
 		if !ok {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		tg := &rec.Target
 		if !tg.NextCheck.IsZero() {
@@ -297,10 +240,10 @@ func (db *DB) RecheckFailed(target string, schedule Schedule) error {
 }
 
 // ClaimRecheck makes the caller the one that rechecks target now (see
-// State.ClaimRecheck): its due time moves to until, so that no other run
+// store.State.ClaimRecheck): its due time moves to until, so that no other run
 // lists it meanwhile. The file has one process, so the fence is not
 // checked.
-func (db *DB) ClaimRecheck(target string, dueBy time.Time, hold time.Duration, _ Fence) (time.Time, bool, error) {
+func (db *DB) ClaimRecheck(target string, dueBy time.Time, hold time.Duration, _ store.Fence) (time.Time, bool, error) {
 	until := later(db.now(), dueBy).Add(hold)
 	claimed := false
 	err := db.update(func(t txn) error {
@@ -321,7 +264,7 @@ func (db *DB) ClaimRecheck(target string, dueBy time.Time, hold time.Duration, _
 	return until, true, nil
 }
 
-// ReleaseRecheck: see State.ReleaseRecheck.
+// ReleaseRecheck: see store.State.ReleaseRecheck.
 func (db *DB) ReleaseRecheck(target string, until, dueAt time.Time) error {
 	return db.update(func(t txn) error {
 		id, rec, ok, err := getTarget(t, target)

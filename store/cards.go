@@ -1,0 +1,38 @@
+package store
+
+import (
+	"time"
+
+	"github.com/verdictbot/verdictbot/card"
+)
+
+// CardRef names a card by the message it answers.
+type CardRef struct {
+	Channel  string `json:"channel"`
+	SourceTS string `json:"source_ts"`
+}
+
+// Key is the card's key in the store.
+func (r CardRef) Key() string { return r.Channel + "/" + r.SourceTS }
+
+// CardRecord is a card and its state.
+type CardRecord struct {
+	Card card.Card `json:"card"`
+	// Mode is the channel mode the card was made under.
+	Mode string `json:"mode"`
+	// Gen counts rescans of the message (edits); older analyses' results
+	// are ignored.
+	Gen int `json:"gen"`
+	// PostStarted is set just before chat.postMessage and cleared once its
+	// ts is saved: after a crash in between, the thread is searched for
+	// the card rather than posting a second one.
+	PostStarted bool `json:"post_started,omitempty"`
+	// Deleted is set when the source message was deleted.
+	Deleted bool      `json:"deleted,omitempty"`
+	Updated time.Time `json:"updated"`
+}
+
+// Ref returns the record's CardRef.
+func (r *CardRecord) Ref() CardRef {
+	return CardRef{Channel: r.Card.Channel, SourceTS: r.Card.SourceTS}
+}

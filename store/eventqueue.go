@@ -1,0 +1,70 @@
+package store
+
+import "time"
+
+// QueuedEvent is one event waiting to be sent (package events): its
+// sequence number, monotonic across restarts, and its body as it will be
+// sent.
+type QueuedEvent struct {
+	Seq  uint64
+	Body []byte
+}
+
+// EventQueue is the durable queue of outgoing events (VERDICTBOT_EVENTS_URL).
+// Sequence numbers are assigned in commit order, one after the other, so
+// the queue's order is the order the sender must keep.
+type EventQueue interface {
+	// EnqueueEvent records build(seq)'s body under the next sequence
+	// number, in one transaction. When more than max events are then
+	// queued (max > 0), the oldest are removed in the same transaction and
+	// counted in dropped. build may run more than once.
+	EnqueueEvent(build func(seq uint64) ([]byte, error), max int) (seq uint64, dropped int, err error)
+	// QueuedEvents returns up to n of the oldest queued events, oldest first.
+	QueuedEvents(n int) ([]QueuedEvent, error)
+	// DeleteEvent removes a sent event (absent: no error). Under a Fence
+	// (not zero), only while that term of the sender's lead is live:
+	// ErrNotLeader otherwise, and the event stays.
+	DeleteEvent(seq uint64, f Fence) error
+	// EventsQueued is how many events are queued.
+	EventsQueued() (int, error)
+
+	// DeadLetterEvent moves a queued event to the dead-letter list, with
+	// why it was not delivered (absent: no error); fenced as DeleteEvent.
+	// The sender moves the front event only, which keeps the queue
+	// contiguous.
+	DeadLetterEvent(seq uint64, why DeadLetter, f Fence) error
+	// DeadEvents returns up to n dead letters, oldest (lowest sequence)
+	// first.
+	DeadEvents(n int) ([]DeadEvent, error)
+	// DeadEventsCount is how many dead letters are kept.
+	DeadEventsCount() (int, error)
+	// RequeueDeadEvents puts dead letters back at the end of the queue, in
+	// one transaction: those of seqs (all of them when seqs is empty),
+	// oldest first, each under the next sequence number, with the body
+	// rebuild(body, seq) returns (the sequence is also in the body). Dead
+	// letters absent from the list are skipped: the answer says which
+	// were requeued. max bounds the queue as in EnqueueEvent.
+	RequeueDeadEvents(seqs []uint64, rebuild func(body []byte, seq uint64) ([]byte, error), max int) (requeued []Requeued, dropped int, err error)
+}
+
+// DeadLetter is why an event was taken out of the queue undelivered: the
+// receiver refused it Failures times in a row, last with HTTP Status and
+// the user-safe Error (no URL path, no secret).
+type DeadLetter struct {
+	Failures int
+	Status   int
+	Error    string
+	At       time.Time
+}
+
+// DeadEvent is an event on the dead-letter list: its sequence number when
+// it was queued, its body as it was sent, and why.
+type DeadEvent struct {
+	Seq  uint64
+	Body []byte
+	DeadLetter
+}
+
+// Requeued is a dead letter put back in the queue: From its old sequence
+// number To its new one.
+type Requeued struct{ From, To uint64 }
