@@ -316,6 +316,11 @@ type failTSOnce struct {
 	failed atomic.Bool
 }
 
+// UpdateCardShared goes through UpdateCard: the disk refuses every write.
+func (f *failTSOnce) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	return f.UpdateCard(ref, fn)
+}
+
 func (f *failTSOnce) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return f.CardStore.UpdateCard(ref, func(rec *store.CardRecord) error {
 		before, started := rec.Card.CardTS, rec.PostStarted
@@ -367,6 +372,12 @@ func TestCardWhoseTSCouldNotBeSavedIsNotPostedAgain(t *testing.T) {
 type failVerdictWrites struct {
 	CardStore
 	left atomic.Int32
+}
+
+// UpdateCardShared goes through UpdateCard: a verdict's write (Settle)
+// is a shared one.
+func (f *failVerdictWrites) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	return f.UpdateCard(ref, fn)
 }
 
 func (f *failVerdictWrites) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {

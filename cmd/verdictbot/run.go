@@ -330,14 +330,12 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	if a.sb != nil {
 		sb = a.sb
 	}
-	if r, ok := db.(interface{ OnReplicas(func(n int)) }); ok {
-		r.OnReplicas(func(n int) {
-			shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share), a.quarantine)
-			if n > 1 {
-				log.Info("budgets shared between replicas", "replicas", n)
-			}
-		})
-	}
+	db.OnReplicas(func(n int) {
+		shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share), a.quarantine)
+		if n > 1 {
+			log.Info("budgets shared between replicas", "replicas", n)
+		}
+	})
 	inForce := budgetsInForce(a.rep, a.sb, a.poster)
 	a.metrics.WatchBudgets(func() []metrics.Budget {
 		// Recheck removals are paced too (chat.delete, Tier 3).
@@ -438,16 +436,14 @@ func (a *app) ready() (bool, string) {
 	if a.bot == nil || !a.bot.Connected() {
 		return false, "Socket Mode is not connected"
 	}
-	if p, ok := a.db.(interface{ Ping(context.Context) error }); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := p.Ping(ctx); err != nil {
-			msg := "database unreachable: " + err.Error()
-			if n := a.bot.Spooled(); n > 0 {
-				msg += fmt.Sprintf(" (%d acked envelope(s) held in memory until it answers)", n)
-			}
-			return false, msg
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := a.db.Ping(ctx); err != nil {
+		msg := "database unreachable: " + err.Error()
+		if n := a.bot.Spooled(); n > 0 {
+			msg += fmt.Sprintf(" (%d acked envelope(s) held in memory until it answers)", n)
 		}
+		return false, msg
 	}
 	if n := a.bot.Spooled(); n > 0 {
 		return false, fmt.Sprintf("the store cannot be written: %d acked envelope(s) held in memory until it can", n)
