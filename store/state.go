@@ -192,10 +192,10 @@ type State interface {
 	// (at least 1), as the last heartbeat saw them.
 	Replicas() int
 	// OnReplicas calls fn with the number of replicas (Replicas) whenever
-	// it changes, and on PostgreSQL once at once, so that what replicas
-	// share (the vendor budgets, Slack's limits) is divided anew. The
-	// embedded file never calls fn: one process opens it, and the count
-	// is 1 for good (what is shared among 1 is left as configured).
+	// it changes and, on PostgreSQL, once right away, so that what the
+	// replicas share (the vendor budgets, Slack's limits) is divided anew.
+	// The embedded file never calls fn: one process opens it, and the
+	// count is 1 for good (what is shared by one is left as configured).
 	OnReplicas(fn func(n int))
 	// SweepEvery is how often OrphanJobs should be called to take over
 	// the work of replicas that stopped (PostgreSQL with a replica id: a
