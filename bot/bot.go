@@ -219,8 +219,8 @@ func (b *Bot) Run(ctx context.Context, drain time.Duration) error {
 		journalDone = make(chan struct{})
 		go b.runJournal(ctx, b.pending, journalDone)
 		b.replay(b.log)
-		if o, ok := b.journal.(Orphans); ok && o.SweepEvery() > 0 {
-			go func() { defer close(sweepDone); b.sweep(sweepCtx, o) }()
+		if b.journal.SweepEvery() > 0 {
+			go func() { defer close(sweepDone); b.sweep(sweepCtx, b.journal) }()
 		} else {
 			close(sweepDone)
 		}

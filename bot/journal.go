@@ -14,12 +14,15 @@ import (
 	"github.com/verdictbot/verdictbot/store"
 )
 
-// Journal records jobs durably before they are acked (*store.DB
-// implements it).
+// Journal records jobs durably before they are acked (store.State
+// implements it). When it is shared by several replicas (the PostgreSQL
+// state), it also hands over the unfinished jobs of replicas that stopped
+// (Orphans).
 type Journal interface {
 	RecordJobs(jobs []*store.Job) ([]bool, error)
 	FinishJob(id uint64) error
 	PendingJobs() ([]store.Job, error)
+	Orphans
 }
 
 // pendingAck is an envelope waiting for its job to be recorded.
@@ -288,9 +291,10 @@ func (b *Bot) resume(jobs []store.Job, log *slog.Logger) {
 	}
 }
 
-// Orphans is a journal shared by several replicas (the PostgreSQL state):
-// OrphanJobs claims the unfinished jobs of replicas that stopped, to be
-// called every SweepEvery.
+// Orphans is the part of a journal shared by several replicas (the
+// PostgreSQL state): OrphanJobs claims the unfinished jobs of replicas that
+// stopped, to be called every SweepEvery. A SweepEvery of 0 (a journal of
+// one process: the embedded file) means there is nothing to sweep.
 type Orphans interface {
 	OrphanJobs() ([]store.Job, error)
 	SweepEvery() time.Duration

@@ -19,6 +19,16 @@ type CardStore interface {
 	UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
 	UpsertCard(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
 	CardSettler
+	// UpdateCardShared and UpsertCardShared are for the writes every link
+	// makes (Begin, Settle): concurrent ones may share one commit (the
+	// embedded file), so their fn may run more than once, with the record
+	// read afresh each time, and the functions passed to them change
+	// nothing but the record (store.State.UpdateCardShared).
+	UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	UpsertCardShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
+	// UpdateCardQueue is UpdateCard whose fn may also queue a removal of
+	// the card's message in the same write (ChangeQueue).
+	UpdateCardQueue(ref store.CardRef, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error)
 }
 
 // CardSettler is the write that shows a verdict on a card (store.State,
@@ -103,39 +113,13 @@ func (cs *Cards) track(rec *store.CardRecord, begun bool) {
 
 var errStaleGen = errors.New("card generation changed")
 
-// sharedCardStore is implemented by a CardStore that can let concurrent
-// card writes share one commit (the embedded store: *store.DB), for the
-// writes every link makes (Begin, Settle). Its fn may run more than once,
-// with the record read afresh each time, so the functions passed to it
-// change nothing but the record.
-type sharedCardStore interface {
-	UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
-	UpsertCardShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
-}
-
-// upsertShared is st.UpsertCardShared when st has it, else UpsertCard.
-func (cs *Cards) upsertShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
-	if sh, ok := cs.st.(sharedCardStore); ok {
-		return sh.UpsertCardShared(ref, fn)
-	}
-	return cs.st.UpsertCard(ref, fn)
-}
-
-// updateShared is st.UpdateCardShared when st has it, else UpdateCard.
-func (cs *Cards) updateShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
-	if sh, ok := cs.st.(sharedCardStore); ok {
-		return sh.UpdateCardShared(ref, fn)
-	}
-	return cs.st.UpdateCard(ref, fn)
-}
-
 // Begin starts a new generation of the card answering (channel, sourceTS)
 // with fresh's content; a card already posted keeps its ts and notes (and
 // so is updated in place). It returns the generation and a copy.
 func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (int, card.Card, error) {
 	// One write per new card: shared with other cards' when the store can
 	// (the function may run again, so it works on its own copy of fresh).
-	rec, err := cs.upsertShared(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
+	rec, err := cs.st.UpsertCardShared(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
 		c := fresh.Clone()
 		c.CardTS = rec.Card.CardTS
 		c.Notes = append(append([]string(nil), rec.Card.Notes...), fresh.Notes...)
@@ -210,9 +194,9 @@ func (cs *Cards) Change(channel, sourceTS string, gen int, fn func(rec *store.Ca
 // cannot be written (a database restart, a full disk) is retried with
 // backoff for up to StoreRetry, so the card waits for it rather than the
 // job being dropped unfinished. It is the write every link's verdict
-// makes, so it may share its commit with others' (sharedCardStore): fn may
-// run more than once and must change nothing but rec. The wait ends with
-// ctx (a shutdown: the job stays in the journal and is resumed).
+// makes, so it may share its commit with others' (UpdateCardShared): fn
+// may run more than once and must change nothing but rec. The wait ends
+// with ctx (a shutdown: the job stays in the journal and is resumed).
 func (cs *Cards) Settle(ctx context.Context, channel, sourceTS string, gen int, fn func(rec *store.CardRecord)) (card.Card, bool) {
 	return cs.settle(ctx, channel, sourceTS, gen, "", fn)
 }
@@ -238,7 +222,7 @@ func (cs *Cards) settle(ctx context.Context, channel, sourceTS string, gen int, 
 }
 
 // change applies fn to the card of generation gen; shared lets the write
-// share its commit (updateShared), and target, if not "", is linked to
+// share its commit (UpdateCardShared), and target, if not "", is linked to
 // the card in the same write (SettleCard).
 func (cs *Cards) change(channel, sourceTS string, gen int, target string, fn func(rec *store.CardRecord), shared bool) (card.Card, error) {
 	update := cs.st.UpdateCard
@@ -248,7 +232,7 @@ func (cs *Cards) change(channel, sourceTS string, gen int, target string, fn fun
 			return cs.st.SettleCard(ref, target, fn)
 		}
 	case shared:
-		update = cs.updateShared
+		update = cs.st.UpdateCardShared
 	}
 	rec, err := update(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {
 		if gen != 0 && rec.Gen != gen {
@@ -264,25 +248,12 @@ func (cs *Cards) change(channel, sourceTS string, gen int, target string, fn fun
 	return rec.Card.Clone(), nil
 }
 
-// queueingStore is a CardStore that can queue a removal in a card's write
-// (store.State, both backends).
-type queueingStore interface {
-	UpdateCardQueue(ref store.CardRef, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error)
-}
-
-// errNoQueue is returned by ChangeQueue over a store that cannot queue.
-var errNoQueue = errors.New("cards: the store cannot queue removals")
-
 // ChangeQueue is Change (any generation) whose fn may also decide a
 // removal of the card's message: the removal it returns (nil: none) is
 // queued in the same store write, so the card never shows a decision that
 // is not queued, nor the reverse.
 func (cs *Cards) ChangeQueue(channel, sourceTS string, fn func(rec *store.CardRecord) *store.Removal) (card.Card, error) {
-	qs, ok := cs.st.(queueingStore)
-	if !ok {
-		return card.Card{}, errNoQueue
-	}
-	rec, err := qs.UpdateCardQueue(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) (*store.Removal, error) {
+	rec, err := cs.st.UpdateCardQueue(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) (*store.Removal, error) {
 		return fn(rec), nil
 	})
 	if err != nil {

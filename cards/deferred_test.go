@@ -38,7 +38,7 @@ func (c *cappedChecker) Check(_ context.Context, url string, o scan.CheckOptions
 }
 
 // failingDefer is a store whose deferrals fail.
-type failingDefer struct{ *store.DB }
+type failingDefer struct{ store.State }
 
 func (failingDefer) DeferCheck(string, store.CardRef, time.Time) error {
 	return errors.New("disk full")

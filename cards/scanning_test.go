@@ -7,6 +7,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 )
 
 // TestScanningCountsCardsUntilFinal follows what the "cards stuck
@@ -15,7 +16,7 @@ import (
 // nothing to analyse never counts; an edit's new generation starts its age
 // again.
 func TestScanningCountsCardsUntilFinal(t *testing.T) {
-	cs := NewCards(store.Memory(store.Options{}))
+	cs := NewCards(bolt.Memory(bolt.Options{}))
 	ctx := context.Background()
 	pending := func(ch, ts string) card.Card {
 		return card.Card{Channel: ch, SourceTS: ts, Lines: []card.Line{{Kind: card.KindURL, Target: "https://a.test/"}}}

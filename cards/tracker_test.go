@@ -14,6 +14,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/store/bolt"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -30,7 +31,7 @@ import (
 // env is a card lifecycle over the fake Slack and an in-memory store.
 type env struct {
 	fake     *slackfake.Server
-	db       *store.DB
+	db       store.State
 	poster   *notify.Poster
 	messages *Messages
 	api      *slack.Client
@@ -48,7 +49,7 @@ func newEnv(t *testing.T, urls URLChecker, mode string, opts ...slackfake.Option
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := store.Memory(store.Options{})
+	db := bolt.Memory(bolt.Options{})
 	self := func() Identity { return Identity{UserID: fake.BotUserID(), BotID: fake.BotID(), AppID: fake.AppID()} }
 	m := &Messages{Self: self, Links: policy, URLs: urls, Poster: poster, Cards: NewCards(db),
 		Finder: &ThreadSearch{API: api, Self: self}, Mode: func(string) string { return mode }, PostGrace: -1}
@@ -309,6 +310,11 @@ type failTSOnce struct {
 	failed atomic.Bool
 }
 
+// UpdateCardShared goes through UpdateCard: the disk refuses every write.
+func (f *failTSOnce) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	return f.UpdateCard(ref, fn)
+}
+
 func (f *failTSOnce) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return f.CardStore.UpdateCard(ref, func(rec *store.CardRecord) error {
 		before, started := rec.Card.CardTS, rec.PostStarted
@@ -366,6 +372,12 @@ type failVerdictWrites struct {
 // target); UpdateCard any other.
 func (f *failVerdictWrites) SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return f.CardStore.SettleCard(ref, target, f.refuse(fn))
+}
+
+// UpdateCardShared goes through UpdateCard: a verdict's write (Settle)
+// is a shared one.
+func (f *failVerdictWrites) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	return f.UpdateCard(ref, fn)
 }
 
 func (f *failVerdictWrites) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
@@ -556,7 +568,7 @@ func (c *recordingChecker) Check(ctx context.Context, url string, o scan.CheckOp
 func TestVerdictLinksItsTargetInTheCardsWrite(t *testing.T) {
 	const clean = "https://docs.example.org/"
 	var writes atomic.Int32
-	db, err := store.Open(t.TempDir(), store.Options{WriteFault: func() error { writes.Add(1); return nil }})
+	db, err := bolt.Open(t.TempDir(), bolt.Options{WriteFault: func() error { writes.Add(1); return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

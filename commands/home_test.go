@@ -15,6 +15,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -59,9 +60,9 @@ func channelOf(id, name string, private bool) slack.Channel {
 	return c
 }
 
-func openStore(t *testing.T) *store.DB {
+func openStore(t *testing.T) store.State {
 	t.Helper()
-	db, err := store.Open(t.TempDir(), store.Options{})
+	db, err := bolt.Open(t.TempDir(), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func openStore(t *testing.T) *store.DB {
 	return db
 }
 
-func putVerdict(t *testing.T, db *store.DB, channel, ts, target string, level verdict.Level) {
+func putVerdict(t *testing.T, db store.State, channel, ts, target string, level verdict.Level) {
 	t.Helper()
 	rec := &store.CardRecord{Card: card.Card{Channel: channel, SourceTS: ts, Final: true,
 		Lines: []card.Line{{Kind: card.KindURL, Target: target, Level: level}}}}

@@ -50,7 +50,7 @@ type SandboxService interface {
 	FileSHA256(ctx context.Context, hash string) (string, error)
 }
 
-// State is what /scan reads and changes in the store (*store.DB).
+// State is what /scan reads and changes in the store (store.State).
 type State interface {
 	RecentCards(channel string, n int) ([]*store.CardRecord, error)
 	History(target string) ([]store.Verdict, error)

@@ -22,6 +22,7 @@ import (
 	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -221,7 +222,7 @@ func (r *receiver) accepted() []uint64 {
 }
 
 type rig struct {
-	db     *store.DB
+	db     store.State
 	em     *events.Emitter
 	sender *events.Sender
 	rcv    *receiver
@@ -230,7 +231,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T, fail func(n int) (int, string)) *rig {
-	db := store.Memory(store.Options{})
+	db := bolt.Memory(bolt.Options{})
 	rcv := &receiver{t: t, secret: []byte("s3cret"), fail: fail}
 	srv := httptest.NewServer(rcv)
 	t.Cleanup(srv.Close)

@@ -13,6 +13,7 @@ import (
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -55,7 +56,7 @@ type queueRig struct {
 	q     *Quarantine
 	fake  *slackfake.Server
 	dir   string
-	db    *store.DB
+	db    store.State
 	cards *cardSet
 }
 
@@ -85,7 +86,7 @@ func newQueueRig(t *testing.T, opts ...slackfake.Option) *queueRig {
 
 func (r *queueRig) open() {
 	r.t.Helper()
-	db, err := store.Open(r.dir, store.Options{})
+	db, err := bolt.Open(r.dir, bolt.Options{})
 	if err != nil {
 		r.t.Fatal(err)
 	}

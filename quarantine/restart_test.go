@@ -12,6 +12,7 @@ import (
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -65,12 +66,12 @@ func (u *updates) Ephemeral(context.Context, string, string, string, ...slack.Bl
 
 // quarantineAgainstFake is a Quarantine of malicious messages with real
 // Slack clients against the fake Slack and a real store on disk.
-func quarantineAgainstFake(t *testing.T) (*Quarantine, *slackfake.Server, *store.DB, *updates) {
+func quarantineAgainstFake(t *testing.T) (*Quarantine, *slackfake.Server, store.State, *updates) {
 	t.Helper()
 	fake := slackfaketest.Start(t, slackfake.WithUserToken(slackfake.UserToken{Token: testAdminToken, User: "U0ADMIN", Scopes: []string{"chat:write", "files:write"}}))
 	fake.AddUser(slackfake.User{ID: "U0ADMIN", Name: "secadmin", IsAdmin: true})
 	fake.AddUser(slackfake.User{ID: "U0ALICE", Name: "alice"})
-	db, err := store.Open(t.TempDir(), store.Options{})
+	db, err := bolt.Open(t.TempDir(), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -324,7 +325,7 @@ func TestIntentResolvedByTaskSearch(t *testing.T) {
 // storeFileMemory is FileMemory over the store, as the bot keeps it
 // (service "sandbox", target = sha256, verdicts of Kind "file"); it mirrors
 // scanstore.FileMemory, which a test inside package scan cannot import.
-type storeFileMemory struct{ DB *store.DB }
+type storeFileMemory struct{ DB store.State }
 
 const serviceSandbox = "sandbox"
 
@@ -376,7 +377,7 @@ func (m *storeFileMemory) Finished(v FileVerdict, source string) {
 
 func TestStoreBackedFileMemory(t *testing.T) {
 	t.Parallel()
-	db := store.Memory(store.Options{})
+	db := bolt.Memory(bolt.Options{})
 	mem := &storeFileMemory{DB: db}
 	e := newFileEnv(t, sim.Config{}, func(o *FileOptions) { o.Memory = mem })
 	content := []byte("MZ kept in the store SIM:MALSCORE=6.6 SIM:FAMILY=RedLine")

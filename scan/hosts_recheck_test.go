@@ -13,6 +13,7 @@ import (
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -35,7 +36,7 @@ func TestRecheckOfAHostNowInternalIsNotSent(t *testing.T) {
 	}
 	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
 	clock := testutil.NewClock(t0)
-	db, err := store.Open(t.TempDir(), store.Options{Now: clock.Now})
+	db, err := bolt.Open(t.TempDir(), bolt.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

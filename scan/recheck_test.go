@@ -16,13 +16,14 @@ import (
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
 type recheckRig struct {
 	sim    *sim.Server
 	simURL string
-	db     *store.DB
+	db     store.State
 	urls   *scan.URLs
 	r      *scan.Recheck
 	mem    *scanstore.URLMemory
@@ -45,7 +46,7 @@ func newRecheckRig(t *testing.T, simCfg sim.Config, max int, opts ...reputation.
 	}
 	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
 	clock := testutil.NewClock(t0)
-	db, err := store.Open(t.TempDir(), store.Options{Now: clock.Now})
+	db, err := bolt.Open(t.TempDir(), bolt.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,7 @@
 package store
 
 import (
-	"context"
 	"errors"
-	"math"
-	"sync"
 	"time"
 )
 
@@ -46,32 +43,3 @@ type Fence struct {
 // job's live one: another process leads now, or may at any moment.
 // Nothing was written.
 var ErrNotLeader = errors.New("the lead of the job was lost (another process leads it now)")
-
-// Lead always leads: the file is opened by one process at a time (its
-// lock), so there is nobody to share the periodic jobs with. Its term lasts
-// until Release and fences nothing.
-func (db *DB) Lead(_ context.Context, job string) (Lease, bool, error) {
-	return &soleLease{job: job, done: make(chan struct{})}, true, nil
-}
-
-// soleLease is the embedded file's term: it holds until released.
-type soleLease struct {
-	job  string
-	once sync.Once
-	done chan struct{}
-}
-
-func (l *soleLease) Fence() Fence { return Fence{} }
-
-func (l *soleLease) Remaining() time.Duration {
-	select {
-	case <-l.done:
-		return 0
-	default:
-		return time.Duration(math.MaxInt64)
-	}
-}
-
-func (l *soleLease) Done() <-chan struct{} { return l.done }
-
-func (l *soleLease) Release() { l.once.Do(func() { close(l.done) }) }

@@ -9,7 +9,7 @@ import (
 
 // State is the state layer as the app uses it: every domain record the bot
 // keeps, behind one method set that both backends implement — the embedded
-// file (*DB, bbolt) and PostgreSQL (package store/pg). Package
+// file (package store/bolt) and PostgreSQL (package store/pg). Package
 // store/storetest is the conformance suite both must pass.
 //
 // Each method is one transaction: what it changes is changed entirely or
@@ -18,8 +18,11 @@ import (
 // atomic against concurrent callers, in this process or, on PostgreSQL, in
 // another replica.
 //
-// File-only operations (Size, Counts, the offline migration of the file)
-// stay on *DB.
+// What only one backend can do is declared here too, with a neutral value
+// on the other (Ping, Size, OnReplicas, SweepEvery, the shared commits), so
+// that no caller needs to know which backend it has. What only makes sense
+// for the file itself (its record counts, its offline compaction) stays in
+// store/bolt.
 type State interface {
 	// Jobs and event ids (jobs.go).
 	RecordJobs(jobs []*Job) ([]bool, error)
@@ -28,7 +31,7 @@ type State interface {
 	PendingJobs() ([]Job, error)
 	PruneEvents(cutoff time.Time, limit int) (int, error)
 
-	// Cards (cards.go, index.go).
+	// Cards (cards.go).
 	PutCard(rec *CardRecord) error
 	Card(ref CardRef) (*CardRecord, error)
 	CardByTS(channel, cardTS string) (*CardRecord, error)
@@ -37,6 +40,15 @@ type State interface {
 	// card (AddCard) in the same transaction: the write showing a verdict.
 	SettleCard(ref CardRef, target string, fn func(rec *CardRecord) error) (*CardRecord, error)
 	UpsertCard(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error)
+	// UpdateCardShared and UpsertCardShared are UpdateCard and UpsertCard
+	// for the writes every link makes (its card's start, its verdict):
+	// where the backend can (the embedded file), concurrent calls share
+	// one transaction and its fsync, and each returns once its write is
+	// durable. fn may then be called more than once, each time with the
+	// stored record read afresh: it must change nothing but rec. PostgreSQL
+	// commits each write on its own: they are UpdateCard and UpsertCard.
+	UpdateCardShared(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error)
+	UpsertCardShared(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error)
 	UnfinishedCards() ([]*CardRecord, error)
 	RecentCards(channel string, n int) ([]*CardRecord, error)
 	CardsOfTask(taskID string) ([]*CardRecord, error)
@@ -55,8 +67,7 @@ type State interface {
 	RecheckFailed(target string, schedule Schedule) error
 	TargetOfTask(taskID string) (string, error)
 
-	// Reports, channel settings, the runtime allowlist (audit.go,
-	// channelfiles.go).
+	// Reports, channel settings, the runtime allowlist (audit.go).
 	RecordReport(r Report) error
 	Reports(target string) ([]Report, error)
 	ChannelMode(channel string) (string, error)
@@ -88,9 +99,22 @@ type State interface {
 	ApproveBatch(id, by string, at time.Time) (b RemovalBatch, released int, first bool, err error)
 	RemovalCounts() (queued, held int, err error)
 
-	// Prune removes what is older than cutoff (VERDICTBOT_RETENTION), in
-	// short batches, and keeps what is still in use (retention.go: DB.Prune
-	// gives the rules, which both backends follow).
+	// Prune removes what is older than cutoff (now minus
+	// VERDICTBOT_RETENTION), and keeps what is still in use:
+	//
+	//   - final cards last updated before cutoff, with their card-ts index
+	//     entries (a card still being analysed, or whose post was
+	//     interrupted, stays whatever its age);
+	//   - verdicts and reports recorded before cutoff (what /scan history
+	//     shows within the window stays);
+	//   - targets last checked before cutoff that have no recheck or
+	//     deferred check planned, no analysis in flight and no card left,
+	//     with their due and task index entries;
+	//   - processed event ids seen before cutoff;
+	//   - task index entries whose target is gone.
+	//
+	// It works in batches of short transactions, so it can run while the
+	// bot is busy; a failure leaves what was pruned so far pruned.
 	Prune(cutoff time.Time) (PruneStats, error)
 
 	// Lead tries to become the one process that runs the periodic job
@@ -116,8 +140,8 @@ type State interface {
 	// until).
 	ReleaseRecheck(target string, until, dueAt time.Time) error
 
-	// Deferred checks (deferred.go): URLs not sent because their
-	// requesters had used their allowance, checked later by the recheck.
+	// Deferred checks: URLs not sent because their requesters had used
+	// their allowance, checked later by the recheck.
 	//
 	// DeferCheck records that the check of the URL target was deferred
 	// for card: the target is recorded if new (kind url, level Unknown,
@@ -146,12 +170,12 @@ type State interface {
 	// a use one submission to a service), if one is left: ok is false,
 	// and nothing is recorded, when key had limit uses within the window
 	// ending now. Atomic against concurrent callers; on PostgreSQL the
-	// counts are shared by the replicas (allowance.go).
+	// counts are shared by the replicas.
 	TakeAllowance(key string, limit int, window time.Duration) (ok bool, err error)
 
-	// Replicas sharing the state (replicas.go). The embedded file is opened
-	// by one process: it claims every analysis, has no orphans, and counts
-	// one replica.
+	// Replicas sharing the state. The embedded file is opened by one
+	// process: it claims every analysis, has no orphans, and counts one
+	// replica.
 	//
 	// ClaimAnalysis makes this process the one that submits target to
 	// service, or resumes its analysis: with no analysis in flight it
@@ -167,25 +191,26 @@ type State interface {
 	// Replicas is how many replicas share the state, this one included
 	// (at least 1), as the last heartbeat saw them.
 	Replicas() int
+	// OnReplicas calls fn with the number of replicas (Replicas) whenever
+	// it changes and, on PostgreSQL, once right away, so that what the
+	// replicas share (the vendor budgets, Slack's limits) is divided anew.
+	// The embedded file never calls fn: one process opens it, and the
+	// count is 1 for good (what is shared by one is left as configured).
+	OnReplicas(fn func(n int))
+	// SweepEvery is how often OrphanJobs should be called to take over
+	// the work of replicas that stopped (PostgreSQL with a replica id: a
+	// fifth of VERDICTBOT_LEASE). 0 means never: the embedded file, or a
+	// process that is not one of the replicas, has no orphans.
+	SweepEvery() time.Duration
+
+	// Ping checks that the state answers (for /readyz): on PostgreSQL,
+	// that the database does, within ctx. The embedded file is in this
+	// process: nil.
+	Ping(ctx context.Context) error
+	// Size is the embedded file's size in bytes, for the retention log:
+	// 0 for the file held in memory (unit tests), -1 on PostgreSQL (no
+	// file of its own).
+	Size() int64
 
 	Close() error
-}
-
-var _ State = (*DB)(nil)
-
-// PlanNext plans a target's next recheck after a check at `at`: the next
-// age of the schedule still ahead of at, counting the ages already passed
-// (a long outage) as done. Files are never rechecked. Both backends use it.
-func (s Schedule) PlanNext(tg *Target, at time.Time) {
-	tg.NextCheck = time.Time{}
-	if tg.Kind != "url" {
-		return
-	}
-	for next := s.next(tg); !next.IsZero(); next = s.next(tg) {
-		if next.After(at) {
-			tg.NextCheck = next
-			return
-		}
-		tg.Rechecks++
-	}
 }

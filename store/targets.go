@@ -1,7 +1,6 @@
 package store
 
 import (
-	"slices"
 	"time"
 
 	"github.com/verdictbot/verdictbot/verdict"
@@ -15,57 +14,6 @@ type Analysis struct {
 	Target      string    `json:"target"`  // normalised URL, or sha256
 	TaskID      string    `json:"task_id"`
 	SubmittedAt time.Time `json:"submitted_at"`
-}
-
-func analysisKey(service, target string) string { return service + "\x00" + target }
-
-// PutAnalysis records a submission.
-func (db *DB) PutAnalysis(a Analysis) error {
-	if a.SubmittedAt.IsZero() {
-		a.SubmittedAt = db.now()
-	}
-	return db.be.batch(func(t txn) error {
-		if err := indexTask(t, a.TaskID, a.Target); err != nil {
-			return err
-		}
-		return t.put(bAnalyses, analysisKey(a.Service, a.Target), enc(a))
-	})
-}
-
-// Analysis returns the submission in flight for a target, or ErrNotFound.
-func (db *DB) Analysis(service, target string) (Analysis, error) {
-	var a Analysis
-	err := db.be.view(func(t txn) error {
-		v := t.get(bAnalyses, analysisKey(service, target))
-		if v == nil {
-			return ErrNotFound
-		}
-		return dec(v, &a)
-	})
-	return a, err
-}
-
-// DeleteAnalysis forgets a finished submission.
-func (db *DB) DeleteAnalysis(service, target string) error {
-	return db.update(func(t txn) error { return t.del(bAnalyses, analysisKey(service, target)) })
-}
-
-// Analyses returns every submission in flight.
-func (db *DB) Analyses() ([]Analysis, error) {
-	var out []Analysis
-	var derr error
-	err := db.be.view(func(t txn) error {
-		t.scan(bAnalyses, "", "", func(_ string, v []byte) bool {
-			var a Analysis
-			if derr = dec(v, &a); derr != nil {
-				return false
-			}
-			out = append(out, a)
-			return true
-		})
-		return derr
-	})
-	return out, err
 }
 
 // Verdict is one verdict in a target's history.
@@ -98,7 +46,7 @@ type Target struct {
 	// Deferred is when the deferred check of a URL is due (zero: none
 	// pending): a check refused for its requesters' allowance
 	// (VERDICTBOT_USER_LINKS_PER_HOUR) that the recheck makes later, apart
-	// from the schedule (DeferCheck, deferred.go). The file keeps it out
+	// from the schedule (State.DeferCheck). The embedded file keeps it out
 	// of the target record.
 	Deferred time.Time `json:"deferred"`
 	// Cards are the cards that show this target.
@@ -116,241 +64,31 @@ func (s Schedule) next(t *Target) time.Time {
 	return t.FirstSeen.Add(s[t.Rechecks])
 }
 
-// RecordVerdict appends v to its target's history, updates the target (the
-// card ref, if given, is remembered), and plans the next recheck of a URL
-// by schedule. recheck marks v as the result of a recheck, which advances
-// the schedule. It returns the target as saved and its previous level.
-func (db *DB) RecordVerdict(v Verdict, card *CardRef, schedule Schedule, recheck bool) (Target, verdict.Level, error) {
-	return db.recordVerdict("", v, card, schedule, recheck)
-}
-
-// FinishAnalysis records the verdict of a submission and forgets the
-// submission in one transaction, so a crash never leaves neither (which
-// would make a restart submit the target again).
-func (db *DB) FinishAnalysis(service string, v Verdict, schedule Schedule, recheck bool) (Target, verdict.Level, error) {
-	return db.recordVerdict(service, v, nil, schedule, recheck)
-}
-
-func (db *DB) recordVerdict(finished string, v Verdict, card *CardRef, schedule Schedule, recheck bool) (Target, verdict.Level, error) {
-	if v.At.IsZero() {
-		v.At = db.now()
+// PlanNext plans a target's next recheck after a check at `at`: the next
+// age of the schedule still ahead of at, counting the ages already passed
+// (a long outage) as done. Files are never rechecked. Both backends use it.
+func (s Schedule) PlanNext(tg *Target, at time.Time) {
+	tg.NextCheck = time.Time{}
+	if tg.Kind != "url" {
+		return
 	}
-	var saved Target
-	var prev verdict.Level
-	err := db.be.batch(func(t txn) error {
-		saved, prev = Target{}, verdict.Pending
-		if finished != "" {
-			if err := t.del(bAnalyses, analysisKey(finished, v.Target)); err != nil {
-				return err
-			}
-		}
-		id, rec, ok, err := getTarget(t, v.Target)
-		if err != nil {
-			return err
-		}
-		if ok {
-			prev = rec.Level
-		} else {
-			rec = targetRecord{Target: Target{Target: v.Target, Kind: v.Kind, FirstSeen: v.At}}
-			prev = verdict.Pending
-			if id == "" {
-				if id, err = newTargetID(t, v.Target); err != nil {
-					return err
-				}
-			}
-		}
-		tg := &rec.Target
-		if !tg.NextCheck.IsZero() {
-			if err := t.del(bDue, timeKey(tg.NextCheck)+id); err != nil {
-				return err
-			}
-		}
-		tg.Checked, tg.Level, tg.Category, tg.TaskID = v.At, v.Level, v.Category, v.TaskID
-		if card != nil && !slices.Contains(tg.Cards, *card) {
-			tg.Cards = append(tg.Cards, *card)
-		}
-		if recheck {
-			tg.Rechecks++
-		}
-		// Skip ages already passed (a long outage): plan the next one
-		// still ahead, counting the skipped as done.
-		schedule.PlanNext(tg, v.At)
-		if !tg.NextCheck.IsZero() {
-			if err := t.put(bDue, timeKey(tg.NextCheck)+id, nil); err != nil {
-				return err
-			}
-		}
-		rec.addVerdict(v)
-		if err := t.put(bTargets, id, encodeTarget(&rec)); err != nil {
-			return err
-		}
-		saved = rec.Target
-		return indexTask(t, v.TaskID, v.Target)
-	})
-	return saved, prev, err
-}
-
-// AddCard remembers that card shows target (without a new verdict).
-func (db *DB) AddCard(target string, card CardRef) error {
-	return db.be.batch(func(t txn) error { return addCard(t, target, card) })
-}
-
-// addCard adds card to target's cards; ErrNotFound when target is not
-// recorded.
-func addCard(t txn, target string, card CardRef) error {
-	id, rec, ok, err := getTarget(t, target)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return ErrNotFound
-	}
-	if slices.Contains(rec.Cards, card) {
-		return nil
-	}
-	rec.Cards = append(rec.Cards, card)
-	return t.put(bTargets, id, encodeTarget(&rec))
-}
-
-// Target returns what is known of a target, or ErrNotFound.
-func (db *DB) Target(target string) (Target, error) {
-	var tg Target
-	err := db.be.view(func(t txn) error {
-		id, rec, ok, err := getTarget(t, target)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrNotFound
-		}
-		tg = rec.Target
-		tg.Deferred = deferredAt(t, id)
-		return nil
-	})
-	return tg, err
-}
-
-// History returns a target's verdicts, oldest first.
-func (db *DB) History(target string) ([]Verdict, error) {
-	var out []Verdict
-	err := db.be.view(func(t txn) error {
-		_, rec, _, err := getTarget(t, target)
-		out = rec.History
-		return err
-	})
-	return out, err
-}
-
-// Due returns up to limit targets whose recheck is due at now, the oldest
-// due first. It reads an index ordered by due time, so its cost grows with
-// limit, not with the number of targets.
-func (db *DB) Due(now time.Time, limit int) ([]Target, error) {
-	var out []Target
-	var derr error
-	err := db.be.view(func(t txn) error {
-		t.scan(bDue, "", timeKey(now.Add(time.Nanosecond)), func(k string, _ []byte) bool {
-			raw := t.get(bTargets, k[8:])
-			if raw == nil {
-				return true
-			}
-			var rec targetRecord
-			if rec, derr = decodeTarget(raw); derr != nil {
-				return false
-			}
-			rec.Deferred = deferredAt(t, k[8:])
-			out = append(out, rec.Target)
-			return len(out) < limit
-		})
-		return derr
-	})
-	return out, err
-}
-
-// RecheckFailed advances a URL's recheck schedule after a recheck that could
-// not complete (the service failed), without touching its verdict, so one
-// broken URL does not hold the head of the queue run after run.
-func (db *DB) RecheckFailed(target string, schedule Schedule) error {
-	now := db.now()
-	return db.update(func(t txn) error {
-		id, rec, ok, err := getTarget(t, target)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrNotFound
-		}
-		tg := &rec.Target
-		if !tg.NextCheck.IsZero() {
-			if err := t.del(bDue, timeKey(tg.NextCheck)+id); err != nil {
-				return err
-			}
+	for next := s.next(tg); !next.IsZero(); next = s.next(tg) {
+		if next.After(at) {
+			tg.NextCheck = next
+			return
 		}
 		tg.Rechecks++
-		schedule.PlanNext(tg, now)
-		if !tg.NextCheck.IsZero() {
-			if err := t.put(bDue, timeKey(tg.NextCheck)+id, nil); err != nil {
-				return err
-			}
-		}
-		return t.put(bTargets, id, encodeTarget(&rec))
-	})
+	}
 }
 
-// ClaimRecheck makes the caller the one that rechecks target now (see
-// State.ClaimRecheck): its due time moves to until, so that no other run
-// lists it meanwhile. The file has one process, so the fence is not
-// checked.
-func (db *DB) ClaimRecheck(target string, dueBy time.Time, hold time.Duration, _ Fence) (time.Time, bool, error) {
-	until := later(db.now(), dueBy).Add(hold)
-	claimed := false
-	err := db.update(func(t txn) error {
-		claimed = false
-		id, rec, ok, err := getTarget(t, target)
-		if err != nil || !ok {
-			return err
-		}
-		if rec.Target.NextCheck.IsZero() || rec.Target.NextCheck.After(dueBy) {
-			return nil
-		}
-		claimed = true
-		return moveDue(t, id, &rec, until)
-	})
-	if err != nil || !claimed {
-		return time.Time{}, false, err
-	}
-	return until, true, nil
-}
-
-// ReleaseRecheck: see State.ReleaseRecheck.
-func (db *DB) ReleaseRecheck(target string, until, dueAt time.Time) error {
-	return db.update(func(t txn) error {
-		id, rec, ok, err := getTarget(t, target)
-		if err != nil || !ok || dueAt.IsZero() || !rec.Target.NextCheck.Equal(until) {
-			return err
-		}
-		return moveDue(t, id, &rec, dueAt)
-	})
-}
-
-// moveDue sets a target's due time and its entry in the due index.
-func moveDue(t txn, id string, rec *targetRecord, at time.Time) error {
-	tg := &rec.Target
-	if !tg.NextCheck.IsZero() {
-		if err := t.del(bDue, timeKey(tg.NextCheck)+id); err != nil {
-			return err
-		}
-	}
-	tg.NextCheck = at
-	if err := t.put(bDue, timeKey(at)+id, nil); err != nil {
-		return err
-	}
-	return t.put(bTargets, id, encodeTarget(rec))
-}
-
-// later returns the later of a and b.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
+// Claim is the answer of ClaimAnalysis.
+type Claim struct {
+	// Analysis is the analysis in flight when Existed (TaskID "" for an
+	// intent: a submission that may or may not have reached the service).
+	Analysis Analysis
+	// Existed is true when an analysis of the target was already in flight.
+	Existed bool
+	// Mine is true when this process now submits or resumes it; false when
+	// a live replica does (wait for its verdict).
+	Mine bool
 }

@@ -9,13 +9,13 @@ import (
 	"strings"
 
 	"github.com/verdictbot/verdictbot/internal/bytesize"
-	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 )
 
 // compactText is what compact does (verdictbot help compact).
 const compactText = "Rewrites the store file with only its live records, to give back the space that\n" +
 	"retention (VERDICTBOT_RETENTION) freed. Stop the bot first: the command refuses\n" +
-	"while the file is open. The original is kept as " + store.FileName + ".precompact."
+	"while the file is open. The original is kept as " + bolt.FileName + ".precompact."
 
 // newCompactFlags is compact's flag set (also printed by its help).
 func newCompactFlags() (*flag.FlagSet, *string) {
@@ -24,7 +24,7 @@ func newCompactFlags() (*flag.FlagSet, *string) {
 	if dir == "" {
 		dir = defaultConfig().DataDir
 	}
-	return fs, fs.String("data-dir", dir, "the data directory holding "+store.FileName+" (default: VERDICTBOT_DATA_DIR)")
+	return fs, fs.String("data-dir", dir, "the data directory holding "+bolt.FileName+" (default: VERDICTBOT_DATA_DIR)")
 }
 
 // runCompact is "verdictbot compact": offline, it rewrites the store file
@@ -45,7 +45,7 @@ func runCompact(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: compact takes no arguments but --data-dir, got %q", errUsage, fs.Args())
 	}
 	dir := *dirFlag
-	st, err := store.Compact(dir)
+	st, err := bolt.Compact(dir)
 	if err != nil {
 		return err
 	}

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 )
 
 func TestCompactCommand(t *testing.T) {
 	dir := t.TempDir()
-	db, err := store.Open(dir, store.Options{NoSync: true})
+	db, err := bolt.Open(dir, bolt.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestCompactCommand(t *testing.T) {
 	if code := Main([]string{"compact"}, nil, &out, &errOut); code != 0 {
 		t.Fatalf("compact: exit %d, stderr %q", code, errOut.String())
 	}
-	path := filepath.Join(dir, store.FileName)
+	path := filepath.Join(dir, bolt.FileName)
 	if !strings.Contains(out.String(), "compacted "+path+": ") || !strings.Contains(out.String(), "kept as "+path+".precompact") {
 		t.Fatalf("output %q", out.String())
 	}
@@ -54,7 +54,7 @@ func TestCompactCommand(t *testing.T) {
 	if after.Size() >= before.Size() {
 		t.Fatalf("file %d bytes after, %d before", after.Size(), before.Size())
 	}
-	db, err = store.Open(dir, store.Options{})
+	db, err = bolt.Open(dir, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/sim"
-	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg/pgtest"
 )
 
@@ -177,7 +177,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 
 	if databaseURL == "" {
 		// The file: the event waits in the queue for the next start.
-		db, err := store.Open(dataDir, store.Options{})
+		db, err := bolt.Open(dataDir, bolt.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

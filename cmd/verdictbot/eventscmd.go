@@ -17,6 +17,7 @@ import (
 	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
 )
 
@@ -115,11 +116,11 @@ func openEventsState(ctx context.Context, cfg *Config) (eventsState, error) {
 		defer cancel()
 		return pg.Open(ctx, cfg.DatabaseURL.Reveal(), pg.Options{})
 	}
-	path := filepath.Join(cfg.DataDir, store.FileName)
+	path := filepath.Join(cfg.DataDir, bolt.FileName)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no store at %s (VERDICTBOT_DATA_DIR=%s): nothing was ever queued there", path, cfg.DataDir)
 	}
-	db, err := store.Open(cfg.DataDir, store.Options{})
+	db, err := bolt.Open(cfg.DataDir, bolt.Options{})
 	if err != nil && strings.Contains(err.Error(), "locked by another process") {
 		return nil, fmt.Errorf("%w; with the embedded file, stop the bot first", err)
 	}

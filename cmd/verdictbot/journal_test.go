@@ -14,7 +14,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
-	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 )
 
 // The journal's promise (bot/journal.go, docs/OPERATIONS.md): an envelope
@@ -171,7 +171,7 @@ func TestMessagesWithNothingToScanAreNotJournalled(t *testing.T) {
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.Open(dataDir, store.Options{})
+	db, err := bolt.Open(dataDir, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

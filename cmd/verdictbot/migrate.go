@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
 )
 
@@ -34,14 +34,14 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if cfg.DatabaseURL == "" {
-		db, err := store.Open(cfg.DataDir, store.Options{})
+		db, err := bolt.Open(cfg.DataDir, bolt.Options{})
 		if err != nil {
 			return err
 		}
 		if err := db.Close(); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: schema version %d\n", filepath.Join(cfg.DataDir, store.FileName), store.SchemaVersion)
+		fmt.Fprintf(stdout, "%s: schema version %d\n", filepath.Join(cfg.DataDir, bolt.FileName), bolt.SchemaVersion)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/storetest"
 
 	"github.com/verdictbot/verdictbot/card"
@@ -276,7 +277,7 @@ func prepareRestart(b *testing.B) *restartState {
 	b.Cleanup(ts.Close)
 	rs := &restartState{dir: b.TempDir(), fake: fake, sim: srv, simURL: ts.URL, clock: clock, polls: watch, tasks: map[string]bool{}}
 
-	db, err := store.Open(rs.dir, store.Options{NoSync: true})
+	db, err := bolt.Open(rs.dir, bolt.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"time"
-
-	"github.com/verdictbot/verdictbot/store"
 )
 
 // pruneFirstDelay is how long after start the first retention prune runs:
@@ -51,19 +49,11 @@ func (a *app) pruneRetention(ctx context.Context, first, every time.Duration) {
 		}
 		attrs := []any{"retention", a.cfg.Retention.String(), "cards", st.Cards, "verdicts", st.Verdicts, "reports", st.Reports,
 			"targets", st.Targets, "events", st.Events, "jobs", st.Jobs, "quarantined", q, "took", time.Since(start).Round(time.Millisecond).String(),
-			"store_bytes", storeSize(a.db)}
+			"store_bytes", a.db.Size()}
 		if err != nil {
 			a.log.Warn("retention: pruning the store failed; it is tried again at the next run", append(attrs, "error", err)...)
 			continue
 		}
 		a.log.Info("retention: pruned the store", attrs...)
 	}
-}
-
-// storeSize is the embedded file's size, or -1 for a backend without one.
-func storeSize(db store.State) int64 {
-	if s, ok := db.(interface{ Size() int64 }); ok {
-		return s.Size()
-	}
-	return -1
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
 	"github.com/verdictbot/verdictbot/store/pg/pgtest"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -23,7 +24,7 @@ import (
 func TestRetentionPrunesTheStoreAfterStart(t *testing.T) {
 	dir := t.TempDir()
 	retentionAfterStart(t, map[string]string{"VERDICTBOT_DATA_DIR": dir}, func(now func() time.Time) store.State {
-		db, err := store.Open(dir, store.Options{Now: now})
+		db, err := bolt.Open(dir, bolt.Options{Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}

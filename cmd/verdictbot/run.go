@@ -37,6 +37,7 @@ import (
 	"github.com/verdictbot/verdictbot/scan/scanstore"
 	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
 )
 
@@ -106,7 +107,7 @@ func apiURL(u string) string {
 }
 
 // storeWriteFault, set by tests, makes the store's writes fail
-// (store.Options.WriteFault).
+// (bolt.Options.WriteFault).
 var storeWriteFault func() error
 
 // openState opens the state layer: PostgreSQL when VERDICTBOT_DATABASE_URL
@@ -114,7 +115,7 @@ var storeWriteFault func() error
 // embedded file in VERDICTBOT_DATA_DIR.
 func openState(ctx context.Context, cfg *Config, log *slog.Logger) (store.State, error) {
 	if cfg.DatabaseURL == "" {
-		return store.Open(cfg.DataDir, store.Options{WriteFault: storeWriteFault})
+		return bolt.Open(cfg.DataDir, bolt.Options{WriteFault: storeWriteFault})
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -330,14 +331,12 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	if a.sb != nil {
 		sb = a.sb
 	}
-	if r, ok := db.(interface{ OnReplicas(func(n int)) }); ok {
-		r.OnReplicas(func(n int) {
-			shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share), a.quarantine)
-			if n > 1 {
-				log.Info("budgets shared between replicas", "replicas", n)
-			}
-		})
-	}
+	db.OnReplicas(func(n int) {
+		shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share), a.quarantine)
+		if n > 1 {
+			log.Info("budgets shared between replicas", "replicas", n)
+		}
+	})
 	inForce := budgetsInForce(a.rep, a.sb, a.poster)
 	a.metrics.WatchBudgets(func() []metrics.Budget {
 		// Recheck removals are paced too (chat.delete, Tier 3).
@@ -438,16 +437,14 @@ func (a *app) ready() (bool, string) {
 	if a.bot == nil || !a.bot.Connected() {
 		return false, "Socket Mode is not connected"
 	}
-	if p, ok := a.db.(interface{ Ping(context.Context) error }); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := p.Ping(ctx); err != nil {
-			msg := "database unreachable: " + err.Error()
-			if n := a.bot.Spooled(); n > 0 {
-				msg += fmt.Sprintf(" (%d acked envelope(s) held in memory until it answers)", n)
-			}
-			return false, msg
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := a.db.Ping(ctx); err != nil {
+		msg := "database unreachable: " + err.Error()
+		if n := a.bot.Spooled(); n > 0 {
+			msg += fmt.Sprintf(" (%d acked envelope(s) held in memory until it answers)", n)
 		}
+		return false, msg
 	}
 	if n := a.bot.Spooled(); n > 0 {
 		return false, fmt.Sprintf("the store cannot be written: %d acked envelope(s) held in memory until it can", n)

@@ -13,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
-	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 )
 
 // Settings of BenchmarkThroughputEndToEnd.
@@ -200,13 +200,13 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	// transaction id once the bot has stopped: the whole run, startup and
 	// shutdown included, per done link.
 	stop()
-	db, err := bolt.Open(filepath.Join(dataDir, store.FileName), 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	db, err := bbolt.Open(filepath.Join(dataDir, bolt.FileName), 0o600, &bbolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
 		b.Fatalf("opening the bot's store: %v", err)
 	}
 	defer db.Close()
 	var txid int
-	_ = db.View(func(tx *bolt.Tx) error { txid = tx.ID(); return nil })
+	_ = db.View(func(tx *bbolt.Tx) error { txid = tx.ID(); return nil })
 	b.Logf("%d store commits, %.2f per link", txid, float64(txid)/float64(done))
 	b.ReportMetric(float64(txid)/float64(done), "commits-per-link")
 }

@@ -7,13 +7,14 @@ import (
 
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
 func TestRecallDoesNotReuseAVerdictReportedOnSince(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	db := store.Memory(store.Options{Now: clock})
+	db := bolt.Memory(bolt.Options{Now: clock})
 	m := &URLMemory{DB: db, Now: clock}
 	const url = "https://login.example.net/"
 	db.RecordVerdict(store.Verdict{Target: url, Kind: "url", TaskID: "t1", Level: verdict.Malicious, At: now.Add(-time.Minute)}, nil, nil, false)
@@ -43,7 +44,7 @@ func TestRecallDoesNotReuseAVerdictReportedOnSince(t *testing.T) {
 func TestURLMemoryIsTheRecheckQueue(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	db := store.Memory(store.Options{Now: clock})
+	db := bolt.Memory(bolt.Options{Now: clock})
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
 	m := &URLMemory{DB: db, Schedule: sched, Now: clock}
 	const url = "https://login.example.net/"
@@ -90,7 +91,7 @@ func (f *flakyDurable) FinishAnalysis(service string, v store.Verdict, s store.S
 // The verdict of an analysis that ends while the store is down is
 // recorded once the store is back, not lost.
 func TestVerdictIsRecordedOnceTheStoreIsBack(t *testing.T) {
-	db := store.Memory(store.Options{})
+	db := bolt.Memory(bolt.Options{})
 	flaky := &flakyDurable{Durable: db, refuse: 3}
 	m := &URLMemory{DB: flaky}
 	const url = "https://login.example.net/down"
@@ -113,7 +114,7 @@ func TestVerdictIsRecordedOnceTheStoreIsBack(t *testing.T) {
 // gives up when Stop is closed (the job resumes from the journal after the
 // restart), long before the two minutes a running process would try.
 func TestStoreRetriesEndWhenTheProcessStops(t *testing.T) {
-	db := store.Memory(store.Options{})
+	db := bolt.Memory(bolt.Options{})
 	flaky := &flakyDurable{Durable: db, refuse: 1 << 30}
 	stop := make(chan struct{})
 	m := &URLMemory{DB: flaky, Stop: stop}

@@ -1,6 +1,9 @@
 // Package pg is the PostgreSQL backend of the state layer (store.State):
 // the state of several verdictbot replicas in one database, set with
-// VERDICTBOT_DATABASE_URL.
+// VERDICTBOT_DATABASE_URL. It implements the contract of package store and
+// knows nothing of the embedded backend (store/bolt); what replicas share
+// besides the records (membership and the takeover of a stopped replica's
+// work, the leads of the periodic jobs, the allowance counts) lives here.
 //
 // Every domain record has its own table (migrations/*.sql); the card record
 // is a JSONB document, the card model as the embedded file stores it. Each
@@ -177,6 +180,9 @@ func (db *DB) Close() error {
 func (db *DB) Ping(ctx context.Context) error {
 	return db.wrap("postgres", db.pool.Ping(ctx))
 }
+
+// Size is -1: the state has no file of its own (see store.State.Size).
+func (db *DB) Size() int64 { return -1 }
 
 // Describe returns the URL without its password and query, for messages:
 // postgres://user@host:port/db.
@@ -507,8 +513,20 @@ func (db *DB) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error
 	return out, nil
 }
 
+// UpdateCardShared is UpdateCard: each write commits on its own here (see
+// store.State.UpdateCardShared).
+func (db *DB) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	return db.UpdateCard(ref, fn)
+}
+
+// UpsertCardShared is UpsertCard: each write commits on its own here (see
+// store.State.UpsertCardShared).
+func (db *DB) UpsertCardShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
+	return db.UpsertCard(ref, fn)
+}
+
 // SettleCard is UpdateCard that also links target, when recorded, to the
-// card in the same transaction (see store.DB.SettleCard): one transaction
+// card in the same transaction (see store.State.SettleCard): one transaction
 // instead of UpdateCard's and AddCard's.
 func (db *DB) SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	var out *store.CardRecord
@@ -792,7 +810,7 @@ func addTargetCard(ctx context.Context, q querier, target string, ref store.Card
 }
 
 // RecordVerdict appends v to its target's history, updates the target and
-// plans its next recheck (see store.DB.RecordVerdict).
+// plans its next recheck (see store.State.RecordVerdict).
 func (db *DB) RecordVerdict(v store.Verdict, card *store.CardRef, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
 	return db.recordVerdict("", v, card, schedule, recheck)
 }

@@ -52,6 +52,10 @@ func TestPostgres(t *testing.T) {
 			return db
 		})
 	})
+	t.Run("NeutralValuesOfAProcessThatIsNotAReplica", func(t *testing.T) {
+		schema, _ := pgtest.Schema(t)
+		notAReplica(t, open(t, schema, base, nil))
+	})
 	t.Run("MigrationsRunOnceUnderTheLock", migrationsRunOnce)
 	t.Run("NewerSchemaIsRefused", newerSchemaIsRefused)
 	t.Run("PasswordNeverInErrors", passwordNeverInErrors)
@@ -84,6 +88,26 @@ func TestPostgres(t *testing.T) {
 		schema, _ := pgtest.Schema(t)
 		renewalsHaveTheirOwnSession(t, schema, base)
 	})
+}
+
+// notAReplica: a process that is not one of the replicas (verdictbot
+// migrate, the events command) pings the database, has no file, no
+// orphans to sweep, and counts one replica, once.
+func notAReplica(t *testing.T, db *pg.DB) {
+	if err := db.Ping(context.Background()); err != nil {
+		t.Errorf("Ping = %v", err)
+	}
+	if n := db.Size(); n != -1 {
+		t.Errorf("Size = %d, want -1 (no file)", n)
+	}
+	if d := db.SweepEvery(); d != 0 {
+		t.Errorf("SweepEvery = %v, want 0", d)
+	}
+	var calls []int
+	db.OnReplicas(func(n int) { calls = append(calls, n) })
+	if len(calls) != 1 || calls[0] != 1 {
+		t.Errorf("OnReplicas called fn with %v, want [1]", calls)
+	}
 }
 
 // openLease opens a store whose leads last lease.

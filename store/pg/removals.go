@@ -39,7 +39,7 @@ func insertRemoval(ctx context.Context, q querier, r store.Removal) error {
 	return err
 }
 
-// UpdateCardQueue: see store.DB.UpdateCardQueue.
+// UpdateCardQueue: see store.State.UpdateCardQueue.
 func (db *DB) UpdateCardQueue(ref store.CardRef, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error) {
 	var out *store.CardRecord
 	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
@@ -72,7 +72,7 @@ func (db *DB) UpdateCardQueue(ref store.CardRef, fn func(rec *store.CardRecord) 
 	return out, nil
 }
 
-// QueueRemovals: see store.DB.QueueRemovals.
+// QueueRemovals: see store.State.QueueRemovals.
 func (db *DB) QueueRemovals(rs []store.Removal) error {
 	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		for _, r := range rs {
@@ -84,7 +84,7 @@ func (db *DB) QueueRemovals(rs []store.Removal) error {
 	})
 }
 
-// ClaimRemoval: see store.DB.ClaimRemoval. A removal is free when it has
+// ClaimRemoval: see store.State.ClaimRemoval. A removal is free when it has
 // no owner, or its owner is a replica that stopped (no heartbeat within
 // the lease) and this replica may judge the others.
 func (db *DB) ClaimRemoval(now time.Time) (store.Removal, bool, error) {
@@ -128,7 +128,7 @@ func (db *DB) claimer() string {
 	return db.token
 }
 
-// FinishRemoval: see store.DB.FinishRemoval.
+// FinishRemoval: see store.State.FinishRemoval.
 func (db *DB) FinishRemoval(ref store.CardRef) error {
 	ctx, cancel := db.ctx()
 	defer cancel()
@@ -136,7 +136,7 @@ func (db *DB) FinishRemoval(ref store.CardRef) error {
 	return db.result(err)
 }
 
-// RetryRemoval: see store.DB.RetryRemoval.
+// RetryRemoval: see store.State.RetryRemoval.
 func (db *DB) RetryRemoval(ref store.CardRef, next time.Time, failed bool) error {
 	ctx, cancel := db.ctx()
 	defer cancel()
@@ -156,7 +156,7 @@ func (db *DB) RetryRemoval(ref store.CardRef, next time.Time, failed bool) error
 	return nil
 }
 
-// PutRemovalBatch: see store.DB.PutRemovalBatch.
+// PutRemovalBatch: see store.State.PutRemovalBatch.
 func (db *DB) PutRemovalBatch(b store.RemovalBatch) error {
 	raw, err := json.Marshal(b)
 	if err != nil {
@@ -182,7 +182,7 @@ func getBatch(ctx context.Context, q querier, id string, lock bool) (store.Remov
 	return b, json.Unmarshal(raw, &b)
 }
 
-// RemovalBatch: see store.DB.RemovalBatch.
+// RemovalBatch: see store.State.RemovalBatch.
 func (db *DB) RemovalBatch(id string) (store.RemovalBatch, error) {
 	ctx, cancel := db.ctx()
 	defer cancel()
@@ -190,7 +190,7 @@ func (db *DB) RemovalBatch(id string) (store.RemovalBatch, error) {
 	return b, db.result(err)
 }
 
-// SetBatchAlert: see store.DB.SetBatchAlert.
+// SetBatchAlert: see store.State.SetBatchAlert.
 func (db *DB) SetBatchAlert(id, channel, ts string) error {
 	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		b, err := getBatch(ctx, tx, id, true)
@@ -204,7 +204,7 @@ func (db *DB) SetBatchAlert(id, channel, ts string) error {
 	})
 }
 
-// ApproveBatch: see store.DB.ApproveBatch. The batch's row lock makes the
+// ApproveBatch: see store.State.ApproveBatch. The batch's row lock makes the
 // first approval the only one, across replicas.
 func (db *DB) ApproveBatch(id, by string, at time.Time) (b store.RemovalBatch, released int, first bool, err error) {
 	n := 0
@@ -237,7 +237,7 @@ func (db *DB) ApproveBatch(id, by string, at time.Time) (b store.RemovalBatch, r
 	return b, n, first, nil
 }
 
-// RemovalCounts: see store.DB.RemovalCounts.
+// RemovalCounts: see store.State.RemovalCounts.
 func (db *DB) RemovalCounts() (queued, held int, err error) {
 	ctx, cancel := db.ctx()
 	defer cancel()
@@ -247,7 +247,7 @@ func (db *DB) RemovalCounts() (queued, held int, err error) {
 }
 
 // pruneRemovalBatches forgets the batches created before cutoff with
-// their removals still held or asked for (see store.DB.PruneQuarantined).
+// their removals still held or asked for (see store.State.PruneQuarantined).
 func pruneRemovalBatches(ctx context.Context, q querier, cutoff time.Time) error {
 	if _, err := q.Exec(ctx, `DELETE FROM removals WHERE batch IN (SELECT id FROM removal_batches WHERE created < $1)
 			AND (held OR record->>'kind' = 'ask')`, micro(cutoff)); err != nil {

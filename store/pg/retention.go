@@ -12,8 +12,7 @@ import (
 const defaultPruneBatch = 2000
 
 // Prune removes what is older than cutoff (now minus
-// VERDICTBOT_RETENTION), with the rules of the embedded store
-// (store.DB.Prune):
+// VERDICTBOT_RETENTION), with the rules of store.State.Prune:
 //
 //   - final cards last updated before cutoff, with the target_cards rows
 //     that point at them (a card still being analysed, or whose post was

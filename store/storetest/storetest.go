@@ -51,6 +51,7 @@ var cases = []testCase{
 	{"UpdateCardIsAtomicUnderConcurrency", updateCardConcurrent},
 	{"SettleCardLinksARecordedTargetInTheSameWrite", settleCard},
 	{"UpsertCardIsAtomicUnderConcurrency", upsertCardConcurrent},
+	{"SharedCardWritesLoseNothing", sharedCardWrites},
 	{"CardRecordRoundTrip", cardRoundTrip},
 	{"VerdictHistoryAndRecheckSchedule", verdictHistoryAndRecheckSchedule},
 	{"DueOrderingAndLimit", dueOrderingAndLimit},
@@ -463,6 +464,54 @@ func updateCardConcurrent(t *testing.T, db store.State, c *Clock) {
 	must(t, err)
 	if rec.Gen != workers*each || len(rec.Card.Notes) != workers*each {
 		t.Fatalf("gen %d, %d notes: updates were lost", rec.Gen, len(rec.Card.Notes))
+	}
+}
+
+// The shared card writes are UpsertCard and UpdateCard whose commits may
+// be shared (the embedded file) or not (PostgreSQL): 20 goroutines start
+// one new card and count on it, and no write is lost or applied twice; a
+// failing fn changes nothing, and an absent card is ErrNotFound.
+func sharedCardWrites(t *testing.T, db store.State, c *Clock) {
+	ref := store.CardRef{Channel: "C8", SourceTS: "8.8"}
+	const workers, each = 20, 3
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := db.UpsertCardShared(ref, func(r *store.CardRecord, exists bool) error {
+				if !exists {
+					r.Card.Channel, r.Card.SourceTS = ref.Channel, ref.SourceTS
+				}
+				r.Gen++
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			for range each {
+				if _, err := db.UpdateCardShared(ref, func(r *store.CardRecord) error { r.Gen++; return nil }); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	const want = workers * (1 + each)
+	rec, err := db.Card(ref)
+	must(t, err)
+	if rec.Gen != want {
+		t.Fatalf("gen %d after %d shared writes", rec.Gen, want)
+	}
+	if _, err := db.UpdateCardShared(ref, func(r *store.CardRecord) error { r.Gen = 0; return errors.New("no") }); err == nil {
+		t.Fatal("a failing fn: want its error")
+	}
+	if rec, err := db.Card(ref); err != nil || rec.Gen != want {
+		t.Fatalf("after a failing fn: %+v, %v", rec, err)
+	}
+	absent := store.CardRef{Channel: "C8", SourceTS: "9.9"}
+	if _, err := db.UpdateCardShared(absent, func(*store.CardRecord) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an absent card: %v, want ErrNotFound", err)
 	}
 }
 

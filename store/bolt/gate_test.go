@@ -1,0 +1,237 @@
+package bolt
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/store"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// gateRun records the order in which writers get through a writeGate.
+type gateRun struct {
+	g     *writeGate
+	mu    sync.Mutex
+	order []string
+	wg    sync.WaitGroup
+}
+
+// queue starts a writer and returns once it waits at the gate; inside,
+// it records its name, runs then (if any), and leaves.
+func (r *gateRun) queue(t *testing.T, name string, urgent bool, then func()) {
+	t.Helper()
+	waiting := func() (n int) {
+		r.g.mu.Lock()
+		defer r.g.mu.Unlock()
+		return int(r.g.next-r.g.serving) + r.g.urgentWaiting
+	}
+	before := waiting()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.g.lock(urgent)
+		r.mu.Lock()
+		r.order = append(r.order, name)
+		r.mu.Unlock()
+		if then != nil {
+			then()
+		}
+		r.g.unlock()
+	}()
+	for waiting() == before {
+		time.Sleep(time.Millisecond) // until it is queued (not a timing assertion)
+	}
+}
+
+func TestWriteGateLetsTheJournalGoFirst(t *testing.T) {
+	r := &gateRun{g: &writeGate{}}
+	r.g.lock(false) // a card write in progress
+	r.queue(t, "card1", false, nil)
+	r.queue(t, "card2", false, nil)
+	r.queue(t, "card3", false, nil)
+	r.queue(t, "journal", true, nil)
+	r.g.unlock()
+	r.wg.Wait()
+	if want := []string{"journal", "card1", "card2", "card3"}; !slices.Equal(r.order, want) {
+		t.Fatalf("order %v, want %v", r.order, want)
+	}
+}
+
+func TestWriteGateAlternatesSoNeitherStarves(t *testing.T) {
+	r := &gateRun{g: &writeGate{}}
+	r.g.lock(false)
+	r.queue(t, "card1", false, nil)
+	r.queue(t, "journal1", true, func() {
+		// While the first journal write runs, another one queues: the
+		// card waiting goes before it.
+		r.queue(t, "journal2", true, nil)
+	})
+	r.queue(t, "card2", false, nil)
+	r.g.unlock()
+	r.wg.Wait()
+	if want := []string{"journal1", "card1", "journal2", "card2"}; !slices.Equal(r.order, want) {
+		t.Fatalf("order %v, want %v", r.order, want)
+	}
+}
+
+// commits returns how many write transactions the bolt store has committed
+// (its meta page's transaction id).
+func commits(t *testing.T, db *DB) uint64 {
+	t.Helper()
+	var id uint64
+	if err := db.be.(*boltBackend).db.View(func(tx *bbolt.Tx) error { id = uint64(tx.ID()); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestJournalWritesShareTheLinksCommits: while shared (batched) writes
+// are under way, RecordJobs and FinishJob join them: one commit, one
+// fsync, for the three writes here instead of three.
+func TestJournalWritesShareTheLinksCommits(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	be := db.be.(*boltBackend)
+	// A batch waits this long for company: long enough that the writes
+	// below all join the one batch.
+	be.db.MaxBatchDelay = time.Second
+	old := &store.Job{Kind: "message", EventID: "Ev0"}
+	if _, err := db.RecordJobs([]*store.Job{old}); err != nil {
+		t.Fatal(err)
+	}
+	before := commits(t, db)
+	// A shared write holding the store (it commits on its own).
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer release()
+	waitSharing := func(n int, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); be.sharing() != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not join the shared writes", what)
+			}
+		}
+	}
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		if err := be.batch(func(tx txn) error { <-hold; return tx.put(bMeta, "x", []byte("1")) }); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitSharing(1, "the held write")
+	// A card write waits for its batch, then the journal arrives.
+	go func() {
+		defer wg.Done()
+		if _, err := db.UpsertCardShared(store.CardRef{Channel: "C1", SourceTS: "1.0"}, func(*store.CardRecord, bool) error { return nil }); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitSharing(2, "the card write")
+	go func() {
+		defer wg.Done()
+		if err := db.FinishJob(old.ID); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitSharing(3, "FinishJob")
+	var fresh []bool
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		fresh, err = db.RecordJobs([]*store.Job{{Kind: "message", EventID: "Ev1"}, {Kind: "message", EventID: "Ev1"}, {Kind: "message", EventID: "Ev0"}})
+	}()
+	waitSharing(4, "RecordJobs")
+	release()
+	wg.Wait()
+	if err != nil || !slices.Equal(fresh, []bool{true, false, false}) {
+		t.Fatalf("RecordJobs: %v, %v", fresh, err)
+	}
+	if n := commits(t, db) - before; n != 2 {
+		t.Errorf("%d commits, want 2 (the held write, then the card, the finished job and the journal together)", n)
+	}
+	jobs, err := db.PendingJobs()
+	if err != nil || len(jobs) != 1 || jobs[0].EventID != "Ev1" {
+		t.Fatalf("pending jobs %+v, %v", jobs, err)
+	}
+}
+
+// TestLoneWriteWaitsForCompanyOnlyUnderLoad: a shared write with no other
+// under way commits at once on a quiet store (a sequential writer pays no
+// batch delay), but waits for company when shared writes overlapped
+// lately (a steady load of links): the next write then joins its commit.
+func TestLoneWriteWaitsForCompanyOnlyUnderLoad(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	be := db.be.(*boltBackend)
+	const delay = 400 * time.Millisecond
+	be.db.MaxBatchDelay = delay
+	put := func(k string) error { return be.batch(func(tx txn) error { return tx.put(bMeta, k, []byte("1")) }) }
+	// two writes the second of which starts gap after the first; it
+	// returns the commits they made and how long the first took.
+	two := func(gap time.Duration) (uint64, time.Duration) {
+		t.Helper()
+		before := commits(t, db)
+		first := make(chan time.Duration, 1)
+		go func() {
+			start := time.Now()
+			if err := put("a"); err != nil {
+				t.Error(err)
+			}
+			first <- time.Since(start)
+		}()
+		time.Sleep(gap)
+		if err := put("b"); err != nil {
+			t.Fatal(err)
+		}
+		took := <-first
+		return commits(t, db) - before, took
+	}
+
+	// Quiet: each write commits alone, at once.
+	if n, took := two(delay / 4); n != 2 || took >= delay/2 {
+		t.Fatalf("quiet store: %d commits, the first write took %v; want 2, at once", n, took)
+	}
+	// Two writes under way together: the store is under load.
+	hold := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- be.batch(func(tx txn) error { <-hold; return tx.put(bMeta, "held", nil) }) }()
+	for deadline := time.Now().Add(5 * time.Second); be.sharing() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the held write did not start")
+		}
+	}
+	go func() { done <- put("c") }()
+	for deadline := time.Now().Add(5 * time.Second); be.sharing() != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second write did not start")
+		}
+	}
+	close(hold)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Under load: the first write waits for the second, one commit.
+	if n, _ := two(10 * time.Millisecond); n != 1 {
+		t.Fatalf("under load: %d commits for two writes 10 ms apart, want 1", n)
+	}
+	// Quiet again once no writes overlapped for companyWindow.
+	time.Sleep(companyWindow + delay)
+	if n, took := two(delay / 4); n != 2 || took >= delay/2 {
+		t.Fatalf("quiet again: %d commits, the first write took %v; want 2, at once", n, took)
+	}
+}

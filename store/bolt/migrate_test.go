@@ -1,0 +1,318 @@
+package bolt
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// openV1Fixture copies testdata/v1.db (a store written by the code before
+// issue 12, schema 1; see testdata/README) into a fresh directory and opens it.
+func openV1Fixture(t *testing.T) (*DB, string) {
+	t.Helper()
+	return openFixture(t, "testdata/v1.db")
+}
+
+// openFixture copies a store file of testdata into a fresh directory and
+// opens it.
+func openFixture(t *testing.T, file string) (*DB, string) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, FileName), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(dir, Options{Now: func() time.Time { return time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatalf("open the store %s: %v", file, err)
+	}
+	return db, dir
+}
+
+// The values below are those testdata/gen_v1_test.go.txt wrote.
+var (
+	v1At  = time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	v1URL = "https://evil.test/login?x=1"
+	v1Ref = store.CardRef{Channel: "C1", SourceTS: "1700000000.000100"}
+)
+
+func v1Card1() card.Card {
+	return card.Card{Channel: "C1", ThreadTS: "1700000000.000100", SourceTS: "1700000000.000100", CardTS: "1700000001.000200",
+		Poster: "U1", Final: true, LeftOut: 2, MaxLinks: 10, Notes: []string{"Rechecked 2026-03-01 09:45 UTC: now malicious"},
+		Lines: []card.Line{
+			{Kind: card.KindURL, Target: v1URL, Level: verdict.Malicious, Category: "phishing",
+				Scores: verdict.Scores{"phishing": 0.97, "malware": 0.1}, Service: "reputation", TaskID: "rt-1", Detail: "Sign in",
+				QueryNotSent: true, Cached: true, CheckedAt: v1At, Actions: true,
+				Reports: []card.Report{{User: "U2", Option: "fp", Category: "phishing", At: v1At.Add(time.Minute), Outcome: "rejected: already reviewed"}}},
+			{Kind: card.KindFile, Target: "invoice.zip", Level: verdict.Suspicious, Service: "sandbox", TaskID: "st-9", CheckedAt: v1At,
+				File: &card.FileInfo{Name: "invoice.zip", Type: "zip", Size: 12345, MD5: "md5x", SHA1: "sha1x", SHA256: "sha256x",
+					MalScore: 6.5, Family: "Emotet", AddedOn: "2026-03-01 09:00:00", StartedOn: "2026-03-01 09:01:00", DoneOn: "2026-03-01 09:05:00",
+					Screenshots: 2, ScreenshotsFailed: true}},
+		},
+		Skipped: []card.Skip{{Kind: card.KindURL, Target: "https://intra.corp/", Reason: "private or internal host"},
+			{Kind: card.KindFile, Target: "notes.canvas", Reason: "not a file the sandbox runs"}},
+	}
+}
+
+// TestMigrateV1FindsEverything opens a store written by the code before
+// issue 12 (cards stored as notify.Card with Go's default JSON keys) and
+// finds every record: cards field by field, their ts index, analyses in
+// flight, verdict history and the recheck index, reports, channel modes and
+// file switches, the allowlist, jobs and seen events.
+func TestMigrateV1FindsEverything(t *testing.T) {
+	db, dir := openV1Fixture(t)
+	defer db.Close()
+	checkMigratedFixture(t, db, dir, 1)
+}
+
+// TestMigrateV2FindsEverything opens a store written by the code of schema
+// 2 (testdata/v2.db: v1.db migrated to schema 2 by that code; targets and
+// history keyed by URL, JSON records) and finds every record in schema 3.
+func TestMigrateV2FindsEverything(t *testing.T) {
+	db, dir := openFixture(t, "testdata/v2.db")
+	defer db.Close()
+	checkMigratedFixture(t, db, dir, 2)
+}
+
+// checkMigratedFixture checks the fixture's records in a store migrated
+// from schema from to SchemaVersion (3).
+func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
+	if _, err := os.Stat(filepath.Join(dir, FileName+".schema"+strconv.Itoa(from)+".bak")); err != nil {
+		t.Errorf("no backup before the migration: %v", err)
+	}
+	var schema string
+	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
+	if schema != strconv.Itoa(SchemaVersion) || SchemaVersion != 3 {
+		t.Errorf("schema after migration = %q, want %d", schema, SchemaVersion)
+	}
+	// Schema 3: no history bucket (history lives in the target records),
+	// one id per target and the id sequence in meta.
+	want := map[string]int{"allow": 2, "analyses": 3, "card_ts": 2, "cards": 3, "channel_files": 1, "channel_quarantine": 0, "channels": 2, "deferred": 0, "deferred_at": 0, "due": 1,
+		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "targets": 2, "tasks": 5}
+	if got := db.Counts(); !reflect.DeepEqual(got, want) {
+		t.Errorf("counts after migration:\n got %v\nwant %v", got, want)
+	}
+
+	// Cards.
+	rec, err := db.Card(v1Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := v1Card1(); !reflect.DeepEqual(rec.Card, want) {
+		t.Errorf("card C1 after migration:\n got %+v\nwant %+v", rec.Card, want)
+	}
+	if rec.Mode != "verbose" || rec.Gen != 2 || rec.PostStarted || rec.Deleted || rec.Updated.IsZero() {
+		t.Errorf("card C1 record: mode %q gen %d post_started %v deleted %v updated %v", rec.Mode, rec.Gen, rec.PostStarted, rec.Deleted, rec.Updated)
+	}
+	if byTS, err := db.CardByTS("C1", "1700000001.000200"); err != nil || byTS.Ref() != v1Ref {
+		t.Errorf("CardByTS: %v %v", byTS, err)
+	}
+	unfinished, err := db.UnfinishedCards()
+	if err != nil || len(unfinished) != 1 {
+		t.Fatalf("unfinished cards: %d, %v", len(unfinished), err)
+	}
+	c2 := unfinished[0]
+	if c2.Ref() != (store.CardRef{Channel: "C2", SourceTS: "1700000100.000300"}) || !c2.PostStarted || c2.Mode != "quiet" || c2.Card.RequestedBy != "U3" ||
+		len(c2.Card.Lines) != 1 || c2.Card.Lines[0].Status != "running" || c2.Card.Lines[0].Level != verdict.Pending || c2.Card.Lines[0].TaskID != "rt-2" {
+		t.Errorf("unfinished card: %+v", c2)
+	}
+	c3, err := db.Card(store.CardRef{Channel: "C1", SourceTS: "1700000200.000400"})
+	if err != nil || !c3.Deleted || c3.Card.Lines[0].Problem != "The service did not answer." || c3.Card.Lines[0].Level != verdict.Unknown ||
+		!reflect.DeepEqual(c3.Card.Notes, []string{"The message was deleted."}) {
+		t.Errorf("deleted card: %+v, %v", c3, err)
+	}
+	recent, err := db.RecentCards("C1", 10)
+	if err != nil || len(recent) != 2 || recent[0].Card.SourceTS != "1700000200.000400" {
+		t.Errorf("recent cards of C1: %d, %v", len(recent), err)
+	}
+	if cards, err := db.CardsOfTask("st-9"); err != nil || len(cards) != 1 || cards[0].Ref() != v1Ref {
+		t.Errorf("cards of task st-9: %v, %v", cards, err)
+	}
+
+	// Analyses in flight.
+	if a, err := db.Analysis("reputation", "https://slow.test/"); err != nil || a.TaskID != "rt-2" || !a.SubmittedAt.Equal(v1At) {
+		t.Errorf("URL analysis: %+v, %v", a, err)
+	}
+	if a, err := db.Analysis("sandbox", "sha256-inflight"); err != nil || a.TaskID != "st-10,st-11" {
+		t.Errorf("file analysis: %+v, %v", a, err)
+	}
+	if a, err := db.Analysis("reputation", "https://intent.test/"); err != nil || a.TaskID != "" {
+		t.Errorf("submission intent: %+v, %v", a, err)
+	}
+
+	// Verdict history, targets, the recheck index and the task index.
+	hist, err := db.History(v1URL)
+	if err != nil || len(hist) != 2 || hist[0].TaskID != "rt-0" || hist[1].Level != verdict.Malicious || hist[1].Source != "recheck" ||
+		hist[1].Scores["phishing"] != 0.97 {
+		t.Errorf("URL history: %+v, %v", hist, err)
+	}
+	tg, err := db.Target(v1URL)
+	if err != nil || tg.Kind != "url" || tg.Level != verdict.Malicious || tg.Rechecks != 1 || tg.TaskID != "rt-1" ||
+		!reflect.DeepEqual(tg.Cards, []store.CardRef{v1Ref}) || !tg.NextCheck.Equal(tg.FirstSeen.Add(24*time.Hour)) {
+		t.Errorf("URL target: %+v, %v", tg, err)
+	}
+	due, err := db.Due(v1At.Add(48*time.Hour), 10)
+	if err != nil || len(due) != 1 || due[0].Target != v1URL {
+		t.Errorf("due: %+v, %v", due, err)
+	}
+	fhist, err := db.History("sha256x")
+	if err != nil || len(fhist) != 1 || fhist[0].Kind != "file" || fhist[0].MalScore != 6.5 || fhist[0].Family != "Emotet" {
+		t.Errorf("file history: %+v, %v", fhist, err)
+	}
+	if target, err := db.TargetOfTask("rt-1"); err != nil || target != v1URL {
+		t.Errorf("target of rt-1: %q, %v", target, err)
+	}
+
+	// Reports.
+	reps, err := db.Reports(v1URL)
+	if err != nil || len(reps) != 2 || reps[0].User != "U2" || reps[0].Outcome != "rejected: already reviewed" ||
+		reps[1].Option != "restore" || reps[1].Card != v1Ref {
+		t.Errorf("reports: %+v, %v", reps, err)
+	}
+
+	// Channel policy and the allowlist.
+	for ch, mode := range map[string]string{"C1": "verbose", "C2": "quiet"} {
+		if got, err := db.ChannelMode(ch); err != nil || got != mode {
+			t.Errorf("mode of %s = %q, %v; want %q", ch, got, err, mode)
+		}
+	}
+	if got, err := db.ChannelFiles("C1"); err != nil || got != "off" {
+		t.Errorf("files switch of C1 = %q, %v", got, err)
+	}
+	allow, err := db.AllowList()
+	if err != nil || len(allow) != 2 || allow[0].Domain != "corp.test" || allow[0].By != "U8" || allow[1].Domain != "example.org" {
+		t.Errorf("allowlist: %+v, %v", allow, err)
+	}
+
+	// Jobs and seen events.
+	jobs, err := db.PendingJobs()
+	if err != nil || len(jobs) != 1 || jobs[0].Kind != "message" || jobs[0].EventID != "Ev1" ||
+		!bytes.Contains(jobs[0].Payload, []byte("https://evil.test/login?x=1")) {
+		t.Errorf("pending jobs: %+v, %v", jobs, err)
+	}
+	if fresh, err := db.SeenEvent("Ev1"); err != nil || fresh {
+		t.Errorf("event Ev1 is new after the migration (%v, %v): a redelivery would run again", fresh, err)
+	}
+
+	// The card is now stored in schema 2's JSON format, deflated (schema 3).
+	var stored []byte
+	_ = db.be.view(func(t txn) error { stored = t.get(bCards, v1Ref.Key()); return nil })
+	if len(stored) == 0 || stored[0] != cardMagic {
+		t.Fatalf("migrated card is not deflated: %q", stored)
+	}
+	raw, err := io.ReadAll(flate.NewReaderDict(bytes.NewReader(stored[1:]), cardDict))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys struct {
+		Card map[string]json.RawMessage `json:"card"`
+	}
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"source_ts", "card_ts", "thread_ts", "lines", "max_links"} {
+		if _, ok := keys.Card[k]; !ok {
+			t.Errorf("migrated card lacks key %q: %s", k, raw)
+		}
+	}
+	if strings.Contains(string(raw), `"SourceTS"`) || strings.Contains(string(raw), `"MalScore"`) {
+		t.Errorf("migrated card still holds schema 1 keys: %s", raw)
+	}
+}
+
+// TestMigratedStoreReopens: a migrated store opens again as it is (no
+// second migration, no second backup) and keeps its cards.
+func TestMigratedStoreReopens(t *testing.T) {
+	db, dir := openV1Fixture(t)
+	db.Close()
+	bak := filepath.Join(dir, FileName+".schema1.bak")
+	before, _ := os.Stat(bak)
+	os.Remove(bak)
+	db2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if _, err := os.Stat(bak); before == nil || err == nil {
+		t.Errorf("reopening a schema 2 store migrated again (backup written)")
+	}
+	if rec, err := db2.Card(v1Ref); err != nil || !reflect.DeepEqual(rec.Card, v1Card1()) {
+		t.Errorf("card after reopen: %+v, %v", rec, err)
+	}
+}
+
+// TestCardRoundTrip: a card saved by this code reads back identical, every
+// field included (a tag lost or mistyped would drop one).
+func TestCardRoundTrip(t *testing.T) {
+	db := Memory(Options{})
+	want := v1Card1()
+	want.RequestedBy = "U7"
+	want.Lines[0].Status, want.Lines[0].Problem = "reporting", "p"
+	f := *want.Lines[1].File
+	f.ID, f.ScreenshotsWithheld = "F0123", true
+	want.Lines[0].File = &f
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	want.Quarantine = &card.Quarantine{State: card.QuarantineReleased, Level: verdict.Malicious, At: at, Files: true,
+		Names: []string{"invoice.zip"}, Problem: "p", ReleasedBy: "U9", ReleasedAt: at.Add(time.Minute)}
+	if err := db.PutCard(&store.CardRecord{Card: want, Mode: "verbose", Gen: 3}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := db.Card(v1Ref)
+	if err != nil || !reflect.DeepEqual(rec.Card, want) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", rec.Card, want)
+	}
+	// Every field of the model is set above: a zero field would not prove
+	// that it is stored.
+	checkAllSet(t, reflect.ValueOf(want), "Card")
+}
+
+func checkAllSet(t *testing.T, v reflect.Value, path string) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.Struct:
+		if _, ok := v.Interface().(time.Time); ok {
+			if v.Interface().(time.Time).IsZero() {
+				t.Errorf("%s is zero", path)
+			}
+			return
+		}
+		for i := range v.NumField() {
+			checkAllSet(t, v.Field(i), path+"."+v.Type().Field(i).Name)
+		}
+	case reflect.Slice:
+		if v.Len() == 0 {
+			t.Errorf("%s is empty", path)
+		}
+		for i := range v.Len() {
+			// only the first element of each slice must be complete
+			if i == 0 {
+				checkAllSet(t, v.Index(i), path+"[0]")
+			}
+		}
+	case reflect.Pointer:
+		if v.IsNil() {
+			t.Errorf("%s is nil", path)
+			return
+		}
+		checkAllSet(t, v.Elem(), path)
+	default:
+		if v.IsZero() {
+			t.Errorf("%s is zero", path)
+		}
+	}
+}
