@@ -134,7 +134,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	cfg, loadErr := loadConfig()
 	if *useSim {
-		base, stop, err := startLocalSim(sim.Config{Profile: simQuickProfile})
+		base, stop, err := sim.StartLocal(sim.Config{Profile: sim.QuickProfile()})
 		if err != nil {
 			return fail("%v", err)
 		}
