@@ -9,6 +9,8 @@
 // message, so that an edit that only adds unfurls does not trigger a scan.
 // Defang, DefangTruncate, DefangLinks and DefangText make URLs and untrusted
 // text safe to show in cards and logs; they are the bot's only defanger.
+// Policy.ClassifyArg reads an argument typed on a command line (`verdictbot
+// check`'s) as a link, a file path or a bare name (arg.go).
 //
 // # Where links are found
 //

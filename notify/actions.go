@@ -2,7 +2,9 @@
 // Block Kit (and into text for the terminal) and posts or updates it in a
 // Slack thread, paced to Slack's rate limits. It knows nothing of the
 // analysis services' wire formats: the card lifecycle fills the card from
-// scan results.
+// scan results. It also holds the bot's one escaping of outside text, for
+// mrkdwn (mrkdwn.go: Escape, Prose, Code) and for a terminal (terminal.go:
+// TermText, TermLine, TermJSON, TermMrkdwn).
 package notify
 
 // Action ids of the feedback controls on a URL line. Other tools drive the

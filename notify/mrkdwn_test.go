@@ -119,6 +119,31 @@ func TestTerminalTextHasNoEscapeSequences(t *testing.T) {
 	}
 }
 
+// TermMrkdwn shows the bot's mrkdwn as a Slack client would, as words,
+// and lets no escape sequence through (the shell prints the bot's answers
+// with it).
+func TestTermMrkdwnShowsReferencesAsWords(t *testing.T) {
+	for in, want := range map[string]string{
+		// ESC shown as U+FFFD, bidi overrides named (TermText).
+		"<@U0YOU> reported `x` &amp; <https://a.test|a link>\x1b[31m": "@U0YOU reported `x` & a link\ufffd[31m",
+		"file \u202egnp.exe":                              "file [U+202E]gnp.exe",
+		"<#C0SEC|security> and <!here>":                   "#security and @here",
+		"<#C0SEC> <!subteam^S0ADMINS|@admins> <!channel>": "#C0SEC @admins @channel",
+		"see <https://a.test/x?a=1&amp;b=2>":              "see https://a.test/x?a=1&b=2",
+		"&amp;lt;!channel&amp;gt; stays text":             "&lt;!channel&gt; stays text", // one pass
+		"&lt;b&gt; &copy; *bold* `code`":                  "<b> &copy; *bold* `code`",
+		"two\nlines\r\n":                                  "two\nlines \n", // CR as a space (TermText)
+		"plain":                                           "plain",
+	} {
+		if got := TermMrkdwn(in); got != want {
+			t.Errorf("TermMrkdwn(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, s := range hostile {
+		checkTerminal(t, "TermMrkdwn", TermMrkdwn(s), true)
+	}
+}
+
 // JSON keeps its values (a machine reads them) but prints nothing a
 // terminal acts on: encoding/json leaves DEL, C1 controls and bidi
 // overrides raw, TermJSON escapes them.

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -36,6 +37,44 @@ func TermText(s string) string {
 // TermLine is TermText for text shown on one line: line breaks become
 // spaces too.
 func TermLine(s string) string { return sanitize(s) }
+
+// TermMrkdwn is the bot's mrkdwn (an answer, a notice) as terminal text
+// (`verdictbot shell`): Slack's references shown as words as a client
+// shows them (<@U1> as @U1, <#C1|sec> as #sec, <!here> as @here,
+// <url|label> as label, <url> as url), the three entities Slack escapes
+// (&amp; &lt; &gt;) unescaped in one pass, then TermText. Formatting
+// marks (*bold*, `code`) are left as they are for the caller.
+func TermMrkdwn(s string) string {
+	s = slackRef.ReplaceAllStringFunc(s, func(m string) string {
+		sub := slackRef.FindStringSubmatch(m)
+		target, label := sub[1], sub[2]
+		switch {
+		case strings.HasPrefix(target, "@"):
+			return "@" + strings.TrimPrefix(target, "@")
+		case strings.HasPrefix(target, "#"):
+			if label != "" {
+				return "#" + label
+			}
+			return target
+		case strings.HasPrefix(target, "!"):
+			if label != "" {
+				return label
+			}
+			return "@" + target[1:]
+		case label != "":
+			return label
+		}
+		return target
+	})
+	return TermText(mrkdwnUnescaper.Replace(s))
+}
+
+// slackRef is a Slack mrkdwn reference: <@U…>, <#C…|name>, <!here>,
+// <url|label> (docs.slack.dev/messaging/formatting-message-text).
+var slackRef = regexp.MustCompile(`<([^<>|]*)(?:\|([^<>]*))?>`)
+
+// mrkdwnUnescaper undoes mrkdwnEscaper.
+var mrkdwnUnescaper = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
 
 // TermJSON returns encoded JSON with every character that TermText would
 // replace, and that encoding/json leaves as it is (DEL, C1 controls, U+FFFD

@@ -216,6 +216,37 @@ func RealisticProfile() Profile {
 	}
 }
 
+// DemoProfile is realistic but quick, so a card shows "scanning…" before
+// its verdict (`verdictbot shell`'s default). URL task: pending 0.5s,
+// processing 1.5s. Sandbox task: pending 1s, running 3s, completed 0.2s,
+// reporting 0.8s.
+func DemoProfile() Profile {
+	return Profile{
+		Name:             "demo",
+		URLPending:       500 * time.Millisecond,
+		URLProcessing:    1500 * time.Millisecond,
+		SandboxPending:   time.Second,
+		SandboxRunning:   3 * time.Second,
+		SandboxCompleted: 200 * time.Millisecond,
+		SandboxReporting: 800 * time.Millisecond,
+	}
+}
+
+// QuickProfile moves tasks by time, fast enough for tests and scripts
+// (`verdictbot check --sim`). URL task: pending 0.1s, processing 0.2s.
+// Sandbox task: pending 0.1s, running 0.2s, completed 0.05s, reporting 0.1s.
+func QuickProfile() Profile {
+	return Profile{
+		Name:             "quick",
+		URLPending:       100 * time.Millisecond,
+		URLProcessing:    200 * time.Millisecond,
+		SandboxPending:   100 * time.Millisecond,
+		SandboxRunning:   200 * time.Millisecond,
+		SandboxCompleted: 50 * time.Millisecond,
+		SandboxReporting: 100 * time.Millisecond,
+	}
+}
+
 // Scores are the four verdict scores of a URL task. Scores passed to and
 // returned by the Server API are on the unit scale [0, 1]; the wire shows
 // them multiplied by Config.ScoreScale.

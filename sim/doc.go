@@ -1,8 +1,10 @@
 // Package sim is a deterministic simulator of the two analysis services,
 // the URL reputation service (docs/specs/url-reputation-api.md, under
 // /api/<key>/) and the sandbox (docs/specs/sandbox-api.md, under /apineo/<key>/),
-// served by one http.Handler. Tests start it with Start; `verdictbot sim`
-// serves it on a port.
+// served by one http.Handler. Tests start it with simtest.Start;
+// `verdictbot sim` reads its flags with AddFlags and serves it on a port
+// with Serve; `verdictbot shell` and `verdictbot check --sim` run one on a
+// free loopback port with StartLocal.
 //
 // It models the services on CAPEv2 as of 2021, which the sandbox's
 // paths, error envelope and screenshot archive match; every error text

@@ -10,15 +10,12 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/net/publicsuffix"
 
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
@@ -134,7 +131,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	cfg, loadErr := loadConfig()
 	if *useSim {
-		base, stop, err := startLocalSim(sim.Config{Profile: simQuickProfile})
+		base, stop, err := sim.StartLocal(sim.Config{Profile: sim.QuickProfile()})
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -259,11 +256,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // classify decides what an argument is: a file, a link to send, or a
 // link that is not sent (Skipped) or cannot be (Unknown). Targets to
-// check are left Pending.
+// check are left Pending. An existing file wins over reading the
+// argument as a link (links.Policy.ClassifyArg) when it has no scheme.
 func classify(arg string, policy *links.Policy) checkResult {
 	r := checkResult{Target: arg, Kind: "url"}
-	hasScheme := strings.Contains(arg, "://")
-	if !hasScheme {
+	a := policy.ClassifyArg(arg)
+	if a.MayBeFile {
 		if st, err := os.Stat(arg); err == nil {
 			r.Kind = "file"
 			if !st.Mode().IsRegular() {
@@ -271,58 +269,21 @@ func classify(arg string, policy *links.Policy) checkResult {
 			}
 			return r
 		}
-		if looksLikePath(arg) {
-			r.Kind, r.level, r.Problem = "file", verdict.Unknown, "no such file"
-			return r
-		}
 	}
-	u := arg
-	if !hasScheme {
-		u = "https://" + arg
-	}
-	norm, err := links.Normalize(u)
-	switch {
-	case !hasScheme && (err != nil || !icannHost(norm)):
-		// A missing "dist/app.exe" must not become a lookup of
-		// https://dist/app.exe: a bare name needs a real top-level domain.
+	switch a.Kind {
+	case links.ArgPath:
+		r.Kind, r.level, r.Problem = "file", verdict.Unknown, "no such file"
+	case links.ArgBareName:
 		r.Kind, r.level, r.Problem = "file", verdict.Unknown, "no such file (write https://… to check it as a link)"
-	case err != nil:
-		r.level, r.Problem = verdict.Unknown, "not a link I can check ("+strings.TrimPrefix(err.Error(), "links: ")+")"
+	case links.ArgInvalid:
+		r.level, r.Problem = verdict.Unknown, "not a link I can check ("+strings.TrimPrefix(a.Err.Error(), "links: ")+")"
 	default:
-		r.URL = norm
-		if reason, ok := policy.Check(norm); !ok {
-			r.level, r.Problem = verdict.Skipped, reason.Text()
+		r.URL = a.URL
+		if a.Reason != links.ReasonNone {
+			r.level, r.Problem = verdict.Skipped, a.Reason.Text()
 		}
 	}
 	return r
-}
-
-// looksLikePath: an argument written as a path, never a link.
-func looksLikePath(s string) bool {
-	return strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") ||
-		strings.HasPrefix(s, "~") || strings.ContainsRune(s, '\\') || s == "." || s == ".."
-}
-
-// icannHost reports whether a normalised URL's host is a name under an
-// ICANN top-level domain (an IP address counts).
-func icannHost(norm string) bool {
-	host := norm
-	if _, rest, ok := strings.Cut(host, "://"); ok {
-		host = rest
-	}
-	if i := strings.IndexAny(host, "/?#"); i >= 0 {
-		host = host[:i]
-	}
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if net.ParseIP(host) != nil {
-		return true
-	}
-	_, icann := publicsuffix.PublicSuffix(host)
-	_, err := publicsuffix.EffectiveTLDPlusOne(host) // a name under it, not "build" alone
-	return icann && err == nil
 }
 
 // checkURLPipeline is the bot's URL pipeline (without a store: nothing is

@@ -70,7 +70,7 @@ func openShellEnv(profile sim.Profile) (_ *shellEnv, err error) {
 	}
 	env.repName, env.sbName = env.repURL, env.sbURL
 	if env.repURL == "" || env.sbURL == "" {
-		base, stop, err := startLocalSim(sim.Config{Profile: profile})
+		base, stop, err := sim.StartLocal(sim.Config{Profile: profile})
 		if err != nil {
 			return nil, err
 		}

@@ -130,7 +130,7 @@ func (s *shell) reactionText(m slackfake.Message, botUser string) string {
 			continue
 		}
 		s.reacted[key] = true
-		what := truncateRunes(strings.Join(strings.Fields(plainText(m.Text)), " "), 60)
+		what := truncateRunes(strings.Join(strings.Fields(notify.TermMrkdwn(m.Text)), " "), 60)
 		fmt.Fprintf(&b, "✓ verdictbot reacted :%s: to %q", termSafe(name), what)
 		if name == s.cleanReaction() {
 			b.WriteString(" (clean; a quiet channel gets no card)")
@@ -309,56 +309,24 @@ func uploadText(m slackfake.Message, ups []slackfake.Upload) string {
 }
 
 // slackText is a typed line as a Slack client sends it: &, < and >
-// escaped, and http(s) links in <…>.
+// escaped (notify.Escape), and http(s) links in <…>.
 func slackText(line string) string {
-	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 	var b strings.Builder
 	rest := line
 	for {
 		loc := typedURL.FindStringIndex(rest)
 		if loc == nil {
-			b.WriteString(esc.Replace(rest))
+			b.WriteString(notify.Escape(rest))
 			return b.String()
 		}
 		u := strings.TrimRight(rest[loc[0]:loc[1]], ".,;:!?)]}'\"")
-		b.WriteString(esc.Replace(rest[:loc[0]]))
-		b.WriteString("<" + esc.Replace(u) + ">")
+		b.WriteString(notify.Escape(rest[:loc[0]]))
+		b.WriteString("<" + notify.Escape(u) + ">")
 		rest = rest[loc[0]+len(u):]
 	}
 }
 
 var typedURL = regexp.MustCompile(`(?i)\bhttps?://[^\s<>]+`)
-
-// slackRef is a Slack mrkdwn reference: <@U…>, <#C…|name>, <url|label>.
-var slackRef = regexp.MustCompile(`<([^<>|]*)(?:\|([^<>]*))?>`)
-
-// plainText turns the bot's mrkdwn into terminal text: references shown
-// as words, entities unescaped, control characters removed.
-func plainText(s string) string {
-	s = slackRef.ReplaceAllStringFunc(s, func(m string) string {
-		sub := slackRef.FindStringSubmatch(m)
-		target, label := sub[1], sub[2]
-		switch {
-		case strings.HasPrefix(target, "@"):
-			return "@" + strings.TrimPrefix(target, "@")
-		case strings.HasPrefix(target, "#"):
-			if label != "" {
-				return "#" + label
-			}
-			return target
-		case strings.HasPrefix(target, "!"):
-			if label != "" {
-				return label
-			}
-			return "@" + target[1:]
-		case label != "":
-			return label
-		}
-		return target
-	})
-	s = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
-	return termSafe(s)
-}
 
 var mrkdwnBold = regexp.MustCompile(`\*([^*\n]+)\*`)
 
@@ -369,7 +337,7 @@ func (s *shell) answer(text string) string {
 	if s.color {
 		repl = "\x1b[1m$1\x1b[0m"
 	}
-	return mrkdwnBold.ReplaceAllString(plainText(text), repl)
+	return mrkdwnBold.ReplaceAllString(notify.TermMrkdwn(text), repl)
 }
 
 // termSafe is text from outside (the bot's answers, a service's words, a

@@ -208,16 +208,6 @@ func TestSlackTextIsWhatAClientSends(t *testing.T) {
 			t.Errorf("slackText(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for in, want := range map[string]string{
-		// ESC shown as U+FFFD, bidi overrides named (notify.TermText).
-		"<@U0YOU> reported `x` &amp; <https://a.test|a link>\x1b[31m": "@U0YOU reported `x` & a link\ufffd[31m",
-		"file \u202egnp.exe":            "file [U+202E]gnp.exe",
-		"<#C0SEC|security> and <!here>": "#security and @here",
-	} {
-		if got := plainText(in); got != want {
-			t.Errorf("plainText(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
 
 // The shell's own commands in a script: mode, flip then recheck (the
