@@ -6,6 +6,8 @@ import (
 
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/scan"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
 // systemResolver is the resolver VERDICTBOT_RESOLVE_HOSTS uses: the
@@ -15,7 +17,7 @@ var systemResolver links.Resolver = net.DefaultResolver
 
 // newHostResolver returns the host check done right before a URL is
 // submitted, or nil when VERDICTBOT_RESOLVE_HOSTS=false.
-func newHostResolver(cfg *Config, log *slog.Logger) *links.HostResolver {
+func newHostResolver(cfg config.Config, log *slog.Logger) *links.HostResolver {
 	if !cfg.ResolveHosts {
 		return nil
 	}

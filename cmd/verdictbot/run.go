@@ -39,15 +39,17 @@ import (
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
-// runBot is `verdictbot run`: it reads the environment, connects to Slack
-// over Socket Mode and serves until ctx ends or a fatal error.
-func runBot(ctx context.Context, args []string, stderr io.Writer) error {
+// runBot is `verdictbot run`: it reads the settings from env, connects to
+// Slack over Socket Mode and serves until ctx ends or a fatal error.
+func runBot(ctx context.Context, env environment, args []string, stderr io.Writer) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: run takes no arguments, got %q (settings come from the environment: verdictbot help run)", errUsage, args)
 	}
-	cfg, err := loadValidConfig(true) // every problem at once
+	cfg, err := loadValidConfig(env, true) // every problem at once
 	if err != nil {
 		return err
 	}
@@ -58,7 +60,7 @@ func runBot(ctx context.Context, args []string, stderr io.Writer) error {
 
 // app is everything `run` wires together.
 type app struct {
-	cfg      *Config
+	cfg      config.Config
 	log      *slog.Logger
 	api      *slack.Client
 	sm       *socketmode.Client
@@ -113,7 +115,7 @@ var storeWriteFault func() error
 // openState opens the state layer: PostgreSQL when VERDICTBOT_DATABASE_URL
 // is set (its schema migrated first, under the migration lock), else the
 // embedded file in VERDICTBOT_DATA_DIR.
-func openState(ctx context.Context, cfg *Config, log *slog.Logger) (store.State, error) {
+func openState(ctx context.Context, cfg config.Config, log *slog.Logger) (store.State, error) {
 	if cfg.DatabaseURL == "" {
 		return bolt.Open(cfg.DataDir, bolt.Options{WriteFault: storeWriteFault})
 	}
@@ -128,7 +130,7 @@ func openState(ctx context.Context, cfg *Config, log *slog.Logger) (store.State,
 	return db, nil
 }
 
-func newApp(cfg *Config, log *slog.Logger) (*app, error) {
+func newApp(cfg config.Config, log *slog.Logger) (*app, error) {
 	db, err := openState(context.Background(), cfg, log)
 	if err != nil {
 		return nil, err
@@ -192,10 +194,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Memory:     memory,
 		Hosts:      hostGate(hosts),
 		TTL:        cfg.VerdictTTL,
-		Thresholds: cfg.thresholds,
+		Thresholds: cfg.Thresholds(),
 		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline},
 		// Analyses in flight follow the budgets (VERDICTBOT_MAX_CONCURRENT).
-		MaxConcurrent: cfg.maxConcurrent(),
+		MaxConcurrent: cfg.EffectiveMaxConcurrent(),
 		Logger:        log.With("component", "scan"),
 		OnDone:        a.metrics.URLDone,
 	})
@@ -685,7 +687,7 @@ func (a *app) pruneEvents(ctx context.Context) {
 // attach, when not nil, is the shell's adapter: it gets the wired app
 // before the bot starts (verdictbot shell reads the cards from a.db, the
 // one handle bbolt allows on the file; shell_env.go).
-func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)) error {
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, attach func(*app)) error {
 	a, err := newApp(cfg, log)
 	if err != nil {
 		return err

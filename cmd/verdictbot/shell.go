@@ -99,7 +99,7 @@ func parseShellFlags(args []string, stderr io.Writer) (shellFlags, error) {
 var shellStarted func(*shell)
 
 // runShell is `verdictbot shell`.
-func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runShell(ctx context.Context, procEnv environment, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	flags, err := parseShellFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -107,7 +107,7 @@ func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	env, err := openShellEnv(flags.profile)
+	env, err := openShellEnv(procEnv, flags.profile)
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// A terminal: a prompt, line editing and a history kept in the
 	// user's state directory (in memory only when it cannot be written).
 	histNote := ""
-	path, err := historyPath()
+	path, err := historyPath(procEnv)
 	if err == nil {
 		histNote = "history in " + path
 	}
@@ -160,7 +160,7 @@ func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer tl.close()
-	sh := newShell(tl, fake, bot.app, env, flags.wait, true, os.Getenv("NO_COLOR") == "")
+	sh := newShell(tl, fake, bot.app, env, flags.wait, true, procEnv.get("NO_COLOR") == "")
 	sh.print(sh.banner(services, histNote))
 	if shellStarted != nil {
 		shellStarted(sh)

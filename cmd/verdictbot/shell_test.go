@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
-// runShellScript runs `verdictbot shell` through Main, as `printf … |
+// runShellScript runs `verdictbot shell` through runCLI with env, as `printf … |
 // verdictbot shell` would (stdin is not a terminal, so each line's cards
 // and answers are printed before the next line is read).
 func runShellScript(t *testing.T, env map[string]string, script string, args ...string) (code int, stdout, stderr string) {
@@ -23,9 +22,6 @@ func runShellScript(t *testing.T, env map[string]string, script string, args ...
 	for k, v := range env {
 		settings[k] = v
 	}
-	for k, v := range settings {
-		t.Setenv(k, v)
-	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			logs, _ := os.ReadFile(filepath.Join(dir, "shell.log"))
@@ -33,7 +29,7 @@ func runShellScript(t *testing.T, env map[string]string, script string, args ...
 		}
 	})
 	var out, errOut bytes.Buffer
-	code = Main(append([]string{"shell"}, args...), strings.NewReader(script), &out, &errOut)
+	code = runCLI(mapEnv(settings), append([]string{"shell"}, args...), strings.NewReader(script), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -180,21 +176,6 @@ func TestShellRefusesAURLWithoutItsKey(t *testing.T) {
 	code, _, errOut = runShellScript(t, nil, "", "--sim-profile", "slow")
 	if code != 2 || !strings.Contains(errOut, "Usage:") {
 		t.Fatalf("bad flag: exit %d, stderr %q", code, errOut)
-	}
-}
-
-func TestDefaultConfigIsLoadConfigInAnEmptyEnvironment(t *testing.T) {
-	for _, name := range settingTags() {
-		t.Setenv(name, "") // restored after the test
-		os.Unsetenv(name)
-	}
-	loaded, err := loadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	def := defaultConfig()
-	if !reflect.DeepEqual(loaded, def) {
-		t.Fatalf("defaultConfig differs from loadConfig's defaults:\n got %+v\nwant %+v", def, loaded)
 	}
 }
 
