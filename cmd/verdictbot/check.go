@@ -114,7 +114,7 @@ func newCheckFlags() (*flag.FlagSet, checkFlags) {
 }
 
 // runCheck is `verdictbot check`; it returns the exit status.
-func runCheck(ctx context.Context, env environment, args []string, stdout, stderr io.Writer) int {
+func runCheck(ctx context.Context, env environment, opts Options, args []string, stdout, stderr io.Writer) int {
 	fs, f := newCheckFlags()
 	asJSON, useSim, timeout := f.asJSON, f.useSim, f.timeout
 	fail := func(format string, a ...any) int {
@@ -181,7 +181,7 @@ func runCheck(ctx context.Context, env environment, args []string, stdout, stder
 
 	var wg sync.WaitGroup
 	if len(urlIdx) > 0 {
-		urls, err := checkURLPipeline(cfg, *timeout, logger)
+		urls, err := checkURLPipeline(cfg, opts.resolver(), *timeout, logger)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -330,7 +330,7 @@ func icannHost(norm string) bool {
 
 // checkURLPipeline is the bot's URL pipeline (without a store: nothing is
 // remembered between runs).
-func checkURLPipeline(cfg config.Config, timeout time.Duration, log *slog.Logger) (*scan.URLs, error) {
+func checkURLPipeline(cfg config.Config, resolver links.Resolver, timeout time.Duration, log *slog.Logger) (*scan.URLs, error) {
 	rep, err := newReputation(cfg, log, nil)
 	if err != nil {
 		return nil, err
@@ -343,7 +343,7 @@ func checkURLPipeline(cfg config.Config, timeout time.Duration, log *slog.Logger
 	// on it (often with a short --timeout): it polls on the blind backoff,
 	// first after 1 s, not on the learned schedule's prior, whose first
 	// check (4 s) is planned for a bot that analyses many links.
-	return scan.NewURLs(rep, scan.URLOptions{TTL: cfg.VerdictTTL, Thresholds: cfg.Thresholds(), Hosts: hostGate(newHostResolver(cfg, log)),
+	return scan.NewURLs(rep, scan.URLOptions{TTL: cfg.VerdictTTL, Thresholds: cfg.Thresholds(), Hosts: hostGate(newHostResolver(cfg, resolver, log)),
 		Wait: reputation.WaitOptions{Deadline: deadline, Backoff: reputation.DefaultBackoff}, Logger: log.With("component", "scan")}), nil
 }
 

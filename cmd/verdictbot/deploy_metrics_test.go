@@ -78,7 +78,7 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 	defer cancel()
 	apps := make(chan *app, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, log, func(a *app) { apps <- a }) }()
+	go func() { done <- serve(ctx, cfg, testOptions(), log, func(a *app) { apps <- a }) }()
 	var a *app
 	select {
 	case a = <-apps:

@@ -53,6 +53,6 @@ func mustConfig(t testing.TB, env map[string]string) config.Config {
 // env (nil: an empty one).
 func runMain(env map[string]string, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = runCLI(mapEnv(env), args, strings.NewReader(""), &out, &errOut)
+	code = runCLI(mapEnv(env), testOptions(), args, strings.NewReader(""), &out, &errOut)
 	return code, out.String(), errOut.String()
 }

@@ -95,9 +95,8 @@ func TestEventRefused20TimesIsSetAsideAndRetried(t *testing.T) {
 }
 
 func deadLetterFlow(t *testing.T, databaseURL string) {
-	oldMin, oldMax := eventsMinBackoff, eventsMaxBackoff
-	eventsMinBackoff, eventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
-	t.Cleanup(func() { eventsMinBackoff, eventsMaxBackoff = oldMin, oldMax })
+	opts := testOptions()
+	opts.EventsMinBackoff, opts.EventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	const secret = "whsec-dead-letters-31"
 	rcv := &refusingReceiver{t: t, secret: []byte(secret), refusing: true}
 	srv := httptest.NewServer(rcv)
@@ -110,7 +109,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 	if databaseURL != "" {
 		env["VERDICTBOT_DATABASE_URL"] = databaseURL
 	}
-	h := startBot(t, env, sim.Config{})
+	h := startBotOptions(t, env, sim.Config{}, opts)
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -204,9 +203,8 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 // bodiless GET, no body or signature re-posted), and the log says where
 // the redirect pointed without the Location's path or query.
 func TestEventsWebhookRedirectIsNotFollowed(t *testing.T) {
-	oldMin, oldMax := eventsMinBackoff, eventsMaxBackoff
-	eventsMinBackoff, eventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
-	t.Cleanup(func() { eventsMinBackoff, eventsMaxBackoff = oldMin, oldMax })
+	opts := testOptions()
+	opts.EventsMinBackoff, opts.EventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	var mu sync.Mutex
 	var elsewhere []string
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -234,7 +232,7 @@ func TestEventsWebhookRedirectIsNotFollowed(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	h := startBot(t, map[string]string{"VERDICTBOT_EVENTS_URL": srv.URL + "/hook", "VERDICTBOT_EVENTS_SECRET": secret}, sim.Config{})
+	h := startBotOptions(t, map[string]string{"VERDICTBOT_EVENTS_URL": srv.URL + "/hook", "VERDICTBOT_EVENTS_SECRET": secret}, sim.Config{}, opts)
 	h.post("the docs <https://docs.clean.test/redirected>")
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -66,15 +66,15 @@ func diskOutage(t *testing.T, h *harness, n int, failed func() bool, recover fun
 func TestAckedEnvelopesSurviveAFailingJournalWrite(t *testing.T) {
 	var broken atomic.Bool
 	var failures atomic.Int64
-	storeWriteFault = func() error {
+	opts := testOptions()
+	opts.StoreWriteFault = func() error {
 		if broken.Load() {
 			failures.Add(1)
 			return &os.PathError{Op: "write", Path: "verdictbot.db", Err: syscall.EIO}
 		}
 		return nil
 	}
-	t.Cleanup(func() { storeWriteFault = nil })
-	h := startBot(t, nil, sim.Config{})
+	h := startBotOptions(t, nil, sim.Config{}, opts)
 	d := h.post("before <https://evil.test/before>")
 	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 	broken.Store(true)

@@ -55,12 +55,12 @@ func (e environment) get(name string) string {
 // Main runs one subcommand with the process's environment and returns
 // the process exit code. It is what main calls.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runCLI(processEnvironment(), args, stdin, stdout, stderr)
+	return runCLI(processEnvironment(), Options{}, args, stdin, stdout, stderr)
 }
 
-// runCLI is Main with the environment given: tests drive the real
-// program through it with a map.
-func runCLI(env environment, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// runCLI is Main with the environment and the wiring's options given:
+// tests drive the real program through it with a map and their hooks.
+func runCLI(env environment, opts Options, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		writeUsage(stderr)
 		return 2
@@ -118,7 +118,7 @@ func runCLI(env environment, args []string, stdin io.Reader, stdout, stderr io.W
 	var err error
 	switch args[0] {
 	case "run":
-		err = runBot(ctx, env, args[1:], stderr)
+		err = runBot(ctx, env, opts, args[1:], stderr)
 	case "migrate":
 		err = runMigrate(ctx, env, args[1:], stdout)
 	case "compact":
@@ -128,9 +128,9 @@ func runCLI(env environment, args []string, stdin io.Reader, stdout, stderr io.W
 	case "healthcheck":
 		err = runHealthcheck(ctx, env, args[1:], stdout)
 	case "shell":
-		err = runShell(ctx, env, args[1:], stdin, stdout, stderr)
+		err = runShell(ctx, env, opts, args[1:], stdin, stdout, stderr)
 	case "check":
-		return runCheck(ctx, env, args[1:], stdout, stderr) // its own exit statuses (check.go)
+		return runCheck(ctx, env, opts, args[1:], stdout, stderr) // its own exit statuses (check.go)
 	case "sim":
 		err = runSim(ctx, env, args[1:], stdout, stderr)
 	case "config":

@@ -518,7 +518,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	logs := newLogWatch(t0)
 	log := newLogger(logs, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	b.StartTimer()
-	go func() { done <- serve(ctx, cfg, log, nil) }()
+	go func() { done <- serve(ctx, cfg, testOptions(), log, nil) }()
 
 	deadline := time.NewTimer(window + 10*time.Second)
 	defer deadline.Stop()

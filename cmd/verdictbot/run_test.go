@@ -63,6 +63,21 @@ func startBotWith(t testing.TB, env map[string]string, simCfg sim.Config, withSa
 
 func startBotSeeded(t testing.TB, env map[string]string, simCfg sim.Config, withSandbox bool, seed seedSlack, opts ...slackfake.Option) *harness {
 	t.Helper()
+	return startBotFull(t, env, simCfg, withSandbox, seed, testOptions(), opts...)
+}
+
+// startBotOptions is startBot with the wiring's options (the tests' hooks:
+// start from testOptions()).
+func startBotOptions(t testing.TB, env map[string]string, simCfg sim.Config, o Options, opts ...slackfake.Option) *harness {
+	t.Helper()
+	return startBotFull(t, env, simCfg, false, nil, o, opts...)
+}
+
+// startBotFull starts serve with the settings env over the harness's
+// (a fake Slack, the simulator, a data directory of its own) and the
+// options o.
+func startBotFull(t testing.TB, env map[string]string, simCfg sim.Config, withSandbox bool, seed seedSlack, o Options, opts ...slackfake.Option) *harness {
+	t.Helper()
 	fake := slackfaketest.Start(t, opts...)
 	if seed != nil {
 		seed(fake)
@@ -94,7 +109,7 @@ func startBotSeeded(t testing.TB, env map[string]string, simCfg sim.Config, with
 	log := newLogger(logs, "json", "debug", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, log, nil) }()
+	go func() { done <- serve(ctx, cfg, o, log, nil) }()
 	var once sync.Once
 	var result error
 	stop := func() error {

@@ -173,13 +173,13 @@ type shellBot struct {
 // connected to the fake. serve hands the wired app to the shell before
 // the bot starts: bbolt lets one handle per file, so the shell cannot open
 // the store a second time.
-func startShellBot(ctx context.Context, cfg config.Config, logger *slog.Logger, fake *slackfake.Server, stderr io.Writer) (*shellBot, error) {
+func startShellBot(ctx context.Context, cfg config.Config, opts Options, logger *slog.Logger, fake *slackfake.Server, stderr io.Writer) (*shellBot, error) {
 	botCtx, cancel := context.WithCancel(ctx)
 	b := &shellBot{served: make(chan struct{}), cancel: cancel, stderr: stderr}
 	ready := make(chan *app, 1)
 	go func() {
 		defer close(b.served)
-		b.err = serve(botCtx, cfg, logger, func(a *app) { ready <- a })
+		b.err = serve(botCtx, cfg, opts, logger, func(a *app) { ready <- a })
 	}()
 	select {
 	case b.app = <-ready:

@@ -16,6 +16,12 @@ import (
 // and answers are printed before the next line is read).
 func runShellScript(t *testing.T, env map[string]string, script string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runShellScriptWith(t, testOptions(), env, script, args...)
+}
+
+// runShellScriptWith is runShellScript with the wiring's options.
+func runShellScriptWith(t *testing.T, opts Options, env map[string]string, script string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	dir := t.TempDir()
 	settings := map[string]string{"VERDICTBOT_DATA_DIR": dir, "REPUTATION_URL": "", "REPUTATION_API_KEY": "",
 		"SANDBOX_URL": "", "SANDBOX_API_KEY": "", "NO_COLOR": ""}
@@ -29,7 +35,7 @@ func runShellScript(t *testing.T, env map[string]string, script string, args ...
 		}
 	})
 	var out, errOut bytes.Buffer
-	code = runCLI(mapEnv(settings), append([]string{"shell"}, args...), strings.NewReader(script), &out, &errOut)
+	code = runCLI(mapEnv(settings), opts, append([]string{"shell"}, args...), strings.NewReader(script), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -67,9 +73,9 @@ func TestShellScriptedSession(t *testing.T) {
 		"see https://example.net/page",
 	}, "\n") + "\n"
 	var sh *shell
-	shellStarted = func(s *shell) { sh = s }
-	defer func() { shellStarted = nil }()
-	code, out, errOut := runShellScript(t, nil, script, "--sim-profile", "quick", "--wait", "20s")
+	opts := testOptions()
+	opts.ShellStarted = func(s *shell) { sh = s }
+	code, out, errOut := runShellScriptWith(t, opts, nil, script, "--sim-profile", "quick", "--wait", "20s")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
 	}
