@@ -144,7 +144,7 @@ func fillDisk(t *testing.T, path string) {
 // ack (its event id is recorded, so a redelivery is recognised).
 func TestMessagesWithNothingToScanAreNotJournalled(t *testing.T) {
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
-	dataDir := os.Getenv("VERDICTBOT_DATA_DIR")
+	dataDir := h.env["VERDICTBOT_DATA_DIR"]
 	var quiet []slackfake.Delivery
 	for _, e := range []slackfake.MessageEvent{
 		{Channel: secChannel, User: alice, Text: "lunch at noon? no links here"},
