@@ -7,7 +7,6 @@ require (
 	github.com/dsnet/compress v0.0.1
 	github.com/gorilla/websocket v1.5.3
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/kelseyhightower/envconfig v1.4.0
 	github.com/klauspost/compress v1.20.1
 	github.com/patrickmn/go-cache v2.1.0+incompatible
 	github.com/pressly/goose/v3 v3.29.0

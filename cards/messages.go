@@ -566,9 +566,23 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.PostStarted = false })
 		return
 	}
-	if _, saved := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = c.CardTS, false }); !saved {
+	// The message may have been deleted while the card was being posted:
+	// deleted found no ts to update then, and left its note on the record
+	// only. Whichever of the two writes comes second shows the note.
+	deletedMeanwhile := false
+	snap, saved := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
+		r.Card.CardTS, r.PostStarted = c.CardTS, false
+		deletedMeanwhile = r.Deleted && len(r.Card.Notes) != len(c.Notes)
+	})
+	if !saved {
 		m.Log.Warn("card posted but its ts could not be saved; it is kept in memory until the store takes it", "channel", c.Channel, "card_ts", c.CardTS)
 		m.unsaved.Store(key, c.CardTS)
+		return
+	}
+	if deletedMeanwhile {
+		if err := m.Poster.Update(ctx, &snap); err != nil {
+			m.Log.Warn("card update after deletion failed", "error", err)
+		}
 	}
 }
 

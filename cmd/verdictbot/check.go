@@ -24,6 +24,8 @@ import (
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/verdict"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
 // Exit statuses of `verdictbot check`.
@@ -109,7 +111,7 @@ func newCheckFlags() (*flag.FlagSet, checkFlags) {
 }
 
 // runCheck is `verdictbot check`; it returns the exit status.
-func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runCheck(ctx context.Context, env environment, opts Options, args []string, stdout, stderr io.Writer) int {
 	fs, f := newCheckFlags()
 	asJSON, useSim, timeout := f.asJSON, f.useSim, f.timeout
 	fail := func(format string, a ...any) int {
@@ -119,7 +121,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	targets, err := parseInterleaved(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp): // Main answers -h; this is for direct callers
-		writeCommandHelp(stderr, findCLICommand("check"))
+		writeCommandHelp(stderr, env, findCLICommand("check"))
 		return checkExitClean
 	case err != nil:
 		return fail("%v (verdictbot check -h for help)", err)
@@ -129,7 +131,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail("--timeout must not be negative")
 	}
 
-	cfg, loadErr := loadConfig()
+	cfg, loadErr := config.Load(env.lookup)
+	loadErr = config.Join(loadErr, config.Unknown(env.environ()))
 	if *useSim {
 		base, stop, err := sim.StartLocal(sim.Config{Profile: sim.QuickProfile()})
 		if err != nil {
@@ -139,11 +142,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		cfg.ReputationURL, cfg.ReputationAPIKey = base, shellSimKey
 		cfg.SandboxURL, cfg.SandboxAPIKey = base, shellSimKey
 	}
-	if err := joinSettings(loadErr, cfg.Validate(false)); err != nil {
+	if err := config.Join(loadErr, cfg.Validate(false)); err != nil {
 		return fail("%v", err) // every problem at once
 	}
 	logger := slog.New(slog.DiscardHandler)
-	if os.Getenv("VERDICTBOT_LOG_LEVEL") != "" {
+	if env.get("VERDICTBOT_LOG_LEVEL") != "" {
 		logger = newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.ReputationAPIKey, cfg.SandboxAPIKey)
 	}
 	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains, MaxLinks: cfg.MaxLinks})
@@ -175,7 +178,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	var wg sync.WaitGroup
 	if len(urlIdx) > 0 {
-		urls, err := checkURLPipeline(cfg, *timeout, logger)
+		urls, err := checkURLPipeline(cfg, opts.resolver(), *timeout, logger)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -288,7 +291,7 @@ func classify(arg string, policy *links.Policy) checkResult {
 
 // checkURLPipeline is the bot's URL pipeline (without a store: nothing is
 // remembered between runs).
-func checkURLPipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*scan.URLs, error) {
+func checkURLPipeline(cfg config.Config, resolver links.Resolver, timeout time.Duration, log *slog.Logger) (*scan.URLs, error) {
 	rep, err := newReputation(cfg, log, nil)
 	if err != nil {
 		return nil, err
@@ -301,7 +304,7 @@ func checkURLPipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*sc
 	// on it (often with a short --timeout): it polls on the blind backoff,
 	// first after 1 s, not on the learned schedule's prior, whose first
 	// check (4 s) is planned for a bot that analyses many links.
-	return scan.NewURLs(rep, scan.URLOptions{TTL: cfg.VerdictTTL, Thresholds: cfg.thresholds, Hosts: hostGate(newHostResolver(cfg, log)),
+	return scan.NewURLs(rep, scan.URLOptions{TTL: cfg.VerdictTTL, Thresholds: cfg.Thresholds(), Hosts: hostGate(newHostResolver(cfg, resolver, log)),
 		Wait: reputation.WaitOptions{Deadline: deadline, Backoff: reputation.DefaultBackoff}, Logger: log.With("component", "scan")}), nil
 }
 
@@ -309,7 +312,7 @@ func checkURLPipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*sc
 // (scan.LocalFiles) instead of downloading from Slack: the same
 // fetch-and-hash, lookup by sha256, upload, wait and report as for a file
 // shared in a channel.
-func checkFilePipeline(cfg *Config, timeout time.Duration, log *slog.Logger) (*scan.Files, error) {
+func checkFilePipeline(cfg config.Config, timeout time.Duration, log *slog.Logger) (*scan.Files, error) {
 	sb, err := newSandbox(cfg, log, nil)
 	if err != nil {
 		return nil, err

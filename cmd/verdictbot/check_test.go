@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,22 +12,15 @@ import (
 	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
-// checkEnv clears the service settings (tests set what they need).
-func checkEnv(t *testing.T, env map[string]string) {
-	t.Helper()
-	settings := map[string]string{"REPUTATION_URL": "", "REPUTATION_API_KEY": "", "SANDBOX_URL": "", "SANDBOX_API_KEY": ""}
-	for k, v := range env {
-		settings[k] = v
-	}
-	for k, v := range settings {
-		t.Setenv(k, v)
-	}
+// checkEnv is the environment of a check test: env, the services'
+// settings cleared unless it sets them.
+func checkEnv(env map[string]string) map[string]string {
+	return merged(map[string]string{"REPUTATION_URL": "", "REPUTATION_API_KEY": "", "SANDBOX_URL": "", "SANDBOX_API_KEY": ""}, env)
 }
 
-func runCheckArgs(args ...string) (code int, stdout, stderr string) {
-	var out, errOut bytes.Buffer
-	code = Main(append([]string{"check"}, args...), strings.NewReader(""), &out, &errOut)
-	return code, out.String(), errOut.String()
+// runCheckArgs runs `verdictbot check args…` with the environment env.
+func runCheckArgs(env map[string]string, args ...string) (code int, stdout, stderr string) {
+	return runMain(env, append([]string{"check"}, args...)...)
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -40,7 +33,7 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 func TestCheckExitStatusIsTheWorstVerdict(t *testing.T) {
-	checkEnv(t, nil)
+	env := checkEnv(nil)
 	eicarFile := writeFile(t, "eicar.com", eicar)
 	for _, tc := range []struct {
 		name string
@@ -65,7 +58,7 @@ func TestCheckExitStatusIsTheWorstVerdict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			code, out, errOut := runCheckArgs(append([]string{"--sim"}, tc.args...)...)
+			code, out, errOut := runCheckArgs(env, append([]string{"--sim"}, tc.args...)...)
 			if code != tc.code {
 				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errOut)
 			}
@@ -86,7 +79,7 @@ func TestCheckExitStatusIsTheWorstVerdict(t *testing.T) {
 }
 
 func TestCheckUsageErrorsExit4(t *testing.T) {
-	checkEnv(t, nil)
+	env := checkEnv(nil)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -97,26 +90,25 @@ func TestCheckUsageErrorsExit4(t *testing.T) {
 		{[]string{"https://example.com/"}, "REPUTATION_URL and REPUTATION_API_KEY must be set to check links (or use --sim)"},
 		{[]string{"main_test.go"}, "SANDBOX_URL and SANDBOX_API_KEY must be set to check files (or use --sim)"},
 	} {
-		code, out, errOut := runCheckArgs(tc.args...)
+		code, out, errOut := runCheckArgs(env, tc.args...)
 		if code != 4 || !strings.Contains(errOut, tc.want) || out != "" {
 			t.Errorf("check %q: exit %d, stdout %q, stderr %q; want 4 and %q", tc.args, code, out, errOut, tc.want)
 		}
 	}
-	t.Setenv("VERDICTBOT_THRESHOLD_PHISING", "0.4,0.7")
-	if code, _, errOut := runCheckArgs("--sim", "https://example.com/"); code != 4 || !strings.Contains(errOut, "did you mean VERDICTBOT_THRESHOLD_PHISHING?") {
+	if code, _, errOut := runCheckArgs(merged(env, map[string]string{"VERDICTBOT_THRESHOLD_PHISING": "0.4,0.7"}), "--sim", "https://example.com/"); code != 4 || !strings.Contains(errOut, "did you mean VERDICTBOT_THRESHOLD_PHISHING?") {
 		t.Errorf("a misspelt setting: exit %d, stderr %q", code, errOut)
 	}
 	// Help asked for goes to stdout, with exit 0 (cli_test covers every command).
-	code, out, _ := runCheckArgs("-h")
+	code, out, _ := runCheckArgs(env, "-h")
 	if code != 0 || !strings.Contains(out, "4  usage or configuration error") {
 		t.Errorf("-h: exit %d, stdout %q", code, out)
 	}
 }
 
 func TestCheckJSON(t *testing.T) {
-	checkEnv(t, nil)
+	env := checkEnv(nil)
 	file := writeFile(t, "dropper.bin", "SIM:MALSCORE=4.5 SIM:FAMILY=Dropper")
-	code, out, errOut := runCheckArgs("--json", "--sim", "https://login.phish.test/verify", file, "http://localhost:8080/x",
+	code, out, errOut := runCheckArgs(env, "--json", "--sim", "https://login.phish.test/verify", file, "http://localhost:8080/x",
 		"--timeout", "2s", "https://pending.test/j")
 	if code != 2 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -150,17 +142,17 @@ func TestCheckJSON(t *testing.T) {
 // never reach the service.
 func TestCheckAgainstConfiguredServices(t *testing.T) {
 	srv, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
-	checkEnv(t, map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey})
+	env := checkEnv(map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey})
 	sample := writeFile(t, "eicar.txt", eicar)
 	page := writeFile(t, "page.txt", "<!DOCTYPE html><html><body>hello</body></html>")
-	code, out, errOut := runCheckArgs(sample, page, "http://10.0.0.7/admin", "https://example.com/")
+	code, out, errOut := runCheckArgs(env, sample, page, "http://10.0.0.7/admin", "https://example.com/")
 	if code != 2 || !strings.Contains(out, "family EICAR") || strings.Contains(out, "already analysed") {
 		t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if !strings.Contains(out, "CLEAN            "+page+"  malscore ") {
 		t.Errorf("the HTML file was not checked as a file:\n%s", out)
 	}
-	code, out, errOut = runCheckArgs(sample)
+	code, out, errOut = runCheckArgs(env, sample)
 	if code != 2 || !strings.Contains(out, "(already analysed)") {
 		t.Fatalf("second run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -175,5 +167,17 @@ func TestCheckAgainstConfiguredServices(t *testing.T) {
 	}
 	if strings.Contains(out+errOut, e2eKey) {
 		t.Error("the key was printed")
+	}
+}
+
+// TestCheckRefusesAPlainHTTPService: `verdictbot check` applies the
+// services' URL rules (config's TestServiceURLsAreHTTPSOrLoopback), and
+// says so.
+func TestCheckRefusesAPlainHTTPService(t *testing.T) {
+	const svcPlain = "%s: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not %s: use https (the API key would cross the network in clear text), or name the host in VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"
+	env := checkEnv(map[string]string{"REPUTATION_URL": "http://urlarmor.example/", "REPUTATION_API_KEY": "k-1"})
+	code, out, errOut := runCheckArgs(env, "https://example.com/")
+	if code != checkExitUsage || !strings.Contains(errOut, fmt.Sprintf(svcPlain, "REPUTATION_URL", "urlarmor.example")) {
+		t.Errorf("check against plain http: exit %d\n%s%s", code, out, errOut)
 	}
 }

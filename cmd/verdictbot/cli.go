@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
 // cliCommand is one subcommand of verdictbot, as `verdictbot help` lists
@@ -16,8 +18,9 @@ type cliCommand struct {
 	synopsis string // after "Usage: "
 	summary  string // one line for the list
 	text     string // what it does
-	// flags returns the command's real flag set (nil: it takes none).
-	flags func() *flag.FlagSet
+	// flags returns the command's real flag set, its defaults read from
+	// env (nil: it takes none).
+	flags func(env environment) *flag.FlagSet
 	// settings are the environment variables it reads.
 	settings func() []string
 	// settingsNote follows the settings.
@@ -37,7 +40,7 @@ var cliCommands = []*cliCommand{
 			"exits at once). Every setting comes from the environment: an unset or empty variable keeps\n" +
 			"its default, and every wrong setting is reported at start, one line each.\n" +
 			"\"verdictbot config\" shows the effective settings; the README's settings table explains them.",
-		settings: settingTags},
+		settings: config.Names},
 	{name: "shell", synopsis: "verdictbot shell [--sim-profile demo|quick] [--wait 60s]",
 		summary: "chat with the bot in the terminal, no Slack needed (built-in simulator of the services)",
 		help: func(w io.Writer) {
@@ -50,10 +53,10 @@ var cliCommands = []*cliCommand{
 	{name: "check", synopsis: "verdictbot check [--json] [--sim] [--timeout d] <url|file>…",
 		summary: "scan links and files once, for scripts and CI (exit 0 clean, 1 suspicious, 2 malicious, 3 could not check, 4 usage)",
 		text:    checkUsage,
-		flags:   func() *flag.FlagSet { fs, _ := newCheckFlags(); return fs },
+		flags:   func(environment) *flag.FlagSet { fs, _ := newCheckFlags(); return fs },
 		settings: func() []string {
 			var out []string
-			for _, s := range settingTags() {
+			for _, s := range config.Names() {
 				if !strings.HasPrefix(s, "SLACK_") {
 					out = append(out, s)
 				}
@@ -66,7 +69,7 @@ var cliCommands = []*cliCommand{
 			"SIGINT or SIGTERM, and prints the settings that point the bot at it as its first line:\n" +
 			"REPUTATION_URL=http://… SANDBOX_URL=http://… (any non-empty API key is accepted unless --keys).\n" +
 			"The flags choose its speed, its limits and the faults it injects.",
-		flags: func() *flag.FlagSet { fs, _ := newSimFlags(); return fs }},
+		flags: func(environment) *flag.FlagSet { fs, _ := newSimFlags(); return fs }},
 	{name: "migrate", synopsis: "verdictbot migrate",
 		summary: "bring the state's schema up to date and exit (PostgreSQL, or the embedded file)",
 		text:    strings.TrimPrefix(strings.TrimSpace(migrateHelp), "Usage: verdictbot migrate\n\n"),
@@ -77,14 +80,14 @@ var cliCommands = []*cliCommand{
 	{name: "compact", synopsis: "verdictbot compact [--data-dir DIR]",
 		summary: "shrink the store file to its live records (offline: stop the bot first)",
 		text:    compactText,
-		flags:   func() *flag.FlagSet { fs, _ := newCompactFlags(); return fs },
+		flags:   func(env environment) *flag.FlagSet { fs, _ := newCompactFlags(env); return fs },
 		settings: func() []string {
 			return []string{"VERDICTBOT_DATA_DIR"}
 		}},
 	{name: "events", synopsis: "verdictbot events list [--limit N] | retry SEQ… | retry --all",
 		summary: "show the events the SOC's receiver refused (dead letters) and queue them again",
 		text:    eventsText,
-		flags:   func() *flag.FlagSet { fs, _, _ := newEventsFlags(); return fs },
+		flags:   func(environment) *flag.FlagSet { fs, _, _ := newEventsFlags(); return fs },
 		settings: func() []string {
 			return []string{"VERDICTBOT_DATABASE_URL", "VERDICTBOT_DATA_DIR", "VERDICTBOT_EVENTS_MAX_QUEUED"}
 		},
@@ -100,7 +103,7 @@ var cliCommands = []*cliCommand{
 		text: "Prints every setting the bot reads, its effective value and where it comes from (default or\n" +
 			"environment), with tokens, API keys and the database password masked. Then checks them as\n" +
 			"\"verdictbot run\" would: it exits 1 listing every wrong setting, one line each, or 0.",
-		settings: settingTags},
+		settings: config.Names},
 	{name: "version", synopsis: "verdictbot version", summary: "print the version and commit",
 		text: "Prints the version and the commit it was built from."},
 	{name: "help", synopsis: "verdictbot help [command]", summary: "list the commands, or describe one",
@@ -127,15 +130,15 @@ func writeUsage(w io.Writer) {
 	fmt.Fprint(w, "\nRun \"verdictbot help COMMAND\" (or \"verdictbot COMMAND -h\") for its usage, flags and settings.\n")
 }
 
-// writeCommandHelp writes a command's help: usage, what it does, flags,
-// settings.
-func writeCommandHelp(w io.Writer, c *cliCommand) {
+// writeCommandHelp writes a command's help: usage, what it does, flags
+// (their defaults as env gives them), settings.
+func writeCommandHelp(w io.Writer, env environment, c *cliCommand) {
 	if c.help != nil {
 		c.help(w)
 	} else {
 		fmt.Fprintf(w, "Usage: %s\n\n%s\n", c.synopsis, strings.TrimRight(c.text, "\n"))
 		if c.flags != nil {
-			fs := c.flags()
+			fs := c.flags(env)
 			fmt.Fprint(w, "\nFlags:\n")
 			fs.SetOutput(w)
 			fs.PrintDefaults()
@@ -146,7 +149,7 @@ func writeCommandHelp(w io.Writer, c *cliCommand) {
 		return
 	}
 	fmt.Fprint(w, "\nSettings (environment variables; unset or empty keeps the default; \"verdictbot config\" shows them):\n")
-	defaults := settingDefaults()
+	defaults := config.Default().Values()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range c.settings() {
 		def, ok := defaults[s]
@@ -188,13 +191,7 @@ func unknownCommand(name string) string {
 	for _, c := range cliCommands {
 		names = append(names, c.name)
 	}
-	best, dist := "", 3
-	for _, n := range names {
-		if d := levenshtein(name, n); d < dist {
-			best, dist = n, d
-		}
-	}
-	if best != "" {
+	if best := config.Nearest(name, names, 2); best != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return msg + "; the commands are " + strings.Join(names, ", ") + " (verdictbot help lists them)\n"

@@ -1,28 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"os"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/verdictbot/verdictbot/config"
 )
-
-// runMain runs the real program in this process.
-func runMain(args ...string) (code int, stdout, stderr string) {
-	var out, errOut bytes.Buffer
-	code = Main(args, strings.NewReader(""), &out, &errOut)
-	return code, out.String(), errOut.String()
-}
-
-// cleanSettings unsets every setting for the test (restored after it).
-func cleanSettings(t *testing.T) {
-	t.Helper()
-	for _, name := range settingTags() {
-		t.Setenv(name, "")
-		os.Unsetenv(name)
-	}
-}
 
 // TestHelpOfEveryCommand: "verdictbot help CMD", "CMD -h" and "CMD --help"
 // print the same help to stdout and exit 0, for every subcommand: its
@@ -45,14 +28,14 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		"events":      {"VERDICTBOT_DATABASE_URL", "VERDICTBOT_DATA_DIR", "VERDICTBOT_EVENTS_MAX_QUEUED"},
 		"healthcheck": {"VERDICTBOT_HTTP_ADDR"},
 	}
-	_, list, _ := runMain("help")
+	_, list, _ := runMain(nil, "help")
 	for _, c := range cliCommands {
 		if !strings.Contains(list, "\n  "+c.name+" ") {
 			t.Errorf("verdictbot help does not list %s:\n%s", c.name, list)
 		}
 		var first string
 		for _, args := range [][]string{{"help", c.name}, {c.name, "-h"}, {c.name, "--help"}} {
-			code, out, errOut := runMain(args...)
+			code, out, errOut := runMain(nil, args...)
 			if code != 0 || errOut != "" {
 				t.Errorf("verdictbot %s: exit %d, stderr %q", strings.Join(args, " "), code, errOut)
 			}
@@ -77,14 +60,14 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		}
 	}
 	// run reads every setting.
-	_, runHelp, _ := runMain("run", "-h")
-	for _, s := range settingTags() {
+	_, runHelp, _ := runMain(nil, "run", "-h")
+	for _, s := range config.Names() {
 		if !strings.Contains(runHelp, "\n  "+s+" ") {
 			t.Errorf("run -h lacks %s", s)
 		}
 	}
 	// A flag after others still asks for help; after "--" it is an argument.
-	if code, out, _ := runMain("check", "--json", "-h"); code != 0 || !strings.HasPrefix(out, "Usage: verdictbot check") {
+	if code, out, _ := runMain(nil, "check", "--json", "-h"); code != 0 || !strings.HasPrefix(out, "Usage: verdictbot check") {
 		t.Errorf("check --json -h: exit %d", code)
 	}
 }
@@ -92,7 +75,6 @@ func TestHelpOfEveryCommand(t *testing.T) {
 // TestCommandsAndUsageErrors: Main knows exactly the commands the help
 // lists; an unknown one, or wrong arguments, exit 2 with a clear line.
 func TestCommandsAndUsageErrors(t *testing.T) {
-	cleanSettings(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -118,15 +100,15 @@ func TestCommandsAndUsageErrors(t *testing.T) {
 		{[]string{"config", "x"}, "config takes no arguments"},
 		{[]string{"version", "x"}, "version takes no arguments"},
 	} {
-		code, out, errOut := runMain(tc.args...)
+		code, out, errOut := runMain(nil, tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || out != "" {
 			t.Errorf("verdictbot %q: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
 		}
 	}
-	if code, _, errOut := runMain(); code != 2 || !strings.Contains(errOut, "Commands:") {
+	if code, _, errOut := runMain(nil); code != 2 || !strings.Contains(errOut, "Commands:") {
 		t.Errorf("no command: exit %d, stderr %q", code, errOut)
 	}
-	if code, out, _ := runMain("help"); code != 0 || !strings.Contains(out, "Commands:") {
+	if code, out, _ := runMain(nil, "help"); code != 0 || !strings.Contains(out, "Commands:") {
 		t.Errorf("help: exit %d", code)
 	}
 }
@@ -134,8 +116,7 @@ func TestCommandsAndUsageErrors(t *testing.T) {
 // TestStartupReportsEverySettingProblem: run with several wrong settings
 // reports all of them, one line each, and exits 1 before connecting.
 func TestStartupReportsEverySettingProblem(t *testing.T) {
-	cleanSettings(t)
-	setEnv(t, map[string]string{
+	env := map[string]string{
 		"SLACK_APP_TOKEN":          "xoxb-wrong-kind",
 		"REPUTATION_URL":           "https://urlarmor.example/",
 		"VERDICTBOT_MAX_LINKS":     "ten",
@@ -143,8 +124,8 @@ func TestStartupReportsEverySettingProblem(t *testing.T) {
 		"VERDICTBOT_LEASE":         "1s",
 		"VERDICTBOT_CHANEL_MODE":   "quiet",
 		"VERDICTBOT_RESOLVE_HOSTS": "maybe",
-	})
-	code, out, errOut := runMain("run")
+	}
+	code, out, errOut := runMain(env, "run")
 	want := []string{
 		"verdictbot run: 8 settings are wrong:",
 		`  VERDICTBOT_MAX_LINKS="ten": not a valid whole number`,
@@ -164,40 +145,9 @@ func TestStartupReportsEverySettingProblem(t *testing.T) {
 	}
 }
 
-// TestEmptyValueMeansDefault: every setting given as VAR= loads exactly
-// as if it were unset, and is valid.
-func TestEmptyValueMeansDefault(t *testing.T) {
-	cleanSettings(t)
-	unset, err := loadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range settingTags() {
-		t.Setenv(name, "")
-	}
-	empty, err := loadConfig()
-	if err != nil {
-		t.Fatalf("VAR= refused: %v", err)
-	}
-	if !reflect.DeepEqual(empty, unset) {
-		t.Fatalf("VAR= differs from unset:\n%+v\n%+v", empty, unset)
-	}
-	t.Setenv("VERDICTBOT_MAX_LINKS", "  ") // blank is empty too
-	setEnv(t, validEnv)
-	if _, err := loadValidConfig(true); err != nil {
-		t.Fatalf("empty values with the required ones set: %v", err)
-	}
-	// A value still wins.
-	t.Setenv("VERDICTBOT_MAX_LINKS", "12")
-	if cfg, _ := loadConfig(); cfg.MaxLinks != 12 || !cfg.fromEnv["VERDICTBOT_MAX_LINKS"] || cfg.fromEnv["VERDICTBOT_WORKERS"] {
-		t.Fatalf("MaxLinks %d, from env %v", cfg.MaxLinks, cfg.fromEnv)
-	}
-}
-
 // TestConfigCommandMasksSecrets: verdictbot config prints every setting
 // with its value and source; no token, key or password appears.
 func TestConfigCommandMasksSecrets(t *testing.T) {
-	cleanSettings(t)
 	secrets := map[string]string{
 		"SLACK_BOT_TOKEN":         "xoxb-111-222-BotTokenSecret",
 		"SLACK_APP_TOKEN":         "xapp-1-A1-333-AppTokenSecret",
@@ -205,14 +155,13 @@ func TestConfigCommandMasksSecrets(t *testing.T) {
 		"SANDBOX_API_KEY":         "SbKeySecret456",
 		"VERDICTBOT_DATABASE_URL": "postgres://bot:DbPassSecret@db.internal:5432/vb?sslmode=require&password=QueryPassSecret",
 	}
-	setEnv(t, secrets)
-	setEnv(t, map[string]string{
+	env := merged(secrets, map[string]string{
 		"REPUTATION_URL":          "https://urlarmor.example/",
 		"SANDBOX_URL":             "https://sandbox.example/",
 		"VERDICTBOT_CHANNEL_MODE": "verbose",
 		"VERDICTBOT_WORKERS":      "",
 	})
-	code, out, errOut := runMain("config")
+	code, out, errOut := runMain(env, "config")
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
@@ -226,7 +175,7 @@ func TestConfigCommandMasksSecrets(t *testing.T) {
 		f := strings.Fields(line)
 		rows[f[0]] = f[1:]
 	}
-	for _, name := range settingTags() {
+	for _, name := range config.Names() {
 		if _, ok := rows[name]; !ok {
 			t.Errorf("config lacks %s", name)
 		}
@@ -247,9 +196,8 @@ func TestConfigCommandMasksSecrets(t *testing.T) {
 	}
 	// A wrong setting: the table, then every problem; exit 1. A URL's
 	// credentials are masked in both.
-	t.Setenv("SANDBOX_URL", "https://user:UrlPassSecret@sandbox.example/")
-	t.Setenv("VERDICTBOT_MAX_LINKS", "many")
-	code, out, errOut = runMain("config")
+	env = merged(env, map[string]string{"SANDBOX_URL": "https://user:UrlPassSecret@sandbox.example/", "VERDICTBOT_MAX_LINKS": "many"})
+	code, out, errOut = runMain(env, "config")
 	if code != 1 || !strings.Contains(out, "VERDICTBOT_MAX_LINKS") || !strings.Contains(out, "default (the environment's value is not valid)") ||
 		!strings.Contains(errOut, "verdictbot config: 2 settings are wrong:\n") || !strings.Contains(errOut, `VERDICTBOT_MAX_LINKS="many"`) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)

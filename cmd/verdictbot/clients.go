@@ -6,11 +6,13 @@ import (
 
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
 // newReputation builds the URL service client from the settings (budgets,
 // TLS options, logger); observe, if set, receives every request for metrics.
-func newReputation(cfg *Config, log *slog.Logger, observe func(reputation.Event)) (*reputation.Client, error) {
+func newReputation(cfg config.Config, log *slog.Logger, observe func(reputation.Event)) (*reputation.Client, error) {
 	opts := []reputation.Option{
 		reputation.WithRateLimits(
 			reputation.Limit{Rate: cfg.ReputationRunRate, Burst: max(1, int(cfg.ReputationRunRate))},
@@ -30,7 +32,7 @@ func newReputation(cfg *Config, log *slog.Logger, observe func(reputation.Event)
 }
 
 // newSandbox builds the sandbox client from the settings, like newReputation.
-func newSandbox(cfg *Config, log *slog.Logger, observe func(sandbox.Event)) (*sandbox.Client, error) {
+func newSandbox(cfg config.Config, log *slog.Logger, observe func(sandbox.Event)) (*sandbox.Client, error) {
 	opts := []sandbox.Option{
 		sandbox.WithRateLimits(
 			sandbox.Limit{Rate: cfg.SandboxRunRate, Burst: max(1, int(cfg.SandboxRunRate))},

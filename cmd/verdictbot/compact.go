@@ -5,11 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/verdictbot/verdictbot/internal/bytesize"
 	"github.com/verdictbot/verdictbot/store/bolt"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
 // compactText is what compact does (verdictbot help compact).
@@ -18,11 +19,12 @@ const compactText = "Rewrites the store file with only its live records, to give
 	"while the file is open. The original is kept as " + bolt.FileName + ".precompact."
 
 // newCompactFlags is compact's flag set (also printed by its help).
-func newCompactFlags() (*flag.FlagSet, *string) {
+// env gives the flag's default (VERDICTBOT_DATA_DIR).
+func newCompactFlags(env environment) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
-	dir := strings.TrimSpace(os.Getenv("VERDICTBOT_DATA_DIR"))
+	dir := strings.TrimSpace(env.get("VERDICTBOT_DATA_DIR"))
 	if dir == "" {
-		dir = defaultConfig().DataDir
+		dir = config.Default().DataDir
 	}
 	return fs, fs.String("data-dir", dir, "the data directory holding "+bolt.FileName+" (default: VERDICTBOT_DATA_DIR)")
 }
@@ -30,13 +32,13 @@ func newCompactFlags() (*flag.FlagSet, *string) {
 // runCompact is "verdictbot compact": offline, it rewrites the store file
 // of VERDICTBOT_DATA_DIR (or --data-dir) with only its live records. The
 // file's lock makes it refuse while the bot runs.
-func runCompact(args []string, stdout, stderr io.Writer) error {
-	fs, dirFlag := newCompactFlags()
+func runCompact(env environment, args []string, stdout, stderr io.Writer) error {
+	fs, dirFlag := newCompactFlags(env)
 	fs.SetOutput(io.Discard) // Main prints the error and where help is
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			writeCommandHelp(stderr, findCLICommand("compact"))
+			writeCommandHelp(stderr, env, findCLICommand("compact"))
 			return nil
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)

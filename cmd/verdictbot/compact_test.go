@@ -25,7 +25,7 @@ func TestCompactCommand(t *testing.T) {
 
 	// While the store is open (the bot runs), compact refuses.
 	var out, errOut bytes.Buffer
-	if code := Main([]string{"compact", "--data-dir", dir}, nil, &out, &errOut); code != 1 ||
+	if code := runCLI(mapEnv(nil), testOptions(), []string{"compact", "--data-dir", dir}, nil, &out, &errOut); code != 1 ||
 		!strings.Contains(errOut.String(), "locked by another process: stop verdictbot before compacting") {
 		t.Fatalf("compact while open: exit %d, stderr %q", code, errOut.String())
 	}
@@ -41,8 +41,7 @@ func TestCompactCommand(t *testing.T) {
 
 	out.Reset()
 	errOut.Reset()
-	t.Setenv("VERDICTBOT_DATA_DIR", dir)
-	if code := Main([]string{"compact"}, nil, &out, &errOut); code != 0 {
+	if code := runCLI(mapEnv(map[string]string{"VERDICTBOT_DATA_DIR": dir}), testOptions(), []string{"compact"}, nil, &out, &errOut); code != 0 {
 		t.Fatalf("compact: exit %d, stderr %q", code, errOut.String())
 	}
 	path := filepath.Join(dir, bolt.FileName)

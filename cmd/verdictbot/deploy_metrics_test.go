@@ -65,29 +65,20 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 	t.Helper()
 	fake := slackfaketest.Start(t)
 	_, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
-	for k, v := range map[string]string{
+	cfg := mustConfig(t, map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey,
 		"VERDICTBOT_CHANNEL_MODE": "verbose", "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": freeAddr(t),
 		// A receiver for the events, so that their metrics are registered.
 		"VERDICTBOT_EVENTS_URL": eventsReceiver(t),
-	} {
-		t.Setenv(k, v)
-	}
-	cfg, err := loadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(true); err != nil {
-		t.Fatal(err)
-	}
+	})
 	logs := &testutil.SyncBuffer{}
 	log := newLogger(logs, "json", "info", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	apps := make(chan *app, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, log, func(a *app) { apps <- a }) }()
+	go func() { done <- serve(ctx, cfg, testOptions(), log, func(a *app) { apps <- a }) }()
 	var a *app
 	select {
 	case a = <-apps:

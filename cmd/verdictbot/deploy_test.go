@@ -27,6 +27,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
 const (
@@ -232,7 +234,7 @@ func TestDeployComposeReplicasShareOneDatabase(t *testing.T) {
 		} else if u != dbURL {
 			t.Errorf("%s: VERDICTBOT_DATABASE_URL %q, another replica has %q: two databases, two bots", name, u, dbURL)
 		}
-		plainHosts := strings.Split(interpolationDefault(env["VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"], "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"), ",")
+		plainHosts := interpolationDefault(env["VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"], "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS")
 		for _, svc := range []string{"REPUTATION_URL", "SANDBOX_URL"} {
 			def := interpolationDefault(env[svc], svc)
 			if def != "http://"+simName+":"+simPort+"/" {
@@ -240,7 +242,7 @@ func TestDeployComposeReplicasShareOneDatabase(t *testing.T) {
 			}
 			// Plain http to the simulator's name must be allowed, or the
 			// replicas refuse to start.
-			if err := optionalServiceURL(svc, def, plainHosts); err != nil {
+			if _, err := loadValidConfig(mapEnv(map[string]string{svc: def, "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": plainHosts}), false); err != nil {
 				t.Errorf("%s: the default %s is refused: %v", name, svc, err)
 			}
 		}
@@ -379,7 +381,7 @@ func TestDeployNoSecretIsCommitted(t *testing.T) {
 // comments explain.
 func TestDeployFilesNameOnlyKnownSettings(t *testing.T) {
 	name := regexp.MustCompile(`VERDICTBOT_[A-Z0-9_]*[A-Z0-9]`)
-	known := knownSettings()
+	known := config.Names()
 	err := filepath.WalkDir(repoRoot+"deploy", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Base(path) == ".env" {
 			return err
@@ -446,7 +448,7 @@ func checkSettingNames(t *testing.T, objs []map[string]any) {
 // silently, which is worse.
 func checkNamesAreSettings(t *testing.T, where string, names, extra []string) {
 	t.Helper()
-	tags := settingTags()
+	tags := config.Names()
 	for _, n := range names {
 		if !slices.Contains(tags, n) && !slices.Contains(extra, n) {
 			t.Errorf("%s sets %s, which is not a setting", where, n)

@@ -38,6 +38,7 @@ func (a *app) wireEvents() error {
 			return n
 		})
 		wake := make(chan struct{}, 1)
+		minBackoff, maxBackoff := a.opts.eventsBackoff()
 		em.Queue = a.db
 		em.OnDropped = hooks.Dropped
 		em.OnQueued = func() {
@@ -48,7 +49,7 @@ func (a *app) wireEvents() error {
 		}
 		a.eventSender = &events.Sender{Queue: a.db, URL: cfg.EventsURL, Secret: []byte(cfg.EventsSecret.Reveal()),
 			Client: &http.Client{Timeout: 30 * time.Second}, Lead: a.db.Lead, Wake: wake,
-			MinBackoff: eventsMinBackoff, MaxBackoff: eventsMaxBackoff,
+			MinBackoff: minBackoff, MaxBackoff: maxBackoff,
 			UserAgent: "verdictbot/" + version, Log: log,
 			OnSent: hooks.Sent, OnFailed: hooks.Failed, OnDeadLettered: hooks.DeadLettered, OnRedirect: hooks.Redirect}
 		if cfg.EventsSecret == "" {
@@ -61,11 +62,12 @@ func (a *app) wireEvents() error {
 	return nil
 }
 
-// eventsMinBackoff and eventsMaxBackoff bound the sender's wait between
-// failed attempts (1 s doubling to 1 min); tests shorten them.
-var (
-	eventsMinBackoff = time.Second
-	eventsMaxBackoff = time.Minute
+// defaultEventsMinBackoff and defaultEventsMaxBackoff bound the sender's
+// wait between failed attempts (1 s doubling to 1 min); tests shorten
+// them (Options.EventsMinBackoff, EventsMaxBackoff).
+const (
+	defaultEventsMinBackoff = time.Second
+	defaultEventsMaxBackoff = time.Minute
 )
 
 // sink is the app's events.Sink (nil when events are off).

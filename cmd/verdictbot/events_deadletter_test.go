@@ -95,9 +95,8 @@ func TestEventRefused20TimesIsSetAsideAndRetried(t *testing.T) {
 }
 
 func deadLetterFlow(t *testing.T, databaseURL string) {
-	oldMin, oldMax := eventsMinBackoff, eventsMaxBackoff
-	eventsMinBackoff, eventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
-	t.Cleanup(func() { eventsMinBackoff, eventsMaxBackoff = oldMin, oldMax })
+	opts := testOptions()
+	opts.EventsMinBackoff, opts.EventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	const secret = "whsec-dead-letters-31"
 	rcv := &refusingReceiver{t: t, secret: []byte(secret), refusing: true}
 	srv := httptest.NewServer(rcv)
@@ -110,7 +109,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 	if databaseURL != "" {
 		env["VERDICTBOT_DATABASE_URL"] = databaseURL
 	}
-	h := startBot(t, env, sim.Config{})
+	h := startBotOptions(t, env, sim.Config{}, opts)
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -140,7 +139,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 
 	if databaseURL == "" {
 		// The bot holds the file: the command says to stop it.
-		code, _, errOut := runMain("events", "list")
+		code, _, errOut := runMain(h.env, "events", "list")
 		if code != 1 || !strings.Contains(errOut, "is locked by another process") || !strings.Contains(errOut, "stop the bot first") {
 			t.Fatalf("events list beside the bot: exit %d, %q", code, errOut)
 		}
@@ -148,20 +147,20 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 			t.Fatal(err)
 		}
 	}
-	code, out, errOut := runMain("events", "list")
+	code, out, errOut := runMain(h.env, "events", "list")
 	m := regexp.MustCompile(`(?m)^(\d+)\s+\S+ \S+\s+20\s+400\s+verdict\s+\S+\s+hxxps://refuse-me\[\.\]test/form$`).FindStringSubmatch(out)
 	if code != 0 || m == nil || !strings.Contains(out, "dead letters: 1\n") {
 		t.Fatalf("events list: exit %d, stdout:\n%s\nstderr: %s", code, out, errOut)
 	}
 	dead, _ := strconv.ParseUint(m[1], 10, 64)
-	if code, _, errOut := runMain("events", "retry", "99999"); code != 1 || !strings.Contains(errOut, "not on the dead-letter list: 99999") {
+	if code, _, errOut := runMain(h.env, "events", "retry", "99999"); code != 1 || !strings.Contains(errOut, "not on the dead-letter list: 99999") {
 		t.Fatalf("retry of an unknown sequence: exit %d, %q", code, errOut)
 	}
 
 	rcv.mu.Lock()
 	rcv.refusing = false
 	rcv.mu.Unlock()
-	code, out, errOut = runMain("events", "retry", m[1])
+	code, out, errOut = runMain(h.env, "events", "retry", m[1])
 	re := regexp.MustCompile(fmt.Sprintf(`dead letter %d queued again as (\d+)\n`, dead))
 	again := re.FindStringSubmatch(out)
 	if code != 0 || again == nil {
@@ -171,7 +170,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 	if newSeq <= taken[1].seq {
 		t.Fatalf("queued again as %d, not after the last event (%d)", newSeq, taken[1].seq)
 	}
-	if code, out, _ := runMain("events", "list"); code != 0 || !strings.Contains(out, "dead letters: 0\n") {
+	if code, out, _ := runMain(h.env, "events", "list"); code != 0 || !strings.Contains(out, "dead letters: 0\n") {
 		t.Fatalf("events list after the retry: exit %d\n%s", code, out)
 	}
 
@@ -204,9 +203,8 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 // bodiless GET, no body or signature re-posted), and the log says where
 // the redirect pointed without the Location's path or query.
 func TestEventsWebhookRedirectIsNotFollowed(t *testing.T) {
-	oldMin, oldMax := eventsMinBackoff, eventsMaxBackoff
-	eventsMinBackoff, eventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
-	t.Cleanup(func() { eventsMinBackoff, eventsMaxBackoff = oldMin, oldMax })
+	opts := testOptions()
+	opts.EventsMinBackoff, opts.EventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	var mu sync.Mutex
 	var elsewhere []string
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -234,7 +232,7 @@ func TestEventsWebhookRedirectIsNotFollowed(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	h := startBot(t, map[string]string{"VERDICTBOT_EVENTS_URL": srv.URL + "/hook", "VERDICTBOT_EVENTS_SECRET": secret}, sim.Config{})
+	h := startBotOptions(t, map[string]string{"VERDICTBOT_EVENTS_URL": srv.URL + "/hook", "VERDICTBOT_EVENTS_SECRET": secret}, sim.Config{}, opts)
 	h.post("the docs <https://docs.clean.test/redirected>")
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -19,6 +19,8 @@ import (
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
 // eventsText is what `verdictbot events` does (verdictbot help events).
@@ -46,7 +48,7 @@ func newEventsFlags() (*flag.FlagSet, *int, *bool) {
 }
 
 // runEventsCmd is `verdictbot events list|retry`.
-func runEventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runEventsCmd(ctx context.Context, env environment, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: events takes a subcommand: list or retry", errUsage)
 	}
@@ -59,7 +61,7 @@ func runEventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Usage = func() {}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			writeCommandHelp(stderr, findCLICommand("events"))
+			writeCommandHelp(stderr, env, findCLICommand("events"))
 			return nil
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -86,7 +88,7 @@ func runEventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			seen[n] = true
 		}
 	}
-	cfg, err := loadValidConfig(false) // every problem at once
+	cfg, err := loadValidConfig(env, false) // every problem at once
 	if err != nil {
 		return err
 	}
@@ -110,7 +112,7 @@ type eventsState interface {
 // openEventsState opens the state the bot uses: PostgreSQL (its schema
 // migrated, as run does) or the embedded file, which must exist (an empty
 // one is not created in a wrong directory) and not be open in a bot.
-func openEventsState(ctx context.Context, cfg *Config) (eventsState, error) {
+func openEventsState(ctx context.Context, cfg config.Config) (eventsState, error) {
 	if cfg.DatabaseURL != "" {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()

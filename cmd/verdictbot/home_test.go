@@ -304,7 +304,7 @@ func TestDMWithoutALinkIsNotReadNorAnswered(t *testing.T) {
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
-	err = filepath.WalkDir(os.Getenv("VERDICTBOT_DATA_DIR"), func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(h.env["VERDICTBOT_DATA_DIR"], func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -99,8 +98,8 @@ func (s *opsServer) shutdown() {
 // runHealthcheck is `verdictbot healthcheck`: for container health checks
 // (distroless images have no shell or curl). It exits 0 when /healthz
 // answers 200 on VERDICTBOT_HTTP_ADDR.
-func runHealthcheck(ctx context.Context, args []string, stdout io.Writer) error {
-	addr := strings.TrimSpace(os.Getenv("VERDICTBOT_HTTP_ADDR")) // empty: the default
+func runHealthcheck(ctx context.Context, env environment, args []string, stdout io.Writer) error {
+	addr := strings.TrimSpace(env.get("VERDICTBOT_HTTP_ADDR")) // empty: the default
 	if addr == "" {
 		addr = defaultHTTPAddr
 	}

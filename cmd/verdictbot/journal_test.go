@@ -66,15 +66,15 @@ func diskOutage(t *testing.T, h *harness, n int, failed func() bool, recover fun
 func TestAckedEnvelopesSurviveAFailingJournalWrite(t *testing.T) {
 	var broken atomic.Bool
 	var failures atomic.Int64
-	storeWriteFault = func() error {
+	opts := testOptions()
+	opts.StoreWriteFault = func() error {
 		if broken.Load() {
 			failures.Add(1)
 			return &os.PathError{Op: "write", Path: "verdictbot.db", Err: syscall.EIO}
 		}
 		return nil
 	}
-	t.Cleanup(func() { storeWriteFault = nil })
-	h := startBot(t, nil, sim.Config{})
+	h := startBotOptions(t, nil, sim.Config{}, opts)
 	d := h.post("before <https://evil.test/before>")
 	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 	broken.Store(true)
@@ -144,7 +144,7 @@ func fillDisk(t *testing.T, path string) {
 // ack (its event id is recorded, so a redelivery is recognised).
 func TestMessagesWithNothingToScanAreNotJournalled(t *testing.T) {
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
-	dataDir := os.Getenv("VERDICTBOT_DATA_DIR")
+	dataDir := h.env["VERDICTBOT_DATA_DIR"]
 	var quiet []slackfake.Delivery
 	for _, e := range []slackfake.MessageEvent{
 		{Channel: secChannel, User: alice, Text: "lunch at noon? no links here"},

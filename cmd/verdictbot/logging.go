@@ -5,12 +5,14 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
 // newLogger builds the process logger (VERDICTBOT_LOG_FORMAT, _LOG_LEVEL).
 // As a last line of defence it removes every configured secret from every
 // string it writes, messages included; the code is not meant to log them.
-func newLogger(w io.Writer, format, level string, secrets ...Secret) *slog.Logger {
+func newLogger(w io.Writer, format, level string, secrets ...config.Secret) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(strings.ToUpper(level)))
 	var forms []string

@@ -2,8 +2,9 @@
 // the channels it is in and answers in the thread with a verdict card.
 //
 // Subcommands: run | shell | check | sim | migrate | compact | events | healthcheck | config | version | help
-// (cliCommands, cli.go, describes each). Only this package reads
-// the environment and turns signals into a cancelled context.
+// (cliCommands, cli.go, describes each). Only this file reads the
+// environment (Main hands it down as an environment; package config
+// decides the settings from it) and turns signals into a cancelled context.
 package main
 
 import (
@@ -30,9 +31,36 @@ func main() {
 // errUsage marks an error that should print the command's usage.
 var errUsage = errors.New("usage")
 
-// Main runs one subcommand and returns the process exit code. It is what
-// main calls, and what tests call to drive the real program.
+// environment is the process's environment as the subcommands read it:
+// Main passes the real one (os.LookupEnv, os.Environ), tests a map. No
+// other file of the program reads the environment.
+type environment struct {
+	// lookup is os.LookupEnv's.
+	lookup func(name string) (string, bool)
+	// environ is os.Environ's (NAME=value), for config.Unknown.
+	environ func() []string
+}
+
+// processEnvironment is the real environment.
+func processEnvironment() environment {
+	return environment{lookup: os.LookupEnv, environ: os.Environ}
+}
+
+// get returns the variable's value, "" when it is unset.
+func (e environment) get(name string) string {
+	v, _ := e.lookup(name)
+	return v
+}
+
+// Main runs one subcommand with the process's environment and returns
+// the process exit code. It is what main calls.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runCLI(processEnvironment(), Options{}, args, stdin, stdout, stderr)
+}
+
+// runCLI is Main with the environment and the wiring's options given:
+// tests drive the real program through it with a map and their hooks.
+func runCLI(env environment, opts Options, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		writeUsage(stderr)
 		return 2
@@ -52,14 +80,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprint(stderr, unknownCommand(args[1]))
 			return 2
 		}
-		writeCommandHelp(stdout, c)
+		writeCommandHelp(stdout, env, c)
 		return 0
 	case name == "--version" || name == "-v":
 	case findCLICommand(name) == nil:
 		fmt.Fprint(stderr, unknownCommand(name))
 		return 2
 	case wantsHelp(args[1:]):
-		writeCommandHelp(stdout, findCLICommand(name))
+		writeCommandHelp(stdout, env, findCLICommand(name))
 		return 0
 	}
 	// The first SIGINT/SIGTERM cancels ctx: intake stops, work in flight
@@ -90,23 +118,23 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "run":
-		err = runBot(ctx, args[1:], stderr)
+		err = runBot(ctx, env, opts, args[1:], stderr)
 	case "migrate":
-		err = runMigrate(ctx, args[1:], stdout)
+		err = runMigrate(ctx, env, args[1:], stdout)
 	case "compact":
-		err = runCompact(args[1:], stdout, stderr)
+		err = runCompact(env, args[1:], stdout, stderr)
 	case "events":
-		err = runEventsCmd(ctx, args[1:], stdout, stderr)
+		err = runEventsCmd(ctx, env, args[1:], stdout, stderr)
 	case "healthcheck":
-		err = runHealthcheck(ctx, args[1:], stdout)
+		err = runHealthcheck(ctx, env, args[1:], stdout)
 	case "shell":
-		err = runShell(ctx, args[1:], stdin, stdout, stderr)
+		err = runShell(ctx, env, opts, args[1:], stdin, stdout, stderr)
 	case "check":
-		return runCheck(ctx, args[1:], stdout, stderr) // its own exit statuses (check.go)
+		return runCheck(ctx, env, opts, args[1:], stdout, stderr) // its own exit statuses (check.go)
 	case "sim":
-		err = runSim(ctx, args[1:], stdout, stderr)
+		err = runSim(ctx, env, args[1:], stdout, stderr)
 	case "config":
-		err = runConfig(args[1:], stdout)
+		err = runConfig(env, args[1:], stdout)
 	case "version", "--version", "-v":
 		if len(args) > 1 {
 			err = fmt.Errorf("%w: version takes no arguments", errUsage)

@@ -10,7 +10,7 @@ import (
 )
 
 // testHosts is the DNS the tests see (through VERDICTBOT_RESOLVE_HOSTS's
-// real wiring): these names resolve as listed, every other name is
+// real wiring, as testOptions' Resolver): these names resolve as listed, every other name is
 // NXDOMAIN at once, so no test depends on the machine's resolver.
 var testHosts = hostTable{
 	"localtest.me":          {"127.0.0.1"},
@@ -22,6 +22,10 @@ var testHosts = hostTable{
 }
 
 type hostTable map[string][]string
+
+// testOptions are the options every test starts from: the wiring as in
+// production, but for the DNS (testHosts).
+func testOptions() Options { return Options{Resolver: testHosts} }
 
 func (h hostTable) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
 	list, ok := h[host]
@@ -40,13 +44,13 @@ func (h hostTable) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 // as a disk load (see startFsyncLoad) when GO_TEST_FSYNC_LOAD names a
 // directory.
 func TestMain(m *testing.M) {
-	systemResolver = testHosts
 	if os.Getenv("GO_TEST_AS_VERDICTBOT") == "1" {
+		opts := testOptions()
 		// The events e2e test shortens the sender's backoff cap (1 min).
 		if d, err := time.ParseDuration(os.Getenv(eventsBackoffEnv)); err == nil {
-			eventsMaxBackoff = d
+			opts.EventsMaxBackoff = d
 		}
-		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		os.Exit(runCLI(processEnvironment(), opts, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if dir := os.Getenv(fsyncLoadEnv); dir != "" {
 		os.Exit(fsyncLoad(dir))

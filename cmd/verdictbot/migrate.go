@@ -21,15 +21,15 @@ alone before a rolling upgrade, or to check a database.
 `
 
 // runMigrate is `verdictbot migrate`.
-func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
+func runMigrate(ctx context.Context, env environment, args []string, stdout io.Writer) error {
 	if len(args) > 0 {
 		if args[0] == "help" {
-			writeCommandHelp(stdout, findCLICommand("migrate"))
+			writeCommandHelp(stdout, env, findCLICommand("migrate"))
 			return nil
 		}
 		return fmt.Errorf("%w: migrate takes no arguments, got %q (settings come from the environment)", errUsage, args)
 	}
-	cfg, err := loadValidConfig(false) // every problem at once
+	cfg, err := loadValidConfig(env, false) // every problem at once
 	if err != nil {
 		return err
 	}

@@ -164,17 +164,16 @@ func stop(t *testing.T, p *process) {
 // one line.
 func TestMigrateCommand(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv("VERDICTBOT_DATA_DIR", dir)
-	t.Setenv("VERDICTBOT_DATABASE_URL", "")
+	env := mapEnv(map[string]string{"VERDICTBOT_DATA_DIR": dir, "VERDICTBOT_DATABASE_URL": ""})
 	var out, errOut strings.Builder
-	if code := Main([]string{"migrate"}, strings.NewReader(""), &out, &errOut); code != 0 || out.String() != filepath.Join(dir, "verdictbot.db")+": schema version 3\n" {
+	if code := runCLI(env, testOptions(), []string{"migrate"}, strings.NewReader(""), &out, &errOut); code != 0 || out.String() != filepath.Join(dir, "verdictbot.db")+": schema version 3\n" {
 		t.Fatalf("file: exit %d, %q %q", code, out.String(), errOut.String())
 	}
 
 	_, schemaURL := pgtest.Schema(t)
-	t.Setenv("VERDICTBOT_DATABASE_URL", schemaURL)
+	env = mapEnv(map[string]string{"VERDICTBOT_DATA_DIR": dir, "VERDICTBOT_DATABASE_URL": schemaURL})
 	out.Reset()
-	if code := Main([]string{"migrate"}, strings.NewReader(""), &out, &errOut); code != 0 || !strings.HasSuffix(out.String(), fmt.Sprintf(": schema version %d\n", pg.SchemaVersion)) {
+	if code := runCLI(env, testOptions(), []string{"migrate"}, strings.NewReader(""), &out, &errOut); code != 0 || !strings.HasSuffix(out.String(), fmt.Sprintf(": schema version %d\n", pg.SchemaVersion)) {
 		t.Fatalf("postgres: exit %d, %q %q", code, out.String(), errOut.String())
 	}
 	ctx := context.Background()
@@ -188,7 +187,7 @@ func TestMigrateCommand(t *testing.T) {
 	}
 	out.Reset()
 	errOut.Reset()
-	code := Main([]string{"migrate"}, strings.NewReader(""), &out, &errOut)
+	code := runCLI(env, testOptions(), []string{"migrate"}, strings.NewReader(""), &out, &errOut)
 	if want := fmt.Sprintf("verdictbot migrate: database schema %d is newer than this verdictbot (%d); upgrade verdictbot\n", pg.SchemaVersion+1, pg.SchemaVersion); code != 1 || errOut.String() != want {
 		t.Fatalf("newer: exit %d, %q, want %q", code, errOut.String(), want)
 	}

@@ -149,8 +149,8 @@ func TestChannelFilesSwitchIsForAdminsAndHolds(t *testing.T) {
 }
 
 func TestCheckWithholdsNamesThatResolvePrivateAndStripsQueries(t *testing.T) {
-	checkEnv(t, map[string]string{"VERDICTBOT_URL_QUERY": "strip"})
-	code, out, errOut := runCheckArgs("--sim", "https://sso.phish-intranet.test/login", "https://example.com/reset?token=s3cr3t")
+	env := checkEnv(map[string]string{"VERDICTBOT_URL_QUERY": "strip"})
+	code, out, errOut := runCheckArgs(env, "--sim", "https://sso.phish-intranet.test/login", "https://example.com/reset?token=s3cr3t")
 	if code != 0 {
 		t.Fatalf("exit %d, want 0 (skipped and clean)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -161,15 +161,15 @@ func TestCheckWithholdsNamesThatResolvePrivateAndStripsQueries(t *testing.T) {
 	if strings.Contains(out, "s3cr3t") {
 		t.Errorf("the output shows the query that was not sent:\n%s", out)
 	}
-	code, out, _ = runCheckArgs("--sim", "--json", "https://example.com/reset?token=s3cr3t")
+	code, out, _ = runCheckArgs(env, "--sim", "--json", "https://example.com/reset?token=s3cr3t")
 	if code != 0 || !strings.Contains(out, `"query_not_sent": true`) || !strings.Contains(out, `"url": "https://example.com/reset"`) {
 		t.Fatalf("--json: exit %d\n%s", code, out)
 	}
 }
 
 func TestCheckResolveHostsFalseSendsTheName(t *testing.T) {
-	checkEnv(t, map[string]string{"VERDICTBOT_RESOLVE_HOSTS": "false"})
-	code, out, _ := runCheckArgs("--sim", "https://sso.phish-intranet.test/login")
+	env := checkEnv(map[string]string{"VERDICTBOT_RESOLVE_HOSTS": "false"})
+	code, out, _ := runCheckArgs(env, "--sim", "https://sso.phish-intranet.test/login")
 	if code != checkExitMalicious || !strings.Contains(out, "MALICIOUS") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}

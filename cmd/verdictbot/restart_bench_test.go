@@ -507,16 +507,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	for k, v := range env {
 		settings[k] = v
 	}
-	for k, v := range settings {
-		b.Setenv(k, v)
-	}
-	cfg, err := loadConfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cfg.Validate(true); err != nil {
-		b.Fatal(err)
-	}
+	cfg := mustConfig(b, settings)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -527,7 +518,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	logs := newLogWatch(t0)
 	log := newLogger(logs, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	b.StartTimer()
-	go func() { done <- serve(ctx, cfg, log, nil) }()
+	go func() { done <- serve(ctx, cfg, testOptions(), log, nil) }()
 
 	deadline := time.NewTimer(window + 10*time.Second)
 	defer deadline.Stop()

@@ -192,13 +192,10 @@ func TestCorruptStoreStopsStartUpWithAClearLine(t *testing.T) {
 	}
 	fake := slackfaketest.Start(t)
 	_, base := simtest.Start(t, sim.Config{})
-	for k, v := range map[string]string{"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
-		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": dir, "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0"} {
-		t.Setenv(k, v)
-	}
-	var stdout, stderr bytes.Buffer
-	code := Main([]string{"run"}, strings.NewReader(""), &stdout, &stderr)
-	out := strings.TrimSpace(stderr.String())
+	env := map[string]string{"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
+		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": dir, "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0"}
+	code, _, stderr := runMain(env, "run")
+	out := strings.TrimSpace(stderr)
 	if code == 0 || strings.Contains(out, "\n") || !strings.Contains(out, "verdictbot.db is unreadable") || !strings.Contains(out, "left untouched") {
 		t.Fatalf("exit %d, stderr %q", code, out)
 	}

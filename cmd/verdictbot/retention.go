@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// pruneFirstDelay is how long after start the first retention prune runs:
-// late enough not to slow the start (resuming cards and analyses), early
-// enough that a bot restarted often still prunes. Tests shorten it.
-var pruneFirstDelay = 2 * time.Minute
+// defaultFirstPruneDelay is how long after start the first retention
+// prune runs: late enough not to slow the start (resuming cards and
+// analyses), early enough that a bot restarted often still prunes. Tests
+// shorten it (Options.FirstPruneDelay).
+const defaultFirstPruneDelay = 2 * time.Minute
 
 // pruneRetention removes what is older than VERDICTBOT_RETENTION from the
 // store: once first after the given delay, then every interval, until ctx

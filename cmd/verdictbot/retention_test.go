@@ -50,10 +50,6 @@ func TestRetentionPrunesThePostgresStoreAfterStart(t *testing.T) {
 // card, each with a verdict), starts the bot on it with env and a 30-day
 // retention, and checks what the first prune removed.
 func retentionAfterStart(t *testing.T, env map[string]string, open func(now func() time.Time) store.State) {
-	old := pruneFirstDelay
-	pruneFirstDelay = 200 * time.Millisecond
-	t.Cleanup(func() { pruneFirstDelay = old })
-
 	past := time.Now().Add(-100 * 24 * time.Hour)
 	recent := time.Now().Add(-time.Hour)
 	var mu sync.Mutex
@@ -79,7 +75,9 @@ func retentionAfterStart(t *testing.T, env map[string]string, open func(now func
 	db.Close()
 
 	env["VERDICTBOT_RETENTION"] = "720h"
-	h := startBot(t, env, sim.Config{})
+	opts := testOptions()
+	opts.FirstPruneDelay = 200 * time.Millisecond
+	h := startBotOptions(t, env, sim.Config{}, opts)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(h.logs.String(), "retention: pruned the store") {
 		if time.Now().After(deadline) {

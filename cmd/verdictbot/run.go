@@ -39,26 +39,29 @@ import (
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
-// runBot is `verdictbot run`: it reads the environment, connects to Slack
-// over Socket Mode and serves until ctx ends or a fatal error.
-func runBot(ctx context.Context, args []string, stderr io.Writer) error {
+// runBot is `verdictbot run`: it reads the settings from env, connects to
+// Slack over Socket Mode and serves until ctx ends or a fatal error.
+func runBot(ctx context.Context, env environment, opts Options, args []string, stderr io.Writer) error {
 	if len(args) > 0 {
 		return fmt.Errorf("%w: run takes no arguments, got %q (settings come from the environment: verdictbot help run)", errUsage, args)
 	}
-	cfg, err := loadValidConfig(true) // every problem at once
+	cfg, err := loadValidConfig(env, true) // every problem at once
 	if err != nil {
 		return err
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey,
 		cfg.DatabaseURL.Password(), cfg.SlackAdminUserToken, cfg.EventsSecret)
-	return serve(ctx, cfg, log, nil)
+	return serve(ctx, cfg, opts, log, nil)
 }
 
 // app is everything `run` wires together.
 type app struct {
-	cfg      *Config
+	cfg      config.Config
+	opts     Options
 	log      *slog.Logger
 	api      *slack.Client
 	sm       *socketmode.Client
@@ -106,16 +109,12 @@ func apiURL(u string) string {
 	return u
 }
 
-// storeWriteFault, set by tests, makes the store's writes fail
-// (bolt.Options.WriteFault).
-var storeWriteFault func() error
-
 // openState opens the state layer: PostgreSQL when VERDICTBOT_DATABASE_URL
 // is set (its schema migrated first, under the migration lock), else the
-// embedded file in VERDICTBOT_DATA_DIR.
-func openState(ctx context.Context, cfg *Config, log *slog.Logger) (store.State, error) {
+// embedded file in VERDICTBOT_DATA_DIR (writeFault: Options.StoreWriteFault).
+func openState(ctx context.Context, cfg config.Config, writeFault func() error, log *slog.Logger) (store.State, error) {
 	if cfg.DatabaseURL == "" {
-		return bolt.Open(cfg.DataDir, bolt.Options{WriteFault: storeWriteFault})
+		return bolt.Open(cfg.DataDir, bolt.Options{WriteFault: writeFault})
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -128,12 +127,12 @@ func openState(ctx context.Context, cfg *Config, log *slog.Logger) (store.State,
 	return db, nil
 }
 
-func newApp(cfg *Config, log *slog.Logger) (*app, error) {
-	db, err := openState(context.Background(), cfg, log)
+func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
+	db, err := openState(context.Background(), cfg, opts.StoreWriteFault, log)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, db: db, stopping: make(chan struct{})}
+	a := &app{cfg: cfg, opts: opts, log: log, db: db, stopping: make(chan struct{})}
 	a.metrics = metrics.New(
 		func() int {
 			if a.bot == nil {
@@ -182,7 +181,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	// for as long as an analysis may take.
 	memory := &scanstore.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store"), Stop: a.stopping,
 		RecheckHold: cfg.URLDeadline + time.Minute}
-	hosts := newHostResolver(cfg, log)
+	hosts := newHostResolver(cfg, opts.resolver(), log)
 	// VERDICTBOT_USER_LINKS_PER_HOUR; its admins and alerts are wired
 	// below, before any traffic.
 	a.userCap = &cards.UserCap{Store: db, PerHour: cfg.UserLinksPerHour, AlertChannel: cfg.AlertChannel, FirstTime: db.SeenEvent,
@@ -192,10 +191,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Memory:     memory,
 		Hosts:      hostGate(hosts),
 		TTL:        cfg.VerdictTTL,
-		Thresholds: cfg.thresholds,
+		Thresholds: cfg.Thresholds(),
 		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline},
 		// Analyses in flight follow the budgets (VERDICTBOT_MAX_CONCURRENT).
-		MaxConcurrent: cfg.maxConcurrent(),
+		MaxConcurrent: cfg.EffectiveMaxConcurrent(),
 		Logger:        log.With("component", "scan"),
 		OnDone:        a.metrics.URLDone,
 	})
@@ -681,12 +680,13 @@ func (a *app) pruneEvents(ctx context.Context) {
 	}
 }
 
-// serve wires the app and runs the bot until ctx ends or a fatal error.
+// serve wires the app and runs the bot until ctx ends or a fatal error;
+// opts are the tests' hooks (the zero value in production).
 // attach, when not nil, is the shell's adapter: it gets the wired app
 // before the bot starts (verdictbot shell reads the cards from a.db, the
 // one handle bbolt allows on the file; shell_env.go).
-func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)) error {
-	a, err := newApp(cfg, log)
+func serve(ctx context.Context, cfg config.Config, opts Options, log *slog.Logger, attach func(*app)) error {
+	a, err := newApp(cfg, opts, log)
 	if err != nil {
 		return err
 	}
@@ -700,7 +700,7 @@ func serve(ctx context.Context, cfg *Config, log *slog.Logger, attach func(*app)
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.pruneEvents(bg) }()
 	bgDone.Add(1)
-	go func() { defer bgDone.Done(); a.pruneRetention(bg, pruneFirstDelay, time.Hour) }()
+	go func() { defer bgDone.Done(); a.pruneRetention(bg, opts.firstPruneDelay(), time.Hour) }()
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.runEvents(bg) }()
 	bgDone.Add(1)

@@ -20,8 +20,8 @@ import (
 
 // The end-to-end tests below run `verdictbot run`'s real wiring (serve)
 // against the fake Slack (Web API + Socket Mode over real sockets) and the
-// simulator of both services (real HTTP). They set the environment, so
-// they do not run in parallel.
+// simulator of both services (real HTTP). Each builds its settings as a
+// map and loads them with package config, as `run` loads the environment.
 
 const (
 	e2eKey     = "sim-key-e2e-9f3a"
@@ -37,6 +37,9 @@ type harness struct {
 	simURL string
 	logs   *testutil.SyncBuffer
 	stop   func() error
+	// env is the bot's environment: the settings it was started with,
+	// for a command run beside it (runMain(h.env, …)).
+	env map[string]string
 }
 
 // quickProfile finishes a URL analysis in 300 ms, so the bot's first
@@ -59,6 +62,21 @@ func startBotWith(t testing.TB, env map[string]string, simCfg sim.Config, withSa
 }
 
 func startBotSeeded(t testing.TB, env map[string]string, simCfg sim.Config, withSandbox bool, seed seedSlack, opts ...slackfake.Option) *harness {
+	t.Helper()
+	return startBotFull(t, env, simCfg, withSandbox, seed, testOptions(), opts...)
+}
+
+// startBotOptions is startBot with the wiring's options (the tests' hooks:
+// start from testOptions()).
+func startBotOptions(t testing.TB, env map[string]string, simCfg sim.Config, o Options, opts ...slackfake.Option) *harness {
+	t.Helper()
+	return startBotFull(t, env, simCfg, false, nil, o, opts...)
+}
+
+// startBotFull starts serve with the settings env over the harness's
+// (a fake Slack, the simulator, a data directory of its own) and the
+// options o.
+func startBotFull(t testing.TB, env map[string]string, simCfg sim.Config, withSandbox bool, seed seedSlack, o Options, opts ...slackfake.Option) *harness {
 	t.Helper()
 	fake := slackfaketest.Start(t, opts...)
 	if seed != nil {
@@ -86,21 +104,12 @@ func startBotSeeded(t testing.TB, env map[string]string, simCfg sim.Config, with
 	for k, v := range env {
 		settings[k] = v
 	}
-	for k, v := range settings {
-		t.Setenv(k, v)
-	}
-	cfg, err := loadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(true); err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustConfig(t, settings)
 	logs := &testutil.SyncBuffer{}
 	log := newLogger(logs, "json", "debug", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, log, nil) }()
+	go func() { done <- serve(ctx, cfg, o, log, nil) }()
 	var once sync.Once
 	var result error
 	stop := func() error {
@@ -129,7 +138,7 @@ func startBotSeeded(t testing.TB, env map[string]string, simCfg sim.Config, with
 	if err := fake.WaitConnected(wctx, 1); err != nil {
 		t.Fatalf("bot did not connect: %v\nlogs:\n%s", err, logs.String())
 	}
-	return &harness{t: t, slack: fake, sim: srv, simURL: base, logs: logs, stop: stop}
+	return &harness{t: t, slack: fake, sim: srv, simURL: base, logs: logs, stop: stop, env: settings}
 }
 
 func (h *harness) ctx(d time.Duration) context.Context {
@@ -469,18 +478,15 @@ func TestFatalAuthExitsNonZeroWithAClearLine(t *testing.T) {
 	fake := slackfaketest.Start(t)
 	fake.Fail("auth.test", 0, "invalid_auth")
 	_, base := simtest.Start(t, sim.Config{})
-	for k, v := range map[string]string{"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
-		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0"} {
-		t.Setenv(k, v)
-	}
-	var stdout, stderr bytes.Buffer
-	code := Main([]string{"run"}, strings.NewReader(""), &stdout, &stderr)
-	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	env := map[string]string{"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
+		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0"}
+	code, _, stderr := runMain(env, "run")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	last := lines[len(lines)-1]
 	if code == 0 || last != "verdictbot run: Slack refused the credentials: auth.test with SLACK_BOT_TOKEN: invalid_auth" {
-		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	if strings.Contains(stderr.String(), fake.BotToken()) {
+	if strings.Contains(stderr, fake.BotToken()) {
 		t.Fatal("token printed")
 	}
 }

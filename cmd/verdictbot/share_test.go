@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/config"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/sandbox"
@@ -15,7 +16,7 @@ import (
 
 func TestShareBudgetsReachesEveryPart(t *testing.T) {
 	t.Parallel()
-	cfg := &Config{ReputationURL: "http://127.0.0.1:1", ReputationAPIKey: "k", ReputationRunRate: 2, ReputationReportRate: 10,
+	cfg := config.Config{ReputationURL: "http://127.0.0.1:1", ReputationAPIKey: "k", ReputationRunRate: 2, ReputationReportRate: 10,
 		SandboxURL: "http://127.0.0.1:1", SandboxAPIKey: "k", SandboxRunRate: 1, SandboxReportRate: 0}
 	log := slog.New(slog.DiscardHandler)
 	rep, err := newReputation(cfg, log, nil)

@@ -94,12 +94,8 @@ func parseShellFlags(args []string, stderr io.Writer) (shellFlags, error) {
 	return shellFlags{profile: profile, wait: *wait}, nil
 }
 
-// shellStarted, set by tests, is told about the shell before it reads
-// its first line.
-var shellStarted func(*shell)
-
 // runShell is `verdictbot shell`.
-func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runShell(ctx context.Context, procEnv environment, opts Options, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	flags, err := parseShellFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -107,7 +103,7 @@ func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	env, err := openShellEnv(flags.profile)
+	env, err := openShellEnv(procEnv, flags.profile)
 	if err != nil {
 		return err
 	}
@@ -122,7 +118,7 @@ func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	logger := newLogger(env.logFile, "text", "info", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey)
-	bot, err := startShellBot(ctx, cfg, logger, fake, stderr)
+	bot, err := startShellBot(ctx, cfg, opts, logger, fake, stderr)
 	if err != nil {
 		return err
 	}
@@ -138,8 +134,8 @@ func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			services += "; logs in " + env.logFile.Name()
 		}
 		fmt.Fprint(stderr, sh.banner(services, ""))
-		if shellStarted != nil {
-			shellStarted(sh)
+		if opts.ShellStarted != nil {
+			opts.ShellStarted(sh)
 		}
 		return sh.run(ctx, newPipeLines(stdin), bot)
 	}
@@ -147,7 +143,7 @@ func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// A terminal: a prompt, line editing and a history kept in the
 	// user's state directory (in memory only when it cannot be written).
 	histNote := ""
-	path, err := historyPath()
+	path, err := historyPath(procEnv)
 	if err == nil {
 		histNote = "history in " + path
 	}
@@ -160,10 +156,10 @@ func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer tl.close()
-	sh := newShell(tl, fake, bot.app, env, flags.wait, true, os.Getenv("NO_COLOR") == "")
+	sh := newShell(tl, fake, bot.app, env, flags.wait, true, procEnv.get("NO_COLOR") == "")
 	sh.print(sh.banner(services, histNote))
-	if shellStarted != nil {
-		shellStarted(sh)
+	if opts.ShellStarted != nil {
+		opts.ShellStarted(sh)
 	}
 	return sh.run(ctx, tl, bot)
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
+
+	"github.com/verdictbot/verdictbot/config"
 )
 
 // shellEnv is what the shell runs in: its state directory and log file,
@@ -27,16 +29,17 @@ type shellEnv struct {
 	logFile  *os.File
 
 	repURL, repName string
-	repKey          Secret
+	repKey          config.Secret
 	sbURL, sbName   string
-	sbKey           Secret
+	sbKey           config.Secret
 
 	closers []func() // run by close, last first
 }
 
-// openShellEnv reads VERDICTBOT_DATA_DIR and the services' settings, and
-// starts the simulator for a service the environment does not name.
-func openShellEnv(profile sim.Profile) (_ *shellEnv, err error) {
+// openShellEnv reads VERDICTBOT_DATA_DIR and the services' settings from
+// procEnv, and starts the simulator for a service the environment does
+// not name.
+func openShellEnv(procEnv environment, profile sim.Profile) (_ *shellEnv, err error) {
 	env := &shellEnv{}
 	defer func() {
 		if err != nil {
@@ -44,7 +47,7 @@ func openShellEnv(profile sim.Profile) (_ *shellEnv, err error) {
 		}
 	}()
 	// State: VERDICTBOT_DATA_DIR, or a directory removed on the way out.
-	env.dir = strings.TrimSpace(os.Getenv("VERDICTBOT_DATA_DIR"))
+	env.dir = strings.TrimSpace(procEnv.get("VERDICTBOT_DATA_DIR"))
 	env.keepLogs = env.dir != ""
 	if env.dir == "" {
 		tmp, err := os.MkdirTemp("", "verdictbot-shell-")
@@ -63,8 +66,8 @@ func openShellEnv(profile sim.Profile) (_ *shellEnv, err error) {
 	env.closers = append(env.closers, func() { env.logFile.Close() })
 
 	// The services: the environment's, else the built-in simulator.
-	env.repURL, env.repKey = strings.TrimSpace(os.Getenv("REPUTATION_URL")), Secret(os.Getenv("REPUTATION_API_KEY"))
-	env.sbURL, env.sbKey = strings.TrimSpace(os.Getenv("SANDBOX_URL")), Secret(os.Getenv("SANDBOX_API_KEY"))
+	env.repURL, env.repKey = strings.TrimSpace(procEnv.get("REPUTATION_URL")), config.Secret(procEnv.get("REPUTATION_API_KEY"))
+	env.sbURL, env.sbKey = strings.TrimSpace(procEnv.get("SANDBOX_URL")), config.Secret(procEnv.get("SANDBOX_API_KEY"))
 	if env.repURL != "" && env.repKey == "" {
 		return nil, errors.New("REPUTATION_API_KEY is not set (REPUTATION_URL is)")
 	}
@@ -138,9 +141,9 @@ func startShellSlack() (*slackfake.Server, error) {
 // config is the bot's configuration in the shell: the defaults (the
 // channel mode included: quiet, as in production), pointed at the fake
 // Slack and the services, no ops port.
-func (env *shellEnv) config(fake *slackfake.Server) (*Config, error) {
-	cfg := defaultConfig()
-	cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackAPIURL = Secret(fake.BotToken()), Secret(fake.AppToken()), fake.APIURL()
+func (env *shellEnv) config(fake *slackfake.Server) (config.Config, error) {
+	cfg := config.Default()
+	cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackAPIURL = config.Secret(fake.BotToken()), config.Secret(fake.AppToken()), fake.APIURL()
 	cfg.ReputationURL, cfg.ReputationAPIKey = env.repURL, env.repKey
 	cfg.SandboxURL, cfg.SandboxAPIKey = env.sbURL, env.sbKey
 	cfg.DataDir = env.dir
@@ -152,7 +155,7 @@ func (env *shellEnv) config(fake *slackfake.Server) (*Config, error) {
 	}
 	cfg.HTTPAddr = "off" // no health or metrics port
 	if err := cfg.Validate(true); err != nil {
-		return nil, err
+		return config.Config{}, err
 	}
 	return cfg, nil
 }
@@ -170,13 +173,13 @@ type shellBot struct {
 // connected to the fake. serve hands the wired app to the shell before
 // the bot starts: bbolt lets one handle per file, so the shell cannot open
 // the store a second time.
-func startShellBot(ctx context.Context, cfg *Config, logger *slog.Logger, fake *slackfake.Server, stderr io.Writer) (*shellBot, error) {
+func startShellBot(ctx context.Context, cfg config.Config, opts Options, logger *slog.Logger, fake *slackfake.Server, stderr io.Writer) (*shellBot, error) {
 	botCtx, cancel := context.WithCancel(ctx)
 	b := &shellBot{served: make(chan struct{}), cancel: cancel, stderr: stderr}
 	ready := make(chan *app, 1)
 	go func() {
 		defer close(b.served)
-		b.err = serve(botCtx, cfg, logger, func(a *app) { ready <- a })
+		b.err = serve(botCtx, cfg, opts, logger, func(a *app) { ready <- a })
 	}()
 	select {
 	case b.app = <-ready:

@@ -36,10 +36,8 @@ type ptyShell struct {
 // XDG_STATE_HOME (where the history is kept).
 func startPtyShell(t *testing.T, stateDir string, args ...string) *ptyShell {
 	t.Helper()
-	for k, v := range map[string]string{"VERDICTBOT_DATA_DIR": t.TempDir(), "XDG_STATE_HOME": stateDir, "NO_COLOR": "",
-		"REPUTATION_URL": "", "REPUTATION_API_KEY": "", "SANDBOX_URL": "", "SANDBOX_API_KEY": ""} {
-		t.Setenv(k, v)
-	}
+	env := mapEnv(map[string]string{"VERDICTBOT_DATA_DIR": t.TempDir(), "XDG_STATE_HOME": stateDir, "NO_COLOR": "",
+		"REPUTATION_URL": "", "REPUTATION_API_KEY": "", "SANDBOX_URL": "", "SANDBOX_API_KEY": ""})
 	master, tty, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
@@ -49,8 +47,8 @@ func startPtyShell(t *testing.T, stateDir string, args ...string) *ptyShell {
 	}
 	p := &ptyShell{t: t, master: master, done: make(chan int, 1), read: make(chan struct{})}
 	started := make(chan *shell, 1)
-	shellStarted = func(s *shell) { started <- s }
-	t.Cleanup(func() { shellStarted = nil })
+	opts := testOptions()
+	opts.ShellStarted = func(s *shell) { started <- s }
 	go func() { // owned by the test: ends when master is closed
 		defer close(p.read)
 		buf := make([]byte, 4096)
@@ -64,7 +62,7 @@ func startPtyShell(t *testing.T, stateDir string, args ...string) *ptyShell {
 			}
 		}
 	}()
-	go func() { p.done <- Main(append([]string{"shell"}, args...), tty, tty, &p.stderr) }()
+	go func() { p.done <- runCLI(env, opts, append([]string{"shell"}, args...), tty, tty, &p.stderr) }()
 	t.Cleanup(func() {
 		select {
 		case <-p.done:

@@ -115,19 +115,19 @@ type fileHistory struct {
 
 // historyPath is where the shell's history lives: the user's state
 // directory ($XDG_STATE_HOME, else ~/.local/state), else the cache
-// directory, under verdictbot/.
-func historyPath() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+// directory ($XDG_CACHE_HOME), under verdictbot/. The variables come from
+// env, read as os.UserHomeDir and os.UserCacheDir read them on Unix.
+func historyPath(env environment) (string, error) {
+	if d := env.get("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "verdictbot", "shell_history"), nil
 	}
-	if home, err := os.UserHomeDir(); err == nil {
+	if home := env.get("HOME"); home != "" {
 		return filepath.Join(home, ".local", "state", "verdictbot", "shell_history"), nil
 	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", errors.New("no home, state or cache directory")
+	if d := env.get("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "verdictbot", "shell_history"), nil
 	}
-	return filepath.Join(d, "verdictbot", "shell_history"), nil
+	return "", errors.New("no home, state or cache directory")
 }
 
 // openHistory loads the history file at path, creating it (and its

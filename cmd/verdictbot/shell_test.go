@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -12,19 +11,22 @@ import (
 	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
-// runShellScript runs `verdictbot shell` through Main, as `printf … |
+// runShellScript runs `verdictbot shell` through runCLI with env, as `printf … |
 // verdictbot shell` would (stdin is not a terminal, so each line's cards
 // and answers are printed before the next line is read).
 func runShellScript(t *testing.T, env map[string]string, script string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runShellScriptWith(t, testOptions(), env, script, args...)
+}
+
+// runShellScriptWith is runShellScript with the wiring's options.
+func runShellScriptWith(t *testing.T, opts Options, env map[string]string, script string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	dir := t.TempDir()
 	settings := map[string]string{"VERDICTBOT_DATA_DIR": dir, "REPUTATION_URL": "", "REPUTATION_API_KEY": "",
 		"SANDBOX_URL": "", "SANDBOX_API_KEY": "", "NO_COLOR": ""}
 	for k, v := range env {
 		settings[k] = v
-	}
-	for k, v := range settings {
-		t.Setenv(k, v)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -33,7 +35,7 @@ func runShellScript(t *testing.T, env map[string]string, script string, args ...
 		}
 	})
 	var out, errOut bytes.Buffer
-	code = Main(append([]string{"shell"}, args...), strings.NewReader(script), &out, &errOut)
+	code = runCLI(mapEnv(settings), opts, append([]string{"shell"}, args...), strings.NewReader(script), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -71,9 +73,9 @@ func TestShellScriptedSession(t *testing.T) {
 		"see https://example.net/page",
 	}, "\n") + "\n"
 	var sh *shell
-	shellStarted = func(s *shell) { sh = s }
-	defer func() { shellStarted = nil }()
-	code, out, errOut := runShellScript(t, nil, script, "--sim-profile", "quick", "--wait", "20s")
+	opts := testOptions()
+	opts.ShellStarted = func(s *shell) { sh = s }
+	code, out, errOut := runShellScriptWith(t, opts, nil, script, "--sim-profile", "quick", "--wait", "20s")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
 	}
@@ -180,21 +182,6 @@ func TestShellRefusesAURLWithoutItsKey(t *testing.T) {
 	code, _, errOut = runShellScript(t, nil, "", "--sim-profile", "slow")
 	if code != 2 || !strings.Contains(errOut, "Usage:") {
 		t.Fatalf("bad flag: exit %d, stderr %q", code, errOut)
-	}
-}
-
-func TestDefaultConfigIsLoadConfigInAnEmptyEnvironment(t *testing.T) {
-	for _, name := range settingTags() {
-		t.Setenv(name, "") // restored after the test
-		os.Unsetenv(name)
-	}
-	loaded, err := loadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	def := defaultConfig()
-	if !reflect.DeepEqual(loaded, def) {
-		t.Fatalf("defaultConfig differs from loadConfig's defaults:\n got %+v\nwant %+v", def, loaded)
 	}
 }
 

@@ -23,7 +23,7 @@ func startSim(t *testing.T, args ...string) (string, func() error) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := runSim(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), pw, io.Discard)
+		err := runSim(ctx, mapEnv(nil), append([]string{"--addr", "127.0.0.1:0"}, args...), pw, io.Discard)
 		pw.Close()
 		done <- err
 	}()
@@ -173,13 +173,13 @@ func TestRunSimFlags(t *testing.T) {
 		{[]string{"--tz", "Mars/Base"}, false, "--tz"},
 		{[]string{"--addr", "256.0.0.1:1"}, false, "listen"},
 	} {
-		err := runSim(t.Context(), tc.args, io.Discard, io.Discard)
+		err := runSim(t.Context(), mapEnv(nil), tc.args, io.Discard, io.Discard)
 		if err == nil || errors.Is(err, errUsage) != tc.usage || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want usage=%v containing %q", tc.args, err, tc.usage, tc.want)
 		}
 	}
 	var help bytes.Buffer
-	if err := runSim(t.Context(), []string{"-h"}, io.Discard, &help); err != nil || !strings.Contains(help.String(), "-report-rate") {
+	if err := runSim(t.Context(), mapEnv(nil), []string{"-h"}, io.Discard, &help); err != nil || !strings.Contains(help.String(), "-report-rate") {
 		t.Errorf("-h: %v\n%s", err, help.String())
 	}
 	if code := Main([]string{"sim", "--bogus"}, nil, io.Discard, io.Discard); code != 2 {
@@ -194,7 +194,7 @@ func TestRunSimFlags(t *testing.T) {
 func TestRunSimOnEveryInterfacePrintsALoopbackURL(t *testing.T) {
 	base, stop := startSim(t, "--addr", "0.0.0.0:0") // startSim wants http://127.0.0.1:port
 	defer stop()
-	if err := optionalServiceURL("REPUTATION_URL", base+"/", nil); err != nil {
+	if _, err := loadValidConfig(mapEnv(map[string]string{"REPUTATION_URL": base + "/"}), false); err != nil {
 		t.Errorf("the printed URL is refused: %v", err)
 	}
 }

@@ -14,8 +14,8 @@ import (
 
 // runSim serves the simulator of both analysis services until ctx is
 // cancelled. It prints one line with the two base URLs first.
-func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, addr, err := parseSimFlags(args, stderr)
+func runSim(ctx context.Context, env environment, args []string, stdout, stderr io.Writer) error {
+	cfg, addr, err := parseSimFlags(env, args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -39,13 +39,13 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // parseSimFlags reads the flags of `verdictbot sim` into a simulator
 // configuration and a listen address.
-func parseSimFlags(args []string, stderr io.Writer) (sim.Config, string, error) {
+func parseSimFlags(env environment, args []string, stderr io.Writer) (sim.Config, string, error) {
 	fs, f := newSimFlags()
 	fs.SetOutput(io.Discard) // Main prints the error and where help is
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			writeCommandHelp(stderr, findCLICommand("sim"))
+			writeCommandHelp(stderr, env, findCLICommand("sim"))
 			return sim.Config{}, "", err
 		}
 		return sim.Config{}, "", fmt.Errorf("%w: %v", errUsage, err)

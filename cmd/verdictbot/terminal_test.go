@@ -39,10 +39,10 @@ func TestCheckSanitisesServiceTextForTheTerminal(t *testing.T) {
 	_, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
 	bad := startHostileService(t, base, map[string]string{"malfamily": terminalAttack, "result": terminalAttack, "msg": terminalAttack})
 	bad.on.Store(true)
-	checkEnv(t, map[string]string{"REPUTATION_URL": bad.URL, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": bad.URL, "SANDBOX_API_KEY": e2eKey})
+	env := checkEnv(map[string]string{"REPUTATION_URL": bad.URL, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": bad.URL, "SANDBOX_API_KEY": e2eKey})
 	sample := writeFile(t, "eicar.txt", eicar)
 	for _, args := range [][]string{{sample, "https://noresult.test/x"}, {"--json", sample, "https://noresult.test/x"}} {
-		code, out, errOut := runCheckArgs(args...)
+		code, out, errOut := runCheckArgs(env, args...)
 		t.Logf("check %v: exit %d\n%s%s", args, code, out, errOut)
 		if bad.rewritten("malfamily") == 0 {
 			t.Fatal("the service sent no hostile family: the test proves nothing")

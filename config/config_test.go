@@ -1,7 +1,8 @@
-package main
+package config
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"strings"
@@ -9,11 +10,47 @@ import (
 	"time"
 )
 
-func setEnv(t *testing.T, kv map[string]string) {
-	t.Helper()
-	for k, v := range kv {
-		t.Setenv(k, v)
+// env is an environment for a test: the maps merged, later ones winning.
+func env(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		maps.Copy(out, m)
 	}
+	return out
+}
+
+// lookup is os.LookupEnv over m.
+func lookup(m map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+}
+
+// environ is os.Environ over m.
+func environ(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// load is what the program does with an environment: Load and Unknown,
+// every problem of both in one error.
+func load(ms ...map[string]string) (Config, error) {
+	m := env(ms...)
+	cfg, err := Load(lookup(m))
+	return cfg, Join(err, Unknown(environ(m)))
+}
+
+// loadValid is load, then Validate when it passed (for run: needSlack).
+func loadValid(ms ...map[string]string) (Config, error) {
+	cfg, err := load(ms...)
+	if err == nil {
+		err = cfg.Validate(true)
+	}
+	return cfg, err
 }
 
 var validEnv = map[string]string{
@@ -24,8 +61,8 @@ var validEnv = map[string]string{
 }
 
 func TestConfigDefaults(t *testing.T) {
-	setEnv(t, validEnv)
-	cfg, err := loadConfig()
+	t.Parallel()
+	cfg, err := load(validEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,12 +75,13 @@ func TestConfigDefaults(t *testing.T) {
 		cfg.QuarantineFiles != "message" || cfg.QuarantineFlipMax != 20 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	if b := cfg.thresholds["advertising"]; b.Suspicious != 0.8 || b.Malicious <= 1 {
+	if b := cfg.Thresholds()["advertising"]; b.Suspicious != 0.8 || b.Malicious <= 1 {
 		t.Fatalf("advertising band %+v", b)
 	}
 }
 
 func TestConfigErrorsAreOneClearLine(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		env  map[string]string
 		want string
@@ -76,12 +114,8 @@ func TestConfigErrorsAreOneClearLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {
-			setEnv(t, validEnv)
-			setEnv(t, tc.env)
-			cfg, err := loadConfig()
-			if err == nil {
-				err = cfg.Validate(true)
-			}
+			t.Parallel()
+			_, err := loadValid(validEnv, tc.env)
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("err = %v\nwant  %s", err, tc.want)
 			}
@@ -93,8 +127,8 @@ func TestConfigErrorsAreOneClearLine(t *testing.T) {
 }
 
 func TestSecretsNeverPrint(t *testing.T) {
-	setEnv(t, validEnv)
-	cfg, err := loadConfig()
+	t.Parallel()
+	cfg, err := load(validEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,10 +144,9 @@ func TestSecretsNeverPrint(t *testing.T) {
 // The database URL's password never prints, in a config dump or in the
 // message of a malformed URL; only postgres:// and postgresql:// URLs pass.
 func TestDatabaseURLPasswordNeverPrints(t *testing.T) {
+	t.Parallel()
 	const pw = "Hunter2-pw"
-	setEnv(t, validEnv)
-	setEnv(t, map[string]string{"VERDICTBOT_DATABASE_URL": "postgres://bot:" + pw + "@db.internal:5432/verdictbot?sslmode=require"})
-	cfg, err := loadConfig()
+	cfg, err := load(validEnv, map[string]string{"VERDICTBOT_DATABASE_URL": "postgres://bot:" + pw + "@db.internal:5432/verdictbot?sslmode=require"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +165,14 @@ func TestDatabaseURLPasswordNeverPrints(t *testing.T) {
 		t.Fatal("Reveal/Password lost the password")
 	}
 	for _, u := range []string{"postgresql://bot:" + pw + "@db/verdictbot", ""} {
-		c := *cfg
+		c := cfg
 		c.DatabaseURL = DatabaseURL(u)
 		if err := c.Validate(true); err != nil {
 			t.Errorf("%q refused: %v", u, err)
 		}
 	}
 	for _, u := range []string{"mysql://bot:" + pw + "@db/x", "bot:" + pw + "@db/x", "postgres://", "postgres://bot:" + pw + "@db:notaport/x"} {
-		c := *cfg
+		c := cfg
 		c.DatabaseURL = DatabaseURL(u)
 		err := c.Validate(true)
 		if err == nil || !strings.HasPrefix(err.Error(), "VERDICTBOT_DATABASE_URL: want a postgres:// or postgresql:// URL") || strings.Contains(err.Error(), pw) {
@@ -149,10 +182,11 @@ func TestDatabaseURLPasswordNeverPrints(t *testing.T) {
 }
 
 func TestEveryReadSettingIsKnown(t *testing.T) {
+	t.Parallel()
 	// The unknown-setting check and the README table both rely on
-	// settingTags; every VERDICTBOT_ tag must be listed once.
+	// Names; every VERDICTBOT_ tag must be listed once.
 	seen := map[string]bool{}
-	for _, tag := range settingTags() {
+	for _, tag := range Names() {
 		if seen[tag] {
 			t.Fatalf("%s twice", tag)
 		}
@@ -164,11 +198,12 @@ func TestEveryReadSettingIsKnown(t *testing.T) {
 }
 
 func TestREADMEListsEverySetting(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tag := range settingTags() {
+	for _, tag := range Names() {
 		if !strings.Contains(string(readme), "`"+tag+"`") {
 			t.Errorf("README.md does not document %s", tag)
 		}
@@ -176,14 +211,13 @@ func TestREADMEListsEverySetting(t *testing.T) {
 }
 
 func TestKubernetesServiceVariablesAreNotUnknownSettings(t *testing.T) {
-	setEnv(t, validEnv)
-	setEnv(t, map[string]string{
+	t.Parallel()
+	if _, err := load(validEnv, map[string]string{
 		"VERDICTBOT_METRICS_SERVICE_HOST": "10.0.0.1", "VERDICTBOT_METRICS_SERVICE_PORT": "8080",
 		"VERDICTBOT_METRICS_PORT": "tcp://10.0.0.1:8080", "VERDICTBOT_METRICS_PORT_8080_TCP_ADDR": "10.0.0.1",
 		// The test suite's own variable, exported by CI, is not a setting either.
 		"VERDICTBOT_TEST_DATABASE_URL": "postgres://postgres@127.0.0.1:5432/test",
-	})
-	if _, err := loadConfig(); err != nil {
+	}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -192,11 +226,12 @@ func TestKubernetesServiceVariablesAreNotUnknownSettings(t *testing.T) {
 // of the table reports one problem, and its message starts with the
 // setting the row names; Validate returns them all.
 func TestConfigRulesEachNameTheirSetting(t *testing.T) {
+	t.Parallel()
 	known := map[string]bool{}
-	for _, tag := range settingTags() {
+	for _, tag := range Names() {
 		known[tag] = true
 	}
-	bad := &Config{
+	bad := Config{
 		SlackBotToken: "xapp-no", SlackAppToken: "xoxb-no", SlackAPIURL: "ftp://x",
 		ReputationURL: "", ReputationAPIKey: "", SandboxURL: "gopher://x", SandboxAPIKey: "",
 		ChannelMode: "loud", URLQuery: "drop", Reporters: "everyone", Admins: []string{"alice"}, AdminGroup: "@admins",
@@ -248,14 +283,16 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 	}
 }
 
-// TestDefaultsAreWrittenOnce: defaultConfig is the only place a default
-// is written; a `default` tag would be a second one (envconfig would apply
-// it in loadConfig, the shell would not see it).
+// TestDefaultsAreWrittenOnce: Default is the only place a default is
+// written; a `default` tag would be a second one (envconfig, which decoded
+// the settings once, would have applied it in Load; the shell would not
+// see it).
 func TestDefaultsAreWrittenOnce(t *testing.T) {
+	t.Parallel()
 	ct := reflect.TypeFor[Config]()
 	for i := range ct.NumField() {
 		if def, ok := ct.Field(i).Tag.Lookup("default"); ok {
-			t.Errorf("%s has a default tag %q: write it in defaultConfig", ct.Field(i).Name, def)
+			t.Errorf("%s has a default tag %q: write it in Default", ct.Field(i).Name, def)
 		}
 	}
 }
@@ -263,6 +300,7 @@ func TestDefaultsAreWrittenOnce(t *testing.T) {
 // TestMaxConcurrentFollowsTheBudgets: VERDICTBOT_MAX_CONCURRENT wins when
 // set; 0 derives it from the reputation budgets, within its bounds.
 func TestMaxConcurrentFollowsTheBudgets(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		set         int
@@ -276,18 +314,13 @@ func TestMaxConcurrentFollowsTheBudgets(t *testing.T) {
 		{"raised budgets hit the cap", 0, 100, 1000, 4096},
 		{"set above the cap", 5000, 100, 1000, 5000},
 	} {
-		c := defaultConfig()
+		c := Default()
 		c.MaxConcurrent, c.ReputationRunRate, c.ReputationReportRate = tc.set, tc.run, tc.report
-		if got := c.maxConcurrent(); got != tc.want {
-			t.Errorf("%s: maxConcurrent() = %d, want %d", tc.name, got, tc.want)
+		if got := c.EffectiveMaxConcurrent(); got != tc.want {
+			t.Errorf("%s: EffectiveMaxConcurrent() = %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	setEnv(t, validEnv)
-	setEnv(t, map[string]string{"VERDICTBOT_MAX_CONCURRENT": "-1"})
-	cfg, err := loadConfig()
-	if err == nil {
-		err = cfg.Validate(true)
-	}
+	_, err := loadValid(validEnv, map[string]string{"VERDICTBOT_MAX_CONCURRENT": "-1"})
 	if err == nil || !strings.HasPrefix(err.Error(), "VERDICTBOT_MAX_CONCURRENT") {
 		t.Errorf("VERDICTBOT_MAX_CONCURRENT=-1: %v", err)
 	}
@@ -299,6 +332,7 @@ func TestMaxConcurrentFollowsTheBudgets(t *testing.T) {
 // host is loopback (127.0.0.0/8, ::1, localhost: a name that merely
 // resolves there does not count), and never prints.
 func TestEventsSettings(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		env  map[string]string
 		want string
@@ -333,12 +367,7 @@ func TestEventsSettings(t *testing.T) {
 			"VERDICTBOT_EVENTS_MAX_QUEUED=0: want at least 1 (events kept while the receiver is down)"},
 	}
 	for _, tc := range cases {
-		setEnv(t, validEnv)
-		setEnv(t, tc.env)
-		cfg, err := loadConfig()
-		if err == nil {
-			err = cfg.Validate(true)
-		}
+		_, err := loadValid(validEnv, tc.env)
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -349,14 +378,8 @@ func TestEventsSettings(t *testing.T) {
 		if strings.Contains(got, "tok-1") {
 			t.Errorf("the URL's path is in the message: %s", got)
 		}
-		os.Unsetenv("VERDICTBOT_EVENTS_URL")
-		os.Unsetenv("VERDICTBOT_EVENTS_SECRET")
-		os.Unsetenv("VERDICTBOT_EVENTS_FILE")
-		os.Unsetenv("VERDICTBOT_EVENTS_MAX_QUEUED")
 	}
-	setEnv(t, validEnv)
-	setEnv(t, map[string]string{"VERDICTBOT_EVENTS_SECRET": "whsec-never-print"})
-	cfg, err := loadConfig()
+	cfg, err := load(validEnv, map[string]string{"VERDICTBOT_EVENTS_SECRET": "whsec-never-print"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,8 +398,10 @@ func TestEventsSettings(t *testing.T) {
 // path) are https, or plain http only to a loopback host, like
 // VERDICTBOT_EVENTS_URL; the services also to the hosts an operator names
 // in VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS (the Compose demo's simulator),
-// never Slack. `check` applies the services' rules too.
+// never Slack. `check` applies the services' rules too
+// (TestCheckRefusesAPlainHTTPService, cmd/verdictbot).
 func TestServiceURLsAreHTTPSOrLoopback(t *testing.T) {
+	t.Parallel()
 	const (
 		slackPlain = "SLACK_API_URL: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not %s: use https (the bot token would cross the network in clear text)"
 		svcPlain   = "%s: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not %s: use https (the API key would cross the network in clear text), or name the host in VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"
@@ -414,13 +439,7 @@ func TestServiceURLsAreHTTPSOrLoopback(t *testing.T) {
 			`VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS: "sim:8099" is not a host name (want names such as sim or sandbox.lab, no scheme, port or path)`},
 	}
 	for _, tc := range cases {
-		setEnv(t, validEnv)
-		setEnv(t, map[string]string{"SLACK_API_URL": "https://slack.com/api/", "SANDBOX_URL": "", "SANDBOX_API_KEY": "", "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": ""})
-		setEnv(t, tc.env)
-		cfg, err := loadConfig()
-		if err == nil {
-			err = cfg.Validate(true)
-		}
+		_, err := loadValid(validEnv, map[string]string{"SLACK_API_URL": "https://slack.com/api/", "SANDBOX_URL": "", "SANDBOX_API_KEY": "", "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": ""}, tc.env)
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -432,20 +451,14 @@ func TestServiceURLsAreHTTPSOrLoopback(t *testing.T) {
 			t.Errorf("%v: the message shows more than the host: %q", tc.env, got)
 		}
 	}
-
-	// `verdictbot check` refuses a plain-http service too, and says so.
-	checkEnv(t, map[string]string{"REPUTATION_URL": "http://urlarmor.example/", "REPUTATION_API_KEY": "k-1"})
-	code, out, errOut := runCheckArgs("https://example.com/")
-	if code != checkExitUsage || !strings.Contains(errOut, fmt.Sprintf(svcPlain, "REPUTATION_URL", "urlarmor.example")) {
-		t.Errorf("check against plain http: exit %d\n%s%s", code, out, errOut)
-	}
 }
 
 // TestUserLinksPerHourSetting: VERDICTBOT_USER_LINKS_PER_HOUR defaults to
 // 300, takes 0 (no cap) up to 1,000,000, and says so when out of range or
 // not a number; `verdictbot config` lists it.
 func TestUserLinksPerHourSetting(t *testing.T) {
-	if got := defaultConfig().UserLinksPerHour; got != 300 {
+	t.Parallel()
+	if got := Default().UserLinksPerHour; got != 300 {
 		t.Errorf("default %d, want 300", got)
 	}
 	const outOfRange = "VERDICTBOT_USER_LINKS_PER_HOUR=%s: want 0 (no cap) to 1000000 (links and files one person may have sent to the services per hour; default 300)"
@@ -457,15 +470,7 @@ func TestUserLinksPerHourSetting(t *testing.T) {
 		{"1000001", fmt.Sprintf(outOfRange, "1000001")},
 		{"lots", `VERDICTBOT_USER_LINKS_PER_HOUR="lots": not a valid whole number`},
 	} {
-		setEnv(t, validEnv)
-		setEnv(t, map[string]string{"VERDICTBOT_USER_LINKS_PER_HOUR": tc.value})
-		err := func() error {
-			cfg, err := loadConfig()
-			if err != nil {
-				return err
-			}
-			return cfg.Validate(true)
-		}()
+		_, err := loadValid(validEnv, map[string]string{"VERDICTBOT_USER_LINKS_PER_HOUR": tc.value})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.value, err)
@@ -473,7 +478,73 @@ func TestUserLinksPerHourSetting(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.value, err, tc.want)
 		}
 	}
-	if v, ok := settingDefaults()["VERDICTBOT_USER_LINKS_PER_HOUR"]; !ok || v != "300" {
+	if v, ok := Default().Values()["VERDICTBOT_USER_LINKS_PER_HOUR"]; !ok || v != "300" {
 		t.Errorf("verdictbot config shows %q (listed: %v), want 300", v, ok)
+	}
+}
+
+// TestEmptyValueMeansDefault: every setting given as VAR= loads exactly
+// as if it were unset, and is valid.
+func TestEmptyValueMeansDefault(t *testing.T) {
+	t.Parallel()
+	unset, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := map[string]string{}
+	for _, name := range Names() {
+		empty[name] = ""
+	}
+	got, err := load(empty)
+	if err != nil {
+		t.Fatalf("VAR= refused: %v", err)
+	}
+	if !reflect.DeepEqual(got, unset) {
+		t.Fatalf("VAR= differs from unset:\n%+v\n%+v", got, unset)
+	}
+	blank := env(empty, map[string]string{"VERDICTBOT_MAX_LINKS": "  "}, validEnv) // blank is empty too
+	if _, err := loadValid(blank); err != nil {
+		t.Fatalf("empty values with the required ones set: %v", err)
+	}
+	// A value still wins.
+	if cfg, _ := load(blank, map[string]string{"VERDICTBOT_MAX_LINKS": "12"}); cfg.MaxLinks != 12 || !cfg.fromEnv["VERDICTBOT_MAX_LINKS"] || cfg.fromEnv["VERDICTBOT_WORKERS"] {
+		t.Fatalf("MaxLinks %d, from env %v", cfg.MaxLinks, cfg.fromEnv)
+	}
+}
+
+// TestLoadReadsOnlyItsLookup: Load takes every value from the lookup it
+// is given and Unknown from its list, never from the process's
+// environment.
+func TestLoadReadsOnlyItsLookup(t *testing.T) {
+	t.Parallel()
+	var asked []string
+	cfg, err := Load(func(name string) (string, bool) {
+		asked = append(asked, name)
+		if name == "VERDICTBOT_MAX_LINKS" {
+			return "7", true
+		}
+		return "", false
+	})
+	if err != nil || cfg.MaxLinks != 7 || cfg.Workers != Default().Workers {
+		t.Fatalf("Load = %d workers, %d max links, %v", cfg.Workers, cfg.MaxLinks, err)
+	}
+	if !reflect.DeepEqual(asked, Names()) {
+		t.Fatalf("Load asked for %v, want every setting once, in order", asked)
+	}
+	if err := Unknown(nil); err != nil {
+		t.Fatalf("Unknown(nil) = %v", err)
+	}
+}
+
+// TestDefaultIsLoadInAnEmptyEnvironment: Default is what Load gives when
+// no setting is set (the shell starts from Default).
+func TestDefaultIsLoadInAnEmptyEnvironment(t *testing.T) {
+	t.Parallel()
+	loaded, err := Load(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def := Default(); !reflect.DeepEqual(loaded, def) {
+		t.Fatalf("Default differs from Load's defaults:\n got %+v\nwant %+v", def, loaded)
 	}
 }

@@ -1,4 +1,12 @@
-package main
+// Package config decides verdictbot's settings: the Config struct (one
+// field per environment variable, the names being the operator's
+// contract), their defaults, how a value is read and trimmed, the rules
+// table Validate checks, the unknown-variable check with its nearest-name
+// suggestion, secret masking (Secret, DatabaseURL) and the listing
+// `verdictbot config` prints. It reads no environment itself: Load takes
+// a lookup function and Unknown an environ list, which only cmd/verdictbot
+// takes from the process (tests pass a map).
+package config
 
 import (
 	"errors"
@@ -11,10 +19,10 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/kelseyhightower/envconfig"
 	"github.com/robfig/cron/v3"
 
 	"github.com/verdictbot/verdictbot/events"
@@ -89,9 +97,11 @@ func (d DatabaseURL) Password() Secret {
 	return Secret(u.Query().Get("password"))
 }
 
-// Config is every setting, read from the environment over defaultConfig
-// (the one place defaults are written). Names are the
-// contract: keep them, and keep the README's settings table in sync.
+// Config is every setting, read by Load over Default (the one place
+// defaults are written). Names are the contract: keep them, and keep the
+// README's settings table in sync. It is a value: copies share nothing
+// but the read-only record of which settings Load took from the
+// environment.
 type Config struct {
 	SlackBotToken Secret `envconfig:"SLACK_BOT_TOKEN"`
 	SlackAppToken Secret `envconfig:"SLACK_APP_TOKEN"`
@@ -161,7 +171,7 @@ type Config struct {
 	// sent to the services per hour (cards.UserCap); 0: no cap.
 	UserLinksPerHour int `envconfig:"VERDICTBOT_USER_LINKS_PER_HOUR"`
 	// MaxConcurrent bounds URL analyses in flight; 0 derives it from the
-	// reputation budgets (see maxConcurrent).
+	// reputation budgets (see EffectiveMaxConcurrent).
 	MaxConcurrent      int    `envconfig:"VERDICTBOT_MAX_CONCURRENT"`
 	ServiceCAFile      string `envconfig:"VERDICTBOT_SERVICE_CA_FILE"`
 	ServiceInsecureTLS bool   `envconfig:"VERDICTBOT_SERVICE_INSECURE_TLS"`
@@ -181,18 +191,17 @@ type Config struct {
 	EventsFile      string `envconfig:"VERDICTBOT_EVENTS_FILE"`
 	EventsMaxQueued int    `envconfig:"VERDICTBOT_EVENTS_MAX_QUEUED"`
 
-	// Derived by Validate.
-	thresholds verdict.Thresholds
-	// fromEnv holds the settings loadConfig took from the environment
-	// (the others are defaults), for `verdictbot config`.
+	// fromEnv holds the settings Load took from the environment (the
+	// others are defaults), for `verdictbot config`'s listing. Load
+	// writes it once; nothing changes it afterwards.
 	fromEnv map[string]bool
 }
 
-// defaultConfig is every setting at its default: the one place defaults
-// are written (the struct has no `default` tags). loadConfig reads the
-// environment over it; the shell starts from it.
-func defaultConfig() *Config {
-	cfg := &Config{
+// Default is every setting at its default: the one place defaults are
+// written (the struct has no `default` tags). Load reads the environment
+// over it; the shell starts from it.
+func Default() Config {
+	cfg := Config{
 		SlackAPIURL: "https://slack.com/api/",
 
 		DataDir:       "./data",
@@ -249,26 +258,28 @@ func defaultConfig() *Config {
 	return cfg
 }
 
-// loadConfig reads the environment over the defaults. A variable that is
-// unset or empty (VAR=) keeps the default. Every value that does not parse
-// and every unknown VERDICTBOT_* variable is reported, one line each (a
-// settingsError); the config returned holds the defaults in their place,
-// so Validate can still report the other settings' problems.
-func loadConfig() (*Config, error) {
-	cfg := defaultConfig()
+// Load reads the settings through lookup (os.LookupEnv in the program, a
+// map in tests) over the defaults. A variable that is unset or empty
+// (VAR=) keeps the default. Every value that does not parse is reported,
+// one line each (a settingsError, in field order); the config returned
+// holds the defaults in their place, so Validate can still report the
+// other settings' problems. Unknown VERDICTBOT_* variables are Unknown's
+// to report: Load only asks for the names it knows.
+func Load(lookup func(string) (string, bool)) (Config, error) {
+	cfg := Default()
 	var errs settingsError
-	v := reflect.ValueOf(cfg).Elem()
+	v := reflect.ValueOf(&cfg).Elem()
 	t := v.Type()
 	for i := range t.NumField() {
 		name := t.Field(i).Tag.Get("envconfig")
 		if name == "" {
 			continue
 		}
-		raw, _ := os.LookupEnv(name)
+		raw, _ := lookup(name)
 		if strings.TrimSpace(raw) == "" {
 			continue // unset or empty: the default
 		}
-		if err := setSetting(v.Field(i), t.Field(i)); err != nil {
+		if err := setSetting(v.Field(i), t.Field(i), raw); err != nil {
 			shown := raw
 			if isSecretField(t.Field(i).Type) {
 				shown = "…" // never echoed
@@ -281,34 +292,69 @@ func loadConfig() (*Config, error) {
 		}
 		cfg.fromEnv[name] = true
 	}
-	errs = append(errs, checkUnknown()...)
 	cfg.trim()
 	return cfg, errs.orNil()
 }
 
-// loadValidConfig is loadConfig then Validate (needSlack: for `run`),
-// with every problem of both in one error, one line each.
-func loadValidConfig(needSlack bool) (*Config, error) {
-	cfg, loadErr := loadConfig()
-	return cfg, joinSettings(loadErr, cfg.Validate(needSlack))
-}
-
-// setSetting parses the environment variable of Config's field sf into f.
-// envconfig does the decoding (the types and formats the settings have
-// always had: durations, comma lists, numbers); it is given a struct of
-// this one field, so that one bad value does not hide the others and an
-// empty variable, skipped by the caller, keeps its default.
-func setSetting(f reflect.Value, sf reflect.StructField) error {
-	one := reflect.New(reflect.StructOf([]reflect.StructField{{Name: sf.Name, Type: sf.Type, Tag: sf.Tag}}))
-	one.Elem().Field(0).Set(f)
-	if err := envconfig.Process("", one.Interface()); err != nil {
-		var pe *envconfig.ParseError
-		if errors.As(err, &pe) {
-			return pe.Err
-		}
+// setSetting parses raw, the value of Config's field sf, into f. The
+// formats are the ones the settings have always had (they were decoded by
+// github.com/kelseyhightower/envconfig, whose rules decode keeps, byte for
+// byte, for the kinds Config uses): strings as they are; whole numbers in
+// Go syntax (strconv.ParseInt, base 0); durations in Go syntax; booleans
+// as strconv.ParseBool takes them; lists split on commas, each element
+// decoded alike. f is left as it was when raw does not parse.
+func setSetting(f reflect.Value, sf reflect.StructField, raw string) error {
+	v := reflect.New(sf.Type).Elem()
+	if err := decode(raw, v); err != nil {
 		return err
 	}
-	f.Set(one.Elem().Field(0))
+	f.Set(v)
+	return nil
+}
+
+// decode parses raw into f (see setSetting).
+func decode(raw string, f reflect.Value) error {
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(raw)
+	case reflect.Int, reflect.Int64:
+		if f.Type() == reflect.TypeFor[time.Duration]() {
+			d, err := time.ParseDuration(raw)
+			if err != nil {
+				return err
+			}
+			f.SetInt(int64(d))
+			return nil
+		}
+		n, err := strconv.ParseInt(raw, 0, f.Type().Bits())
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return err
+		}
+		f.SetBool(b)
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return err
+		}
+		f.SetFloat(x)
+	case reflect.Slice:
+		parts := strings.Split(raw, ",")
+		sl := reflect.MakeSlice(f.Type(), len(parts), len(parts))
+		for i, p := range parts {
+			if err := decode(p, sl.Index(i)); err != nil {
+				return err
+			}
+		}
+		f.Set(sl)
+	default:
+		return fmt.Errorf("config: no decoding for %s", f.Type())
+	}
 	return nil
 }
 
@@ -340,9 +386,11 @@ func (e settingsError) orNil() error {
 	return e
 }
 
-// joinSettings puts the problems of several errors (settingsErrors or
-// single ones) in one settingsError; nil when there is none.
-func joinSettings(errs ...error) error {
+// Join puts the problems of several errors (Load's, Unknown's, Validate's,
+// or single ones) in one error, one line each, in the order given: with
+// one problem its own line, with more "N settings are wrong:" and one
+// indented line each. nil when there is none.
+func Join(errs ...error) error {
 	var all settingsError
 	for _, err := range errs {
 		var se settingsError
@@ -373,12 +421,15 @@ func typeWord(t string) string {
 	return t
 }
 
-// checkUnknown refuses VERDICTBOT_* variables we do not read: a typo would
-// otherwise silently keep a default.
-func checkUnknown() settingsError {
+// Unknown refuses the VERDICTBOT_* variables of environ (os.Environ's
+// form, NAME=value) that are not settings: a typo would otherwise silently
+// keep a default. It returns one line for each (a settingsError, sorted),
+// with the nearest setting's name when one is close; nil when there is
+// none.
+func Unknown(environ []string) error {
 	var errs settingsError
 	known := knownSettings()
-	for _, kv := range os.Environ() {
+	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, "VERDICTBOT_") || slices.Contains(known, name) || kubernetesServiceVar(name) {
 			continue
@@ -389,13 +440,13 @@ func checkUnknown() settingsError {
 			continue
 		}
 		msg := fmt.Sprintf("unknown setting %s", name)
-		if near := nearest(name, known); near != "" {
+		if near := Nearest(name, known, 3); near != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", near)
 		}
 		errs = append(errs, errors.New(msg))
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	return errs
+	return errs.orNil()
 }
 
 // kubernetesServiceVar reports whether name looks like one of the variables
@@ -410,7 +461,7 @@ func kubernetesServiceVar(name string) bool {
 // knownSettings lists every VERDICTBOT_* name Config reads.
 func knownSettings() []string {
 	var names []string
-	for _, tag := range settingTags() {
+	for _, tag := range Names() {
 		if strings.HasPrefix(tag, "VERDICTBOT_") {
 			names = append(names, tag)
 		}
@@ -440,30 +491,37 @@ func (c *Config) trim() {
 }
 
 // Validate checks the settings `run` needs (needSlack false: the ones
-// `check` needs) and derives the thresholds. It returns every problem, in
-// configRules order, one line each (a settingsError). Messages are exact
-// and tested.
-func (c *Config) Validate(needSlack bool) error {
+// `check` needs). It returns every problem, in configRules order, one line
+// each (a settingsError). Messages are exact and tested.
+func (c Config) Validate(needSlack bool) error {
 	if errs := c.problems(needSlack); len(errs) > 0 {
 		return settingsError(errs)
-	}
-	c.thresholds = verdict.Thresholds{}
-	for _, t := range thresholdSettings(c) {
-		b, _ := verdict.ParseBand(t.val) // checked by configRules
-		c.thresholds[t.cat] = b
 	}
 	return nil
 }
 
+// Thresholds returns the bands of the VERDICTBOT_THRESHOLD_* settings,
+// for a Config that passed Validate (a band that does not parse is left
+// out).
+func (c Config) Thresholds() verdict.Thresholds {
+	th := verdict.Thresholds{}
+	for _, t := range thresholdSettings(&c) {
+		if b, err := verdict.ParseBand(t.val); err == nil { // checked by configRules
+			th[t.cat] = b
+		}
+	}
+	return th
+}
+
 // problems returns one error for each rule of configRules that c breaks,
 // in table order.
-func (c *Config) problems(needSlack bool) []error {
+func (c Config) problems(needSlack bool) []error {
 	var errs []error
 	for _, r := range configRules {
 		if r.slackOnly && !needSlack {
 			continue
 		}
-		if err := r.check(c); err != nil {
+		if err := r.check(&c); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -708,7 +766,7 @@ const (
 	maxUserLinksPerHour = 1_000_000
 )
 
-// maxConcurrent returns the bound on URL analyses in flight: the setting,
+// EffectiveMaxConcurrent returns the bound on URL analyses in flight: the setting,
 // or, when it is 0, what keeps both reputation budgets busy. By Little's
 // law the analyses in flight are the rate at which they can start times
 // how long each lasts; they can start as fast as the run budget submits
@@ -720,7 +778,7 @@ const (
 // within [minMaxConcurrent, maxDerivedConcurrent]. The defaults (1/s and
 // 5/s) give 2 × 0.38 × 60 ≈ 47, so 64; budgets raised to 100/s and
 // 1,000/s give the cap.
-func (c *Config) maxConcurrent() int {
+func (c Config) EffectiveMaxConcurrent() int {
 	if c.MaxConcurrent > 0 {
 		return c.MaxConcurrent
 	}
@@ -875,10 +933,13 @@ func isUserID(s string) bool {
 	return true
 }
 
-// nearest returns the known name closest to name, if it is close.
-func nearest(name string, known []string) string {
-	best, dist := "", 4
-	for _, k := range known {
+// Nearest returns the candidate closest to name (edit distance), if it is
+// at most maxDistance edits away; the first in order on a tie; "" when
+// none is that close. The unknown-setting check and the CLI's unknown
+// command suggest with it.
+func Nearest(name string, candidates []string, maxDistance int) string {
+	best, dist := "", maxDistance+1
+	for _, k := range candidates {
 		if d := levenshtein(name, k); d < dist {
 			best, dist = k, d
 		}
