@@ -145,6 +145,13 @@ func (h *HostResolver) Internal(ctx context.Context, host string) (detail string
 		return r.detail, r.internal
 	}
 	h.mu.Lock()
+	// Look again under the lock: a lookup that finished between the first
+	// look and here has stored its answer before leaving h.inflight.
+	if v, ok := h.cache.Get(host); ok {
+		h.mu.Unlock()
+		r := v.(resolved)
+		return r.detail, r.internal
+	}
 	l, joined := h.inflight[host]
 	if !joined {
 		l = &lookup{done: make(chan struct{})}
