@@ -92,7 +92,8 @@ func (cs *Cards) Scanning(now time.Time) (n int, oldest time.Duration) {
 }
 
 // Tracking reports whether this process began the card answering
-// (channel, sourceTS) and has not seen it final yet: its tracker runs here.
+// (channel, sourceTS) and has not seen it final yet, or is writing a
+// begin of it: its tracker runs here, or is about to.
 func (cs *Cards) Tracking(channel, sourceTS string) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
