@@ -63,6 +63,12 @@ type Cards struct {
 	// scanning holds the cards this process started and has not seen
 	// final yet, with when their current generation began (Scanning).
 	scanning map[store.CardRef]time.Time
+	// beginning counts, per card, the writes of this process that may
+	// begin a generation and have not returned yet: such a write's card is
+	// in the store before track records it, and Tracking must say so
+	// already (a request would take the card for one a stopped process
+	// left scanning, and begin it a second time).
+	beginning map[store.CardRef]int
 }
 
 // NewCards returns the card registry over st.
@@ -86,12 +92,32 @@ func (cs *Cards) Scanning(now time.Time) (n int, oldest time.Duration) {
 }
 
 // Tracking reports whether this process began the card answering
-// (channel, sourceTS) and has not seen it final yet: its tracker runs here.
+// (channel, sourceTS) and has not seen it final yet, or is writing a
+// begin of it: its tracker runs here, or is about to.
 func (cs *Cards) Tracking(channel, sourceTS string) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	_, ok := cs.scanning[store.CardRef{Channel: channel, SourceTS: sourceTS}]
-	return ok
+	ref := store.CardRef{Channel: channel, SourceTS: sourceTS}
+	_, ok := cs.scanning[ref]
+	return ok || cs.beginning[ref] > 0
+}
+
+// beginWrite counts a write that may begin ref's new generation as
+// Tracking until the returned function is called, after track.
+func (cs *Cards) beginWrite(ref store.CardRef) (done func()) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.beginning == nil {
+		cs.beginning = map[store.CardRef]int{}
+	}
+	cs.beginning[ref]++
+	return func() {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if cs.beginning[ref]--; cs.beginning[ref] == 0 {
+			delete(cs.beginning, ref)
+		}
+	}
 }
 
 // track follows rec after a write: begun says the write started a new
@@ -117,23 +143,12 @@ var errStaleGen = errors.New("card generation changed")
 // with fresh's content; a card already posted keeps its ts and notes (and
 // so is updated in place). It returns the generation and a copy.
 func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (int, card.Card, error) {
+	ref := store.CardRef{Channel: channel, SourceTS: sourceTS}
+	defer cs.beginWrite(ref)()
 	// One write per new card: shared with other cards' when the store can
 	// (the function may run again, so it works on its own copy of fresh).
-	rec, err := cs.st.UpsertCardShared(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
-		c := fresh.Clone()
-		c.CardTS = rec.Card.CardTS
-		c.Notes = append(append([]string(nil), rec.Card.Notes...), fresh.Notes...)
-		// Reports made on the previous generation stay on the same lines.
-		for i := range c.Lines {
-			for _, old := range rec.Card.Lines {
-				if old.Target == c.Lines[i].Target && len(old.Reports) > 0 {
-					c.Lines[i].Reports = old.Reports
-				}
-			}
-		}
-		rec.Card = c
-		rec.Mode = mode
-		rec.Gen++
+	rec, err := cs.st.UpsertCardShared(ref, func(rec *store.CardRecord, exists bool) error {
+		renew(rec, fresh, mode)
 		return nil
 	})
 	if err != nil {
@@ -143,7 +158,26 @@ func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (
 	return rec.Gen, rec.Card.Clone(), nil
 }
 
-// errCardExists aborts BeginIfAbsent's write when the card exists.
+// renew makes rec the next generation of its card, with fresh's content
+// (Begin).
+func renew(rec *store.CardRecord, fresh card.Card, mode string) {
+	c := fresh.Clone()
+	c.CardTS = rec.Card.CardTS
+	c.Notes = append(append([]string(nil), rec.Card.Notes...), fresh.Notes...)
+	// Reports made on the previous generation stay on the same lines.
+	for i := range c.Lines {
+		for _, old := range rec.Card.Lines {
+			if old.Target == c.Lines[i].Target && len(old.Reports) > 0 {
+				c.Lines[i].Reports = old.Reports
+			}
+		}
+	}
+	rec.Card = c
+	rec.Mode = mode
+	rec.Gen++
+}
+
+// errCardExists aborts BeginIfAt's write when the card is not the one seen.
 var errCardExists = errors.New("the message has a card")
 
 // BeginIfAbsent is Begin for a message that has no card yet: when one
@@ -153,10 +187,25 @@ var errCardExists = errors.New("the message has a card")
 // any replica) and the automatic scan begin one card between them, and a
 // card already there keeps its generation, quarantine state and buttons.
 func (cs *Cards) BeginIfAbsent(channel, sourceTS string, fresh card.Card, mode string) (gen int, snap card.Card, existing *store.CardRecord, err error) {
-	rec, err := cs.st.UpsertCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
-		if exists {
+	return cs.BeginIfAt(channel, sourceTS, 0, fresh, mode)
+}
+
+// BeginIfAt is BeginIfAbsent for a card seen at generation seen (0: no
+// card): a request that found the card orphaned begins its next
+// generation (as Begin) only while the card is still that one; when
+// another request or replica began one since, nothing is written and
+// existing is the card. A card that is gone is begun anew.
+func (cs *Cards) BeginIfAt(channel, sourceTS string, seen int, fresh card.Card, mode string) (gen int, snap card.Card, existing *store.CardRecord, err error) {
+	ref := store.CardRef{Channel: channel, SourceTS: sourceTS}
+	defer cs.beginWrite(ref)()
+	rec, err := cs.st.UpsertCard(ref, func(rec *store.CardRecord, exists bool) error {
+		switch {
+		case exists && (seen == 0 || rec.Gen != seen):
 			existing = rec
 			return errCardExists
+		case exists:
+			renew(rec, fresh, mode)
+			return nil
 		}
 		rec.Card = fresh.Clone()
 		rec.Mode = mode

@@ -165,8 +165,11 @@ type fileJob struct {
 	// DM): the per-channel dedupe of file_shared and file_share is skipped.
 	again bool
 	// onlyNew begins the file card only when the message has none (a
-	// request): one already there is left exactly as it is.
-	onlyNew bool
+	// request): one already there is left exactly as it is. With
+	// orphaned, the file card the request found orphaned, it is begun
+	// again only if no one did since (Cards.BeginIfAt).
+	onlyNew  bool
+	orphaned *store.CardRecord
 	// who is whom the checks are for (fair queues, the allowance).
 	who scan.Requester
 	// resumed: a job resumed after a restart, or taken over from a replica
@@ -267,7 +270,7 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, job 
 	var snap card.Card
 	if job.onlyNew {
 		var err error
-		gen, snap, rec, err = m.Cards.BeginIfAbsent(channel, src, draft, mode)
+		gen, snap, rec, err = m.Cards.BeginIfAt(channel, src, genOf(job.orphaned), draft, mode)
 		switch {
 		case rec != nil:
 			done()
@@ -276,6 +279,9 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, job 
 			m.Log.Error("could not save the file card of a requested scan", "channel", channel, "ts", msg.Timestamp, "error", err)
 			done()
 			return false, nil
+		}
+		if job.orphaned != nil && m.Events != nil {
+			m.remember(channel, src, gen, job.orphaned.Card.Lines)
 		}
 	} else {
 		var ok bool

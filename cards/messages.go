@@ -338,18 +338,20 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 		fmsg.Channel = channel
 		m.Files.handle(ctx, channel, &fmsg, fileJob{mode: mode, requestedBy: requestedBy, again: requestedBy != "", who: requesterOf(channel, msg, requestedBy), resumed: meta.Replayed}, partDone)
 	}
-	m.scanLinks(ctx, channel, msg, rawMsg, mode, requestedBy, false, meta)
+	m.scanLinks(ctx, channel, msg, rawMsg, mode, requestedBy, false, nil, meta)
 }
 
 // scanLinks makes the card of a message's links and tracks it; meta.Done
 // is called once it is final (or at once when there is nothing to do).
-// With onlyNew (a request) the card is begun only if the message has none:
-// rec is then the card found, and began false. A message whose links are
-// all gone (an edit) still gets its card updated when it had one.
-func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, onlyNew bool, meta Meta) (began bool, rec *store.CardRecord) {
+// With onlyNew (a request) the card is begun only if the message has none,
+// or, when orphaned is the card the request found orphaned, only if no
+// one began it again since (Cards.BeginIfAt): rec is otherwise the card
+// found, and began false. A message whose links are all gone (an edit)
+// still gets its card updated when it had one.
+func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, onlyNew bool, orphaned *store.CardRecord, meta Meta) (began bool, rec *store.CardRecord) {
 	res := m.Links.ExtractRaw(msg, rawMsg)
 	_, hadCard := m.Cards.Get(channel, msg.Timestamp)
-	if len(res.Targets) == 0 && len(res.Skipped) == 0 && res.LeftOut == 0 && (!hadCard || onlyNew) {
+	if len(res.Targets) == 0 && len(res.Skipped) == 0 && res.LeftOut == 0 && (!hadCard || onlyNew && orphaned == nil) {
 		meta.done()
 		return false, nil
 	}
@@ -369,7 +371,7 @@ func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg
 	var snap card.Card
 	if onlyNew {
 		var err error
-		gen, snap, rec, err = m.Cards.BeginIfAbsent(channel, msg.Timestamp, draft, mode)
+		gen, snap, rec, err = m.Cards.BeginIfAt(channel, msg.Timestamp, genOf(orphaned), draft, mode)
 		switch {
 		case rec != nil:
 			meta.done()
@@ -378,6 +380,9 @@ func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg
 			m.Log.Error("could not save the card of a requested scan", "channel", channel, "ts", msg.Timestamp, "error", err)
 			meta.done()
 			return false, nil
+		}
+		if orphaned != nil && m.Events != nil {
+			m.remember(channel, msg.Timestamp, gen, orphaned.Card.Lines)
 		}
 	} else {
 		var ok bool

@@ -35,8 +35,11 @@ import (
 // message's thread, shown as in a verbose channel and saying who asked,
 // and it is the message's card from then on: quarantine and rechecks act
 // on it like on any other. The card is begun in one store transaction
-// that fails when a card exists, so a request repeated or racing another
-// (on any replica) starts one check; the others are answered from the card.
+// that fails when a card exists (or, for an orphaned one, when it was
+// begun again since it was found), and this process counts a card it is
+// writing as tracked before the card is in the store: so a request
+// repeated or racing another (on any replica) starts one check; the
+// others are answered from the card.
 func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, user string) string {
 	m.init()
 	if m.own(msg) {
@@ -48,7 +51,10 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 			return s
 		}
 	}
-	resumeLinks := hasLinkCard && m.orphaned(linkRec)
+	var orphanLinks *store.CardRecord // a card to begin again
+	if hasLinkCard && m.orphaned(linkRec) {
+		orphanLinks = linkRec
+	}
 	if msg.SubType == "tombstone" {
 		return "That message was deleted; there is nothing left to check."
 	}
@@ -59,17 +65,21 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 		if resume := ok && m.orphaned(fileRec); !ok || resume {
 			fmsg := *msg
 			fmsg.Channel = channel
+			job := fileJob{mode: ModeVerbose, requestedBy: user, again: true, onlyNew: true, who: requesterOf(channel, msg, user)}
+			if resume {
+				job.orphaned = fileRec
+			}
 			var started bool
-			started, fileRec = m.Files.handle(ctx, channel, &fmsg, fileJob{mode: ModeVerbose, requestedBy: user, again: true, onlyNew: !resume, who: requesterOf(channel, msg, user)}, func() {})
+			started, fileRec = m.Files.handle(ctx, channel, &fmsg, job, func() {})
 			began = began || started
 		}
 		if fileRec != nil {
 			answers = append(answers, m.existingAnswer(ctx, fileRec, "Its files", user))
 		}
 	}
-	if !hasLinkCard || resumeLinks {
+	if !hasLinkCard || orphanLinks != nil {
 		var started bool
-		started, linkRec = m.scanLinks(ctx, channel, msg, rawMsg, ModeVerbose, user, !resumeLinks, Meta{})
+		started, linkRec = m.scanLinks(ctx, channel, msg, rawMsg, ModeVerbose, user, true, orphanLinks, Meta{})
 		began = began || started
 	}
 	if linkRec != nil {
@@ -106,6 +116,14 @@ func (m *Messages) orphaned(rec *store.CardRecord) bool {
 		return false
 	}
 	return m.PeerPostWait == 0 || time.Since(rec.Updated) > orphanAfter
+}
+
+// genOf is rec's generation, 0 for no card (Cards.BeginIfAt).
+func genOf(rec *store.CardRecord) int {
+	if rec == nil {
+		return 0
+	}
+	return rec.Gen
 }
 
 // goneAnswer is the answer about a message quarantine removed (or
