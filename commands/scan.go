@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
@@ -61,7 +62,7 @@ type State interface {
 	// Target and Card tell where a target was shown (its cards), so an
 	// answer shows only what the asker's conversations saw.
 	Target(target string) (store.Target, error)
-	Card(ref store.CardRef) (*store.CardRecord, error)
+	Card(ref card.Ref) (*store.CardRecord, error)
 	ChannelMode(channel string) (string, error)
 	SetChannelMode(channel, mode string) error
 	ChannelFiles(channel string) (string, error)
@@ -915,16 +916,16 @@ func (s *Scan) scopeOf(ctx context.Context, req *Request) (*Scope, error) {
 type visibility struct {
 	sc    *Scope
 	state State
-	dm    map[store.CardRef]bool
+	dm    map[card.Ref]bool
 }
 
 func (s *Scan) visibility(sc *Scope) *visibility {
-	return &visibility{sc: sc, state: s.State, dm: map[store.CardRef]bool{}}
+	return &visibility{sc: sc, state: s.State, dm: map[card.Ref]bool{}}
 }
 
 // ref reports whether the card at ref is in the scope: its channel is, or
 // it is in a direct message whose person is the scope's.
-func (v *visibility) ref(ref store.CardRef) (bool, error) {
+func (v *visibility) ref(ref card.Ref) (bool, error) {
 	if v.sc.Channel(ref.Channel) {
 		return true, nil
 	}

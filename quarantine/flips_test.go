@@ -114,7 +114,7 @@ func (r *queueRig) post(text string) string {
 	}
 	c := maliciousCard("C0SEC", d.TS)
 	now := time.Now()
-	rm := &store.Removal{Card: store.CardRef{Channel: "C0SEC", SourceTS: d.TS}, Target: "https://login.phish.test/verify", Level: "malicious", Queued: now.Add(-2 * postWait), NextAt: now}
+	rm := &store.Removal{Card: card.Ref{Channel: "C0SEC", SourceTS: d.TS}, Target: "https://login.phish.test/verify", Level: "malicious", Queued: now.Add(-2 * postWait), NextAt: now}
 	r.q.Mark(&c, rm)
 	r.cards.mu.Lock()
 	r.cards.cards[card.Ref{Channel: "C0SEC", SourceTS: d.TS}] = &c
@@ -348,7 +348,7 @@ func TestHeldRemovalsWaitForAnAdminsRemoveAll(t *testing.T) {
 			t.Fatalf("card %d: %+v", i, refs[i].Quarantine)
 		}
 		r.cards.cards[card.Ref{Channel: "C0SEC", SourceTS: tss[i]}] = &refs[i]
-		rm.Card = store.CardRef{Channel: "C0SEC", SourceTS: tss[i]}
+		rm.Card = card.Ref{Channel: "C0SEC", SourceTS: tss[i]}
 		rs = append(rs, *rm)
 	}
 	if err := r.db.QueueRemovals(rs); err != nil {

@@ -232,7 +232,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Recorded: func(c *card.Card, line int, r card.Report) {
 			l := c.Lines[line]
 			err := db.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
-				Category: r.Category, At: r.At, Outcome: r.Outcome, Card: store.CardRef{Channel: c.Channel, SourceTS: c.SourceTS}})
+				Category: r.Category, At: r.At, Outcome: r.Outcome, Card: card.Ref{Channel: c.Channel, SourceTS: c.SourceTS}})
 			if err != nil {
 				log.Warn("could not record a report in the audit trail", "error", err)
 			}
@@ -276,12 +276,12 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.metrics.WatchConnection(a.bot.Connected)
 	a.metrics.WatchCards(a.cards.Scanning)
 	a.messages = &cards.Messages{
-		Self:          a.cardsIdentity,
+		Self:          a.bot.Identity,
 		Links:         policy,
 		URLs:          a.urls,
 		Poster:        a.poster,
 		Cards:         a.cards,
-		Finder:        &cards.ThreadSearch{API: a.api, Self: a.cardsIdentity},
+		Finder:        &cards.ThreadSearch{API: a.api, Self: a.bot.Identity},
 		Deferrals:     memory,
 		Mode:          a.channelMode,
 		CleanReaction: cfg.CleanReaction,
@@ -301,9 +301,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		a.messages.PeerPostWait = 5 * time.Second
 	}
 	a.quarantine.ShowCard = a.messages.Show
-	a.bot.SetHandler(func(ctx context.Context, ev *slackevents.MessageEvent, m bot.Meta) {
-		a.messages.Handle(ctx, ev, cardsMeta(m))
-	}, a.messages.NeedsWork)
+	a.bot.SetHandler(a.messages.Handle, a.messages.NeedsWork)
 	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
 		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist,
 		DefaultQuarantine: cfg.Quarantine, QuarantineProblem: a.quarantineProblem,
@@ -370,18 +368,6 @@ func (a *app) quarantineProblem() string {
 	return a.quarantine.Problem()
 }
 
-// cardsIdentity is the bot's identity as the card lifecycle needs it.
-func (a *app) cardsIdentity() cards.Identity {
-	id := a.bot.Identity()
-	return cards.Identity{UserID: id.UserID, BotID: id.BotID, AppID: id.AppID}
-}
-
-// cardsMeta passes an event's delivery from the Socket Mode adapter to the
-// card lifecycle.
-func cardsMeta(m bot.Meta) cards.Meta {
-	return cards.Meta{EventID: m.EventID, Replayed: m.Replayed, Done: m.Done, Raw: m.Raw}
-}
-
 // wireFiles sets up the file pipeline when a sandbox is configured (files
 // are listed as not checked otherwise).
 func (a *app) wireFiles() error {
@@ -389,9 +375,7 @@ func (a *app) wireFiles() error {
 	files := &cards.Files{Messages: a.messages, Info: a.api, Uploader: a.poster, MaxScreenshots: cfg.MaxScreenshots,
 		FirstTime: a.db.SeenEvent, Enabled: a.channelFiles}
 	a.messages.Files = files
-	a.bot.SetFileHandler(func(ctx context.Context, ev *slackevents.FileSharedEvent, m bot.Meta) {
-		files.Shared(ctx, ev, cardsMeta(m))
-	}, files.NeedsWork)
+	a.bot.SetFileHandler(files.Shared, files.NeedsWork)
 	if cfg.SandboxURL == "" {
 		log.Info("no SANDBOX_URL: shared files are not checked")
 		return nil
