@@ -229,19 +229,10 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			}
 			return cards, err
 		},
-		Recorded: func(c *card.Card, line int, r card.Report) {
-			l := c.Lines[line]
-			err := db.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
-				Category: r.Category, At: r.At, Outcome: r.Outcome, Card: card.Ref{Channel: c.Channel, SourceTS: c.SourceTS}})
-			if err != nil {
-				log.Warn("could not record a report in the audit trail", "error", err)
-			}
-			f := events.LineFinding(events.KindReport, c, l)
-			f.At, f.Actor, f.Option, f.Outcome, f.Category = r.At, r.User, r.Option, r.Outcome, r.Category
-			events.Emit(context.Background(), a.sink(), f)
-		}}
+		Audit: db, Events: a.sink()}
 	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Default: cfg.Quarantine, FilesMode: cfg.QuarantineFiles,
 		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
+		Events: a.sink(), Retention: cfg.QuarantineRetention,
 		TeamID:    func() string { return a.bot.Identity().TeamID },
 		OnFailure: a.metrics.QuarantineFailure, OnAction: a.metrics.Quarantine,
 		Queue: db, FlipMax: cfg.QuarantineFlipMax, AlertChannel: cfg.AlertChannel,
@@ -254,7 +245,6 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		// The admin's token goes only to SLACK_API_URL, through this client.
 		a.quarantine.Admin = slack.New(cfg.SlackAdminUserToken.Reveal(), slack.OptionHTTPClient(slackHTTP()), slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	}
-	a.wireQuarantineEvents()
 	a.slash = &commands.Slash{Access: access, Respond: a.respond, Log: log.With("component", "commands")}
 	a.bot = bot.New(a.sm, a.api, bot.Handlers{
 		Interaction: a.interaction,
