@@ -12,6 +12,7 @@ import (
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/settings"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -75,7 +76,7 @@ func newQueueRig(t *testing.T, opts ...slackfake.Option) *queueRig {
 		Queue:   r.db,
 		Cards:   r.cards,
 		Poster:  &updates{},
-		Default: "malicious",
+		Levels:  &settings.Channels{Store: r.db, Defaults: settings.Defaults{Quarantine: "malicious"}},
 		FlipMax: 20,
 		IsAdmin: func(u string) bool { return u == "U0ADMIN" },
 		// Fast pacing for the test: 2 a second.

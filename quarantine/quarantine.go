@@ -98,11 +98,16 @@ type BotAPI interface {
 	GetUserGroupsContext(ctx context.Context, options ...slack.GetUserGroupsOption) ([]slack.UserGroup, error)
 }
 
-// Store keeps what was removed and each channel's level (store.State).
+// Store keeps what was removed, for release (store.State).
 type Store interface {
 	PutQuarantined(q store.Quarantined) error
 	Quarantined(channel, ts string) (store.Quarantined, error)
-	ChannelQuarantine(channel string) (string, error)
+}
+
+// ChannelLevels says each channel's quarantine level (Off, Malicious or
+// Suspicious): its own, else VERDICTBOT_QUARANTINE (*settings.Channels).
+type ChannelLevels interface {
+	Quarantine(channel string) string
 }
 
 // CardBook reads and edits a card by the message it answers (*cards.Cards).
@@ -126,12 +131,13 @@ type FalsePositive func(ctx context.Context, user, channel, sourceTS string, lin
 // allowed; Admin nil means no admin token (every removal fails, said on
 // the card).
 type Quarantine struct {
-	Admin   AdminAPI
-	Bot     BotAPI
-	Store   Store
-	Cards   CardBook
-	Poster  Poster
-	Default string // VERDICTBOT_QUARANTINE
+	Admin  AdminAPI
+	Bot    BotAPI
+	Store  Store
+	Cards  CardBook
+	Poster Poster
+	// Levels says each channel's level; nil: every channel is off.
+	Levels ChannelLevels
 	// FilesMode is VERDICTBOT_QUARANTINE_FILES: FilesMessage ("" too) or
 	// FilesDelete.
 	FilesMode string
@@ -198,20 +204,12 @@ func (q *Quarantine) log() *slog.Logger {
 }
 
 // Level returns a channel's quarantine level: its own setting, else the
-// default.
+// default (Off without Levels).
 func (q *Quarantine) Level(channel string) string {
-	if q == nil {
+	if q == nil || q.Levels == nil {
 		return Off
 	}
-	if q.Store != nil {
-		if v, err := q.Store.ChannelQuarantine(channel); err == nil && v != "" {
-			return v
-		}
-	}
-	if q.Default == "" {
-		return Off
-	}
-	return q.Default
+	return q.Levels.Quarantine(channel)
 }
 
 // Check verifies the admin token once at start: auth.test, then that its
@@ -253,6 +251,15 @@ func (q *Quarantine) Problem() string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.problem
+}
+
+// CannotRemove says why quarantine cannot remove messages now ("" when it
+// can): no admin token, or the one Check found wrong.
+func (q *Quarantine) CannotRemove() string {
+	if q.Admin == nil {
+		return "no admin token is set (SLACK_ADMIN_USER_TOKEN)"
+	}
+	return q.Problem()
 }
 
 // Act is called with a card whose verdict is final, first or after a

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
@@ -35,6 +34,7 @@ import (
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/scan/scanstore"
+	"github.com/verdictbot/verdictbot/settings"
 	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
@@ -72,7 +72,7 @@ type app struct {
 	files    *scan.Files
 	scan     *commands.Scan
 	slash    *commands.Slash
-	allow    atomic.Pointer[[]string]
+	settings *settings.Channels
 	metrics  *metrics.Metrics
 	// adminGroup resolves VERDICTBOT_ADMIN_GROUP (nil when not set).
 	adminGroup *commands.AdminGroup
@@ -199,9 +199,11 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Logger:        log.With("component", "scan"),
 		OnDone:        a.metrics.URLDone,
 	})
-	a.loadAllowlist()
+	a.settings = &settings.Channels{Store: db, Log: log,
+		Defaults: settings.Defaults{Mode: cfg.ChannelMode, Files: cfg.ScanFiles, Quarantine: cfg.Quarantine}}
+	a.settings.LoadAllowlist()
 	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains,
-		MaxLinks: cfg.MaxLinks, AllowFunc: a.runtimeAllowed, StripQuery: cfg.URLQuery == "strip"})
+		MaxLinks: cfg.MaxLinks, AllowFunc: a.settings.Allowed, StripQuery: cfg.URLQuery == "strip"})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
@@ -230,7 +232,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 			return cards, err
 		},
 		Audit: db, Events: a.sink()}
-	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Default: cfg.Quarantine, FilesMode: cfg.QuarantineFiles,
+	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Levels: a.settings, FilesMode: cfg.QuarantineFiles,
 		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
 		Events: a.sink(), Retention: cfg.QuarantineRetention,
 		TeamID:    func() string { return a.bot.Identity().TeamID },
@@ -273,7 +275,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Cards:         a.cards,
 		Finder:        &cards.ThreadSearch{API: a.api, Self: a.bot.Identity},
 		Deferrals:     memory,
-		Mode:          a.channelMode,
+		Mode:          a.settings.Mode,
 		CleanReaction: cfg.CleanReaction,
 		MaxLinks:      cfg.MaxLinks,
 		StripQuery:    cfg.URLQuery == "strip",
@@ -293,8 +295,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	a.quarantine.ShowCard = a.messages.Show
 	a.bot.SetHandler(a.messages.Handle, a.messages.NeedsWork)
 	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
-		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist,
-		DefaultQuarantine: cfg.Quarantine, QuarantineProblem: a.quarantineProblem,
+		Respond: a.respond, Settings: a.settings, QuarantineProblem: a.quarantine.CannotRemove,
 		Log: log.With("component", "audit"), Events: a.sink()}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
 	a.home = &commands.Home{API: a.api, Scan: a.scan, Registry: a.slash.Registry, Run: a.slash.Run, Access: access,
@@ -349,21 +350,12 @@ type recheckLease struct{ store.Lease }
 
 func (l recheckLease) Token() uint64 { return l.Fence().Token }
 
-// quarantineProblem says why quarantine cannot remove messages now ("" when
-// it can): no admin token, or the one Check found wrong.
-func (a *app) quarantineProblem() string {
-	if a.quarantine.Admin == nil {
-		return "no admin token is set (SLACK_ADMIN_USER_TOKEN)"
-	}
-	return a.quarantine.Problem()
-}
-
 // wireFiles sets up the file pipeline when a sandbox is configured (files
 // are listed as not checked otherwise).
 func (a *app) wireFiles() error {
 	cfg, log := a.cfg, a.log
 	files := &cards.Files{Messages: a.messages, Info: a.api, Uploader: a.poster, MaxScreenshots: cfg.MaxScreenshots,
-		FirstTime: a.db.SeenEvent, Enabled: a.channelFiles}
+		FirstTime: a.db.SeenEvent, Enabled: a.settings.Files}
 	a.messages.Files = files
 	a.bot.SetFileHandler(files.Shared, files.NeedsWork)
 	if cfg.SandboxURL == "" {
@@ -558,34 +550,6 @@ func (a *app) respond(ctx context.Context, req *commands.Request, text string) e
 	return err
 }
 
-// loadAllowlist reads the runtime allowlist (/scan allow) from the store.
-func (a *app) loadAllowlist() {
-	list, err := a.db.AllowList()
-	if err != nil {
-		a.log.Warn("could not read the runtime allowlist", "error", err)
-		return
-	}
-	domains := make([]string, 0, len(list))
-	for _, e := range list {
-		domains = append(domains, e.Domain)
-	}
-	a.allow.Store(&domains)
-}
-
-// runtimeAllowed reports whether host is on the runtime allowlist.
-func (a *app) runtimeAllowed(host string) bool {
-	p := a.allow.Load()
-	if p == nil {
-		return false
-	}
-	for _, d := range *p {
-		if links.MatchDomain(host, d) {
-			return true
-		}
-	}
-	return false
-}
-
 // startRecheck runs the recheck job on its cron schedule until ctx ends;
 // the returned function waits for a run in progress to stop.
 func (a *app) startRecheck(ctx context.Context) (wait func()) {
@@ -607,33 +571,6 @@ type cronLogger struct{ log *slog.Logger }
 func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
 func (l cronLogger) Error(err error, msg string, kv ...any) {
 	l.log.Error("cron: "+msg, append(kv, "error", err)...)
-}
-
-// channelMode is a channel's mode: its own setting (/scan channel), else
-// VERDICTBOT_CHANNEL_MODE.
-func (a *app) channelMode(channel string) string {
-	if m, err := a.db.ChannelMode(channel); err == nil && m != "" {
-		return m
-	}
-	return a.cfg.ChannelMode
-}
-
-// channelFiles reports whether files shared in a channel are scanned: its
-// own switch (/scan channel files), else VERDICTBOT_SCAN_FILES. When the
-// store cannot be read, files are not scanned (nothing leaves by mistake).
-func (a *app) channelFiles(channel string) bool {
-	v, err := a.db.ChannelFiles(channel)
-	if err != nil {
-		a.log.Warn("could not read the channel's file switch; its files are not scanned", "channel", channel, "error", err)
-		return false
-	}
-	switch v {
-	case "on":
-		return true
-	case "off":
-		return false
-	}
-	return a.cfg.ScanFiles
 }
 
 // pruneEvents forgets processed event ids older than 48 h, hourly (Slack's
