@@ -262,27 +262,3 @@ func (cs *Cards) ChangeQueue(channel, sourceTS string, fn func(rec *store.CardRe
 	cs.track(rec, false)
 	return rec.Card.Clone(), nil
 }
-
-// Edit calls fn with the card posted at (channel, cardTS) and saves what it
-// did (commands.CardBook).
-func (cs *Cards) Edit(channel, cardTS string, fn func(c *card.Card) error) error {
-	rec, err := cs.st.CardByTS(channel, cardTS)
-	if errors.Is(err, store.ErrNotFound) {
-		return card.ErrNotFound
-	}
-	if err != nil {
-		return err
-	}
-	_, err = cs.st.UpdateCard(rec.Ref(), func(r *store.CardRecord) error { return fn(&r.Card) })
-	return err
-}
-
-// EditBySource is Edit for the card answering the message at (channel,
-// sourceTS), posted or not (commands.CardBook).
-func (cs *Cards) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
-	_, err := cs.st.UpdateCard(card.Ref{Channel: channel, SourceTS: sourceTS}, func(r *store.CardRecord) error { return fn(&r.Card) })
-	if errors.Is(err, store.ErrNotFound) {
-		return card.ErrNotFound
-	}
-	return err
-}

@@ -22,9 +22,9 @@ import (
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
-// CardBook finds posted cards. Edit calls fn with the card posted at
-// (channel, cardTS) while no one else changes it, and saves what fn did.
-// It returns ErrCardNotFound when there is no such card.
+// CardBook finds posted cards (*cardbook.Book). Edit calls fn with the card
+// posted at (channel, cardTS) while no one else changes it, and saves what
+// fn did. It returns ErrCardNotFound when there is no such card.
 type CardBook interface {
 	Edit(channel, cardTS string, fn func(c *card.Card) error) error
 	// EditBySource is Edit for the card answering the message at

@@ -110,7 +110,8 @@ type ChannelLevels interface {
 	Quarantine(channel string) string
 }
 
-// CardBook reads and edits a card by the message it answers (*cards.Cards).
+// CardBook reads and edits a card by the message it answers, each edit one
+// store transaction (*cardbook.Book).
 type CardBook interface {
 	Get(channel, sourceTS string) (*store.CardRecord, bool)
 	EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error

@@ -24,6 +24,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/verdictbot/verdictbot/bot"
+	"github.com/verdictbot/verdictbot/cardbook"
 	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/events"
@@ -221,18 +222,12 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 	}
 	a.metrics.WatchAdminGroup(a.adminGroup.Expired) // nil-safe: 0 without a group
 	a.userCap.IsAdmin, a.userCap.Replier = access.IsAdmin, a.poster
-	a.feedback = &commands.Feedback{Cards: a.cards, Rep: a.urls, Poster: a.poster, Access: access,
-		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
-		TaskCards: func(taskID string) ([]card.Card, error) {
-			recs, err := db.CardsOfTask(taskID)
-			cards := make([]card.Card, len(recs))
-			for i, r := range recs {
-				cards[i] = r.Card
-			}
-			return cards, err
-		},
+	// Quarantine and feedback edit cards they did not make in the store.
+	book := &cardbook.Book{Store: db}
+	a.feedback = &commands.Feedback{Cards: book, Rep: a.urls, Poster: a.poster, Access: access,
+		Forget: a.urls.Forget, Log: log.With("component", "feedback"), TaskCards: book.TaskCards,
 		Audit: db, Events: a.sink()}
-	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Levels: a.settings, FilesMode: cfg.QuarantineFiles,
+	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: book, Poster: a.poster, Levels: a.settings, FilesMode: cfg.QuarantineFiles,
 		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
 		Events: a.sink(), Retention: cfg.QuarantineRetention,
 		TeamID:    func() string { return a.bot.Identity().TeamID },
