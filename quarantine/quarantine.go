@@ -254,6 +254,13 @@ func (q *Quarantine) Problem() string {
 	return q.problem
 }
 
+// On reports whether the channel's quarantine level removes anything
+// (it is not off).
+func (q *Quarantine) On(channel string) bool {
+	_, on := Threshold(q.Level(channel))
+	return on
+}
+
 // CannotRemove says why quarantine cannot remove messages now ("" when it
 // can): no admin token, or the one Check found wrong.
 func (q *Quarantine) CannotRemove() string {

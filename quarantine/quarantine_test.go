@@ -72,3 +72,16 @@ func TestLevel(t *testing.T) {
 		t.Error("a nil Quarantine is not off")
 	}
 }
+
+// TestOn: a channel is on when its level removes something.
+func TestOn(t *testing.T) {
+	q := &Quarantine{Levels: &settings.Channels{Store: levels{"C1": "suspicious", "C2": "off"}, Defaults: settings.Defaults{Quarantine: "malicious"}}}
+	for ch, want := range map[string]bool{"C1": true, "C2": false, "C3": true} {
+		if got := q.On(ch); got != want {
+			t.Errorf("On(%s) = %v, want %v", ch, got, want)
+		}
+	}
+	if (&Quarantine{}).On("C1") {
+		t.Error("a Quarantine without levels is on")
+	}
+}

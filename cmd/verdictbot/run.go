@@ -278,10 +278,7 @@ func newApp(cfg *Config, log *slog.Logger) (*app, error) {
 		Act:           a.quarantine.Act,
 		Events:        a.sink(),
 		OnUnchecked:   func(kind card.Kind, n int) { a.metrics.Unchecked(string(kind), n) },
-		Quarantined: func(channel string) bool {
-			_, on := quarantine.Threshold(a.quarantine.Level(channel))
-			return on
-		},
+		Quarantined:   a.quarantine.On,
 	}
 	if cfg.DatabaseURL != "" {
 		// Another replica may be posting a card this one is about to post.
