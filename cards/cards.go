@@ -14,21 +14,21 @@ import (
 // CardStore is the part of the state layer that keeps cards (store.State,
 // both backends, implements it).
 type CardStore interface {
-	Card(ref store.CardRef) (*store.CardRecord, error)
+	Card(ref card.Ref) (*store.CardRecord, error)
 	CardByTS(channel, cardTS string) (*store.CardRecord, error)
-	UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
-	UpsertCard(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
+	UpdateCard(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	UpsertCard(ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
 	CardSettler
 	// UpdateCardShared and UpsertCardShared are for the writes every link
 	// makes (Begin, Settle): concurrent ones may share one commit (the
 	// embedded file), so their fn may run more than once, with the record
 	// read afresh each time, and the functions passed to them change
 	// nothing but the record (store.State.UpdateCardShared).
-	UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
-	UpsertCardShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
+	UpdateCardShared(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	UpsertCardShared(ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
 	// UpdateCardQueue is UpdateCard whose fn may also queue a removal of
 	// the card's message in the same write (ChangeQueue).
-	UpdateCardQueue(ref store.CardRef, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error)
+	UpdateCardQueue(ref card.Ref, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error)
 }
 
 // CardSettler is the write that shows a verdict on a card (store.State,
@@ -43,7 +43,7 @@ type CardSettler interface {
 	// left out without an error, and "" links nothing. Concurrent calls
 	// may share one commit: fn may run more than once, each time with
 	// the record read afresh, and must change nothing but rec.
-	SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	SettleCard(ref card.Ref, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
 }
 
 var _ CardStore = store.State(nil)
@@ -62,18 +62,18 @@ type Cards struct {
 	mu sync.Mutex
 	// scanning holds the cards this process started and has not seen
 	// final yet, with when their current generation began (Scanning).
-	scanning map[store.CardRef]time.Time
+	scanning map[card.Ref]time.Time
 	// beginning counts, per card, the writes of this process that may
 	// begin a generation and have not returned yet: such a write's card is
 	// in the store before track records it, and Tracking must say so
 	// already (a request would take the card for one a stopped process
 	// left scanning, and begin it a second time).
-	beginning map[store.CardRef]int
+	beginning map[card.Ref]int
 }
 
 // NewCards returns the card registry over st.
 func NewCards(st CardStore) *Cards {
-	return &Cards{st: st, StoreRetry: 2 * time.Minute, scanning: map[store.CardRef]time.Time{}}
+	return &Cards{st: st, StoreRetry: 2 * time.Minute, scanning: map[card.Ref]time.Time{}}
 }
 
 // Scanning returns how many cards this process started are still waiting
@@ -97,18 +97,18 @@ func (cs *Cards) Scanning(now time.Time) (n int, oldest time.Duration) {
 func (cs *Cards) Tracking(channel, sourceTS string) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	ref := store.CardRef{Channel: channel, SourceTS: sourceTS}
+	ref := card.Ref{Channel: channel, SourceTS: sourceTS}
 	_, ok := cs.scanning[ref]
 	return ok || cs.beginning[ref] > 0
 }
 
 // beginWrite counts a write that may begin ref's new generation as
 // Tracking until the returned function is called, after track.
-func (cs *Cards) beginWrite(ref store.CardRef) (done func()) {
+func (cs *Cards) beginWrite(ref card.Ref) (done func()) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.beginning == nil {
-		cs.beginning = map[store.CardRef]int{}
+		cs.beginning = map[card.Ref]int{}
 	}
 	cs.beginning[ref]++
 	return func() {
@@ -127,7 +127,7 @@ func (cs *Cards) track(rec *store.CardRecord, begun bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.scanning == nil {
-		cs.scanning = map[store.CardRef]time.Time{}
+		cs.scanning = map[card.Ref]time.Time{}
 	}
 	switch {
 	case rec.Card.Final || rec.Deleted:
@@ -143,7 +143,7 @@ var errStaleGen = errors.New("card generation changed")
 // with fresh's content; a card already posted keeps its ts and notes (and
 // so is updated in place). It returns the generation and a copy.
 func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (int, card.Card, error) {
-	ref := store.CardRef{Channel: channel, SourceTS: sourceTS}
+	ref := card.Ref{Channel: channel, SourceTS: sourceTS}
 	defer cs.beginWrite(ref)()
 	// One write per new card: shared with other cards' when the store can
 	// (the function may run again, so it works on its own copy of fresh).
@@ -196,7 +196,7 @@ func (cs *Cards) BeginIfAbsent(channel, sourceTS string, fresh card.Card, mode s
 // another request or replica began one since, nothing is written and
 // existing is the card. A card that is gone is begun anew.
 func (cs *Cards) BeginIfAt(channel, sourceTS string, seen int, fresh card.Card, mode string) (gen int, snap card.Card, existing *store.CardRecord, err error) {
-	ref := store.CardRef{Channel: channel, SourceTS: sourceTS}
+	ref := card.Ref{Channel: channel, SourceTS: sourceTS}
 	defer cs.beginWrite(ref)()
 	rec, err := cs.st.UpsertCard(ref, func(rec *store.CardRecord, exists bool) error {
 		switch {
@@ -224,7 +224,7 @@ func (cs *Cards) BeginIfAt(channel, sourceTS string, seen int, fresh card.Card, 
 
 // Get returns the card answering (channel, sourceTS).
 func (cs *Cards) Get(channel, sourceTS string) (*store.CardRecord, bool) {
-	rec, err := cs.st.Card(store.CardRef{Channel: channel, SourceTS: sourceTS})
+	rec, err := cs.st.Card(card.Ref{Channel: channel, SourceTS: sourceTS})
 	if err != nil {
 		return nil, false
 	}
@@ -277,13 +277,13 @@ func (cs *Cards) change(channel, sourceTS string, gen int, target string, fn fun
 	update := cs.st.UpdateCard
 	switch {
 	case target != "":
-		update = func(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+		update = func(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 			return cs.st.SettleCard(ref, target, fn)
 		}
 	case shared:
 		update = cs.st.UpdateCardShared
 	}
-	rec, err := update(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {
+	rec, err := update(card.Ref{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {
 		if gen != 0 && rec.Gen != gen {
 			return errStaleGen
 		}
@@ -302,7 +302,7 @@ func (cs *Cards) change(channel, sourceTS string, gen int, target string, fn fun
 // queued in the same store write, so the card never shows a decision that
 // is not queued, nor the reverse.
 func (cs *Cards) ChangeQueue(channel, sourceTS string, fn func(rec *store.CardRecord) *store.Removal) (card.Card, error) {
-	rec, err := cs.st.UpdateCardQueue(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) (*store.Removal, error) {
+	rec, err := cs.st.UpdateCardQueue(card.Ref{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) (*store.Removal, error) {
 		return fn(rec), nil
 	})
 	if err != nil {
@@ -310,28 +310,4 @@ func (cs *Cards) ChangeQueue(channel, sourceTS string, fn func(rec *store.CardRe
 	}
 	cs.track(rec, false)
 	return rec.Card.Clone(), nil
-}
-
-// Edit calls fn with the card posted at (channel, cardTS) and saves what it
-// did (commands.CardBook).
-func (cs *Cards) Edit(channel, cardTS string, fn func(c *card.Card) error) error {
-	rec, err := cs.st.CardByTS(channel, cardTS)
-	if errors.Is(err, store.ErrNotFound) {
-		return card.ErrNotFound
-	}
-	if err != nil {
-		return err
-	}
-	_, err = cs.st.UpdateCard(rec.Ref(), func(r *store.CardRecord) error { return fn(&r.Card) })
-	return err
-}
-
-// EditBySource is Edit for the card answering the message at (channel,
-// sourceTS), posted or not (commands.CardBook).
-func (cs *Cards) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
-	_, err := cs.st.UpdateCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(r *store.CardRecord) error { return fn(&r.Card) })
-	if errors.Is(err, store.ErrNotFound) {
-		return card.ErrNotFound
-	}
-	return err
 }

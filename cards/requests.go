@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -79,7 +80,7 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 	}
 	if !hasLinkCard || orphanLinks != nil {
 		var started bool
-		started, linkRec = m.scanLinks(ctx, channel, msg, rawMsg, ModeVerbose, user, true, orphanLinks, Meta{})
+		started, linkRec = m.scanLinks(ctx, channel, msg, rawMsg, ModeVerbose, user, true, orphanLinks, bot.Meta{})
 		began = began || started
 	}
 	if linkRec != nil {

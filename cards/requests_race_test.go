@@ -36,11 +36,11 @@ func (h *writeHook) around(write func() (*store.CardRecord, error)) (*store.Card
 	return rec, err
 }
 
-func (h *writeHook) UpsertCard(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
+func (h *writeHook) UpsertCard(ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
 	return h.around(func() (*store.CardRecord, error) { return h.CardStore.UpsertCard(ref, fn) })
 }
 
-func (h *writeHook) UpsertCardShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
+func (h *writeHook) UpsertCardShared(ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
 	return h.around(func() (*store.CardRecord, error) { return h.CardStore.UpsertCardShared(ref, fn) })
 }
 
