@@ -103,6 +103,7 @@ func waitAllDeleted(t *testing.T, fake *slackfake.Server, threads [][2]string, w
 // removes the rest: each message gets exactly one chat.delete, and every
 // card ends as the tombstone.
 func TestQuarantineFlipRemovalsArePacedAndSurviveAKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
@@ -199,6 +200,7 @@ func TestQuarantineFlipRemovalsArePacedAndSurviveAKill(t *testing.T) {
 // and logged; the admin's removes every message once, and so do a second
 // press and another admin's.
 func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
+	t.Parallel()
 	const alerts, other = "C0ALERTS", "C0OTHER"
 	h := startQuarantine(t, flipEnv(map[string]string{
 		"VERDICTBOT_QUARANTINE_FLIP_MAX": "3",
@@ -295,6 +297,7 @@ func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 // removed), the card says why, the log says so once, and the held
 // removals are counted.
 func TestQuarantineFlipAboveFlipMaxWithoutAlertChannelWaitsAndSaysSo(t *testing.T) {
+	t.Parallel()
 	h := startQuarantine(t, flipEnv(map[string]string{"VERDICTBOT_QUARANTINE_FLIP_MAX": "0"}), adminUser)
 	threads := postFlips(t, h.slack, "https://promo.flip.test/none", []string{secChannel}, 1)
 	h.waitCard(threads[0][1], func(b string) bool {
@@ -322,6 +325,7 @@ func TestQuarantineFlipAboveFlipMaxWithoutAlertChannelWaitsAndSaysSo(t *testing.
 // delivered to another's Socket Mode connection) approves once; both
 // replicas' workers share the removals and each message is removed once.
 func TestQuarantineFlipOnTwoReplicasRemovesEachMessageOnce(t *testing.T) {
+	t.Parallel()
 	const alerts = "C0ALERTS"
 	c := startCluster(t, sim.Config{Profile: quickProfile}, flipEnv(map[string]string{
 		"VERDICTBOT_QUARANTINE_FLIP_MAX": "2",

@@ -17,6 +17,7 @@ import (
 //
 // Time to first card (logged): go test -count=1 -run TestVerdictIsPostedBeforeScreenshots -v ./cmd/verdictbot/
 func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
+	t.Parallel()
 	const timeout = 6 * time.Second
 	for _, tc := range []struct {
 		name   string
