@@ -89,10 +89,14 @@ func (r *refusingReceiver) got() ([]takenEvent, int) {
 func TestEventRefused20TimesIsSetAsideAndRetried(t *testing.T) {
 	t.Parallel()
 	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
 		_, schemaURL := pgtest.Schema(t)
 		deadLetterFlow(t, schemaURL)
 	})
-	t.Run("embedded", func(t *testing.T) { deadLetterFlow(t, "") })
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		deadLetterFlow(t, "")
+	})
 }
 
 func deadLetterFlow(t *testing.T, databaseURL string) {

@@ -142,8 +142,12 @@ func TestEventsSurviveAReceiverOutageAndKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	t.Run("embedded", func(t *testing.T) { eventsOutageKill9(t, "") })
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		eventsOutageKill9(t, "")
+	})
 	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
 		_, schemaURL := pgtest.Schema(t)
 		eventsOutageKill9(t, schemaURL)
 	})

@@ -27,6 +27,7 @@ func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
 		{"corrupt", sim.Faults{ShotsCorrupt: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := startFileBot(t, map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": timeout.String()})
 			h.sim.SetFaults(tc.faults)
 			start := time.Now()
