@@ -33,6 +33,7 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 func TestCheckExitStatusIsTheWorstVerdict(t *testing.T) {
+	t.Parallel()
 	env := checkEnv(nil)
 	eicarFile := writeFile(t, "eicar.com", eicar)
 	for _, tc := range []struct {
@@ -79,6 +80,7 @@ func TestCheckExitStatusIsTheWorstVerdict(t *testing.T) {
 }
 
 func TestCheckUsageErrorsExit4(t *testing.T) {
+	t.Parallel()
 	env := checkEnv(nil)
 	for _, tc := range []struct {
 		args []string
@@ -106,6 +108,7 @@ func TestCheckUsageErrorsExit4(t *testing.T) {
 }
 
 func TestCheckJSON(t *testing.T) {
+	t.Parallel()
 	env := checkEnv(nil)
 	file := writeFile(t, "dropper.bin", "SIM:MALSCORE=4.5 SIM:FAMILY=Dropper")
 	code, out, errOut := runCheckArgs(env, "--json", "--sim", "https://login.phish.test/verify", file, "http://localhost:8080/x",
@@ -141,6 +144,7 @@ func TestCheckJSON(t *testing.T) {
 // any upload, HTML files are files (not a sign-in page), and skipped links
 // never reach the service.
 func TestCheckAgainstConfiguredServices(t *testing.T) {
+	t.Parallel()
 	srv, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
 	env := checkEnv(map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey})
 	sample := writeFile(t, "eicar.txt", eicar)
@@ -174,6 +178,7 @@ func TestCheckAgainstConfiguredServices(t *testing.T) {
 // services' URL rules (config's TestServiceURLsAreHTTPSOrLoopback), and
 // says so.
 func TestCheckRefusesAPlainHTTPService(t *testing.T) {
+	t.Parallel()
 	const svcPlain = "%s: plain http is allowed only to a loopback host (127.0.0.1, ::1, localhost), not %s: use https (the API key would cross the network in clear text), or name the host in VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS"
 	env := checkEnv(map[string]string{"REPUTATION_URL": "http://urlarmor.example/", "REPUTATION_API_KEY": "k-1"})
 	code, out, errOut := runCheckArgs(env, "https://example.com/")

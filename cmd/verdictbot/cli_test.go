@@ -11,6 +11,7 @@ import (
 // print the same help to stdout and exit 0, for every subcommand: its
 // usage line, its flags and the settings it reads.
 func TestHelpOfEveryCommand(t *testing.T) {
+	t.Parallel()
 	flags := map[string][]string{
 		"check":   {"-json", "-sim", "-timeout"},
 		"sim":     {"-addr", "-report-rate", "-profile"},
@@ -75,6 +76,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 // TestCommandsAndUsageErrors: Main knows exactly the commands the help
 // lists; an unknown one, or wrong arguments, exit 2 with a clear line.
 func TestCommandsAndUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -116,6 +118,7 @@ func TestCommandsAndUsageErrors(t *testing.T) {
 // TestStartupReportsEverySettingProblem: run with several wrong settings
 // reports all of them, one line each, and exits 1 before connecting.
 func TestStartupReportsEverySettingProblem(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{
 		"SLACK_APP_TOKEN":          "xoxb-wrong-kind",
 		"REPUTATION_URL":           "https://urlarmor.example/",
@@ -148,6 +151,7 @@ func TestStartupReportsEverySettingProblem(t *testing.T) {
 // TestConfigCommandMasksSecrets: verdictbot config prints every setting
 // with its value and source; no token, key or password appears.
 func TestConfigCommandMasksSecrets(t *testing.T) {
+	t.Parallel()
 	secrets := map[string]string{
 		"SLACK_BOT_TOKEN":         "xoxb-111-222-BotTokenSecret",
 		"SLACK_APP_TOKEN":         "xapp-1-A1-333-AppTokenSecret",

@@ -12,6 +12,7 @@ import (
 )
 
 func TestCompactCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db, err := bolt.Open(dir, bolt.Options{NoSync: true})
 	if err != nil {

@@ -127,6 +127,7 @@ func deferredMetric(t *testing.T, addr, result string) string {
 // flip's queue, a reply in the thread tells the poster, the alert channel
 // gets the cap's line and the finding, and the metric counts the check.
 func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
+	t.Parallel()
 	const alerts = "C0ALERTS"
 	addr := freeAddr(t)
 	h := startQuarantine(t, map[string]string{
@@ -194,6 +195,7 @@ func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 // with no reply and its message stays. An edit that takes a deferred link
 // out of its message leaves its new card alone.
 func TestDeferredLinksReachEveryCardAndStayQuietWhenClean(t *testing.T) {
+	t.Parallel()
 	const other = "C0RANDOM"
 	h := startQuarantine(t, map[string]string{
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
@@ -248,6 +250,7 @@ func TestDeferredLinksReachEveryCardAndStayQuietWhenClean(t *testing.T) {
 // so; the next process on the same store checks it and removes the
 // message.
 func TestDeferredLinkSurvivesAKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}

@@ -388,6 +388,7 @@ func readDashboard(t *testing.T) map[string][]string {
 // every metric they query exists in the running bot's registry, and the
 // README lists every verdictbot_ metric the bot exports.
 func TestDeployAlertsAndDashboardNameExportedMetrics(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the bot")
 	}
@@ -450,6 +451,7 @@ func TestDeployAlertsAndDashboardNameExportedMetrics(t *testing.T) {
 // selectors, bare names and histogram suffixes, ignores label values, and
 // refuses a selector of another exporter's metric.
 func TestSeriesInRefusesForeignMetrics(t *testing.T) {
+	t.Parallel()
 	got, err := seriesIn(`sum by (le) (rate(verdictbot_ack_latency_seconds_bucket{job="verdictbot_x"}[5m])) > verdictbot_ready`)
 	if err != nil || !slices.Equal(got, []string{"verdictbot_ack_latency_seconds_bucket", "verdictbot_ready"}) {
 		t.Fatalf("got %q, %v", got, err)

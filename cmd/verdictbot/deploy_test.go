@@ -49,6 +49,7 @@ const (
 // pod releases the volume before the new one starts), the claim mounted
 // at VERDICTBOT_DATA_DIR, and no database.
 func TestDeployKubernetesFileIsOneReplica(t *testing.T) {
+	t.Parallel()
 	objs := kustomizeBuild(t, k8sFileDir)
 	dep := onlyObject(t, objs, "Deployment")
 	spec := dig(t, dep, "spec").(map[string]any)
@@ -77,6 +78,7 @@ func TestDeployKubernetesFileIsOneReplica(t *testing.T) {
 // Secret; everything the base gets right (service links off, probes,
 // grace period) still holds.
 func TestDeployKubernetesPostgresOverlay(t *testing.T) {
+	t.Parallel()
 	objs := kustomizeBuild(t, k8sPostgresDir)
 	dep := onlyObject(t, objs, "Deployment")
 	if r := dig(t, dep, "spec", "replicas"); r != 3 {
@@ -133,6 +135,7 @@ func TestDeployKubernetesPostgresOverlay(t *testing.T) {
 // above rely on, renders both sets as kubectl's kustomize does. It needs
 // kubectl; without it the other tests still run on kustomizeBuild alone.
 func TestDeployKubernetesRendersLikeKubectl(t *testing.T) {
+	t.Parallel()
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Skip("kubectl is not installed: the renderer of these tests is not cross-checked")
@@ -169,6 +172,7 @@ func TestDeployKubernetesRendersLikeKubectl(t *testing.T) {
 // the database is healthy, with the tokens from deploy/.env; the
 // simulator serves both services unless .env names real ones.
 func TestDeployComposeReplicasShareOneDatabase(t *testing.T) {
+	t.Parallel()
 	services := composeServices(t)
 
 	pg, pgName := composeService(t, services, func(s map[string]any) bool {
@@ -275,6 +279,7 @@ func TestDeployComposeReplicasShareOneDatabase(t *testing.T) {
 // example is empty. A value that looks like a Slack token or a connection
 // string with a password fails anywhere under deploy/.
 func TestDeployNoSecretIsCommitted(t *testing.T) {
+	t.Parallel()
 	tokenLike := regexp.MustCompile(`xox[abpre]-[0-9]|xapp-[0-9]|postgres(?:ql)?://[^\s:/@"']+:([^\s@"']+)@`)
 	err := filepath.WalkDir(repoRoot+"deploy", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Base(path) == ".env" { // a local .env is git-ignored
@@ -380,6 +385,7 @@ func TestDeployNoSecretIsCommitted(t *testing.T) {
 // Kubernetes derives from the metrics Service are the exception the
 // comments explain.
 func TestDeployFilesNameOnlyKnownSettings(t *testing.T) {
+	t.Parallel()
 	name := regexp.MustCompile(`VERDICTBOT_[A-Z0-9_]*[A-Z0-9]`)
 	known := config.Names()
 	err := filepath.WalkDir(repoRoot+"deploy", func(path string, d fs.DirEntry, err error) error {

@@ -10,6 +10,7 @@ import (
 // internal/slackfake/slackfaketest, internal/testutil) stay out of the
 // production binary, and with them the testing and httptest packages.
 func TestBinaryLinksNoTestCode(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs go list")
 	}

@@ -30,6 +30,7 @@ var hostileFields = map[string]string{
 // mention anyone, nor link anywhere, nor end a code span early: every
 // field goes through the one escaping helper (notify).
 func TestVendorFieldsCannotFormatSlashAnswers(t *testing.T) {
+	t.Parallel()
 	srv, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
 	bad := startHostileService(t, base, hostileFields)
 	h := startFileBot(t, map[string]string{"REPUTATION_URL": bad.URL, "SANDBOX_URL": bad.URL})
@@ -78,6 +79,7 @@ func TestVendorFieldsCannotFormatSlashAnswers(t *testing.T) {
 // the recheck's reply and alert, quarantine's notice to the author,
 // /scan recent, /scan history and the App Home.
 func TestBacktickURLStaysInItsCodeSpan(t *testing.T) {
+	t.Parallel()
 	const alerts = "C0ALERTS"
 	seed := func(f *slackfake.Server) {
 		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})

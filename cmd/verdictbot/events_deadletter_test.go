@@ -87,11 +87,16 @@ func (r *refusingReceiver) got() ([]takenEvent, int) {
 // PostgreSQL the command runs beside the bot; on the embedded file, with
 // the bot stopped (it says so while the bot holds the file).
 func TestEventRefused20TimesIsSetAsideAndRetried(t *testing.T) {
+	t.Parallel()
 	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
 		_, schemaURL := pgtest.Schema(t)
 		deadLetterFlow(t, schemaURL)
 	})
-	t.Run("embedded", func(t *testing.T) { deadLetterFlow(t, "") })
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		deadLetterFlow(t, "")
+	})
 }
 
 func deadLetterFlow(t *testing.T, databaseURL string) {
@@ -203,6 +208,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 // bodiless GET, no body or signature re-posted), and the log says where
 // the redirect pointed without the Location's path or query.
 func TestEventsWebhookRedirectIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	opts := testOptions()
 	opts.EventsMinBackoff, opts.EventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	var mu sync.Mutex

@@ -138,11 +138,16 @@ func fileLines(t *testing.T, path string) []string {
 // gets every event, in order, each once, each with a valid signature, and
 // the JSON-lines file holds the same bodies. Both backends.
 func TestEventsSurviveAReceiverOutageAndKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
-	t.Run("embedded", func(t *testing.T) { eventsOutageKill9(t, "") })
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		eventsOutageKill9(t, "")
+	})
 	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
 		_, schemaURL := pgtest.Schema(t)
 		eventsOutageKill9(t, schemaURL)
 	})
@@ -330,6 +335,7 @@ func readFindings(t *testing.T, path string) []findingLine {
 // button (with who reported), and the channel setting and allowlist
 // changes of /scan, each in the JSON-lines file.
 func TestEventsOfAFlipAReportAndSettings(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "events.jsonl")
 	h := startBot(t, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":     "quiet",

@@ -38,6 +38,7 @@ func createdBefore(s *sim.Server, urls []string, t time.Time) int {
 // behind all 40: 40 s), and her message is removed while most of the flood
 // still waits.
 func TestAFloodDoesNotDelayAnotherUsersRemoval(t *testing.T) {
+	t.Parallel()
 	h := startQuarantine(t, nil, adminUser)
 	var flood []string
 	for i := range 40 {
@@ -81,6 +82,7 @@ func TestAFloodDoesNotDelayAnotherUsersRemoval(t *testing.T) {
 // integration (counted by its bot id) each have their own allowance or
 // none.
 func TestUserLinksPerHourCap(t *testing.T) {
+	t.Parallel()
 	const (
 		alerts = "C0ALERTS"
 		random = "C0RANDOM"

@@ -66,6 +66,7 @@ func (h *harness) waitCardIn(channel, threadTS string, ok func(string) bool) sla
 }
 
 func TestFileGetsACardWithScreenshotsInTheThread(t *testing.T) {
+	t.Parallel()
 	h := startFileBot(t, nil)
 	f, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar + " SIM:SHOTS=2")}, "please pay this")
 	ts := ds[0].TS
@@ -106,6 +107,7 @@ func TestFileGetsACardWithScreenshotsInTheThread(t *testing.T) {
 }
 
 func TestKnownHashIsNotUploadedAgain(t *testing.T) {
+	t.Parallel()
 	h := startFileBot(t, nil)
 	content := []byte("SIM:MALSCORE=4.5 SIM:FAMILY=Dropper known sample")
 	// The sandbox already analysed this file (someone else uploaded it).
@@ -131,6 +133,7 @@ func TestKnownHashIsNotUploadedAgain(t *testing.T) {
 }
 
 func TestTooLargeAndExternalFilesAreSkippedWithAReason(t *testing.T) {
+	t.Parallel()
 	var foreign atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { foreign.Add(1) }))
 	defer other.Close()
@@ -153,6 +156,7 @@ func TestTooLargeAndExternalFilesAreSkippedWithAReason(t *testing.T) {
 }
 
 func TestFailedAnalysisGivesAClearCard(t *testing.T) {
+	t.Parallel()
 	h := startFileBot(t, nil)
 	_, ds := h.share(secChannel, slackfake.File{Name: "crashy.docm", Content: []byte("SIM:FAIL_ANALYSIS macro")}, "")
 	card := h.waitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(strings.ToLower(b), "could not check") })
@@ -162,6 +166,7 @@ func TestFailedAnalysisGivesAClearCard(t *testing.T) {
 }
 
 func TestSameFileInTwoChannelsIsOneSandboxTask(t *testing.T) {
+	t.Parallel()
 	h := startFileBot(t, nil)
 	const other = "C0OTHER"
 	f := h.slack.AddFile(slackfake.File{Name: "payload.exe", Content: []byte(eicar)})
@@ -181,6 +186,7 @@ func TestSameFileInTwoChannelsIsOneSandboxTask(t *testing.T) {
 }
 
 func TestFileWithoutTokenHTMLPageIsReportedNotAnalysed(t *testing.T) {
+	t.Parallel()
 	h := startFileBot(t, nil)
 	// A file Slack serves as a sign-in page (what a download without a
 	// valid token gets): its download is refused by the fake.

@@ -68,6 +68,7 @@ func (h *harness) flood(users []string) {
 }
 
 func TestHomeOpenFloodIsDebouncedPerPerson(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, nil, sim.Config{}, false, seedHome)
 	// One person clicking the tab 150 times, then another person once.
 	h.flood(slices.Repeat([]string{alice}, 150))

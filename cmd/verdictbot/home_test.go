@@ -114,6 +114,7 @@ func writeCapture(t *testing.T, name, text string) {
 }
 
 func TestHomeShowsVerdictsOnlyFromTheViewersChannels(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, nil, sim.Config{}, false, seedHome)
 	pub := h.post("see <https://login.phish.test/verify|the login page>")
 	h.waitCard(pub.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
@@ -181,6 +182,7 @@ func TestHomeShowsVerdictsOnlyFromTheViewersChannels(t *testing.T) {
 }
 
 func TestHomeChangesAChannelsModeForAdminsOnly(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, nil, sim.Config{}, false, seedHome)
 	h.openHome(adminUser, 1)
 	d, err := h.slack.DeliverHomeAction(slackfake.HomeAction{UserID: adminUser, BlockID: commands.HomeChannelBlock + secChannel,
@@ -245,6 +247,7 @@ func (h *harness) openHomeAgain(user string, n int) slackfake.HomeView {
 }
 
 func TestLinkSentToTheBotIsCheckedInTheDM(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, nil, sim.Config{}, false, seedHome)
 	dm := h.slack.IMWith(alice)
 	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: dm, User: alice, Text: "is this ok? <https://login.phish.test/verify>"})
@@ -273,6 +276,7 @@ func TestLinkSentToTheBotIsCheckedInTheDM(t *testing.T) {
 }
 
 func TestDMWithoutALinkIsNotReadNorAnswered(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, nil, sim.Config{}, false, seedHome)
 	dm := h.slack.IMWith(alice)
 	const secret = "my password is hunter2-zebra"
@@ -320,6 +324,7 @@ func TestDMWithoutALinkIsNotReadNorAnswered(t *testing.T) {
 }
 
 func TestGroupDMsAreNotScanned(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, nil, sim.Config{}, false, seedHome)
 	h.slack.AddChannel(slackfake.Channel{ID: "G0MPIM", Name: "mpdm-alice--bob", MPIM: true, Members: []string{alice, bob}})
 	if _, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: "G0MPIM", User: alice, Text: "<https://evil.test/in-a-group-dm>"}); err != nil {
@@ -336,6 +341,7 @@ func TestGroupDMsAreNotScanned(t *testing.T) {
 }
 
 func TestMentionAnswersHelpAndScansTheThreadRoot(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Config{}, false, seedHome)
 	mention := "<@" + h.slack.BotUserID() + ">"
 
@@ -371,6 +377,7 @@ func TestMentionAnswersHelpAndScansTheThreadRoot(t *testing.T) {
 }
 
 func TestFileSentToTheBotIsCheckedInTheDM(t *testing.T) {
+	t.Parallel()
 	// Files are off by default: the switch is for channels, and a file
 	// someone sends the bot is checked on their request.
 	h := startFileBot(t, map[string]string{"VERDICTBOT_SCAN_FILES": "false"})

@@ -35,6 +35,7 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 }
 
 func TestOpsServerHasEveryLimit(t *testing.T) {
+	t.Parallel()
 	l := defaultOpsLimits
 	if l.ReadHeader <= 0 || l.Read <= 0 || l.Write <= 0 || l.Idle <= 0 || l.MaxHeaderBytes <= 0 || l.MaxHeaderBytes > 64<<10 {
 		t.Fatalf("ops server limits %+v: every one must be set", l)
@@ -49,6 +50,7 @@ func TestOpsServerHasEveryLimit(t *testing.T) {
 // TestOpsServerClosesIdleKeepAliveConnections holds keep-alive connections
 // open after a request: the server closes them after the idle timeout.
 func TestOpsServerClosesIdleKeepAliveConnections(t *testing.T) {
+	t.Parallel()
 	s := startTestOps(t, opsLimits{ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 10 * time.Second,
 		Idle: 300 * time.Millisecond, MaxHeaderBytes: 8 << 10})
 	var conns []net.Conn
@@ -82,6 +84,7 @@ func TestOpsServerClosesIdleKeepAliveConnections(t *testing.T) {
 // TestOpsServerCutsSlowAndHugeHeaders: a client that trickles its headers
 // (slowloris) is cut at the header timeout; oversized headers get 431.
 func TestOpsServerCutsSlowAndHugeHeaders(t *testing.T) {
+	t.Parallel()
 	s := startTestOps(t, opsLimits{ReadHeader: 400 * time.Millisecond, Read: time.Second, Write: time.Second,
 		Idle: time.Minute, MaxHeaderBytes: 8 << 10})
 	c, err := net.Dial("tcp", s.Addr())

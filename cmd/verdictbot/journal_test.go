@@ -64,6 +64,7 @@ func diskOutage(t *testing.T, h *harness, n int, failed func() bool, recover fun
 }
 
 func TestAckedEnvelopesSurviveAFailingJournalWrite(t *testing.T) {
+	t.Parallel()
 	var broken atomic.Bool
 	var failures atomic.Int64
 	opts := testOptions()
@@ -90,6 +91,7 @@ func TestAckedEnvelopesSurviveAFailingJournalWrite(t *testing.T) {
 // TestAckedEnvelopesSurviveAFullFilesystem runs the store on a small tmpfs
 // and fills it: bbolt's commits fail with ENOSPC until space is freed.
 func TestAckedEnvelopesSurviveAFullFilesystem(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -143,6 +145,7 @@ func fillDisk(t *testing.T, path string) {
 // without a journal write; one with a link is still journalled before its
 // ack (its event id is recorded, so a redelivery is recognised).
 func TestMessagesWithNothingToScanAreNotJournalled(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
 	dataDir := h.env["VERDICTBOT_DATA_DIR"]
 	var quiet []slackfake.Delivery
@@ -190,6 +193,7 @@ func TestMessagesWithNothingToScanAreNotJournalled(t *testing.T) {
 // card changes), though the edited message has nothing to scan: the
 // pre-check cannot see the card, so it must let the edit through.
 func TestEditThatRemovesTheLinksStillUpdatesTheCard(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	d := h.post("see <https://evil.test/removed>")
 	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })

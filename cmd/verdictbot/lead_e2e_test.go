@@ -111,6 +111,7 @@ func liveTerms(ctx context.Context, conn *pgx.Conn) (map[string]leadTerm, error)
 // and one recheck verdict each in the database); each flip was announced
 // once. It reports how long each job went without a leader.
 func TestKillingTheLeadersSessionRepeatsNothing(t *testing.T) {
+	t.Parallel()
 	const secret = "whsec-lead-test-77"
 	rcv := &orderedReceiver{t: t, secret: []byte(secret)}
 	srv := httptest.NewServer(rcv)

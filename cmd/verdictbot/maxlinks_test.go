@@ -44,6 +44,7 @@ func (h *harness) noReaction(ts string) {
 // one, in a quiet channel with the default limit: every link is submitted,
 // the message gets a malicious card, not ✅.
 func TestTheEleventhLinkIsChecked(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, withEnv(fastBudgets, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}), sim.Config{})
 	var b strings.Builder
 	for i := range 10 {
@@ -64,6 +65,7 @@ func TestTheEleventhLinkIsChecked(t *testing.T) {
 // gets a card saying the message could not be checked in full and how many
 // links were not, no ✅, and the metric counts the link left out.
 func TestLinksPastTheLimitMakeACardInAQuietChannel(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_MAX_LINKS": "3"}, sim.Config{})
 	d := h.post("<https://example.com/1> <https://example.com/2> <https://example.com/3> <https://example.com/4>")
 	card := h.waitCard(d.TS, func(s string) bool { return strings.Contains(s, "Could not check") })
@@ -89,6 +91,7 @@ func TestLinksPastTheLimitMakeACardInAQuietChannel(t *testing.T) {
 // not checked: the message is "could not check", which is below every
 // quarantine level, so it stays — and its card says what was not checked.
 func TestQuarantineLeavesAMessageWithUncheckedLinks(t *testing.T) {
+	t.Parallel()
 	h := startQuarantineWith(t, map[string]string{"VERDICTBOT_MAX_LINKS": "2"}, sim.Profile{})
 	d := h.post("<https://example.com/a> <https://example.com/b> <https://login.phish.test/pushed-out>")
 	card := h.waitCard(d.TS, func(s string) bool { return strings.Contains(s, "Could not check") })
@@ -112,6 +115,7 @@ func TestQuarantineLeavesAMessageWithUncheckedLinks(t *testing.T) {
 // VERDICTBOT_URL_QUERY=strip, query variants of one link (one link as
 // sent) does not push the phishing link at its end past the limit.
 func TestPaddingDoesNotPushALinkOut(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_MAX_LINKS": "3", "VERDICTBOT_URL_QUERY": "strip"}, sim.Config{})
 	var b strings.Builder
 	for i := range 40 {
@@ -139,6 +143,7 @@ func TestPaddingDoesNotPushALinkOut(t *testing.T) {
 // accepts it (the fake checks Block Kit's limits), never as the minimal
 // fallback.
 func TestTwoHundredLinksMakeACardSlackAccepts(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, withEnv(fastBudgets, map[string]string{"VERDICTBOT_MAX_LINKS": "200", "VERDICTBOT_CHANNEL_MODE": "quiet"}), sim.Config{})
 	// bob presses the button on alice's link (its poster may not report it
 	// as a false positive: TestOwnLinkFalsePositiveIsRefused).
@@ -207,6 +212,7 @@ func TestTwoHundredLinksMakeACardSlackAccepts(t *testing.T) {
 // the metric counts it. In a quiet channel without quarantine it stays a
 // log line, as before.
 func TestQuarantineChannelShowsAFileItCouldNotCheck(t *testing.T) {
+	t.Parallel()
 	seed := func(f *slackfake.Server) {
 		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
 	}

@@ -23,6 +23,7 @@ import (
 // documented series, and SIGTERM with work in flight exits cleanly within
 // 10 s, the work resuming at the next start.
 func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a real process")
 	}
@@ -112,6 +113,7 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 }
 
 func TestConfigErrorExitsNonZeroWithOneLine(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(os.Args[0], "run")
 	cmd.Env = []string{"GO_TEST_AS_VERDICTBOT=1", "SLACK_BOT_TOKEN=xoxb-1", "SLACK_APP_TOKEN=xapp-1", "REPUTATION_URL=https://x.example",
 		"REPUTATION_API_KEY=k", "VERDICTBOT_HTTP_ADDR=nonsense"}

@@ -57,6 +57,7 @@ func seedReporters(f *slackfake.Server) {
 // false negative is taken; anyone else's false positive is; an admin
 // who posted a link may report it.
 func TestOwnLinkFalsePositiveIsRefused(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, nil, sim.Config{}, false, seedReporters)
 	const url = "https://login.phish.test/own"
 	d := h.post("<" + url + ">") // alice's message
@@ -108,6 +109,7 @@ func TestOwnLinkFalsePositiveIsRefused(t *testing.T) {
 // keeps the poster; a card in someone's DM with the bot is theirs; a
 // /scan card is its requester's, a shortcut's is the message author's.
 func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, nil, sim.Config{}, false, seedReporters)
 	const url = "https://login.phish.test/twice"
 	post := func(user, text string) (string, string) {
@@ -191,6 +193,7 @@ func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
 // wiring), the person who posted a link cannot press its False positive;
 // another person can.
 func TestShellRefusesAPostersOwnFalsePositive(t *testing.T) {
+	t.Parallel()
 	script := "as alice\nlook https://login.phish.test/verify\nfp 1\nas bob\nfp 1\n"
 	code, out, errOut := runShellScript(t, nil, script, "--sim-profile", "quick", "--wait", "20s")
 	if code != 0 {

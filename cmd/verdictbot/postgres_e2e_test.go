@@ -27,6 +27,7 @@ import (
 // verdict. The state is in PostgreSQL, not in VERDICTBOT_DATA_DIR, and the
 // URL's password never reaches the logs.
 func TestStateInPostgresSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
@@ -163,6 +164,7 @@ func stop(t *testing.T, p *process) {
 // file and on PostgreSQL; a database newer than the binary is refused with
 // one line.
 func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := mapEnv(map[string]string{"VERDICTBOT_DATA_DIR": dir, "VERDICTBOT_DATABASE_URL": ""})
 	var out, errOut strings.Builder

@@ -13,6 +13,7 @@ import (
 // withheld right before submission, through the real wiring (system
 // resolver swapped for the table), and the card says why on their line.
 func TestNameThatResolvesPrivateIsNeverSent(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	d := h.post("sso <https://sso.phish-intranet.test/login> dev <http://localtest.me:8080/admin> jira <https://jira.corp.example.com/browse/SEC-1> " +
 		"and <https://evil.test/x> <https://public.phish-mixed.test/>")
@@ -48,6 +49,7 @@ func TestNameThatResolvesPrivateIsNeverSent(t *testing.T) {
 }
 
 func TestResolveHostsFalseSendsTheName(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_RESOLVE_HOSTS": "false"}, sim.Config{})
 	d := h.post("<https://sso.phish-intranet.test/login>")
 	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
@@ -57,6 +59,7 @@ func TestResolveHostsFalseSendsTheName(t *testing.T) {
 }
 
 func TestURLQueryStripKeepsTheQueryInside(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_URL_QUERY": "strip"}, sim.Config{})
 	d := h.post("magic link <https://login.phish.test/verify?token=s3cr3t-1&amp;u=alice> and again <https://login.phish.test/verify?token=s3cr3t-2> docs <https://example.com/guide>")
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "Clean") })
@@ -109,6 +112,7 @@ func filesSent(h *harness) (downloads, sandbox int) {
 }
 
 func TestScanFilesFalseDownloadsAndSendsNothing(t *testing.T) {
+	t.Parallel()
 	h := startFileBot(t, map[string]string{"VERDICTBOT_SCAN_FILES": "false"})
 	_, ds := h.share(secChannel, slackfake.File{Name: "payroll.xlsx", Content: []byte(eicar)}, "salaries")
 	h.waitCardIn(secChannel, ds[0].TS, func(b string) bool {
@@ -125,6 +129,7 @@ func TestScanFilesFalseDownloadsAndSendsNothing(t *testing.T) {
 }
 
 func TestChannelFilesSwitchIsForAdminsAndHolds(t *testing.T) {
+	t.Parallel()
 	h := startFileBot(t, nil)
 	mustContain(t, h.slash(alice, "channel"), "Shared files: *on* by default")
 	mustContain(t, h.slash(alice, "channel files off"), "Only admins can change whether this channel's files are scanned")
@@ -149,6 +154,7 @@ func TestChannelFilesSwitchIsForAdminsAndHolds(t *testing.T) {
 }
 
 func TestCheckWithholdsNamesThatResolvePrivateAndStripsQueries(t *testing.T) {
+	t.Parallel()
 	env := checkEnv(map[string]string{"VERDICTBOT_URL_QUERY": "strip"})
 	code, out, errOut := runCheckArgs(env, "--sim", "https://sso.phish-intranet.test/login", "https://example.com/reset?token=s3cr3t")
 	if code != 0 {
@@ -168,6 +174,7 @@ func TestCheckWithholdsNamesThatResolvePrivateAndStripsQueries(t *testing.T) {
 }
 
 func TestCheckResolveHostsFalseSendsTheName(t *testing.T) {
+	t.Parallel()
 	env := checkEnv(map[string]string{"VERDICTBOT_RESOLVE_HOSTS": "false"})
 	code, out, _ := runCheckArgs(env, "--sim", "https://sso.phish-intranet.test/login")
 	if code != checkExitMalicious || !strings.Contains(out, "MALICIOUS") {
@@ -176,6 +183,7 @@ func TestCheckResolveHostsFalseSendsTheName(t *testing.T) {
 }
 
 func TestShellWithholdsNamesThatResolvePrivate(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runShellScript(t, nil, "dev box http://localtest.me:3000/admin and https://evil.test/x\n", "--sim-profile", "quick", "--wait", "20s")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)

@@ -25,6 +25,7 @@ import (
 // Mode WebSocket (its dialer), both service clients, the file download and
 // the screenshot upload.
 func TestEveryOutboundConnectionGoesThroughHTTPSProxy(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a real process")
 	}

@@ -91,6 +91,7 @@ func (h *harness) verdictTime(defanged string) (time.Time, bool) {
 // is the tombstone with the Release button, and the author is told
 // privately. It measures verdict-to-removal over a few messages.
 func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
+	t.Parallel()
 	h := startQuarantine(t, nil, adminUser)
 	const runs = 5
 	var took []time.Duration
@@ -150,6 +151,7 @@ func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
 // client made of it): the re-post, its header included, pings nobody and
 // shows names instead.
 func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
+	t.Parallel()
 	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
 	h := startQuarantine(t, map[string]string{"VERDICTBOT_EVENTS_FILE": eventsFile}, adminUser)
 	h.slack.AddUser(slackfake.User{ID: "U0BOB", Name: "bob", DisplayName: "Bob B"})
@@ -288,6 +290,7 @@ func waitQuarantineEvents(t *testing.T, file string, want ...func(unmapped map[s
 // TestQuarantineRecheckFlipRemovesAnEarlierMessage: a message found clean
 // is removed when a recheck finds its link malicious.
 func TestQuarantineRecheckFlipRemovesAnEarlierMessage(t *testing.T) {
+	t.Parallel()
 	h := startQuarantine(t, map[string]string{
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
 		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
@@ -313,6 +316,7 @@ func TestQuarantineRecheckFlipRemovesAnEarlierMessage(t *testing.T) {
 // organisation in a shared channel cannot be deleted by this workspace's
 // admin: the card says so, it is counted, and the message stays.
 func TestQuarantineSlackConnectMessageIsNotRemovable(t *testing.T) {
+	t.Parallel()
 	h := startQuarantine(t, nil, adminUser)
 	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: "U0PARTNER1", Team: otherOrg,
 		Text: "from our partner: <https://secure-login.phish.test/partner>"})
@@ -333,6 +337,7 @@ func TestQuarantineSlackConnectMessageIsNotRemovable(t *testing.T) {
 // TestQuarantineWithoutAdminTokenSaysSo: with no admin token the card says
 // the message could not be removed and why, and nothing is deleted.
 func TestQuarantineWithoutAdminTokenSaysSo(t *testing.T) {
+	t.Parallel()
 	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
 	h := startQuarantine(t, map[string]string{"SLACK_ADMIN_USER_TOKEN": "", "VERDICTBOT_EVENTS_FILE": eventsFile}, adminUser)
 	d := h.post("<https://secure-login.phish.test/no-token>")
@@ -358,6 +363,7 @@ func TestQuarantineWithoutAdminTokenSaysSo(t *testing.T) {
 // not an admin is reported in one log line and in /readyz's body, and the
 // bot still starts and is ready; Slack's refusal then shows on the card.
 func TestQuarantineAdminTokenOfAMemberIsReportedAtStart(t *testing.T) {
+	t.Parallel()
 	h := startQuarantine(t, nil, alice)
 	var code int
 	var body string
@@ -512,6 +518,7 @@ func blockTexts(raw json.RawMessage) []string {
 // removed for the file, names it, and offers the release, which re-posts
 // the text and says the file is not posted again.
 func TestQuarantineRemovesAMaliciousFile(t *testing.T) {
+	t.Parallel()
 	h := startFileQuarantine(t, nil)
 	_, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar)}, "please pay this")
 	ts := ds[0].TS
@@ -558,6 +565,7 @@ func TestQuarantineRemovesAMaliciousFile(t *testing.T) {
 // token); the message and the clean file stay; the tombstone names the
 // deleted file and offers no release.
 func TestQuarantineFilesDeleteModeDeletesOnlyTheMaliciousFile(t *testing.T) {
+	t.Parallel()
 	h := startFileQuarantine(t, map[string]string{"VERDICTBOT_QUARANTINE_FILES": "delete"})
 	ts, files := h.shareFiles("pay and read",
 		slackfake.File{Name: "invoice.exe", Content: []byte(eicar + " delete-mode")},
@@ -586,6 +594,7 @@ func TestQuarantineFilesDeleteModeDeletesOnlyTheMaliciousFile(t *testing.T) {
 // deleted before the verdict is not "removed": the card says it was
 // already gone, and it is counted.
 func TestQuarantineOfAMessageAlreadyDeletedSaysSo(t *testing.T) {
+	t.Parallel()
 	h := startQuarantine(t, nil, adminUser)
 	d := h.post("<https://secure-login.phish.test/gone>")
 	if _, err := h.slack.DeleteMessage(secChannel, d.TS); err != nil {
@@ -607,6 +616,7 @@ func TestQuarantineOfAMessageAlreadyDeletedSaysSo(t *testing.T) {
 // admins change it, with /scan channel quarantine or the Home's select,
 // which shows each channel's level.
 func TestQuarantineLevelInSlashAndHome(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, map[string]string{"VERDICTBOT_QUARANTINE": "malicious"}, sim.Config{}, false, seedHome)
 	mustContain(t, h.slash(alice, "channel"), "Quarantine: *malicious* by default (VERDICTBOT_QUARANTINE)",
 		"cannot be removed now: no admin token is set (SLACK_ADMIN_USER_TOKEN)")
@@ -668,6 +678,7 @@ func (h *harness) shareFiles(text string, files ...slackfake.File) (string, []sl
 // withheld. A file card that is not quarantined still gets its
 // screenshots (the quiet channel's quarantine is then turned off).
 func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
+	t.Parallel()
 	h := startFileQuarantine(t, nil)
 	ts, _ := h.shareFiles("two files",
 		slackfake.File{Name: "dropper.exe", Content: []byte(eicar + " SIM:SHOTS=2")},
@@ -701,6 +712,7 @@ func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
 // twice per share (file_shared and the message's file_share), never once
 // per channel.
 func TestReSharingAQuarantinedFileIsRemovedAgain(t *testing.T) {
+	t.Parallel()
 	h := startFileQuarantine(t, nil)
 	f, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar + " reshare")}, "please pay this")
 	first := ds[0].TS
@@ -732,6 +744,16 @@ func TestReSharingAQuarantinedFileIsRemovedAgain(t *testing.T) {
 // person's phishing message posted behind them is removed as soon as its
 // verdict is in, not after the queue of cards: the removal never waits for
 // the card's post (the tombstone is what is posted).
+//
+// Serial for now (issue 22 item 4): under parallel load the phishing
+// verdict comes after cards.Messages.PostGrace (2 s), so its tracker posts
+// the pending card first (cards/tracker.go, case <-grace: m.show), which
+// waits its turn behind the flood's cards, and finish, where quarantine
+// acts, waits for that post: the removal does wait for the cards whenever
+// a verdict takes longer than the grace. Beside other tests it fails that
+// way most runs; alone it passes only because the simulator answers
+// within the grace. Make it parallel again once the tracker no longer
+// blocks on a pending card's post.
 func TestAFloodOfCardsDoesNotDelayARemoval(t *testing.T) {
 	h := startQuarantine(t, withEnv(fastBudgets, map[string]string{"VERDICTBOT_CHANNEL_MODE": "verbose"}), adminUser)
 	const flood = 25

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRecheckFlipUpdatesCardRepliesAndAlerts(t *testing.T) {
+	t.Parallel()
 	const alerts = "C0ALERTS"
 	h := startBot(t, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":     "quiet",

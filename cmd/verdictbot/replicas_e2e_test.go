@@ -465,6 +465,7 @@ func replicaURL(i int) string {
 // URL is submitted once and every file uploaded once, and a survivor logs
 // that it took the dead replica's work over within the lease.
 func TestThreeReplicasAreOneBot(t *testing.T) {
+	t.Parallel()
 	policy := newRedirectPolicy()
 	c := startCluster(t, sim.Config{}, nil, slackfake.WithDeliveryPolicy(policy.pick))
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
@@ -725,6 +726,7 @@ func TestThreeReplicasAreOneBot(t *testing.T) {
 // reports it to the service once and updates the card; the same click on
 // the third replica is answered "already reported".
 func TestClickOnAnotherReplicasCard(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, sim.Config{}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
@@ -804,6 +806,7 @@ func TestClickOnAnotherReplicasCard(t *testing.T) {
 // each target comes due 2 s after its first verdict and is rechecked once
 // in all, by whichever replica leads the tick.
 func TestRecheckAcrossReplicasChecksEachTargetOnce(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, sim.Config{}, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":     "quiet",
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",

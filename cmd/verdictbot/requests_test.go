@@ -86,6 +86,7 @@ func (h *harness) answers(user string, n int) []slackfake.Ephemeral {
 // "requested" one) becomes the tombstone with the Release button; bob is
 // answered privately; the link is submitted once.
 func TestShortcutBeforeTheVerdictStillQuarantines(t *testing.T) {
+	t.Parallel()
 	h := startQuarantineWith(t, nil, slowURL)
 	const url = "https://secure-login.phish.test/verify/asked"
 	d := h.post("urgent: <" + url + ">")
@@ -119,6 +120,7 @@ func TestShortcutBeforeTheVerdictStillQuarantines(t *testing.T) {
 // card is acted on like any other once the channel quarantines: the
 // request's card is the message's card.
 func TestShortcutOnAMessageWithoutACardIsActedOn(t *testing.T) {
+	t.Parallel()
 	h := startQuarantineWith(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Profile{})
 	d := h.post("from before: <https://secure-login.phish.test/verify/old>")
 	if err := h.slack.WaitAcked(h.ctx(5*time.Second), d.EnvelopeID); err != nil {
@@ -141,6 +143,7 @@ func TestShortcutOnAMessageWithoutACardIsActedOn(t *testing.T) {
 // sends nothing to the service, and answers privately without repeating
 // the removed message or its link.
 func TestMentionScanInAQuarantinedThreadLeavesTheTombstone(t *testing.T) {
+	t.Parallel()
 	h := startQuarantineWith(t, nil, sim.Profile{})
 	const url = "https://login.phish.test/account/tombstone"
 	d := h.post("please log in here <" + url + "> before friday")
@@ -191,6 +194,7 @@ func TestMentionScanInAQuarantinedThreadLeavesTheTombstone(t *testing.T) {
 // privately (the channel stays quiet), and when a recheck flips the link
 // to phishing the message is removed all the same.
 func TestRecheckActsOnAMessageSomeoneAskedToScan(t *testing.T) {
+	t.Parallel()
 	h := startQuarantineWith(t, map[string]string{
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
 		"VERDICTBOT_RECHECK_AFTER":    "3s,1h",
@@ -225,6 +229,7 @@ func TestRecheckActsOnAMessageSomeoneAskedToScan(t *testing.T) {
 // posted, one generation is begun, the link is submitted once, and the
 // card is updated no more than a card asked for once.
 func TestRepeatedRequestsStartOneCheck(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Config{Profile: slowURL})
 	updatesOf := func(cardTS string) int {
 		n := 0
@@ -285,6 +290,7 @@ func TestRepeatedRequestsStartOneCheck(t *testing.T) {
 // with nothing to check, a reply in a thread (its card goes in the
 // thread), and a direct message with the bot (already answered there).
 func TestRequestAnswers(t *testing.T) {
+	t.Parallel()
 	h := startBotSeeded(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{}, false, seedHome)
 	bad := h.post("<https://evil.test/asked-about>")
 	card := h.waitCard(bad.TS, func(b string) bool { return strings.Contains(b, "Malicious") })

@@ -55,6 +55,7 @@ func (p *process) kill9(t *testing.T) {
 }
 
 func TestKill9InTheMiddleOf100AnalysesThenRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts real processes")
 	}
@@ -185,6 +186,7 @@ func TestKill9InTheMiddleOf100AnalysesThenRestart(t *testing.T) {
 }
 
 func TestCorruptStoreStopsStartUpWithAClearLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	garbage := bytes.Repeat([]byte("this is not a bbolt file "), 500)
 	if err := os.WriteFile(dir+"/verdictbot.db", garbage, 0o600); err != nil {

@@ -22,6 +22,7 @@ import (
 // than VERDICTBOT_RETENTION shortly after it starts, logs the counts, and
 // keeps what is within the window, on the embedded file.
 func TestRetentionPrunesTheStoreAfterStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	retentionAfterStart(t, map[string]string{"VERDICTBOT_DATA_DIR": dir}, func(now func() time.Time) store.State {
 		db, err := bolt.Open(dir, bolt.Options{Now: now})
@@ -35,6 +36,7 @@ func TestRetentionPrunesTheStoreAfterStart(t *testing.T) {
 // TestRetentionPrunesThePostgresStoreAfterStart: the same with
 // VERDICTBOT_DATABASE_URL.
 func TestRetentionPrunesThePostgresStoreAfterStart(t *testing.T) {
+	t.Parallel()
 	schema, schemaURL := pgtest.Schema(t)
 	retentionAfterStart(t, map[string]string{"VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_DATABASE_URL": schemaURL},
 		func(now func() time.Time) store.State {

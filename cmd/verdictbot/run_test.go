@@ -211,6 +211,7 @@ func botMessages(msgs []slackfake.Message) []slackfake.Message {
 }
 
 func TestLinkGetsACardInTheThread(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	d := h.post("please check <https://secure-login.phish.test/verify?a=1&amp;b=2|our bank> thanks")
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
@@ -240,6 +241,7 @@ func TestLinkGetsACardInTheThread(t *testing.T) {
 }
 
 func TestReplyInAThreadAnswersInThatThread(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	root := h.post("root message")
 	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, ThreadTS: root.TS, Text: "<https://evil.test/x>"})
@@ -253,6 +255,7 @@ func TestReplyInAThreadAnswersInThatThread(t *testing.T) {
 }
 
 func TestQuietChannelReactsToCleanAndCardsTheRest(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
 	clean := h.post("docs at <https://example.com/guide>")
 	bad := h.post("free money <http://casino-bonus.test/>")
@@ -274,6 +277,7 @@ func TestQuietChannelReactsToCleanAndCardsTheRest(t *testing.T) {
 }
 
 func TestRedeliveredEnvelopeMakesOneCard(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	d := h.post("<https://evil-downloads.test/payload.exe>")
 	if _, err := h.slack.Redeliver(d.EventID); err != nil {
@@ -301,6 +305,7 @@ func TestRedeliveredEnvelopeMakesOneCard(t *testing.T) {
 }
 
 func TestDisconnectReconnectsAndCarriesOn(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	h.slack.Disconnect("refresh_requested")
 	if err := h.slack.WaitConnected(h.ctx(15*time.Second), 2); err != nil {
@@ -317,6 +322,7 @@ func TestDisconnectReconnectsAndCarriesOn(t *testing.T) {
 }
 
 func TestOwnMessagesAreIgnored(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	if _, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: h.slack.BotUserID(), BotID: h.slack.BotID(),
 		AppID: h.slack.AppID(), Text: "my own card mentions <https://evil.test/own>"}); err != nil {
@@ -335,6 +341,7 @@ func TestOwnMessagesAreIgnored(t *testing.T) {
 }
 
 func TestFeedbackButtonReportsAndShowsTheAuditLine(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	d := h.post("<https://login.phish.test/account>") // alice's: bob reports (a poster may not, TestOwnLinkFalsePositiveIsRefused)
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
@@ -392,6 +399,7 @@ func TestFeedbackButtonReportsAndShowsTheAuditLine(t *testing.T) {
 }
 
 func TestSlack429IsRetried(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	h.slack.RateLimit("chat.postMessage", 1, time.Second)
 	d := h.post("<https://evil.test/rate-limited>")
@@ -410,6 +418,7 @@ func TestSlack429IsRetried(t *testing.T) {
 }
 
 func TestServiceOutageSaysCouldNotCheck(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{Faults: sim.Faults{ErrorEvery: 1, ErrorStatus: 503}})
 	d := h.post("<https://example.org/outage>")
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(strings.ToLower(b), "could not check") })
@@ -419,6 +428,7 @@ func TestServiceOutageSaysCouldNotCheck(t *testing.T) {
 }
 
 func TestUndecodableEnvelopeIsAcked(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	frame := `{"envelope_id":"bad-env-1","type":"events_api","accepts_response_payload":false,"payload":{"type":"event_callback","event_id":"Ev0BAD","event":{"type":"message","channel":"C0SEC","blocks":[{"type":"section","text":17}]}}}`
 	if _, err := h.slack.DeliverRaw(frame); err != nil {
@@ -441,6 +451,7 @@ func TestUndecodableEnvelopeIsAcked(t *testing.T) {
 }
 
 func TestSkippedLinksAreListedNotSent(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_INTERNAL_DOMAINS": "corp.example.net"}, sim.Config{})
 	d := h.post("<http://10.1.2.3/admin> <https://wiki.corp.example.net/x> <https://files.slack.com/f> <https://evil.test/y>")
 	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
@@ -456,6 +467,7 @@ func TestSkippedLinksAreListedNotSent(t *testing.T) {
 }
 
 func TestEditThatChangesLinksRescansUnfurlDoesNot(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	d := h.post("see <https://example.com/a>")
 	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Clean") })
@@ -475,6 +487,7 @@ func TestEditThatChangesLinksRescansUnfurlDoesNot(t *testing.T) {
 }
 
 func TestFatalAuthExitsNonZeroWithAClearLine(t *testing.T) {
+	t.Parallel()
 	fake := slackfaketest.Start(t)
 	fake.Fail("auth.test", 0, "invalid_auth")
 	_, base := simtest.Start(t, sim.Config{})
@@ -492,6 +505,7 @@ func TestFatalAuthExitsNonZeroWithAClearLine(t *testing.T) {
 }
 
 func TestOffChannelsAreNotScanned(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Config{})
 	d := h.post("<https://evil.test/off>")
 	if err := h.slack.WaitAcked(h.ctx(5*time.Second), d.EnvelopeID); err != nil {
@@ -504,6 +518,7 @@ func TestOffChannelsAreNotScanned(t *testing.T) {
 }
 
 func TestDeletedMessageKeepsItsCardWithANote(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	d := h.post("<https://evil.test/to-be-deleted>")
 	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })

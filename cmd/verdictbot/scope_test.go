@@ -108,6 +108,7 @@ func same(t *testing.T, what, hidden, hiddenSubject, unknown, unknownSubject str
 }
 
 func TestScopedAnswersAreThoseOfAnUnknownTarget(t *testing.T) {
+	t.Parallel()
 	h := startScopeBot(t, nil)
 	urlTask, fileTask := secretIncident(t, h)
 	unknownTask := strings.Repeat("0f", 16)
@@ -180,6 +181,7 @@ func TestScopedAnswersAreThoseOfAnUnknownTarget(t *testing.T) {
 }
 
 func TestWalkingSequentialTaskIDsRevealsNothing(t *testing.T) {
+	t.Parallel()
 	h := startScopeBot(t, nil)
 	_, fileTask := secretIncident(t, h)
 	last, _ := strconv.Atoi(fileTask)
@@ -204,6 +206,7 @@ func TestWalkingSequentialTaskIDsRevealsNothing(t *testing.T) {
 }
 
 func TestDirectMessageCardsAreTheirPersonsOnly(t *testing.T) {
+	t.Parallel()
 	h := startScopeBot(t, nil)
 	const url = "https://login.phish.test/dm-only"
 	dm := h.slack.IMWith(alice)
@@ -225,6 +228,7 @@ func TestDirectMessageCardsAreTheirPersonsOnly(t *testing.T) {
 }
 
 func TestDuplicateReportNamesOnlyReportersTheAskerMaySee(t *testing.T) {
+	t.Parallel()
 	h := startScopeBot(t, nil)
 	const url = "https://login.phish.test/shared"
 	// Neither reporter below posted the link: its poster may not report
@@ -279,6 +283,7 @@ func TestDuplicateReportNamesOnlyReportersTheAskerMaySee(t *testing.T) {
 }
 
 func TestFailedMembershipLookupFailsClosed(t *testing.T) {
+	t.Parallel()
 	h := startScopeBot(t, nil)
 	d := h.post("<https://login.phish.test/public>")
 	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })

@@ -17,6 +17,7 @@ import (
 //
 // Time to first card (logged): go test -count=1 -run TestVerdictIsPostedBeforeScreenshots -v ./cmd/verdictbot/
 func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
+	t.Parallel()
 	const timeout = 6 * time.Second
 	for _, tc := range []struct {
 		name   string
@@ -26,6 +27,7 @@ func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
 		{"corrupt", sim.Faults{ShotsCorrupt: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := startFileBot(t, map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": timeout.String()})
 			h.sim.SetFaults(tc.faults)
 			start := time.Now()

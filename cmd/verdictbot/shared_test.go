@@ -14,6 +14,7 @@ import (
 // shared message's blocks in attachments[].message_blocks, which slack-go's
 // types drop; the bot reads them from the event JSON.
 func TestForwardedMessageLinksAreScanned(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "fyi",
 		Attachments: json.RawMessage(forwardedAttachments)})
@@ -42,6 +43,7 @@ const forwardedAttachments = `[{"ts":"1699999999.000200","channel_id":"C0OTHER",
 // TestScanThisMessageReadsAForwardedMessage: the shortcut's payload carries
 // the message as Slack sent it, and its shared-message blocks are read too.
 func TestScanThisMessageReadsAForwardedMessage(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Config{})
 	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "fyi",
 		Attachments: json.RawMessage(forwardedAttachments)})

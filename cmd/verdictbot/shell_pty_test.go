@@ -178,6 +178,7 @@ func (p *ptyShell) quit() {
 // after a flip, and an admin command refused as @alice. Then a second
 // session recalls the first one's history from its file.
 func TestShellOnATerminal(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	p := startPtyShell(t, state)
 	p.expect("verdictbot shell: the bot against a fake Slack")
@@ -272,6 +273,7 @@ func TestShellOnATerminal(t *testing.T) {
 // When the history file cannot be written, the shell says so and keeps
 // the history in memory.
 func TestShellOnATerminalWithoutAHistoryFile(t *testing.T) {
+	t.Parallel()
 	state := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(state, nil, 0o600); err != nil { // a file where a directory should be
 		t.Fatal(err)
@@ -287,6 +289,7 @@ func TestShellOnATerminalWithoutAHistoryFile(t *testing.T) {
 }
 
 func TestFileHistory(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "verdictbot", "shell_history")
 	h, err := openHistory(path)
 	if err != nil {

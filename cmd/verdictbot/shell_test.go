@@ -53,6 +53,7 @@ func inOrder(t *testing.T, s string, wants ...string) {
 }
 
 func TestShellScriptedSession(t *testing.T) {
+	t.Parallel()
 	sample := filepath.Join(t.TempDir(), "invoice.exe")
 	if err := os.WriteFile(sample, []byte(eicar+" SIM:SHOTS=2"), 0o600); err != nil {
 		t.Fatal(err)
@@ -141,6 +142,7 @@ func TestShellScriptedSession(t *testing.T) {
 // With REPUTATION_URL and SANDBOX_URL set, the shell uses those services:
 // here a simulator the test can inspect, which must receive the report.
 func TestShellUsesTheConfiguredServices(t *testing.T) {
+	t.Parallel()
 	srv, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
 	env := map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey}
 	code, out, errOut := runShellScript(t, env, "see https://login.phish.test/account\nfp 1\nquit\nnever read\n")
@@ -165,6 +167,7 @@ func TestShellUsesTheConfiguredServices(t *testing.T) {
 }
 
 func TestShellGivesUpWaitingAfterTheBound(t *testing.T) {
+	t.Parallel()
 	// pending.test never completes: at EOF the shell waits --wait, then
 	// says what is unfinished and exits 1.
 	code, out, errOut := runShellScript(t, nil, "mode verbose\nhttps://pending.test/forever\n", "--sim-profile", "quick", "--wait", "2s")
@@ -175,6 +178,7 @@ func TestShellGivesUpWaitingAfterTheBound(t *testing.T) {
 }
 
 func TestShellRefusesAURLWithoutItsKey(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := runShellScript(t, map[string]string{"REPUTATION_URL": "http://127.0.0.1:1/"}, "")
 	if code != 1 || !strings.Contains(errOut, "REPUTATION_API_KEY is not set (REPUTATION_URL is)") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
@@ -186,6 +190,7 @@ func TestShellRefusesAURLWithoutItsKey(t *testing.T) {
 }
 
 func TestSlackTextIsWhatAClientSends(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"look https://a.test/x?a=1&b=2, ok <b>": "look <https://a.test/x?a=1&amp;b=2>, ok &lt;b&gt;",
 		"(see http://b.test/p).":                "(see <http://b.test/p>).",
@@ -201,6 +206,7 @@ func TestSlackTextIsWhatAClientSends(t *testing.T) {
 // recheck job's card and thread reply), as @bob refused an admin command,
 // show, and their usage errors.
 func TestShellScriptedRecheckModeAndAs(t *testing.T) {
+	t.Parallel()
 	script := strings.Join([]string{
 		"mode",
 		"recheck",

@@ -17,6 +17,7 @@ import (
 // response_url: the bot cannot post there) and sends nothing to the
 // services; in the user's own DM with the bot it scans as before.
 func TestShortcutInAForeignDMSendsNothing(t *testing.T) {
+	t.Parallel()
 	const (
 		foreignDM        = "D0ALICEBOB"
 		groupDM          = "G0MPDM"

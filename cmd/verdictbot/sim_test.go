@@ -73,6 +73,7 @@ func simGetJSON(t *testing.T, method, url, body string) (int, map[string]any) {
 }
 
 func TestRunSimServesBothServices(t *testing.T) {
+	t.Parallel()
 	base, stop := startSim(t, "--profile", "fast", "--keys", "a, b", "--score-scale", "100", "--cape-compat")
 
 	_, m := simGetJSON(t, "POST", base+"/api/a/scan/", `{"url":"https://login.phish.test/"}`)
@@ -136,6 +137,7 @@ func TestRunSimServesBothServices(t *testing.T) {
 }
 
 func TestRunSimDefaultsAreRealisticAndLimited(t *testing.T) {
+	t.Parallel()
 	base, _ := startSim(t)
 	_, m := simGetJSON(t, "POST", base+"/api/k/scan/", `{"url":"https://example.com/"}`)
 	id := m["task_id"].(string)
@@ -192,6 +194,7 @@ func TestRunSimFlags(t *testing.T) {
 // bot on the same machine may use over plain http (an unspecified address
 // is not loopback: REPUTATION_URL=http://0.0.0.0:… is refused).
 func TestRunSimOnEveryInterfacePrintsALoopbackURL(t *testing.T) {
+	t.Parallel()
 	base, stop := startSim(t, "--addr", "0.0.0.0:0") // startSim wants http://127.0.0.1:port
 	defer stop()
 	if _, err := loadValidConfig(mapEnv(map[string]string{"REPUTATION_URL": base + "/"}), false); err != nil {

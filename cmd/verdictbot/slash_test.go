@@ -70,6 +70,7 @@ func mustContain(t *testing.T, got string, wants ...string) {
 }
 
 func TestSlashScanPostsACardInTheChannel(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
 	got := h.slash(alice, "https://example.com/clean-page <https://login.phish.test/verify|login.phish.test/verify>")
 	mustContain(t, got, "Checking 2 link(s)")
@@ -82,6 +83,7 @@ func TestSlashScanPostsACardInTheChannel(t *testing.T) {
 }
 
 func TestSlashBadInputGetsASpecificAnswerAndNoServiceCall(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
 	for _, tc := range []struct{ text, want string }{
 		{"http://10.0.0.7/admin", "private"},
@@ -110,6 +112,7 @@ func TestSlashBadInputGetsASpecificAnswerAndNoServiceCall(t *testing.T) {
 }
 
 func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
+	t.Parallel()
 	h := startFileBot(t, nil)
 	// bob reports alice's link below: he is in the channel too.
 	h.slack.AddChannel(slackfake.Channel{ID: secChannel, Name: "security", Members: []string{alice, bob}})
@@ -155,6 +158,7 @@ func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
 }
 
 func TestSlashChannelAndAllowAreForAdmins(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
 	mustContain(t, h.slash(alice, "channel"), "default mode: *quiet*")
 	mustContain(t, h.slash(alice, "channel verbose"), "Only admins can change")
@@ -184,6 +188,7 @@ func TestSlashChannelAndAllowAreForAdmins(t *testing.T) {
 }
 
 func TestScanThisMessageShortcutWorksInOffChannels(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Config{})
 	d := h.post("can someone check <https://example.org/form>?")
 	if _, err := h.slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: "scan_message", UserID: alice, Channel: secChannel, MessageTS: d.TS}); err != nil {
@@ -198,6 +203,7 @@ func TestScanThisMessageShortcutWorksInOffChannels(t *testing.T) {
 }
 
 func TestAdminGroupMembersAreAdmins(t *testing.T) {
+	t.Parallel()
 	const bob = "U0BOB"
 	h := startBotSeeded(t, map[string]string{"VERDICTBOT_ADMIN_GROUP": "S0SECOPS"}, sim.Config{}, false,
 		func(f *slackfake.Server) { f.AddUserGroup("S0SECOPS", "secops", bob) })
@@ -210,6 +216,7 @@ func TestAdminGroupMembersAreAdmins(t *testing.T) {
 // refused (admins excepted), a repeated report is refused, the card shows
 // the audit line and the URL's cached verdict is forgotten.
 func TestSlashReportIsScopedAndSingleLikeTheButtons(t *testing.T) {
+	t.Parallel()
 	const otherChannel = "C0OTHER"
 	h := startBot(t, nil, sim.Config{})
 	h.slack.AddChannel(slackfake.Channel{ID: secChannel, Name: "security", Members: []string{alice, bob, carol}})
@@ -289,6 +296,7 @@ func TestSlashReportIsScopedAndSingleLikeTheButtons(t *testing.T) {
 // sent it again, maybe to another replica's connection) is handled once:
 // its envelope id is recorded like an event id.
 func TestSlashEnvelopeDeliveredTwiceIsHandledOnce(t *testing.T) {
+	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
 	h.slash(alice, "help") // the fake makes the channel on a command it delivers itself
 	payload, _ := json.Marshal(map[string]any{"token": "x", "team_id": "T1", "channel_id": secChannel, "user_id": alice,

@@ -36,6 +36,7 @@ func mustBeInertTerminal(t *testing.T, what, out string) {
 // a hostile service's words (here a family, a problem) with no escape
 // sequence, in text and in JSON (whose values stay what the service said).
 func TestCheckSanitisesServiceTextForTheTerminal(t *testing.T) {
+	t.Parallel()
 	_, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
 	bad := startHostileService(t, base, map[string]string{"malfamily": terminalAttack, "result": terminalAttack, "msg": terminalAttack})
 	bad.on.Store(true)
@@ -55,6 +56,7 @@ func TestCheckSanitisesServiceTextForTheTerminal(t *testing.T) {
 // the bot's answers holding a hostile service's words (a family, a file
 // type, a status) with no escape sequence and no bidi override.
 func TestShellSanitisesServiceTextForTheTerminal(t *testing.T) {
+	t.Parallel()
 	_, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
 	bad := startHostileService(t, base, map[string]string{"malfamily": terminalAttack, "file_type": terminalAttack, "added_on": terminalAttack})
 	bad.on.Store(true)
