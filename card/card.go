@@ -26,11 +26,16 @@ const (
 // for the given message or card timestamp.
 var ErrNotFound = errors.New("card not found")
 
-// Ref names a card by the message it answers.
+// Ref names a card by the message it answers. The JSON tags are part of
+// the store's record format.
 type Ref struct {
 	Channel  string `json:"channel"`
 	SourceTS string `json:"source_ts"`
 }
+
+// Key is the ref as one string, channel/source_ts: the stores key cards
+// (and their locks) by it, so it must not change.
+func (r Ref) Key() string { return r.Channel + "/" + r.SourceTS }
 
 // Card is everything one verdict card shows. One card answers one message
 // (or one /scan request) and is updated in place through its life.

@@ -14,21 +14,21 @@ import (
 // CardStore is the part of the state layer that keeps cards (store.State,
 // both backends, implements it).
 type CardStore interface {
-	Card(ref store.CardRef) (*store.CardRecord, error)
+	Card(ref card.Ref) (*store.CardRecord, error)
 	CardByTS(channel, cardTS string) (*store.CardRecord, error)
-	UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
-	UpsertCard(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
+	UpdateCard(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	UpsertCard(ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
 	CardSettler
 	// UpdateCardShared and UpsertCardShared are for the writes every link
 	// makes (Begin, Settle): concurrent ones may share one commit (the
 	// embedded file), so their fn may run more than once, with the record
 	// read afresh each time, and the functions passed to them change
 	// nothing but the record (store.State.UpdateCardShared).
-	UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
-	UpsertCardShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
+	UpdateCardShared(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	UpsertCardShared(ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error)
 	// UpdateCardQueue is UpdateCard whose fn may also queue a removal of
 	// the card's message in the same write (ChangeQueue).
-	UpdateCardQueue(ref store.CardRef, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error)
+	UpdateCardQueue(ref card.Ref, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error)
 }
 
 // CardSettler is the write that shows a verdict on a card (store.State,
@@ -43,7 +43,7 @@ type CardSettler interface {
 	// left out without an error, and "" links nothing. Concurrent calls
 	// may share one commit: fn may run more than once, each time with
 	// the record read afresh, and must change nothing but rec.
-	SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	SettleCard(ref card.Ref, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
 }
 
 var _ CardStore = store.State(nil)
@@ -62,12 +62,12 @@ type Cards struct {
 	mu sync.Mutex
 	// scanning holds the cards this process started and has not seen
 	// final yet, with when their current generation began (Scanning).
-	scanning map[store.CardRef]time.Time
+	scanning map[card.Ref]time.Time
 }
 
 // NewCards returns the card registry over st.
 func NewCards(st CardStore) *Cards {
-	return &Cards{st: st, StoreRetry: 2 * time.Minute, scanning: map[store.CardRef]time.Time{}}
+	return &Cards{st: st, StoreRetry: 2 * time.Minute, scanning: map[card.Ref]time.Time{}}
 }
 
 // Scanning returns how many cards this process started are still waiting
@@ -90,7 +90,7 @@ func (cs *Cards) Scanning(now time.Time) (n int, oldest time.Duration) {
 func (cs *Cards) Tracking(channel, sourceTS string) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	_, ok := cs.scanning[store.CardRef{Channel: channel, SourceTS: sourceTS}]
+	_, ok := cs.scanning[card.Ref{Channel: channel, SourceTS: sourceTS}]
 	return ok
 }
 
@@ -101,7 +101,7 @@ func (cs *Cards) track(rec *store.CardRecord, begun bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.scanning == nil {
-		cs.scanning = map[store.CardRef]time.Time{}
+		cs.scanning = map[card.Ref]time.Time{}
 	}
 	switch {
 	case rec.Card.Final || rec.Deleted:
@@ -119,7 +119,7 @@ var errStaleGen = errors.New("card generation changed")
 func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (int, card.Card, error) {
 	// One write per new card: shared with other cards' when the store can
 	// (the function may run again, so it works on its own copy of fresh).
-	rec, err := cs.st.UpsertCardShared(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
+	rec, err := cs.st.UpsertCardShared(card.Ref{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
 		c := fresh.Clone()
 		c.CardTS = rec.Card.CardTS
 		c.Notes = append(append([]string(nil), rec.Card.Notes...), fresh.Notes...)
@@ -153,7 +153,7 @@ var errCardExists = errors.New("the message has a card")
 // any replica) and the automatic scan begin one card between them, and a
 // card already there keeps its generation, quarantine state and buttons.
 func (cs *Cards) BeginIfAbsent(channel, sourceTS string, fresh card.Card, mode string) (gen int, snap card.Card, existing *store.CardRecord, err error) {
-	rec, err := cs.st.UpsertCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
+	rec, err := cs.st.UpsertCard(card.Ref{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord, exists bool) error {
 		if exists {
 			existing = rec
 			return errCardExists
@@ -175,7 +175,7 @@ func (cs *Cards) BeginIfAbsent(channel, sourceTS string, fresh card.Card, mode s
 
 // Get returns the card answering (channel, sourceTS).
 func (cs *Cards) Get(channel, sourceTS string) (*store.CardRecord, bool) {
-	rec, err := cs.st.Card(store.CardRef{Channel: channel, SourceTS: sourceTS})
+	rec, err := cs.st.Card(card.Ref{Channel: channel, SourceTS: sourceTS})
 	if err != nil {
 		return nil, false
 	}
@@ -228,13 +228,13 @@ func (cs *Cards) change(channel, sourceTS string, gen int, target string, fn fun
 	update := cs.st.UpdateCard
 	switch {
 	case target != "":
-		update = func(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+		update = func(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 			return cs.st.SettleCard(ref, target, fn)
 		}
 	case shared:
 		update = cs.st.UpdateCardShared
 	}
-	rec, err := update(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {
+	rec, err := update(card.Ref{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) error {
 		if gen != 0 && rec.Gen != gen {
 			return errStaleGen
 		}
@@ -253,7 +253,7 @@ func (cs *Cards) change(channel, sourceTS string, gen int, target string, fn fun
 // queued in the same store write, so the card never shows a decision that
 // is not queued, nor the reverse.
 func (cs *Cards) ChangeQueue(channel, sourceTS string, fn func(rec *store.CardRecord) *store.Removal) (card.Card, error) {
-	rec, err := cs.st.UpdateCardQueue(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) (*store.Removal, error) {
+	rec, err := cs.st.UpdateCardQueue(card.Ref{Channel: channel, SourceTS: sourceTS}, func(rec *store.CardRecord) (*store.Removal, error) {
 		return fn(rec), nil
 	})
 	if err != nil {
@@ -261,28 +261,4 @@ func (cs *Cards) ChangeQueue(channel, sourceTS string, fn func(rec *store.CardRe
 	}
 	cs.track(rec, false)
 	return rec.Card.Clone(), nil
-}
-
-// Edit calls fn with the card posted at (channel, cardTS) and saves what it
-// did (commands.CardBook).
-func (cs *Cards) Edit(channel, cardTS string, fn func(c *card.Card) error) error {
-	rec, err := cs.st.CardByTS(channel, cardTS)
-	if errors.Is(err, store.ErrNotFound) {
-		return card.ErrNotFound
-	}
-	if err != nil {
-		return err
-	}
-	_, err = cs.st.UpdateCard(rec.Ref(), func(r *store.CardRecord) error { return fn(&r.Card) })
-	return err
-}
-
-// EditBySource is Edit for the card answering the message at (channel,
-// sourceTS), posted or not (commands.CardBook).
-func (cs *Cards) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
-	_, err := cs.st.UpdateCard(store.CardRef{Channel: channel, SourceTS: sourceTS}, func(r *store.CardRecord) error { return fn(&r.Card) })
-	if errors.Is(err, store.ErrNotFound) {
-		return card.ErrNotFound
-	}
-	return err
 }

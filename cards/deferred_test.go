@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/scan"
@@ -40,7 +41,7 @@ func (c *cappedChecker) Check(_ context.Context, url string, o scan.CheckOptions
 // failingDefer is a store whose deferrals fail.
 type failingDefer struct{ store.State }
 
-func (failingDefer) DeferCheck(string, store.CardRef, time.Time) error {
+func (failingDefer) DeferCheck(string, card.Ref, time.Time) error {
 	return errors.New("disk full")
 }
 
@@ -68,7 +69,7 @@ func (e *env) deliverAs(t *testing.T, user, text string) string {
 	msg, _ := e.fake.Message("C1", d.TS)
 	ev := &slackevents.MessageEvent{Type: "message", Channel: "C1", ChannelType: "channel", User: user, Text: msg.Text, TimeStamp: d.TS,
 		Message: &slack.Msg{Type: "message", Channel: "C1", User: user, Text: msg.Text, Timestamp: d.TS}}
-	e.messages.Handle(t.Context(), ev, Meta{EventID: "Ev" + d.TS})
+	e.messages.Handle(t.Context(), ev, bot.Meta{EventID: "Ev" + d.TS})
 	e.messages.Wait()
 	return d.TS
 }
@@ -158,13 +159,13 @@ func TestAnnouncerGivesADeferredCheckToTheCardsWaitingForIt(t *testing.T) {
 	}
 	must(e.db.PutCard(&store.CardRecord{Card: card.Card{Channel: "C1", ThreadTS: pending, SourceTS: pending, Poster: capped,
 		Lines: []card.Line{{Kind: card.KindURL, Target: evil, Level: verdict.Pending, Status: "queued"}}}}))
-	must(mem.Defer(evil, store.CardRef{Channel: "C1", SourceTS: pending}))
+	must(mem.Defer(evil, card.Ref{Channel: "C1", SourceTS: pending}))
 	// A card whose deferred line is settled but whose first post is
 	// under way.
 	posting := "1700000000.000950"
 	must(e.db.PutCard(&store.CardRecord{PostStarted: true, Card: card.Card{Channel: "C1", ThreadTS: posting, SourceTS: posting, Poster: capped, Final: true,
 		Lines: []card.Line{{Kind: card.KindURL, Target: unposted, Level: verdict.Unknown, Problem: scan.DeferredProblem}}}}))
-	must(mem.Defer(unposted, store.CardRef{Channel: "C1", SourceTS: posting}))
+	must(mem.Defer(unposted, card.Ref{Channel: "C1", SourceTS: posting}))
 
 	due := map[string]scan.DueURL{}
 	var done []func()

@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/slack-go/slack"
@@ -74,24 +75,24 @@ func (f *Files) NeedsWork(ev *slackevents.FileSharedEvent) bool {
 }
 
 // Shared handles a file_shared event.
-func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, meta Meta) {
+func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, meta bot.Meta) {
 	m := f.Messages
 	m.init()
 	if ev.UserID != "" && ev.UserID == m.Self().UserID {
-		meta.done() // our own screenshots
+		finished(meta) // our own screenshots
 		return
 	}
 	file, _, _, err := f.Info.GetFileInfoContext(ctx, ev.FileID, 0, 0)
 	if err != nil {
 		m.Log.Warn("files.info failed; the file will be handled from its message event", "file", ev.FileID, "error", err)
-		meta.done()
+		finished(meta)
 		return
 	}
 	ts, thread := shareOf(file, ev.ChannelID)
 	if ts == "" {
 		// Not visible as shared in this channel yet: the message event
 		// (subtype file_share) carries the ts and handles it.
-		meta.done()
+		finished(meta)
 		return
 	}
 	msg := &slack.Msg{Channel: ev.ChannelID, Timestamp: ts, ThreadTimestamp: thread, User: ev.UserID, Files: []slack.File{*file}}
@@ -101,7 +102,7 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 		// sender's request, the card in the DM.
 		mode = ModeVerbose
 	}
-	f.handle(ctx, ev.ChannelID, msg, fileJob{mode: mode, who: requesterOf(ev.ChannelID, msg, ""), resumed: meta.Replayed}, meta.done)
+	f.handle(ctx, ev.ChannelID, msg, fileJob{mode: mode, who: requesterOf(ev.ChannelID, msg, ""), resumed: meta.Replayed}, doneOf(meta))
 }
 
 // unfinished reports whether the file card of the message at ts exists

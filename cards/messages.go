@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/card"
 
 	"github.com/slack-go/slack"
@@ -67,7 +68,7 @@ const DefaultPostGrace = 2 * time.Second
 
 // Messages turns message events into verdict cards.
 type Messages struct {
-	Self   func() Identity
+	Self   func() bot.Identity
 	Links  Extractor
 	URLs   URLChecker
 	Poster Poster
@@ -168,44 +169,44 @@ func (m *Messages) Wait() {
 // Handle is the bot's message handler. It runs on a pool worker: it does the
 // quick part (filter, extract, post "scanning…") and hands the wait for the
 // verdicts to a tracked goroutine.
-func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, meta Meta) {
+func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, meta bot.Meta) {
 	m.init()
 	if ev.ChannelType == "im" {
 		m.direct(ctx, ev, meta)
 		return
 	}
 	if ev.ChannelType == "mpim" || ev.ChannelType == "app_home" {
-		meta.done()
+		finished(meta)
 		return // other direct messages are never read
 	}
 	msg := ev.Message
 	if msg == nil {
-		meta.done()
+		finished(meta)
 		return
 	}
 	switch ev.SubType {
 	case "", "thread_broadcast", "bot_message", "file_share", "me_message":
 	case "message_changed":
 		if ev.PreviousMessage != nil && links.SameLinks(ev.PreviousMessage, msg) {
-			meta.done()
+			finished(meta)
 			return // an unfurl, a reaction, an edit that kept the links, our own card update
 		}
 	case "message_deleted":
 		m.deleted(ctx, ev)
-		meta.done()
+		finished(meta)
 		return
 	default:
-		meta.done()
+		finished(meta)
 		return
 	}
 	if m.own(msg) {
-		meta.done()
+		finished(meta)
 		return
 	}
 	channel := ev.Channel
 	mode := m.Mode(channel)
 	if mode == ModeOff {
-		meta.done()
+		finished(meta)
 		return
 	}
 	if ev.SubType == "message_changed" {
@@ -222,7 +223,7 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 // messages, edits that kept the links, and messages with neither a link
 // nor a file. What only the store could tell counts as work: an edit that
 // changed the links and a deletion may concern a message with a card.
-// raw is the inner event's JSON as Slack sent it (see Meta.Raw).
+// raw is the inner event's JSON as Slack sent it (see bot.Meta.Raw).
 func (m *Messages) NeedsWork(ev *slackevents.MessageEvent, raw json.RawMessage) bool {
 	if ev.ChannelType == "mpim" || ev.ChannelType == "app_home" {
 		return false
@@ -302,10 +303,10 @@ func IsDirect(channel string) bool { return strings.HasPrefix(channel, "D") }
 // posted in the message's thread, in the DM. A message without a link or a
 // file is not read further and gets no answer (NeedsWork already dropped
 // it; this is the replay path's guard).
-func (m *Messages) direct(ctx context.Context, ev *slackevents.MessageEvent, meta Meta) {
+func (m *Messages) direct(ctx context.Context, ev *slackevents.MessageEvent, meta bot.Meta) {
 	msg := ev.Message
 	if msg == nil || !directRequest(ev) || m.own(msg) || msg.User == "" {
-		meta.done()
+		finished(meta)
 		return
 	}
 	m.scanMessage(ctx, ev.Channel, msg, meta.Raw, ModeVerbose, msg.User, meta)
@@ -321,7 +322,7 @@ func withoutFiles(msg *slack.Msg) *slack.Msg {
 // scanMessage makes the cards of one message: one for its links, one for
 // its files. meta.Done is called once both are final. requestedBy is who
 // asked ("" for the automatic scan; the person, for a DM to the bot).
-func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, meta Meta) {
+func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, meta bot.Meta) {
 	if len(msg.Files) > 0 && m.Files != nil {
 		// The message's files get their own card; the job is done when
 		// both cards are.
@@ -346,11 +347,11 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 // With onlyNew (a request) the card is begun only if the message has none:
 // rec is then the card found, and began false. A message whose links are
 // all gone (an edit) still gets its card updated when it had one.
-func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, onlyNew bool, meta Meta) (began bool, rec *store.CardRecord) {
+func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, onlyNew bool, meta bot.Meta) (began bool, rec *store.CardRecord) {
 	res := m.Links.ExtractRaw(msg, rawMsg)
 	_, hadCard := m.Cards.Get(channel, msg.Timestamp)
 	if len(res.Targets) == 0 && len(res.Skipped) == 0 && res.LeftOut == 0 && (!hadCard || onlyNew) {
-		meta.done()
+		finished(meta)
 		return false, nil
 	}
 	thread := msg.ThreadTimestamp
@@ -372,11 +373,11 @@ func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg
 		gen, snap, rec, err = m.Cards.BeginIfAbsent(channel, msg.Timestamp, draft, mode)
 		switch {
 		case rec != nil:
-			meta.done()
+			finished(meta)
 			return false, rec // the message has its card: left as it is
 		case err != nil:
 			m.Log.Error("could not save the card of a requested scan", "channel", channel, "ts", msg.Timestamp, "error", err)
-			meta.done()
+			finished(meta)
 			return false, nil
 		}
 	} else {
@@ -394,7 +395,7 @@ func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg
 
 	m.start(ctx, snap, mode, func(hold time.Time) bool {
 		return m.track(ctx, channel, msg.Timestamp, gen, mode, hold, res.Targets, requesterOf(channel, msg, requestedBy))
-	}, meta.done)
+	}, doneOf(meta))
 	return true, nil
 }
 
@@ -456,11 +457,16 @@ func (m *Messages) lines(targets []links.Target) ([]links.Target, []card.Line) {
 	return out, lines
 }
 
-func (mt Meta) done() {
+// finished calls the delivery's Done, if any: the work the event asked for
+// is complete.
+func finished(mt bot.Meta) {
 	if mt.Done != nil {
 		mt.Done()
 	}
 }
+
+// doneOf is finished for this delivery, to be called later.
+func doneOf(mt bot.Meta) func() { return func() { finished(mt) } }
 
 // ScanRequest posts a card for URLs requested with /scan: a new message in
 // the channel (not in a thread), shown at once and updated in place,
@@ -789,7 +795,7 @@ func sameQuarantine(a, b *card.Quarantine) bool {
 type Deferrals interface {
 	// Defer records that url's check is deferred, for the card ref (linked
 	// to url); an error means it was not.
-	Defer(url string, ref store.CardRef) error
+	Defer(url string, ref card.Ref) error
 }
 
 // deferCheck defers the check of a URL that was not sent because its
@@ -804,7 +810,7 @@ func (m *Messages) deferCheck(channel, sourceTS, url string, v *scan.URLVerdict)
 	if m.Deferrals == nil {
 		return
 	}
-	if err := m.Deferrals.Defer(url, store.CardRef{Channel: channel, SourceTS: sourceTS}); err != nil {
+	if err := m.Deferrals.Defer(url, card.Ref{Channel: channel, SourceTS: sourceTS}); err != nil {
 		m.Log.Error("could not defer the check of a link refused for its poster's allowance; the card says it is not checked",
 			"channel", channel, "ts", sourceTS, "error", err)
 		return

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/links"
 )
 
@@ -14,7 +15,7 @@ func TestMessagesNeedsWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	self := func() Identity { return Identity{UserID: "UBOT", BotID: "BBOT", AppID: "ABOT"} }
+	self := func() bot.Identity { return bot.Identity{UserID: "UBOT", BotID: "BBOT", AppID: "ABOT"} }
 	withFiles := &Messages{Self: self, Links: policy, Files: &Files{}}
 	noFiles := &Messages{Self: self, Links: policy}
 	for _, tc := range []struct {
@@ -70,7 +71,7 @@ func TestMessagesNeedsWork(t *testing.T) {
 }
 
 func TestFilesNeedsWork(t *testing.T) {
-	f := &Files{Messages: &Messages{Self: func() Identity { return Identity{UserID: "UBOT"} }}}
+	f := &Files{Messages: &Messages{Self: func() bot.Identity { return bot.Identity{UserID: "UBOT"} }}}
 	if !f.NeedsWork(&slackevents.FileSharedEvent{UserID: "U1", FileID: "F1"}) {
 		t.Error("a person's file needs work")
 	}

@@ -338,7 +338,7 @@ func (a *Announcer) deferAgain(url string, ref card.Ref) {
 	if m.Deferrals == nil {
 		return
 	}
-	if err := m.Deferrals.Defer(url, store.CardRef{Channel: ref.Channel, SourceTS: ref.SourceTS}); err != nil {
+	if err := m.Deferrals.Defer(url, ref); err != nil {
 		m.Log.Warn("could not defer a link's check again for a card its check missed", "channel", ref.Channel, "ts", ref.SourceTS, "error", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -69,7 +70,7 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 	}
 	if !hasLinkCard || resumeLinks {
 		var started bool
-		started, linkRec = m.scanLinks(ctx, channel, msg, rawMsg, ModeVerbose, user, !resumeLinks, Meta{})
+		started, linkRec = m.scanLinks(ctx, channel, msg, rawMsg, ModeVerbose, user, !resumeLinks, bot.Meta{})
 		began = began || started
 	}
 	if linkRec != nil {

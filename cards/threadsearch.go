@@ -6,6 +6,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/notify"
 )
@@ -13,7 +14,7 @@ import (
 // ThreadSearch finds our cards in a thread with conversations.replies.
 type ThreadSearch struct {
 	API  *slack.Client
-	Self func() Identity
+	Self func() bot.Identity
 }
 
 // FindCard returns the ts of our card answering sourceTS in the thread, or

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/store/bolt"
@@ -50,7 +51,9 @@ func newEnv(t *testing.T, urls URLChecker, mode string, opts ...slackfake.Option
 		t.Fatal(err)
 	}
 	db := bolt.Memory(bolt.Options{})
-	self := func() Identity { return Identity{UserID: fake.BotUserID(), BotID: fake.BotID(), AppID: fake.AppID()} }
+	self := func() bot.Identity {
+		return bot.Identity{UserID: fake.BotUserID(), BotID: fake.BotID(), AppID: fake.AppID()}
+	}
 	m := &Messages{Self: self, Links: policy, URLs: urls, Poster: poster, Cards: NewCards(db),
 		Finder: &ThreadSearch{API: api, Self: self}, Mode: func(string) string { return mode }, PostGrace: -1}
 	return &env{fake: fake, db: db, poster: poster, messages: m, api: api}
@@ -66,14 +69,14 @@ func (e *env) deliver(t *testing.T, text string, done func()) string {
 	msg, _ := e.fake.Message("C1", d.TS)
 	ev := &slackevents.MessageEvent{Type: "message", Channel: "C1", ChannelType: "channel", User: "U1", Text: msg.Text, TimeStamp: d.TS,
 		Message: &slack.Msg{Type: "message", Channel: "C1", User: "U1", Text: msg.Text, Timestamp: d.TS}}
-	e.messages.Handle(t.Context(), ev, Meta{EventID: "Ev1", Done: done})
+	e.messages.Handle(t.Context(), ev, bot.Meta{EventID: "Ev1", Done: done})
 	return d.TS
 }
 
 // card returns the stored card answering (C1, src).
 func (e *env) card(t *testing.T, src string) *store.CardRecord {
 	t.Helper()
-	rec, err := e.db.Card(store.CardRef{Channel: "C1", SourceTS: src})
+	rec, err := e.db.Card(card.Ref{Channel: "C1", SourceTS: src})
 	if err != nil {
 		t.Fatalf("no card for %s: %v", src, err)
 	}
@@ -178,7 +181,7 @@ func TestURLCardPostedOnceUpdatedInPlaceUntilFinal(t *testing.T) {
 		t.Fatalf("the card in the thread (ts %s, %d updates) is not the stored one (%s) updated in place", replies[0].TS, replies[0].Updates(), rec.Card.CardTS)
 	}
 	for _, u := range []string{bad, good} {
-		if tg, err := e.db.Target(u); err != nil || len(tg.Cards) != 1 || tg.Cards[0] != (store.CardRef{Channel: "C1", SourceTS: ts}) {
+		if tg, err := e.db.Target(u); err != nil || len(tg.Cards) != 1 || tg.Cards[0] != (card.Ref{Channel: "C1", SourceTS: ts}) {
 			t.Errorf("target %s is not linked to its card: %+v, %v", u, tg.Cards, err)
 		}
 	}
@@ -197,7 +200,7 @@ func TestCardPostedBeforeACrashIsFoundInTheThread(t *testing.T) {
 	if err := e.poster.Post(t.Context(), &first); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.UpsertCard(store.CardRef{Channel: "C1", SourceTS: d.TS}, func(rec *store.CardRecord, _ bool) error {
+	if _, err := e.db.UpsertCard(card.Ref{Channel: "C1", SourceTS: d.TS}, func(rec *store.CardRecord, _ bool) error {
 		rec.Card, rec.Gen, rec.PostStarted, rec.Mode = first, 1, true, ModeVerbose
 		rec.Card.CardTS = ""
 		return nil
@@ -208,7 +211,7 @@ func TestCardPostedBeforeACrashIsFoundInTheThread(t *testing.T) {
 	msg, _ := e.fake.Message("C1", d.TS)
 	ev := &slackevents.MessageEvent{Type: "message", Channel: "C1", ChannelType: "channel", User: "U1", TimeStamp: d.TS,
 		Message: &slack.Msg{Type: "message", Channel: "C1", User: "U1", Text: msg.Text, Timestamp: d.TS}}
-	e.messages.Handle(t.Context(), ev, Meta{Replayed: true})
+	e.messages.Handle(t.Context(), ev, bot.Meta{Replayed: true})
 	e.messages.Wait()
 	if err := e.poster.Close(t.Context()); err != nil {
 		t.Fatal(err)
@@ -311,11 +314,11 @@ type failTSOnce struct {
 }
 
 // UpdateCardShared goes through UpdateCard: the disk refuses every write.
-func (f *failTSOnce) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (f *failTSOnce) UpdateCardShared(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return f.UpdateCard(ref, fn)
 }
 
-func (f *failTSOnce) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (f *failTSOnce) UpdateCard(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return f.CardStore.UpdateCard(ref, func(rec *store.CardRecord) error {
 		before, started := rec.Card.CardTS, rec.PostStarted
 		if err := fn(rec); err != nil {
@@ -370,17 +373,17 @@ type failVerdictWrites struct {
 
 // SettleCard is the write that shows a link's verdict (and links its
 // target); UpdateCard any other.
-func (f *failVerdictWrites) SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (f *failVerdictWrites) SettleCard(ref card.Ref, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return f.CardStore.SettleCard(ref, target, f.refuse(fn))
 }
 
 // UpdateCardShared goes through UpdateCard: a verdict's write (Settle)
 // is a shared one.
-func (f *failVerdictWrites) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (f *failVerdictWrites) UpdateCardShared(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return f.UpdateCard(ref, fn)
 }
 
-func (f *failVerdictWrites) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (f *failVerdictWrites) UpdateCard(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return f.CardStore.UpdateCard(ref, f.refuse(fn))
 }
 
@@ -585,7 +588,7 @@ func TestVerdictLinksItsTargetInTheCardsWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (store.CardRef{Channel: "C1", SourceTS: ts}); len(tg.Cards) != 1 || tg.Cards[0] != want {
+	if want := (card.Ref{Channel: "C1", SourceTS: ts}); len(tg.Cards) != 1 || tg.Cards[0] != want {
 		t.Fatalf("target's cards %+v, want %+v", tg.Cards, want)
 	}
 	if rec := e.card(t, ts); !rec.Card.Final || rec.Card.Lines[0].Level != verdict.Clean {

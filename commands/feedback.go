@@ -15,14 +15,16 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
-// CardBook finds posted cards. Edit calls fn with the card posted at
-// (channel, cardTS) while no one else changes it, and saves what fn did.
-// It returns ErrCardNotFound when there is no such card.
+// CardBook finds posted cards (*cardbook.Book). Edit calls fn with the card
+// posted at (channel, cardTS) while no one else changes it, and saves what
+// fn did. It returns ErrCardNotFound when there is no such card.
 type CardBook interface {
 	Edit(channel, cardTS string, fn func(c *card.Card) error) error
 	// EditBySource is Edit for the card answering the message at
@@ -46,6 +48,11 @@ type CardPoster interface {
 	Ephemeral(ctx context.Context, channel, user, text string, blocks ...slack.Block) error
 }
 
+// Audit is where feedback keeps its audit trail (store.State).
+type Audit interface {
+	RecordReport(r store.Report) error
+}
+
 // Feedback handles the False positive / False negative / Restore buttons.
 type Feedback struct {
 	Cards  CardBook
@@ -54,9 +61,12 @@ type Feedback struct {
 	Access *Access
 	// Forget drops the cached verdict of a URL once a report changed it.
 	Forget func(url string)
-	// Recorded, if set, is told about every report added to a card (audit
-	// store).
-	Recorded func(c *card.Card, line int, r card.Report)
+	// Audit keeps the audit trail: every report added to a card is
+	// recorded there (store.State); nil keeps none.
+	Audit Audit
+	// Events receives a finding for every report added to a card; nil
+	// sends none.
+	Events events.Sink
 	// TaskCards, if set, returns every card showing a task, so a report
 	// already accepted through another card is not sent again.
 	TaskCards func(taskID string) ([]card.Card, error)
@@ -359,9 +369,7 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 				f.logger().Warn("card update after a report failed", "error", uerr)
 			}
 		}
-		if f.Recorded != nil {
-			f.Recorded(saved, lineIdx, rep)
-		}
+		f.recorded(saved, lineIdx, rep)
 	}
 	if rerr != nil {
 		return fmt.Sprintf("The URL service did not accept the report: %s.", notify.Prose(rep.Outcome, 300))
@@ -370,6 +378,22 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		f.Forget(target)
 	}
 	return fmt.Sprintf("Thanks: %s (%s) was reported to the URL service for task %s.", capitalise(optionWords[option]), cat, notify.Code(taskID, 40))
+}
+
+// recorded writes a report added to line of card c to the audit trail and
+// sends its finding.
+func (f *Feedback) recorded(c *card.Card, line int, r card.Report) {
+	l := c.Lines[line]
+	if f.Audit != nil {
+		err := f.Audit.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
+			Category: r.Category, At: r.At, Outcome: r.Outcome, Card: card.Ref{Channel: c.Channel, SourceTS: c.SourceTS}})
+		if err != nil {
+			f.logger().Warn("could not record a report in the audit trail", "error", err)
+		}
+	}
+	e := events.LineFinding(events.KindReport, c, l)
+	e.At, e.Actor, e.Option, e.Outcome, e.Category = r.At, r.User, r.Option, r.Outcome, r.Category
+	events.Emit(context.Background(), f.Events, e)
 }
 
 var (

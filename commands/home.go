@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/settings"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -574,34 +574,25 @@ func selectOf(actionID, placeholder, current string, values ...string) *slack.Se
 
 // mode is a channel's effective mode and whether it is the default.
 func (h *Home) mode(channel string) (string, bool) {
-	m, err := h.Scan.State.ChannelMode(channel)
-	if err != nil || m == "" {
-		return h.Scan.DefaultMode, true
-	}
-	return m, false
+	m, isDefault, _ := h.Scan.settings().ModeOf(channel)
+	return m, isDefault
 }
 
 // files is whether a channel's files are scanned ("on", "off") and
 // whether that is the default.
 func (h *Home) files(channel string) (string, bool) {
-	v, err := h.Scan.State.ChannelFiles(channel)
-	if err == nil && (v == "on" || v == "off") {
-		return v, false
+	on, isDefault, _ := h.Scan.settings().FilesOf(channel)
+	if on {
+		return settings.FilesOn, isDefault
 	}
-	if h.Scan.DefaultFiles {
-		return "on", true
-	}
-	return "off", true
+	return settings.FilesOff, isDefault
 }
 
 // quarantine is a channel's quarantine level ("off", "malicious",
 // "suspicious") and whether that is the default.
 func (h *Home) quarantine(channel string) (string, bool) {
-	v, err := h.Scan.State.ChannelQuarantine(channel)
-	if err == nil && v != "" {
-		return v, false
-	}
-	return cmp.Or(h.Scan.DefaultQuarantine, "off"), true
+	v, isDefault, _ := h.Scan.settings().QuarantineOf(channel)
+	return v, isDefault
 }
 
 // verdictsText lists the newest cards of the channels the viewer is in.

@@ -14,6 +14,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/settings"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -97,7 +98,7 @@ func TestHomeStaysWithinSlacksLimits(t *testing.T) {
 		api.members[id] = []string{"UADMIN"}
 		putVerdict(t, db, id, "1.1", fmt.Sprintf("https://evil-%03d.test/", i), verdict.Malicious)
 	}
-	s := &Scan{State: db, DefaultMode: "quiet"}
+	s := &Scan{State: db, Settings: &settings.Channels{Store: db, Defaults: settings.Defaults{Mode: "quiet"}}}
 	h := &Home{API: api, Scan: s, Registry: NewScanRegistry(s), Access: &Access{Admins: []string{"UADMIN"}}}
 	v := h.View(t.Context(), "UADMIN", "")
 	js, n := viewJSON(t, v)
@@ -130,7 +131,7 @@ func TestHomeFailsClosedWhenMembershipIsUnknown(t *testing.T) {
 	}
 	putVerdict(t, db, "C1", "1.1", "https://public.test/", verdict.Suspicious)
 	putVerdict(t, db, "G1", "1.1", "https://private-incident.test/", verdict.Malicious)
-	s := &Scan{State: db, DefaultMode: "quiet"}
+	s := &Scan{State: db, Settings: &settings.Channels{Store: db, Defaults: settings.Defaults{Mode: "quiet"}}}
 	h := &Home{API: api, Scan: s, Registry: NewScanRegistry(s), Access: &Access{}}
 	js, _ := viewJSON(t, h.View(t.Context(), "U1", ""))
 	if !strings.Contains(js, "public[.]test") {
@@ -161,7 +162,7 @@ func TestHomeListsReportsAwaitingAnAnswer(t *testing.T) {
 	f := &Feedback{}
 	f.pending = map[string]PendingReport{"k": {User: "U3", Channel: "C1", TaskID: "cccc", Option: "fn", Category: verdict.CatPhishing, Since: at},
 		"elsewhere": {User: "U4", Channel: "C9", TaskID: "dddd", Option: "fp", Since: at}}
-	s := &Scan{State: db, DefaultMode: "quiet"}
+	s := &Scan{State: db, Settings: &settings.Channels{Store: db, Defaults: settings.Defaults{Mode: "quiet"}}}
 	h := &Home{API: api, Scan: s, Registry: NewScanRegistry(s), Access: &Access{}, Pending: f.Pending}
 	js, _ := viewJSON(t, h.View(t.Context(), "U1", ""))
 	for _, want := range []string{"task `aaaa`", "task `cccc`", "being sent since"} {
@@ -215,7 +216,7 @@ func TestHomeOpensAreDebouncedPerPerson(t *testing.T) {
 	db := openStore(t)
 	api := &publishAPI{homeAPI: homeAPI{channels: []slack.Channel{channelOf("C1", "general", false)},
 		members: map[string][]string{"C1": {"U1", "U2"}}}, done: make(chan string, 1000)}
-	s := &Scan{State: db, DefaultMode: "quiet"}
+	s := &Scan{State: db, Settings: &settings.Channels{Store: db, Defaults: settings.Defaults{Mode: "quiet"}}}
 	h := &Home{API: api, Scan: s, Registry: NewScanRegistry(s), Access: &Access{}}
 	h.Start(t.Context())
 	t.Cleanup(h.Stop)
@@ -257,7 +258,7 @@ func TestHomeWaitingOpensAreBoundedAndTheRestLogged(t *testing.T) {
 	db := openStore(t)
 	api := &publishAPI{homeAPI: homeAPI{channels: []slack.Channel{channelOf("C1", "general", false)},
 		members: map[string][]string{"C1": {}}}, done: make(chan string, 2*maxHomeWaiting)}
-	s := &Scan{State: db, DefaultMode: "quiet"}
+	s := &Scan{State: db, Settings: &settings.Channels{Store: db, Defaults: settings.Defaults{Mode: "quiet"}}}
 	logs := &lockedBuffer{}
 	h := &Home{API: api, Scan: s, Registry: NewScanRegistry(s), Access: &Access{}, Log: slog.New(slog.NewTextHandler(logs, nil))}
 	// Not started yet: the opens wait, up to the bound.

@@ -15,10 +15,12 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/settings"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -61,7 +63,7 @@ type State interface {
 	// Target and Card tell where a target was shown (its cards), so an
 	// answer shows only what the asker's conversations saw.
 	Target(target string) (store.Target, error)
-	Card(ref store.CardRef) (*store.CardRecord, error)
+	Card(ref card.Ref) (*store.CardRecord, error)
 	ChannelMode(channel string) (string, error)
 	SetChannelMode(channel, mode string) error
 	ChannelFiles(channel string) (string, error)
@@ -95,20 +97,16 @@ type Scan struct {
 	State   State
 	Access  *Access
 	// Feedback sends /scan report's reports, exactly as the card buttons do.
-	Feedback    *Feedback
-	Respond     Responder
-	DefaultMode string
-	// DefaultFiles is VERDICTBOT_SCAN_FILES: whether channels without
-	// their own switch (/scan channel files on|off) scan shared files.
-	DefaultFiles bool
-	// DefaultQuarantine is VERDICTBOT_QUARANTINE: the quarantine level of
-	// channels without their own (/scan channel quarantine …).
-	DefaultQuarantine string
+	Feedback *Feedback
+	Respond  Responder
+	// Settings answers what each channel is set to (its own settings, else
+	// the configured defaults) and holds the runtime allowlist, reloaded
+	// after each change. Nil: the channels' own settings in State, with
+	// zero defaults.
+	Settings *settings.Channels
 	// QuarantineProblem, if set, returns why quarantine cannot remove
 	// messages ("" when it can), shown beside the level.
 	QuarantineProblem func() string
-	// AllowChanged is called after the runtime allowlist changed.
-	AllowChanged func()
 	// Log receives the audit lines of changes to channel settings.
 	Log *slog.Logger
 	// Events, if set, gets a finding for each setting change (package events).
@@ -610,7 +608,7 @@ func (s *Scan) history(ctx context.Context, req *Request) error {
 }
 
 func (s *Scan) channel(ctx context.Context, req *Request) error {
-	current, err := s.State.ChannelMode(req.Channel)
+	current, isDefault, err := s.settings().ModeOf(req.Channel)
 	if err != nil {
 		return err
 	}
@@ -632,15 +630,15 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 		if err != nil {
 			return err
 		}
-		if current == "" {
-			return s.respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s %s", s.DefaultMode, files, quar))
+		if isDefault {
+			return s.respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s %s", current, files, quar))
 		}
 		return s.respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*. %s %s", current, files, quar))
 	}
 	mode := strings.ToLower(req.Args[0])
 	switch mode {
 	case "on":
-		mode = s.DefaultMode
+		mode = s.settings().Defaults.Mode
 		if mode == "off" {
 			mode = "quiet"
 		}
@@ -654,23 +652,25 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 	if err := s.State.SetChannelMode(req.Channel, mode); err != nil {
 		return err
 	}
-	s.audit(ctx, req, "mode", cmp.Or(current, "default"), mode)
+	prev := current
+	if isDefault {
+		prev = "default"
+	}
+	s.audit(ctx, req, "mode", prev, mode)
 	return s.respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
 }
 
 // filesLine says whether the channel's shared files are scanned, and why.
 func (s *Scan) filesLine(channel string) (string, error) {
-	v, err := s.State.ChannelFiles(channel)
-	if err != nil {
+	on, isDefault, err := s.settings().FilesOf(channel)
+	switch {
+	case err != nil:
 		return "", err
-	}
-	switch v {
-	case "on":
+	case on && !isDefault:
 		return "Shared files: *on* (sent to the sandbox).", nil
-	case "off":
+	case !isDefault:
 		return "Shared files: *off* (not downloaded, not sent).", nil
-	}
-	if s.DefaultFiles {
+	case on:
 		return "Shared files: *on* by default (VERDICTBOT_SCAN_FILES).", nil
 	}
 	return "Shared files: *off* by default (VERDICTBOT_SCAN_FILES).", nil
@@ -710,24 +710,20 @@ func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
 // quarantineLine says the channel's quarantine level, and why it cannot
 // act when it cannot.
 func (s *Scan) quarantineLine(channel string) (string, error) {
-	v, err := s.State.ChannelQuarantine(channel)
+	v, isDefault, err := s.settings().QuarantineOf(channel)
 	if err != nil {
 		return "", err
 	}
-	def := s.DefaultQuarantine
-	if def == "" {
-		def = "off"
-	}
 	var line string
 	switch {
-	case v == "off" || (v == "" && def == "off"):
+	case v == settings.QuarantineOff:
 		suffix := "."
-		if v == "" {
+		if isDefault {
 			suffix = " by default (VERDICTBOT_QUARANTINE)."
 		}
 		return "Quarantine: *off*" + suffix + " Nothing is removed.", nil
-	case v == "":
-		line = fmt.Sprintf("Quarantine: *%s* by default (VERDICTBOT_QUARANTINE): %s", def, quarantineWords(def))
+	case isDefault:
+		line = fmt.Sprintf("Quarantine: *%s* by default (VERDICTBOT_QUARANTINE): %s", v, quarantineWords(v))
 	default:
 		line = fmt.Sprintf("Quarantine: *%s*: %s", v, quarantineWords(v))
 	}
@@ -737,6 +733,15 @@ func (s *Scan) quarantineLine(channel string) (string, error) {
 		}
 	}
 	return line, nil
+}
+
+// settings returns s.Settings, or the channels' own settings in s.State
+// with zero defaults when it is nil.
+func (s *Scan) settings() *settings.Channels {
+	if s.Settings == nil {
+		return &settings.Channels{Store: s.State}
+	}
+	return s.Settings
 }
 
 func quarantineWords(level string) string {
@@ -827,9 +832,7 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 			return userErr("%s is not on the runtime allowlist.", notify.Code(domain, 120))
 		}
 	}
-	if s.AllowChanged != nil {
-		s.AllowChanged()
-	}
+	s.settings().LoadAllowlist()
 	change := map[string]string{"add": "added", "remove": "removed"}[verb]
 	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: "allowlist", Domain: domain, Value: change})
 	if verb == "add" {
@@ -915,16 +918,16 @@ func (s *Scan) scopeOf(ctx context.Context, req *Request) (*Scope, error) {
 type visibility struct {
 	sc    *Scope
 	state State
-	dm    map[store.CardRef]bool
+	dm    map[card.Ref]bool
 }
 
 func (s *Scan) visibility(sc *Scope) *visibility {
-	return &visibility{sc: sc, state: s.State, dm: map[store.CardRef]bool{}}
+	return &visibility{sc: sc, state: s.State, dm: map[card.Ref]bool{}}
 }
 
 // ref reports whether the card at ref is in the scope: its channel is, or
 // it is in a direct message whose person is the scope's.
-func (v *visibility) ref(ref store.CardRef) (bool, error) {
+func (v *visibility) ref(ref card.Ref) (bool, error) {
 	if v.sc.Channel(ref.Channel) {
 		return true, nil
 	}

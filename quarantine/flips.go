@@ -83,8 +83,8 @@ const maxRemovalAttempts = 8
 type RemovalStore interface {
 	QueueRemovals(rs []store.Removal) error
 	ClaimRemoval(now time.Time) (store.Removal, bool, error)
-	FinishRemoval(ref store.CardRef) error
-	RetryRemoval(ref store.CardRef, next time.Time, failed bool) error
+	FinishRemoval(ref card.Ref) error
+	RetryRemoval(ref card.Ref, next time.Time, failed bool) error
 	PutRemovalBatch(b store.RemovalBatch) error
 	RemovalBatch(id string) (store.RemovalBatch, error)
 	SetBatchAlert(id, channel, ts string) error
@@ -146,7 +146,7 @@ func (q *Quarantine) Shown(ref card.Ref) {
 	if q == nil || q.Queue == nil {
 		return
 	}
-	if err := q.Queue.RetryRemoval(store.CardRef{Channel: ref.Channel, SourceTS: ref.SourceTS}, q.now(), false); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := q.Queue.RetryRemoval(ref, q.now(), false); err != nil && !errors.Is(err, store.ErrNotFound) {
 		q.log().Warn("quarantine: could not make a removal due (it is due within a minute anyway)", "error", err)
 	}
 	q.Wake()

@@ -12,6 +12,7 @@ import (
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/settings"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -75,7 +76,7 @@ func newQueueRig(t *testing.T, opts ...slackfake.Option) *queueRig {
 		Queue:   r.db,
 		Cards:   r.cards,
 		Poster:  &updates{},
-		Default: "malicious",
+		Levels:  &settings.Channels{Store: r.db, Defaults: settings.Defaults{Quarantine: "malicious"}},
 		FlipMax: 20,
 		IsAdmin: func(u string) bool { return u == "U0ADMIN" },
 		// Fast pacing for the test: 2 a second.
@@ -114,7 +115,7 @@ func (r *queueRig) post(text string) string {
 	}
 	c := maliciousCard("C0SEC", d.TS)
 	now := time.Now()
-	rm := &store.Removal{Card: store.CardRef{Channel: "C0SEC", SourceTS: d.TS}, Target: "https://login.phish.test/verify", Level: "malicious", Queued: now.Add(-2 * postWait), NextAt: now}
+	rm := &store.Removal{Card: card.Ref{Channel: "C0SEC", SourceTS: d.TS}, Target: "https://login.phish.test/verify", Level: "malicious", Queued: now.Add(-2 * postWait), NextAt: now}
 	r.q.Mark(&c, rm)
 	r.cards.mu.Lock()
 	r.cards.cards[card.Ref{Channel: "C0SEC", SourceTS: d.TS}] = &c
@@ -348,7 +349,7 @@ func TestHeldRemovalsWaitForAnAdminsRemoveAll(t *testing.T) {
 			t.Fatalf("card %d: %+v", i, refs[i].Quarantine)
 		}
 		r.cards.cards[card.Ref{Channel: "C0SEC", SourceTS: tss[i]}] = &refs[i]
-		rm.Card = store.CardRef{Channel: "C0SEC", SourceTS: tss[i]}
+		rm.Card = card.Ref{Channel: "C0SEC", SourceTS: tss[i]}
 		rs = append(rs, *rm)
 	}
 	if err := r.db.QueueRemovals(rs); err != nil {

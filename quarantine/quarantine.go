@@ -4,7 +4,9 @@
 // tombstone's button releases the message (re-posts it as the bot). What
 // cannot be removed — no admin token, a token without the rights, a Slack
 // Connect message from another organisation, a message already gone — is
-// said on the card and counted, and nothing else changes.
+// said on the card and counted, and nothing else changes. Each removal,
+// release and message not removed also leaves, from here, as a finding for
+// the SOC's tools (package events).
 //
 // The admin's user token (SLACK_ADMIN_USER_TOKEN) is used for deletions
 // only, through a Slack client pointed at SLACK_API_URL: it is never logged
@@ -27,6 +29,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/store"
@@ -95,14 +98,20 @@ type BotAPI interface {
 	GetUserGroupsContext(ctx context.Context, options ...slack.GetUserGroupsOption) ([]slack.UserGroup, error)
 }
 
-// Store keeps what was removed and each channel's level (store.State).
+// Store keeps what was removed, for release (store.State).
 type Store interface {
 	PutQuarantined(q store.Quarantined) error
 	Quarantined(channel, ts string) (store.Quarantined, error)
-	ChannelQuarantine(channel string) (string, error)
 }
 
-// CardBook reads and edits a card by the message it answers (*cards.Cards).
+// ChannelLevels says each channel's quarantine level (Off, Malicious or
+// Suspicious): its own, else VERDICTBOT_QUARANTINE (*settings.Channels).
+type ChannelLevels interface {
+	Quarantine(channel string) string
+}
+
+// CardBook reads and edits a card by the message it answers, each edit one
+// store transaction (*cardbook.Book).
 type CardBook interface {
 	Get(channel, sourceTS string) (*store.CardRecord, bool)
 	EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error
@@ -123,12 +132,13 @@ type FalsePositive func(ctx context.Context, user, channel, sourceTS string, lin
 // allowed; Admin nil means no admin token (every removal fails, said on
 // the card).
 type Quarantine struct {
-	Admin   AdminAPI
-	Bot     BotAPI
-	Store   Store
-	Cards   CardBook
-	Poster  Poster
-	Default string // VERDICTBOT_QUARANTINE
+	Admin  AdminAPI
+	Bot    BotAPI
+	Store  Store
+	Cards  CardBook
+	Poster Poster
+	// Levels says each channel's level; nil: every channel is off.
+	Levels ChannelLevels
 	// FilesMode is VERDICTBOT_QUARANTINE_FILES: FilesMessage ("" too) or
 	// FilesDelete.
 	FilesMode string
@@ -138,20 +148,20 @@ type Quarantine struct {
 	// message from another team is another organisation's.
 	TeamID        func() string
 	FalsePositive FalsePositive
-	// OnQuarantine and OnRelease are told about each removal and release
-	// (the events emitter hooks here); OnFailure about each message that
-	// could not be removed, by reason; OnAction about each action done
-	// ("removed", "released"). All may be nil.
-	OnQuarantine func(ctx context.Context, q store.Quarantined, c card.Card)
-	OnRelease    func(ctx context.Context, q store.Quarantined, c card.Card)
-	OnFailure    func(reason string)
-	// OnNotRemoved is told of each message that reached its channel's
-	// level but could not be removed, with the card and the reason (the
-	// events emitter hooks here).
-	OnNotRemoved func(ctx context.Context, c card.Card, level verdict.Level, reason string)
-	OnAction     func(action string)
-	Log          *slog.Logger
-	Now          func() time.Time
+	// Events receives a finding for each removal, release and message that
+	// reached its channel's level but could not be removed (events.go);
+	// nil sends none.
+	Events events.Sink
+	// Retention is VERDICTBOT_QUARANTINE_RETENTION: how long a removed
+	// original is kept for release (a removal's finding says until when).
+	Retention time.Duration
+	// OnFailure is told about each message that could not be removed, by
+	// reason; OnAction about each action done ("removed", "released").
+	// Both may be nil.
+	OnFailure func(reason string)
+	OnAction  func(action string)
+	Log       *slog.Logger
+	Now       func() time.Time
 
 	// Queue keeps the removals recheck flips decide (flips.go; nil: a
 	// flip's cards are acted on at once, through Act).
@@ -195,20 +205,12 @@ func (q *Quarantine) log() *slog.Logger {
 }
 
 // Level returns a channel's quarantine level: its own setting, else the
-// default.
+// default (Off without Levels).
 func (q *Quarantine) Level(channel string) string {
-	if q == nil {
+	if q == nil || q.Levels == nil {
 		return Off
 	}
-	if q.Store != nil {
-		if v, err := q.Store.ChannelQuarantine(channel); err == nil && v != "" {
-			return v
-		}
-	}
-	if q.Default == "" {
-		return Off
-	}
-	return q.Default
+	return q.Levels.Quarantine(channel)
 }
 
 // Check verifies the admin token once at start: auth.test, then that its
@@ -250,6 +252,22 @@ func (q *Quarantine) Problem() string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.problem
+}
+
+// On reports whether the channel's quarantine level removes anything
+// (it is not off).
+func (q *Quarantine) On(channel string) bool {
+	_, on := Threshold(q.Level(channel))
+	return on
+}
+
+// CannotRemove says why quarantine cannot remove messages now ("" when it
+// can): no admin token, or the one Check found wrong.
+func (q *Quarantine) CannotRemove() string {
+	if q.Admin == nil {
+		return "no admin token is set (SLACK_ADMIN_USER_TOKEN)"
+	}
+	return q.Problem()
 }
 
 // Act is called with a card whose verdict is final, first or after a
@@ -452,9 +470,7 @@ func (q *Quarantine) act(ctx context.Context, c card.Card, queued bool) (outcome
 			q.log().Warn("quarantine: could not tell the author", "channel", c.Channel, "error", err)
 		}
 	}
-	if q.OnQuarantine != nil {
-		q.OnQuarantine(ctx, rec, snap)
-	}
+	q.removedEvent(ctx, rec, snap)
 	return outcomeRemoved, ""
 }
 
@@ -511,8 +527,8 @@ func (q *Quarantine) removedBefore(ctx context.Context, c card.Card, ts string, 
 		"released", rec.Released())
 	// The events are at least once: the stop may have come before the
 	// removal's event was queued.
-	if q.OnQuarantine != nil && !rec.Released() {
-		q.OnQuarantine(ctx, rec, snap)
+	if !rec.Released() {
+		q.removedEvent(ctx, rec, snap)
 	}
 	return true
 }
@@ -547,9 +563,7 @@ func (q *Quarantine) fail(ctx context.Context, c card.Card, level verdict.Level,
 	if q.OnFailure != nil {
 		q.OnFailure(reason)
 	}
-	if q.OnNotRemoved != nil {
-		q.OnNotRemoved(ctx, c, level, reason)
-	}
+	q.notRemovedEvent(ctx, c, level, reason)
 	at := q.now()
 	q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
 		cc.Quarantine = &card.Quarantine{State: card.QuarantineFailed, Level: level, At: at, Problem: problem,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/verdictbot/verdictbot/settings"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -44,11 +45,14 @@ func (l levels) Quarantined(string, string) (store.Quarantined, error) {
 	return store.Quarantined{}, store.ErrNotFound
 }
 func (l levels) ChannelQuarantine(ch string) (string, error) { return l[ch], nil }
+func (l levels) ChannelMode(string) (string, error)          { return "", nil }
+func (l levels) ChannelFiles(string) (string, error)         { return "", nil }
+func (l levels) AllowList() ([]store.AllowEntry, error)      { return nil, nil }
 
 // TestLevel: a channel's own level wins over the default; off and unknown
 // levels remove nothing.
 func TestLevel(t *testing.T) {
-	q := &Quarantine{Store: levels{"C1": "suspicious", "C2": "off"}, Default: "malicious"}
+	q := &Quarantine{Levels: &settings.Channels{Store: levels{"C1": "suspicious", "C2": "off"}, Defaults: settings.Defaults{Quarantine: "malicious"}}}
 	for ch, want := range map[string]string{"C1": "suspicious", "C2": "off", "C3": "malicious"} {
 		if got := q.Level(ch); got != want {
 			t.Errorf("Level(%s) = %s, want %s", ch, got, want)
@@ -66,5 +70,18 @@ func TestLevel(t *testing.T) {
 	var none *Quarantine
 	if none.Level("C1") != Off || none.Problem() != "" {
 		t.Error("a nil Quarantine is not off")
+	}
+}
+
+// TestOn: a channel is on when its level removes something.
+func TestOn(t *testing.T) {
+	q := &Quarantine{Levels: &settings.Channels{Store: levels{"C1": "suspicious", "C2": "off"}, Defaults: settings.Defaults{Quarantine: "malicious"}}}
+	for ch, want := range map[string]bool{"C1": true, "C2": false, "C3": true} {
+		if got := q.On(ch); got != want {
+			t.Errorf("On(%s) = %v, want %v", ch, got, want)
+		}
+	}
+	if (&Quarantine{}).On("C1") {
+		t.Error("a Quarantine without levels is on")
 	}
 }

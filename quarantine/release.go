@@ -119,9 +119,7 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 		}
 	})
 	reported := q.reportFalsePositive(ctx, snap, user, rec)
-	if q.OnRelease != nil {
-		q.OnRelease(ctx, rec, snap)
-	}
+	q.releasedEvent(ctx, rec, snap)
 	answer := "Released: the original message was posted again in its place."
 	if len(rec.Files) > 0 {
 		answer = "Released: the original message's text was posted again in its place; its files were not (the bot cannot share them again: their author can)."

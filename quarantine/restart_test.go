@@ -11,6 +11,7 @@ import (
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
+	"github.com/verdictbot/verdictbot/settings"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -78,11 +79,11 @@ func quarantineAgainstFake(t *testing.T) (*Quarantine, *slackfake.Server, store.
 	t.Cleanup(func() { db.Close() })
 	up := &updates{}
 	q := &Quarantine{
-		Admin:   slack.New(testAdminToken, slack.OptionAPIURL(fake.APIURL())),
-		Bot:     slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL())),
-		Store:   db,
-		Poster:  up,
-		Default: "malicious",
+		Admin:  slack.New(testAdminToken, slack.OptionAPIURL(fake.APIURL())),
+		Bot:    slack.New(fake.BotToken(), slack.OptionAPIURL(fake.APIURL())),
+		Store:  db,
+		Poster: up,
+		Levels: &settings.Channels{Store: db, Defaults: settings.Defaults{Quarantine: "malicious"}},
 	}
 	return q, fake, db, up
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
@@ -94,7 +95,7 @@ func (rig *deferRig) refuse(t *testing.T, url, cardTS string) {
 	if !errors.Is(v.Err, scan.ErrOverAllowance) || v.Level != verdict.Unknown {
 		t.Fatalf("%s for a requester with no allowance left: %+v", url, v)
 	}
-	if err := rig.mem.Defer(url, store.CardRef{Channel: "C0SEC", SourceTS: cardTS}); err != nil {
+	if err := rig.mem.Defer(url, card.Ref{Channel: "C0SEC", SourceTS: cardTS}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -267,7 +268,7 @@ func TestDeferredAgainDuringItsCheckStaysPending(t *testing.T) {
 	const u = "https://evil.test/again"
 	rig.refuse(t, u, "1.1")
 	rig.r.OnChange = func(context.Context, []scan.Change) {
-		if err := rig.mem.Defer(u, store.CardRef{Channel: "C0SEC", SourceTS: "2.1"}); err != nil {
+		if err := rig.mem.Defer(u, card.Ref{Channel: "C0SEC", SourceTS: "2.1"}); err != nil {
 			t.Error(err)
 		}
 	}

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/reputation"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/sim"
-	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -71,7 +71,7 @@ func TestURLRequestsWaitInTheirWorksLane(t *testing.T) {
 	check("a recheck", "low")
 
 	const deferred = "https://example.com/deferred"
-	if err := rig.mem.Defer(deferred, store.CardRef{Channel: "C1", SourceTS: "1.1"}); err != nil {
+	if err := rig.mem.Defer(deferred, card.Ref{Channel: "C1", SourceTS: "1.1"}); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := rig.r.Run(t.Context()); err != nil || st.Deferred != 1 || st.DeferredFailed != 0 {

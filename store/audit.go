@@ -3,6 +3,7 @@ package store
 import (
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -15,8 +16,8 @@ type Report struct {
 	Category verdict.Category `json:"category"`
 	At       time.Time        `json:"at"`
 	// Outcome is "" when the service accepted it, else the service's text.
-	Outcome string  `json:"outcome,omitempty"`
-	Card    CardRef `json:"card"`
+	Outcome string   `json:"outcome,omitempty"`
+	Card    card.Ref `json:"card"`
 }
 
 // AllowEntry is a domain added to the allowlist at run time.

@@ -6,15 +6,6 @@ import (
 	"github.com/verdictbot/verdictbot/card"
 )
 
-// CardRef names a card by the message it answers.
-type CardRef struct {
-	Channel  string `json:"channel"`
-	SourceTS string `json:"source_ts"`
-}
-
-// Key is the card's key in the store.
-func (r CardRef) Key() string { return r.Channel + "/" + r.SourceTS }
-
 // CardRecord is a card and its state.
 type CardRecord struct {
 	Card card.Card `json:"card"`
@@ -32,7 +23,7 @@ type CardRecord struct {
 	Updated time.Time `json:"updated"`
 }
 
-// Ref returns the record's CardRef.
-func (r *CardRecord) Ref() CardRef {
-	return CardRef{Channel: r.Card.Channel, SourceTS: r.Card.SourceTS}
+// Ref returns the record's card reference.
+func (r *CardRecord) Ref() card.Ref {
+	return card.Ref{Channel: r.Card.Channel, SourceTS: r.Card.SourceTS}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/verdictbot/verdictbot/card"
 	"time"
 )
 
@@ -22,7 +23,7 @@ import (
 type Removal struct {
 	// Card is the card whose message is removed; for RemovalAsk,
 	// {"", "batch:" + Batch}.
-	Card CardRef `json:"card"`
+	Card card.Ref `json:"card"`
 	// Kind is RemovalMessage or RemovalAsk.
 	Kind string `json:"kind,omitempty"`
 	// Target and Level are the URL that flipped and its new level.
@@ -49,7 +50,7 @@ const (
 )
 
 // AskRef is the key of a batch's RemovalAsk.
-func AskRef(batch string) CardRef { return CardRef{SourceTS: "batch:" + batch} }
+func AskRef(batch string) card.Ref { return card.Ref{SourceTS: "batch:" + batch} }
 
 // RemovalBatch is a flip whose removals wait for an admin's Remove all:
 // what, how many, where, and who approved it.

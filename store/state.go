@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -33,13 +34,13 @@ type State interface {
 
 	// Cards (cards.go).
 	PutCard(rec *CardRecord) error
-	Card(ref CardRef) (*CardRecord, error)
+	Card(ref card.Ref) (*CardRecord, error)
 	CardByTS(channel, cardTS string) (*CardRecord, error)
-	UpdateCard(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error)
+	UpdateCard(ref card.Ref, fn func(rec *CardRecord) error) (*CardRecord, error)
 	// SettleCard is UpdateCard that also links a recorded target to the
 	// card (AddCard) in the same transaction: the write showing a verdict.
-	SettleCard(ref CardRef, target string, fn func(rec *CardRecord) error) (*CardRecord, error)
-	UpsertCard(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error)
+	SettleCard(ref card.Ref, target string, fn func(rec *CardRecord) error) (*CardRecord, error)
+	UpsertCard(ref card.Ref, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error)
 	// UpdateCardShared and UpsertCardShared are UpdateCard and UpsertCard
 	// for the writes every link makes (its card's start, its verdict):
 	// where the backend can (the embedded file), concurrent calls share
@@ -47,8 +48,8 @@ type State interface {
 	// durable. fn may then be called more than once, each time with the
 	// stored record read afresh: it must change nothing but rec. PostgreSQL
 	// commits each write on its own: they are UpdateCard and UpsertCard.
-	UpdateCardShared(ref CardRef, fn func(rec *CardRecord) error) (*CardRecord, error)
-	UpsertCardShared(ref CardRef, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error)
+	UpdateCardShared(ref card.Ref, fn func(rec *CardRecord) error) (*CardRecord, error)
+	UpsertCardShared(ref card.Ref, fn func(rec *CardRecord, exists bool) error) (*CardRecord, error)
 	UnfinishedCards() ([]*CardRecord, error)
 	RecentCards(channel string, n int) ([]*CardRecord, error)
 	CardsOfTask(taskID string) ([]*CardRecord, error)
@@ -58,9 +59,9 @@ type State interface {
 	Analysis(service, target string) (Analysis, error)
 	DeleteAnalysis(service, target string) error
 	Analyses() ([]Analysis, error)
-	RecordVerdict(v Verdict, card *CardRef, schedule Schedule, recheck bool) (Target, verdict.Level, error)
+	RecordVerdict(v Verdict, ref *card.Ref, schedule Schedule, recheck bool) (Target, verdict.Level, error)
 	FinishAnalysis(service string, v Verdict, schedule Schedule, recheck bool) (Target, verdict.Level, error)
-	AddCard(target string, card CardRef) error
+	AddCard(target string, ref card.Ref) error
 	Target(target string) (Target, error)
 	History(target string) ([]Verdict, error)
 	Due(now time.Time, limit int) ([]Target, error)
@@ -88,11 +89,11 @@ type State interface {
 
 	// Removals a recheck flip decided, paced, claimed one at a time, and
 	// the batches that wait for an admin's Remove all (removals.go).
-	UpdateCardQueue(ref CardRef, fn func(rec *CardRecord) (*Removal, error)) (*CardRecord, error)
+	UpdateCardQueue(ref card.Ref, fn func(rec *CardRecord) (*Removal, error)) (*CardRecord, error)
 	QueueRemovals(rs []Removal) error
 	ClaimRemoval(now time.Time) (Removal, bool, error)
-	FinishRemoval(ref CardRef) error
-	RetryRemoval(ref CardRef, next time.Time, failed bool) error
+	FinishRemoval(ref card.Ref) error
+	RetryRemoval(ref card.Ref, next time.Time, failed bool) error
 	PutRemovalBatch(b RemovalBatch) error
 	RemovalBatch(id string) (RemovalBatch, error)
 	SetBatchAlert(id, channel, ts string) error
@@ -149,7 +150,7 @@ type State interface {
 	// deferred check is due at `at`, or at the earlier time it was due
 	// already. A check claimed (ClaimDeferred) is due at `at` again: the
 	// check under way may not see card.
-	DeferCheck(target string, card CardRef, at time.Time) error
+	DeferCheck(target string, ref card.Ref, at time.Time) error
 	// DueDeferred returns up to limit targets whose deferred check is due
 	// at now, the oldest due first.
 	DueDeferred(now time.Time, limit int) ([]Target, error)

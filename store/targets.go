@@ -3,6 +3,7 @@ package store
 import (
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -50,7 +51,7 @@ type Target struct {
 	// of the target record.
 	Deferred time.Time `json:"deferred"`
 	// Cards are the cards that show this target.
-	Cards []CardRef `json:"cards,omitempty"`
+	Cards []card.Ref `json:"cards,omitempty"`
 }
 
 // Schedule says when a URL is rechecked: at these ages after it was first

@@ -5,10 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/events"
-	"github.com/verdictbot/verdictbot/store"
-	"github.com/verdictbot/verdictbot/verdict"
 )
 
 // wireEvents sets up the findings for the SOC's tools: the durable queue
@@ -82,41 +79,5 @@ func (a *app) sink() events.Sink {
 func (a *app) runEvents(ctx context.Context) {
 	if a.eventSender != nil {
 		_ = a.eventSender.Run(ctx)
-	}
-}
-
-// quarantineFinding is the event of a quarantine or a release: the card's
-// worst line (the one whose level reached the channel's quarantine level)
-// with what quarantine did.
-func quarantineFinding(kind events.Kind, c card.Card, q *events.Quarantine) events.Finding {
-	var worst card.Line
-	for i, l := range c.Lines {
-		if i == 0 || l.Level > worst.Level {
-			worst = l
-		}
-	}
-	f := events.LineFinding(kind, &c, worst)
-	f.Quarantine = q
-	if kind == events.KindRelease {
-		f.Actor = q.ReleasedBy
-	}
-	return f
-}
-
-// wireQuarantineEvents makes every removal, release and removal that could
-// not be done an event.
-func (a *app) wireQuarantineEvents() {
-	q, retention := a.quarantine, a.cfg.QuarantineRetention
-	q.OnQuarantine = func(ctx context.Context, rec store.Quarantined, c card.Card) {
-		events.Emit(ctx, a.sink(), quarantineFinding(events.KindQuarantine, c,
-			&events.Quarantine{Removed: true, Level: rec.Level, Until: rec.RemovedAt.Add(retention)}))
-	}
-	q.OnRelease = func(ctx context.Context, rec store.Quarantined, c card.Card) {
-		events.Emit(ctx, a.sink(), quarantineFinding(events.KindRelease, c,
-			&events.Quarantine{Removed: true, Level: rec.Level, ReleasedBy: rec.ReleasedBy, ReleasedTS: rec.ReleasedTS}))
-	}
-	q.OnNotRemoved = func(ctx context.Context, c card.Card, level verdict.Level, reason string) {
-		events.Emit(ctx, a.sink(), quarantineFinding(events.KindQuarantine, c,
-			&events.Quarantine{Removed: false, Reason: reason, Level: level.Key()}))
 	}
 }

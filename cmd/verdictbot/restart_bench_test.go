@@ -299,7 +299,7 @@ func prepareRestart(b *testing.B) *restartState {
 			c.Lines = append(c.Lines, card.Line{Kind: card.KindURL, Target: url, Level: level, Category: cat, Scores: scores,
 				Service: "reputation", TaskID: task, CheckedAt: seen, Actions: true})
 			v := store.Verdict{Target: url, Kind: "url", TaskID: task, Level: level, Category: cat, Scores: scores, At: seen, Source: "scan"}
-			ref := store.CardRef{Channel: c.Channel, SourceTS: src}
+			ref := card.Ref{Channel: c.Channel, SourceTS: src}
 			if _, _, err := db.RecordVerdict(v, &ref, schedule, false); err != nil {
 				b.Fatal(err)
 			}

@@ -55,10 +55,10 @@ func retentionAfterStart(t *testing.T, env map[string]string, open func(now func
 	var mu sync.Mutex
 	at := past
 	db := open(func() time.Time { mu.Lock(); defer mu.Unlock(); return at })
-	oldRef := store.CardRef{Channel: secChannel, SourceTS: fmt.Sprintf("%d.000100", past.Unix())}
-	newRef := store.CardRef{Channel: secChannel, SourceTS: fmt.Sprintf("%d.000100", recent.Unix())}
+	oldRef := card.Ref{Channel: secChannel, SourceTS: fmt.Sprintf("%d.000100", past.Unix())}
+	newRef := card.Ref{Channel: secChannel, SourceTS: fmt.Sprintf("%d.000100", recent.Unix())}
 	for _, r := range []struct {
-		ref    store.CardRef
+		ref    card.Ref
 		target string
 		when   time.Time
 	}{{oldRef, "https://old.example/", past}, {newRef, "https://new.example/", recent}} {

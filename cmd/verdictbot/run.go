@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
@@ -25,6 +24,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/verdictbot/verdictbot/bot"
+	"github.com/verdictbot/verdictbot/cardbook"
 	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/events"
@@ -35,6 +35,7 @@ import (
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/scan/scanstore"
+	"github.com/verdictbot/verdictbot/settings"
 	"github.com/verdictbot/verdictbot/slackfile"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
@@ -75,7 +76,7 @@ type app struct {
 	files    *scan.Files
 	scan     *commands.Scan
 	slash    *commands.Slash
-	allow    atomic.Pointer[[]string]
+	settings *settings.Channels
 	metrics  *metrics.Metrics
 	// adminGroup resolves VERDICTBOT_ADMIN_GROUP (nil when not set).
 	adminGroup *commands.AdminGroup
@@ -198,9 +199,11 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 		Logger:        log.With("component", "scan"),
 		OnDone:        a.metrics.URLDone,
 	})
-	a.loadAllowlist()
+	a.settings = &settings.Channels{Store: db, Log: log,
+		Defaults: settings.Defaults{Mode: cfg.ChannelMode, Files: cfg.ScanFiles, Quarantine: cfg.Quarantine}}
+	a.settings.LoadAllowlist()
 	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains,
-		MaxLinks: cfg.MaxLinks, AllowFunc: a.runtimeAllowed, StripQuery: cfg.URLQuery == "strip"})
+		MaxLinks: cfg.MaxLinks, AllowFunc: a.settings.Allowed, StripQuery: cfg.URLQuery == "strip"})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
@@ -218,29 +221,14 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 	}
 	a.metrics.WatchAdminGroup(a.adminGroup.Expired) // nil-safe: 0 without a group
 	a.userCap.IsAdmin, a.userCap.Replier = access.IsAdmin, a.poster
-	a.feedback = &commands.Feedback{Cards: a.cards, Rep: a.urls, Poster: a.poster, Access: access,
-		Forget: a.urls.Forget, Log: log.With("component", "feedback"),
-		TaskCards: func(taskID string) ([]card.Card, error) {
-			recs, err := db.CardsOfTask(taskID)
-			cards := make([]card.Card, len(recs))
-			for i, r := range recs {
-				cards[i] = r.Card
-			}
-			return cards, err
-		},
-		Recorded: func(c *card.Card, line int, r card.Report) {
-			l := c.Lines[line]
-			err := db.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
-				Category: r.Category, At: r.At, Outcome: r.Outcome, Card: store.CardRef{Channel: c.Channel, SourceTS: c.SourceTS}})
-			if err != nil {
-				log.Warn("could not record a report in the audit trail", "error", err)
-			}
-			f := events.LineFinding(events.KindReport, c, l)
-			f.At, f.Actor, f.Option, f.Outcome, f.Category = r.At, r.User, r.Option, r.Outcome, r.Category
-			events.Emit(context.Background(), a.sink(), f)
-		}}
-	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: a.cards, Poster: a.poster, Default: cfg.Quarantine, FilesMode: cfg.QuarantineFiles,
+	// Quarantine and feedback edit cards they did not make in the store.
+	book := &cardbook.Book{Store: db}
+	a.feedback = &commands.Feedback{Cards: book, Rep: a.urls, Poster: a.poster, Access: access,
+		Forget: a.urls.Forget, Log: log.With("component", "feedback"), TaskCards: book.TaskCards,
+		Audit: db, Events: a.sink()}
+	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: book, Poster: a.poster, Levels: a.settings, FilesMode: cfg.QuarantineFiles,
 		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
+		Events: a.sink(), Retention: cfg.QuarantineRetention,
 		TeamID:    func() string { return a.bot.Identity().TeamID },
 		OnFailure: a.metrics.QuarantineFailure, OnAction: a.metrics.Quarantine,
 		Queue: db, FlipMax: cfg.QuarantineFlipMax, AlertChannel: cfg.AlertChannel,
@@ -253,7 +241,6 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 		// The admin's token goes only to SLACK_API_URL, through this client.
 		a.quarantine.Admin = slack.New(cfg.SlackAdminUserToken.Reveal(), slack.OptionHTTPClient(slackHTTP()), slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	}
-	a.wireQuarantineEvents()
 	a.slash = &commands.Slash{Access: access, Respond: a.respond, Log: log.With("component", "commands")}
 	a.bot = bot.New(a.sm, a.api, bot.Handlers{
 		Interaction: a.interaction,
@@ -275,14 +262,14 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 	a.metrics.WatchConnection(a.bot.Connected)
 	a.metrics.WatchCards(a.cards.Scanning)
 	a.messages = &cards.Messages{
-		Self:          a.cardsIdentity,
+		Self:          a.bot.Identity,
 		Links:         policy,
 		URLs:          a.urls,
 		Poster:        a.poster,
 		Cards:         a.cards,
-		Finder:        &cards.ThreadSearch{API: a.api, Self: a.cardsIdentity},
+		Finder:        &cards.ThreadSearch{API: a.api, Self: a.bot.Identity},
 		Deferrals:     memory,
-		Mode:          a.channelMode,
+		Mode:          a.settings.Mode,
 		CleanReaction: cfg.CleanReaction,
 		MaxLinks:      cfg.MaxLinks,
 		StripQuery:    cfg.URLQuery == "strip",
@@ -290,22 +277,16 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 		Act:           a.quarantine.Act,
 		Events:        a.sink(),
 		OnUnchecked:   func(kind card.Kind, n int) { a.metrics.Unchecked(string(kind), n) },
-		Quarantined: func(channel string) bool {
-			_, on := quarantine.Threshold(a.quarantine.Level(channel))
-			return on
-		},
+		Quarantined:   a.quarantine.On,
 	}
 	if cfg.DatabaseURL != "" {
 		// Another replica may be posting a card this one is about to post.
 		a.messages.PeerPostWait = 5 * time.Second
 	}
 	a.quarantine.ShowCard = a.messages.Show
-	a.bot.SetHandler(func(ctx context.Context, ev *slackevents.MessageEvent, m bot.Meta) {
-		a.messages.Handle(ctx, ev, cardsMeta(m))
-	}, a.messages.NeedsWork)
+	a.bot.SetHandler(a.messages.Handle, a.messages.NeedsWork)
 	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
-		Respond: a.respond, DefaultMode: cfg.ChannelMode, DefaultFiles: cfg.ScanFiles, AllowChanged: a.loadAllowlist,
-		DefaultQuarantine: cfg.Quarantine, QuarantineProblem: a.quarantineProblem,
+		Respond: a.respond, Settings: a.settings, QuarantineProblem: a.quarantine.CannotRemove,
 		Log: log.With("component", "audit"), Events: a.sink()}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
 	a.home = &commands.Home{API: a.api, Scan: a.scan, Registry: a.slash.Registry, Run: a.slash.Run, Access: access,
@@ -360,37 +341,14 @@ type recheckLease struct{ store.Lease }
 
 func (l recheckLease) Token() uint64 { return l.Fence().Token }
 
-// quarantineProblem says why quarantine cannot remove messages now ("" when
-// it can): no admin token, or the one Check found wrong.
-func (a *app) quarantineProblem() string {
-	if a.quarantine.Admin == nil {
-		return "no admin token is set (SLACK_ADMIN_USER_TOKEN)"
-	}
-	return a.quarantine.Problem()
-}
-
-// cardsIdentity is the bot's identity as the card lifecycle needs it.
-func (a *app) cardsIdentity() cards.Identity {
-	id := a.bot.Identity()
-	return cards.Identity{UserID: id.UserID, BotID: id.BotID, AppID: id.AppID}
-}
-
-// cardsMeta passes an event's delivery from the Socket Mode adapter to the
-// card lifecycle.
-func cardsMeta(m bot.Meta) cards.Meta {
-	return cards.Meta{EventID: m.EventID, Replayed: m.Replayed, Done: m.Done, Raw: m.Raw}
-}
-
 // wireFiles sets up the file pipeline when a sandbox is configured (files
 // are listed as not checked otherwise).
 func (a *app) wireFiles() error {
 	cfg, log := a.cfg, a.log
 	files := &cards.Files{Messages: a.messages, Info: a.api, Uploader: a.poster, MaxScreenshots: cfg.MaxScreenshots,
-		FirstTime: a.db.SeenEvent, Enabled: a.channelFiles}
+		FirstTime: a.db.SeenEvent, Enabled: a.settings.Files}
 	a.messages.Files = files
-	a.bot.SetFileHandler(func(ctx context.Context, ev *slackevents.FileSharedEvent, m bot.Meta) {
-		files.Shared(ctx, ev, cardsMeta(m))
-	}, files.NeedsWork)
+	a.bot.SetFileHandler(files.Shared, files.NeedsWork)
 	if cfg.SandboxURL == "" {
 		log.Info("no SANDBOX_URL: shared files are not checked")
 		return nil
@@ -583,34 +541,6 @@ func (a *app) respond(ctx context.Context, req *commands.Request, text string) e
 	return err
 }
 
-// loadAllowlist reads the runtime allowlist (/scan allow) from the store.
-func (a *app) loadAllowlist() {
-	list, err := a.db.AllowList()
-	if err != nil {
-		a.log.Warn("could not read the runtime allowlist", "error", err)
-		return
-	}
-	domains := make([]string, 0, len(list))
-	for _, e := range list {
-		domains = append(domains, e.Domain)
-	}
-	a.allow.Store(&domains)
-}
-
-// runtimeAllowed reports whether host is on the runtime allowlist.
-func (a *app) runtimeAllowed(host string) bool {
-	p := a.allow.Load()
-	if p == nil {
-		return false
-	}
-	for _, d := range *p {
-		if links.MatchDomain(host, d) {
-			return true
-		}
-	}
-	return false
-}
-
 // startRecheck runs the recheck job on its cron schedule until ctx ends;
 // the returned function waits for a run in progress to stop.
 func (a *app) startRecheck(ctx context.Context) (wait func()) {
@@ -632,33 +562,6 @@ type cronLogger struct{ log *slog.Logger }
 func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
 func (l cronLogger) Error(err error, msg string, kv ...any) {
 	l.log.Error("cron: "+msg, append(kv, "error", err)...)
-}
-
-// channelMode is a channel's mode: its own setting (/scan channel), else
-// VERDICTBOT_CHANNEL_MODE.
-func (a *app) channelMode(channel string) string {
-	if m, err := a.db.ChannelMode(channel); err == nil && m != "" {
-		return m
-	}
-	return a.cfg.ChannelMode
-}
-
-// channelFiles reports whether files shared in a channel are scanned: its
-// own switch (/scan channel files), else VERDICTBOT_SCAN_FILES. When the
-// store cannot be read, files are not scanned (nothing leaves by mistake).
-func (a *app) channelFiles(channel string) bool {
-	v, err := a.db.ChannelFiles(channel)
-	if err != nil {
-		a.log.Warn("could not read the channel's file switch; its files are not scanned", "channel", channel, "error", err)
-		return false
-	}
-	switch v {
-	case "on":
-		return true
-	case "off":
-		return false
-	}
-	return a.cfg.ScanFiles
 }
 
 // pruneEvents forgets processed event ids older than 48 h, hourly (Slack's

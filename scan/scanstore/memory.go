@@ -35,7 +35,7 @@ type Durable interface {
 	RecheckFailed(target string, schedule store.Schedule) error
 	ClaimRecheck(target string, dueBy time.Time, hold time.Duration, f store.Fence) (time.Time, bool, error)
 	ReleaseRecheck(target string, until, dueAt time.Time) error
-	DeferCheck(target string, card store.CardRef, at time.Time) error
+	DeferCheck(target string, ref card.Ref, at time.Time) error
 	DueDeferred(now time.Time, limit int) ([]store.Target, error)
 	ClaimDeferred(target string, dueBy time.Time, hold time.Duration, f store.Fence) (time.Time, bool, error)
 	EndDeferred(target string, until, next time.Time) error
@@ -276,9 +276,7 @@ func dueURLs(tgs []store.Target, deferred bool) []scan.DueURL {
 		if deferred {
 			out[i].DueAt = tg.Deferred
 		}
-		for _, ref := range tg.Cards {
-			out[i].Cards = append(out[i].Cards, card.Ref{Channel: ref.Channel, SourceTS: ref.SourceTS})
-		}
+		out[i].Cards = append(out[i].Cards, tg.Cards...)
 	}
 	return out
 }
@@ -288,7 +286,7 @@ func dueURLs(tgs []store.Target, deferred bool) []scan.DueURL {
 // (linked to the URL): it is due at once (store.State.DeferCheck). A
 // failing store is retried like the other writes of a verdict; an error
 // means nothing was deferred.
-func (m *URLMemory) Defer(url string, ref store.CardRef) error {
+func (m *URLMemory) Defer(url string, ref card.Ref) error {
 	return retry(m.Stop, func() error { return m.DB.DeferCheck(url, ref, nowOr(m.Now)) })
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
@@ -48,7 +49,7 @@ func TestURLMemoryIsTheRecheckQueue(t *testing.T) {
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
 	m := &URLMemory{DB: db, Schedule: sched, Now: clock}
 	const url = "https://login.example.net/"
-	ref := &store.CardRef{Channel: "C1", SourceTS: "1.2"}
+	ref := &card.Ref{Channel: "C1", SourceTS: "1.2"}
 	if _, _, err := db.RecordVerdict(store.Verdict{Target: url, Kind: "url", TaskID: "t1", Level: verdict.Suspicious, At: now}, ref, sched, false); err != nil {
 		t.Fatal(err)
 	}

@@ -152,7 +152,7 @@ func loadTracked(tb testing.TB, dir string, n int) loadStats {
 		verbose := channel[len(channel)-1]%3 == 0
 		sec++
 		srcTS := fmt.Sprintf("%d.%06d", sec, rng.IntN(1_000_000))
-		ref := store.CardRef{Channel: channel, SourceTS: srcTS}
+		ref := card.Ref{Channel: channel, SourceTS: srcTS}
 		c := card.Card{Channel: channel, ThreadTS: srcTS, SourceTS: srcTS, Poster: fmt.Sprintf("U0%08d", rng.IntN(5000)), Final: true, MaxLinks: 10}
 		for range lines {
 			host := fmt.Sprintf("%s%d.%s-%d.%s", words[rng.IntN(len(words))], rng.IntN(100), words[rng.IntN(len(words))], rng.IntN(200), tlds[rng.IntN(len(tlds))])

@@ -3,6 +3,7 @@ package bolt
 import (
 	"errors"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -24,7 +25,7 @@ func putCard(t txn, rec *store.CardRecord) error {
 }
 
 // Card returns the card answering (channel, sourceTS), or ErrNotFound.
-func (db *DB) Card(ref store.CardRef) (*store.CardRecord, error) {
+func (db *DB) Card(ref card.Ref) (*store.CardRecord, error) {
 	var rec *store.CardRecord
 	err := db.be.view(func(t txn) error {
 		var err error
@@ -59,7 +60,7 @@ func (db *DB) CardByTS(channel, cardTS string) (*store.CardRecord, error) {
 
 // UpdateCard applies fn to the stored card in one transaction and saves
 // it; fn's error aborts without saving. It returns the saved record.
-func (db *DB) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (db *DB) UpdateCard(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return db.updateCard(db.update, ref, fn, nil)
 }
 
@@ -68,7 +69,7 @@ func (db *DB) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error
 // fsync, and each returns once its write is durable. fn may be called more
 // than once, each time with the stored record read afresh: it must change
 // nothing but rec.
-func (db *DB) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (db *DB) UpdateCardShared(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return db.updateCard(db.be.batch, ref, fn, nil)
 }
 
@@ -81,7 +82,7 @@ func (db *DB) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord)
 // may share one commit (as UpdateCardShared): fn may run more than once,
 // each time with the stored record read afresh, and must change nothing
 // but rec.
-func (db *DB) SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (db *DB) SettleCard(ref card.Ref, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	var link func(t txn) error
 	if target != "" {
 		link = func(t txn) error {
@@ -96,7 +97,7 @@ func (db *DB) SettleCard(ref store.CardRef, target string, fn func(rec *store.Ca
 
 // updateCard applies fn to the card ref and saves it with write; also, if
 // set, then runs in the same transaction.
-func (db *DB) updateCard(write func(func(t txn) error) error, ref store.CardRef, fn func(rec *store.CardRecord) error, also func(t txn) error) (*store.CardRecord, error) {
+func (db *DB) updateCard(write func(func(t txn) error) error, ref card.Ref, fn func(rec *store.CardRecord) error, also func(t txn) error) (*store.CardRecord, error) {
 	var out *store.CardRecord
 	err := write(func(t txn) error {
 		out = nil
@@ -145,7 +146,7 @@ func (db *DB) UnfinishedCards() ([]*store.CardRecord, error) {
 
 // UpsertCard applies fn to the card answering ref, or to a new empty record
 // when there is none (exists tells which), and saves it in one transaction.
-func (db *DB) UpsertCard(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
+func (db *DB) UpsertCard(ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
 	return db.upsertCard(db.update, ref, fn)
 }
 
@@ -154,11 +155,11 @@ func (db *DB) UpsertCard(ref store.CardRef, fn func(rec *store.CardRecord, exist
 // and each returns once its write is durable. fn may be called more than
 // once, each time with the stored record read afresh: it must change
 // nothing but rec.
-func (db *DB) UpsertCardShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
+func (db *DB) UpsertCardShared(ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
 	return db.upsertCard(db.be.batch, ref, fn)
 }
 
-func (db *DB) upsertCard(write func(func(t txn) error) error, ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
+func (db *DB) upsertCard(write func(func(t txn) error) error, ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
 	var out *store.CardRecord
 	err := write(func(t txn) error {
 		out = nil

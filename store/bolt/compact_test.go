@@ -20,7 +20,7 @@ func fillDay(t testing.TB, db *DB, day, n int) {
 	now := db.now()
 	for i := range n {
 		url := fmt.Sprintf("https://host%d.example/day/%d/path/%d?id=%x", i%97, day, i, i*7919)
-		ref := store.CardRef{Channel: fmt.Sprintf("C%08d", i%30), SourceTS: fmt.Sprintf("%d.%06d", now.Unix(), i)}
+		ref := card.Ref{Channel: fmt.Sprintf("C%08d", i%30), SourceTS: fmt.Sprintf("%d.%06d", now.Unix(), i)}
 		task := fmt.Sprintf("%032x", day*1_000_000+i)
 		s := verdict.Scores{verdict.CatPhishing: 0.1, verdict.CatMalicious: 0.02}
 		if _, _, err := db.RecordVerdict(store.Verdict{Target: url, Kind: "url", TaskID: task, Level: verdict.Clean, Scores: s, Source: "scan"}, &ref, nil, false); err != nil {

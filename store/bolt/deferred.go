@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -63,7 +64,7 @@ func setDeferred(t txn, id string, at time.Time) error {
 
 // DeferCheck records that the check of the URL target was deferred for
 // card (see store.State.DeferCheck).
-func (db *DB) DeferCheck(target string, card store.CardRef, at time.Time) error {
+func (db *DB) DeferCheck(target string, ref card.Ref, at time.Time) error {
 	return db.be.batch(func(t txn) error {
 		id, rec, ok, err := getTarget(t, target)
 		if err != nil {
@@ -77,8 +78,8 @@ func (db *DB) DeferCheck(target string, card store.CardRef, at time.Time) error 
 				}
 			}
 		}
-		if !ok || !slices.Contains(rec.Cards, card) {
-			rec.Cards = append(rec.Cards, card)
+		if !ok || !slices.Contains(rec.Cards, ref) {
+			rec.Cards = append(rec.Cards, ref)
 			if err := t.put(bTargets, id, encodeTarget(&rec)); err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 
 	kflate "github.com/klauspost/compress/flate"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -425,9 +426,9 @@ func decodeTarget(b []byte) (targetRecord, error) {
 	tg.Rechecks = int(r.uvarint())
 	tg.NextCheck = r.time()
 	if n := r.uvarint(); n > 0 && n <= uint64(len(r.b)) {
-		tg.Cards = make([]store.CardRef, n)
+		tg.Cards = make([]card.Ref, n)
 		for i := range tg.Cards {
-			tg.Cards[i] = store.CardRef{Channel: r.str(), SourceTS: r.str()}
+			tg.Cards[i] = card.Ref{Channel: r.str(), SourceTS: r.str()}
 		}
 	} else if n > 0 {
 		r.err = errShort

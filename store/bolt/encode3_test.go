@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -22,7 +23,7 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 	rec := targetRecord{
 		Target: store.Target{Target: "https://a.test/x?y=1", Kind: "url", FirstSeen: first, Checked: first.Add(time.Hour),
 			Level: verdict.Malicious, Category: verdict.CatPhishing, TaskID: "0123456789abcdef0123456789abcdef", Rechecks: 3,
-			NextCheck: first.Add(72 * time.Hour), Cards: []store.CardRef{{Channel: "C1", SourceTS: "1700000000.000100"}, {Channel: "C2", SourceTS: "1700000000.000200"}}},
+			NextCheck: first.Add(72 * time.Hour), Cards: []card.Ref{{Channel: "C1", SourceTS: "1700000000.000100"}, {Channel: "C2", SourceTS: "1700000000.000200"}}},
 		History: []store.Verdict{
 			{Kind: "url", TaskID: "0123456789ABCDEF0123456789abcdef", Level: verdict.Clean, Category: "weird",
 				Scores:   verdict.Scores{"phishing": 0.123, "malicious": 1.0 / 3, "other": -2.5, "illegal": 0},
@@ -79,7 +80,7 @@ func TestURLInTargetRecordOnly(t *testing.T) {
 	url := "https://only-once.test/path"
 	for i, task := range []string{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"} {
 		v := store.Verdict{Target: url, Kind: "url", TaskID: task, Level: verdict.Clean, At: time.Date(2026, 3, 1, i, 0, 0, 0, time.UTC), Source: "scan"}
-		if _, _, err := db.RecordVerdict(v, &store.CardRef{Channel: "C1", SourceTS: "1.2"}, store.Schedule{time.Hour, 24 * time.Hour}, i > 0); err != nil {
+		if _, _, err := db.RecordVerdict(v, &card.Ref{Channel: "C1", SourceTS: "1.2"}, store.Schedule{time.Hour, 24 * time.Hour}, i > 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -72,7 +72,7 @@ func TestStoreFileOfAnEarlierVersionOpensAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Card(store.CardRef{Channel: "C1", SourceTS: "1.026"}); err != nil {
+	if _, err := db.Card(card.Ref{Channel: "C1", SourceTS: "1.026"}); err != nil {
 		t.Fatalf("a card written before: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	bbolt "go.etcd.io/bbolt"
 )
@@ -131,7 +132,7 @@ func TestJournalWritesShareTheLinksCommits(t *testing.T) {
 	// A card write waits for its batch, then the journal arrives.
 	go func() {
 		defer wg.Done()
-		if _, err := db.UpsertCardShared(store.CardRef{Channel: "C1", SourceTS: "1.0"}, func(*store.CardRecord, bool) error { return nil }); err != nil {
+		if _, err := db.UpsertCardShared(card.Ref{Channel: "C1", SourceTS: "1.0"}, func(*store.CardRecord, bool) error { return nil }); err != nil {
 			t.Error(err)
 		}
 	}()

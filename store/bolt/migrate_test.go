@@ -48,7 +48,7 @@ func openFixture(t *testing.T, file string) (*DB, string) {
 var (
 	v1At  = time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
 	v1URL = "https://evil.test/login?x=1"
-	v1Ref = store.CardRef{Channel: "C1", SourceTS: "1700000000.000100"}
+	v1Ref = card.Ref{Channel: "C1", SourceTS: "1700000000.000100"}
 )
 
 func v1Card1() card.Card {
@@ -127,11 +127,11 @@ func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
 		t.Fatalf("unfinished cards: %d, %v", len(unfinished), err)
 	}
 	c2 := unfinished[0]
-	if c2.Ref() != (store.CardRef{Channel: "C2", SourceTS: "1700000100.000300"}) || !c2.PostStarted || c2.Mode != "quiet" || c2.Card.RequestedBy != "U3" ||
+	if c2.Ref() != (card.Ref{Channel: "C2", SourceTS: "1700000100.000300"}) || !c2.PostStarted || c2.Mode != "quiet" || c2.Card.RequestedBy != "U3" ||
 		len(c2.Card.Lines) != 1 || c2.Card.Lines[0].Status != "running" || c2.Card.Lines[0].Level != verdict.Pending || c2.Card.Lines[0].TaskID != "rt-2" {
 		t.Errorf("unfinished card: %+v", c2)
 	}
-	c3, err := db.Card(store.CardRef{Channel: "C1", SourceTS: "1700000200.000400"})
+	c3, err := db.Card(card.Ref{Channel: "C1", SourceTS: "1700000200.000400"})
 	if err != nil || !c3.Deleted || c3.Card.Lines[0].Problem != "The service did not answer." || c3.Card.Lines[0].Level != verdict.Unknown ||
 		!reflect.DeepEqual(c3.Card.Notes, []string{"The message was deleted."}) {
 		t.Errorf("deleted card: %+v, %v", c3, err)
@@ -163,7 +163,7 @@ func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
 	}
 	tg, err := db.Target(v1URL)
 	if err != nil || tg.Kind != "url" || tg.Level != verdict.Malicious || tg.Rechecks != 1 || tg.TaskID != "rt-1" ||
-		!reflect.DeepEqual(tg.Cards, []store.CardRef{v1Ref}) || !tg.NextCheck.Equal(tg.FirstSeen.Add(24*time.Hour)) {
+		!reflect.DeepEqual(tg.Cards, []card.Ref{v1Ref}) || !tg.NextCheck.Equal(tg.FirstSeen.Add(24*time.Hour)) {
 		t.Errorf("URL target: %+v, %v", tg, err)
 	}
 	due, err := db.Due(v1At.Add(48*time.Hour), 10)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -58,7 +59,7 @@ func queueRemoval(t txn, r store.Removal) error {
 // card's message: the removal it returns (nil: none) is queued in the same
 // transaction, unless one is queued for the card already (and released if
 // its batch was approved already).
-func (db *DB) UpdateCardQueue(ref store.CardRef, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error) {
+func (db *DB) UpdateCardQueue(ref card.Ref, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error) {
 	var r *store.Removal
 	return db.updateCard(db.update, ref, func(rec *store.CardRecord) error {
 		var err error
@@ -122,14 +123,14 @@ func (db *DB) ClaimRemoval(now time.Time) (store.Removal, bool, error) {
 }
 
 // FinishRemoval forgets a removal that is done (or given up).
-func (db *DB) FinishRemoval(ref store.CardRef) error {
+func (db *DB) FinishRemoval(ref card.Ref) error {
 	return db.update(func(t txn) error { return t.del(bRemovals, ref.Key()) })
 }
 
 // RetryRemoval puts a claimed removal back, due at next, for any process
 // to take; failed counts a try that failed (Attempts one more), else it
 // was only not its turn.
-func (db *DB) RetryRemoval(ref store.CardRef, next time.Time, failed bool) error {
+func (db *DB) RetryRemoval(ref card.Ref, next time.Time, failed bool) error {
 	return db.update(func(t txn) error {
 		r, ok := getRemoval(t, ref.Key())
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -63,8 +64,8 @@ func (db *DB) Analyses() ([]store.Analysis, error) {
 // card ref, if given, is remembered), and plans the next recheck of a URL
 // by schedule. recheck marks v as the result of a recheck, which advances
 // the schedule. It returns the target as saved and its previous level.
-func (db *DB) RecordVerdict(v store.Verdict, card *store.CardRef, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
-	return db.recordVerdict("", v, card, schedule, recheck)
+func (db *DB) RecordVerdict(v store.Verdict, ref *card.Ref, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
+	return db.recordVerdict("", v, ref, schedule, recheck)
 }
 
 // FinishAnalysis records the verdict of a submission and forgets the
@@ -74,7 +75,7 @@ func (db *DB) FinishAnalysis(service string, v store.Verdict, schedule store.Sch
 	return db.recordVerdict(service, v, nil, schedule, recheck)
 }
 
-func (db *DB) recordVerdict(finished string, v store.Verdict, card *store.CardRef, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
+func (db *DB) recordVerdict(finished string, v store.Verdict, ref *card.Ref, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
 	if v.At.IsZero() {
 		v.At = db.now()
 	}
@@ -109,8 +110,8 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, card *store.CardRe
 			}
 		}
 		tg.Checked, tg.Level, tg.Category, tg.TaskID = v.At, v.Level, v.Category, v.TaskID
-		if card != nil && !slices.Contains(tg.Cards, *card) {
-			tg.Cards = append(tg.Cards, *card)
+		if ref != nil && !slices.Contains(tg.Cards, *ref) {
+			tg.Cards = append(tg.Cards, *ref)
 		}
 		if recheck {
 			tg.Rechecks++
@@ -134,13 +135,13 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, card *store.CardRe
 }
 
 // AddCard remembers that card shows target (without a new verdict).
-func (db *DB) AddCard(target string, card store.CardRef) error {
-	return db.be.batch(func(t txn) error { return addCard(t, target, card) })
+func (db *DB) AddCard(target string, ref card.Ref) error {
+	return db.be.batch(func(t txn) error { return addCard(t, target, ref) })
 }
 
 // addCard adds card to target's cards; ErrNotFound when target is not
 // recorded.
-func addCard(t txn, target string, card store.CardRef) error {
+func addCard(t txn, target string, ref card.Ref) error {
 	id, rec, ok, err := getTarget(t, target)
 	if err != nil {
 		return err
@@ -148,10 +149,10 @@ func addCard(t txn, target string, card store.CardRef) error {
 	if !ok {
 		return store.ErrNotFound
 	}
-	if slices.Contains(rec.Cards, card) {
+	if slices.Contains(rec.Cards, ref) {
 		return nil
 	}
-	rec.Cards = append(rec.Cards, card)
+	rec.Cards = append(rec.Cards, ref)
 	return t.put(bTargets, id, encodeTarget(&rec))
 }
 

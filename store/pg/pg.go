@@ -436,7 +436,7 @@ func decodeCard(doc []byte) (*store.CardRecord, error) {
 	return &rec, nil
 }
 
-func getCard(ctx context.Context, q querier, ref store.CardRef, lock bool) (*store.CardRecord, error) {
+func getCard(ctx context.Context, q querier, ref card.Ref, lock bool) (*store.CardRecord, error) {
 	sql := `SELECT record FROM cards WHERE channel = $1 AND source_ts = $2`
 	if lock {
 		sql += ` FOR UPDATE`
@@ -467,7 +467,7 @@ func (db *DB) PutCard(rec *store.CardRecord) error {
 }
 
 // Card returns the card answering ref, or store.ErrNotFound.
-func (db *DB) Card(ref store.CardRef) (*store.CardRecord, error) {
+func (db *DB) Card(ref card.Ref) (*store.CardRecord, error) {
 	ctx, cancel := db.ctx()
 	defer cancel()
 	rec, err := getCard(ctx, db.pool, ref, false)
@@ -493,7 +493,7 @@ func (db *DB) CardByTS(channel, cardTS string) (*store.CardRecord, error) {
 
 // UpdateCard applies fn to the stored card with its row locked and saves
 // it; fn's error aborts without saving.
-func (db *DB) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (db *DB) UpdateCard(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	var out *store.CardRecord
 	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		rec, err := getCard(ctx, tx, ref, true)
@@ -515,20 +515,20 @@ func (db *DB) UpdateCard(ref store.CardRef, fn func(rec *store.CardRecord) error
 
 // UpdateCardShared is UpdateCard: each write commits on its own here (see
 // store.State.UpdateCardShared).
-func (db *DB) UpdateCardShared(ref store.CardRef, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (db *DB) UpdateCardShared(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	return db.UpdateCard(ref, fn)
 }
 
 // UpsertCardShared is UpsertCard: each write commits on its own here (see
 // store.State.UpsertCardShared).
-func (db *DB) UpsertCardShared(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
+func (db *DB) UpsertCardShared(ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
 	return db.UpsertCard(ref, fn)
 }
 
 // SettleCard is UpdateCard that also links target, when recorded, to the
 // card in the same transaction (see store.State.SettleCard): one transaction
 // instead of UpdateCard's and AddCard's.
-func (db *DB) SettleCard(ref store.CardRef, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+func (db *DB) SettleCard(ref card.Ref, target string, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
 	var out *store.CardRecord
 	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		out = nil
@@ -571,7 +571,7 @@ func (db *DB) SettleCard(ref store.CardRef, target string, fn func(rec *store.Ca
 // record, and saves it in one transaction. Upserts of one key are
 // serialised (an advisory lock on the key for the transaction), so two
 // replicas never both create it.
-func (db *DB) UpsertCard(ref store.CardRef, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
+func (db *DB) UpsertCard(ref card.Ref, fn func(rec *store.CardRecord, exists bool) error) (*store.CardRecord, error) {
 	var out *store.CardRecord
 	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockClassCard, ref.Key()); err != nil {
@@ -772,7 +772,7 @@ func cardsOf(ctx context.Context, q querier, tgs []store.Target) error {
 	defer rows.Close()
 	for rows.Next() {
 		var target string
-		var ref store.CardRef
+		var ref card.Ref
 		if err := rows.Scan(&target, &ref.Channel, &ref.SourceTS); err != nil {
 			return err
 		}
@@ -803,7 +803,7 @@ func saveTarget(ctx context.Context, q querier, tg *store.Target) error {
 	return err
 }
 
-func addTargetCard(ctx context.Context, q querier, target string, ref store.CardRef) error {
+func addTargetCard(ctx context.Context, q querier, target string, ref card.Ref) error {
 	_, err := q.Exec(ctx, `INSERT INTO target_cards (target, channel, source_ts) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
 		target, ref.Channel, ref.SourceTS)
 	return err
@@ -811,8 +811,8 @@ func addTargetCard(ctx context.Context, q querier, target string, ref store.Card
 
 // RecordVerdict appends v to its target's history, updates the target and
 // plans its next recheck (see store.State.RecordVerdict).
-func (db *DB) RecordVerdict(v store.Verdict, card *store.CardRef, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
-	return db.recordVerdict("", v, card, schedule, recheck)
+func (db *DB) RecordVerdict(v store.Verdict, ref *card.Ref, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
+	return db.recordVerdict("", v, ref, schedule, recheck)
 }
 
 // FinishAnalysis records the verdict of a submission and forgets the
@@ -821,7 +821,7 @@ func (db *DB) FinishAnalysis(service string, v store.Verdict, schedule store.Sch
 	return db.recordVerdict(service, v, nil, schedule, recheck)
 }
 
-func (db *DB) recordVerdict(finished string, v store.Verdict, cardRef *store.CardRef, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
+func (db *DB) recordVerdict(finished string, v store.Verdict, cardRef *card.Ref, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
 	if v.At.IsZero() {
 		v.At = db.now()
 	}
@@ -889,7 +889,7 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, cardRef *store.Car
 	return saved, prev, err
 }
 
-func containsRef(refs []store.CardRef, r store.CardRef) bool {
+func containsRef(refs []card.Ref, r card.Ref) bool {
 	for _, x := range refs {
 		if x == r {
 			return true
@@ -899,7 +899,7 @@ func containsRef(refs []store.CardRef, r store.CardRef) bool {
 }
 
 // AddCard remembers that card shows target (without a new verdict).
-func (db *DB) AddCard(target string, ref store.CardRef) error {
+func (db *DB) AddCard(target string, ref card.Ref) error {
 	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM targets WHERE target = $1 FOR UPDATE`, target).Scan(&one); err != nil {
@@ -1022,7 +1022,7 @@ func (db *DB) ReleaseRecheck(target string, until, dueAt time.Time) error {
 // card: the target is created if new, card linked, and the deferred check
 // due at the earlier of at and its pending due time (a claim's hold is
 // later than at: a claimed check is due at at again).
-func (db *DB) DeferCheck(target string, ref store.CardRef, at time.Time) error {
+func (db *DB) DeferCheck(target string, ref card.Ref, at time.Time) error {
 	at = micro(at)
 	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO targets (target, kind, first_seen, checked, level, deferred) VALUES ($1, 'url', $2, $2, $3, $2)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/pg"
 	"github.com/verdictbot/verdictbot/store/pg/pgtest"
@@ -467,7 +468,7 @@ func deferredShared(t *testing.T, schema, base string, clock *storetest.Clock) {
 	first := open(t, schema, base, clock.Now)
 	const n = 20
 	for i := range n {
-		if err := first.DeferCheck(fmt.Sprintf("https://deferred.test/%d", i), store.CardRef{Channel: "C1", SourceTS: fmt.Sprint(i)}, clock.Now()); err != nil {
+		if err := first.DeferCheck(fmt.Sprintf("https://deferred.test/%d", i), card.Ref{Channel: "C1", SourceTS: fmt.Sprint(i)}, clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -498,7 +499,7 @@ func deferredShared(t *testing.T, schema, base string, clock *storetest.Clock) {
 	if got := claimed.Load(); got != n {
 		t.Fatalf("%d claims granted to two replicas for %d deferred checks, want one each", got, n)
 	}
-	if err := a.DeferCheck("https://deferred.test/fenced", store.CardRef{Channel: "C1", SourceTS: "f"}, clock.Now()); err != nil {
+	if err := a.DeferCheck("https://deferred.test/fenced", card.Ref{Channel: "C1", SourceTS: "f"}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	lease := mustLead(t, a, "recheck")

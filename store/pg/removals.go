@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -40,7 +41,7 @@ func insertRemoval(ctx context.Context, q querier, r store.Removal) error {
 }
 
 // UpdateCardQueue: see store.State.UpdateCardQueue.
-func (db *DB) UpdateCardQueue(ref store.CardRef, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error) {
+func (db *DB) UpdateCardQueue(ref card.Ref, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error) {
 	var out *store.CardRecord
 	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		out = nil
@@ -129,7 +130,7 @@ func (db *DB) claimer() string {
 }
 
 // FinishRemoval: see store.State.FinishRemoval.
-func (db *DB) FinishRemoval(ref store.CardRef) error {
+func (db *DB) FinishRemoval(ref card.Ref) error {
 	ctx, cancel := db.ctx()
 	defer cancel()
 	_, err := db.pool.Exec(ctx, `DELETE FROM removals WHERE channel = $1 AND source_ts = $2`, ref.Channel, ref.SourceTS)
@@ -137,7 +138,7 @@ func (db *DB) FinishRemoval(ref store.CardRef) error {
 }
 
 // RetryRemoval: see store.State.RetryRemoval.
-func (db *DB) RetryRemoval(ref store.CardRef, next time.Time, failed bool) error {
+func (db *DB) RetryRemoval(ref card.Ref, next time.Time, failed bool) error {
 	ctx, cancel := db.ctx()
 	defer cancel()
 	add := 0

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/pg"
 	"github.com/verdictbot/verdictbot/store/pg/pgtest"
@@ -215,7 +216,7 @@ func TestRemovalsAcrossReplicas(t *testing.T) {
 	}
 	var rs []store.Removal
 	for i := range 40 {
-		rs = append(rs, store.Removal{Card: store.CardRef{Channel: "C1", SourceTS: fmt.Sprintf("1.%06d", i)},
+		rs = append(rs, store.Removal{Card: card.Ref{Channel: "C1", SourceTS: fmt.Sprintf("1.%06d", i)},
 			Batch: "flip", Held: true, Queued: now, NextAt: now})
 	}
 	if err := a.QueueRemovals(rs); err != nil {
@@ -237,7 +238,7 @@ func TestRemovalsAcrossReplicas(t *testing.T) {
 		t.Fatalf("approvals released %v, want 40 once", approved)
 	}
 	var mu sync.Mutex
-	claimed := map[store.CardRef]string{}
+	claimed := map[card.Ref]string{}
 	for _, db := range []*pg.DB{a, b} {
 		wg.Go(func() {
 			for {
@@ -265,7 +266,7 @@ func TestRemovalsAcrossReplicas(t *testing.T) {
 
 	// a holds one removal and dies; b takes it over within the lease.
 	c := openReplica(t, schema, base, "c")
-	late := store.Removal{Card: store.CardRef{Channel: "C2", SourceTS: "2.000001"}, Queued: now, NextAt: now}
+	late := store.Removal{Card: card.Ref{Channel: "C2", SourceTS: "2.000001"}, Queued: now, NextAt: now}
 	if err := a.QueueRemovals([]store.Removal{late}); err != nil {
 		t.Fatal(err)
 	}

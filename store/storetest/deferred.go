@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -42,7 +43,7 @@ func deferredAt(t *testing.T, db store.State, target string) time.Time {
 // clears it, or gives it back; the schedule's writes leave it alone.
 func deferredChecks(t *testing.T, db store.State, c *Clock) {
 	const u, v = "https://deferred.test/a", "https://deferred.test/b"
-	c1, c2, c3 := store.CardRef{Channel: "C1", SourceTS: "1.1"}, store.CardRef{Channel: "C2", SourceTS: "2.1"}, store.CardRef{Channel: "C1", SourceTS: "3.1"}
+	c1, c2, c3 := card.Ref{Channel: "C1", SourceTS: "1.1"}, card.Ref{Channel: "C2", SourceTS: "2.1"}, card.Ref{Channel: "C1", SourceTS: "3.1"}
 	sched := store.Schedule{time.Hour, 6 * time.Hour}
 	t0 := c.Now()
 	must(t, db.DeferCheck(u, c1, t0))
@@ -172,7 +173,7 @@ func deferredChecks(t *testing.T, db store.State, c *Clock) {
 // its check is done, it goes like any other.
 func pruneKeepsDeferred(t *testing.T, db store.State, c *Clock) {
 	const u = "https://deferred-prune.test/"
-	must(t, db.DeferCheck(u, store.CardRef{Channel: "C1", SourceTS: "1.1"}, c.Now()))
+	must(t, db.DeferCheck(u, card.Ref{Channel: "C1", SourceTS: "1.1"}, c.Now()))
 	c.Add(50 * 24 * time.Hour)
 	st, err := db.Prune(c.Now().Add(-30 * 24 * time.Hour))
 	must(t, err)

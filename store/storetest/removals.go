@@ -19,9 +19,9 @@ func init() {
 		testCase{"UnapprovedBatchesArePrunedWithTheRetention", pruneRemovalBatches})
 }
 
-func putCardAt(t *testing.T, db store.State, channel, ts string) store.CardRef {
+func putCardAt(t *testing.T, db store.State, channel, ts string) card.Ref {
 	t.Helper()
-	ref := store.CardRef{Channel: channel, SourceTS: ts}
+	ref := card.Ref{Channel: channel, SourceTS: ts}
 	must(t, db.PutCard(&store.CardRecord{Card: card.Card{Channel: channel, SourceTS: ts, ThreadTS: ts, Final: true}, Gen: 1}))
 	return ref
 }
@@ -105,7 +105,7 @@ func heldRemovals(t *testing.T, db store.State, c *Clock) {
 	b := store.RemovalBatch{ID: "batch-1", Target: "https://x.test/", Level: "malicious", Count: 3,
 		Channels: map[string]int{"C1": 2, "C2": 1}, Created: now}
 	must(t, db.PutRemovalBatch(b))
-	refs := map[store.CardRef]bool{}
+	refs := map[card.Ref]bool{}
 	for i, ch := range []string{"C1", "C1", "C2"} {
 		ref := putCardAt(t, db, ch, fmt.Sprintf("1.00000%d", i))
 		refs[ref] = true
@@ -144,7 +144,7 @@ func heldRemovals(t *testing.T, db store.State, c *Clock) {
 	if q, h, _ := db.RemovalCounts(); q != 3 || h != 0 {
 		t.Fatalf("counts after the approval %d %d", q, h)
 	}
-	seen := map[store.CardRef]bool{}
+	seen := map[card.Ref]bool{}
 	for {
 		r, ok, err := db.ClaimRemoval(at)
 		must(t, err)
@@ -175,12 +175,12 @@ func concurrentRemovalClaims(t *testing.T, db store.State, c *Clock) {
 	now := c.Now()
 	var rs []store.Removal
 	for i := range 30 {
-		rs = append(rs, store.Removal{Card: store.CardRef{Channel: "C1", SourceTS: fmt.Sprintf("1.%06d", i)},
+		rs = append(rs, store.Removal{Card: card.Ref{Channel: "C1", SourceTS: fmt.Sprintf("1.%06d", i)},
 			Target: "https://x.test/", Level: "malicious", Queued: now, NextAt: now})
 	}
 	must(t, db.QueueRemovals(rs))
 	var mu sync.Mutex
-	got := map[store.CardRef]int{}
+	got := map[card.Ref]int{}
 	var wg sync.WaitGroup
 	for range 6 {
 		wg.Go(func() {
@@ -215,11 +215,11 @@ func pruneRemovalBatches(t *testing.T, db store.State, c *Clock) {
 	must(t, db.PutRemovalBatch(store.RemovalBatch{ID: "old", Created: old, Count: 2}))
 	must(t, db.PutRemovalBatch(store.RemovalBatch{ID: "new", Created: c.Now(), Count: 1}))
 	must(t, db.QueueRemovals([]store.Removal{
-		{Card: store.CardRef{Channel: "C1", SourceTS: "1.1"}, Batch: "old", Held: true, Queued: old, NextAt: old},
-		{Card: store.CardRef{Channel: "C1", SourceTS: "1.2"}, Batch: "old", Held: true, Queued: old, NextAt: old},
+		{Card: card.Ref{Channel: "C1", SourceTS: "1.1"}, Batch: "old", Held: true, Queued: old, NextAt: old},
+		{Card: card.Ref{Channel: "C1", SourceTS: "1.2"}, Batch: "old", Held: true, Queued: old, NextAt: old},
 		{Card: store.AskRef("old"), Kind: store.RemovalAsk, Batch: "old", Queued: old, NextAt: c.Now().Add(time.Hour)},
-		{Card: store.CardRef{Channel: "C1", SourceTS: "1.3"}, Batch: "new", Held: true, Queued: c.Now(), NextAt: c.Now()},
-		{Card: store.CardRef{Channel: "C1", SourceTS: "1.4"}, Queued: old, NextAt: c.Now().Add(time.Hour)},
+		{Card: card.Ref{Channel: "C1", SourceTS: "1.3"}, Batch: "new", Held: true, Queued: c.Now(), NextAt: c.Now()},
+		{Card: card.Ref{Channel: "C1", SourceTS: "1.4"}, Queued: old, NextAt: c.Now().Add(time.Hour)},
 	}))
 	_, err := db.PruneQuarantined(c.Now().Add(-30 * 24 * time.Hour))
 	must(t, err)

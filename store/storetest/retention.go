@@ -32,7 +32,7 @@ func mustPut(t *testing.T, db store.State, rec *store.CardRecord) {
 	must(t, db.PutCard(rec))
 }
 
-func mustVerdict(t *testing.T, db store.State, v store.Verdict, ref *store.CardRef, sched store.Schedule) {
+func mustVerdict(t *testing.T, db store.State, v store.Verdict, ref *card.Ref, sched store.Schedule) {
 	t.Helper()
 	if _, _, err := db.RecordVerdict(v, ref, sched, v.Source == "recheck"); err != nil {
 		t.Fatal(err)
@@ -49,9 +49,9 @@ func pruneWindow(t *testing.T, db store.State, c *Clock) {
 	start := c.Now()
 	sched := store.Schedule{time.Hour}
 	// Day 0: old records.
-	oldRef := store.CardRef{Channel: "C1", SourceTS: slackTS(start, 1)}
-	openRef := store.CardRef{Channel: "C1", SourceTS: slackTS(start, 2)}    // never finished
-	postingRef := store.CardRef{Channel: "C2", SourceTS: slackTS(start, 3)} // post interrupted
+	oldRef := card.Ref{Channel: "C1", SourceTS: slackTS(start, 1)}
+	openRef := card.Ref{Channel: "C1", SourceTS: slackTS(start, 2)}    // never finished
+	postingRef := card.Ref{Channel: "C2", SourceTS: slackTS(start, 3)} // post interrupted
 	mustPut(t, db, &store.CardRecord{Card: card.Card{Channel: "C1", SourceTS: oldRef.SourceTS, CardTS: slackTS(start, 9), Final: true,
 		Lines: []card.Line{{Kind: card.KindURL, Target: "https://old.example/", TaskID: "t-old"}}}})
 	mustPut(t, db, &store.CardRecord{Card: card.Card{Channel: "C1", SourceTS: openRef.SourceTS}})
@@ -73,7 +73,7 @@ func pruneWindow(t *testing.T, db store.State, c *Clock) {
 
 	// Day 40: newer records.
 	c.Add(40 * 24 * time.Hour)
-	newRef := store.CardRef{Channel: "C1", SourceTS: slackTS(c.Now(), 4)}
+	newRef := card.Ref{Channel: "C1", SourceTS: slackTS(c.Now(), 4)}
 	mustPut(t, db, &store.CardRecord{Card: card.Card{Channel: "C1", SourceTS: newRef.SourceTS, CardTS: slackTS(c.Now(), 5), Final: true}})
 	mustVerdict(t, db, store.Verdict{Target: "https://shown.example/", Kind: "url", TaskID: "t-shown-1", Level: verdict.Clean, Source: "scan", At: start}, &newRef, nil) // cached verdict on a new card
 	mustVerdict(t, db, store.Verdict{Target: "https://rechecked.example/", Kind: "url", TaskID: "t-re-2", Level: verdict.Suspicious, Source: "recheck"}, nil, sched)
@@ -103,7 +103,7 @@ func pruneWindow(t *testing.T, db store.State, c *Clock) {
 	if _, err := db.CardByTS("C1", slackTS(start, 9)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("card-ts index of the pruned card: %v, want gone", err)
 	}
-	for _, ref := range []store.CardRef{openRef, postingRef, newRef} {
+	for _, ref := range []card.Ref{openRef, postingRef, newRef} {
 		if _, err := db.Card(ref); err != nil {
 			t.Errorf("card %v: %v, want kept", ref, err)
 		}

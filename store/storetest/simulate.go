@@ -35,7 +35,7 @@ func SimulateDay(tb testing.TB, db store.State, set func(time.Time), rng *rand.R
 		set(now)
 		channel := fmt.Sprintf("C0%08d", rng.IntN(300))
 		srcTS := fmt.Sprintf("%d.%06d", now.Unix(), rng.IntN(1_000_000))
-		ref := store.CardRef{Channel: channel, SourceTS: srcTS}
+		ref := card.Ref{Channel: channel, SourceTS: srcTS}
 		c := card.Card{Channel: channel, ThreadTS: srcTS, SourceTS: srcTS, Poster: fmt.Sprintf("U0%08d", rng.IntN(5000)), Final: true, MaxLinks: 10}
 		if _, err := db.SeenEvent(fmt.Sprintf("Ev%016x", rng.Uint64())); err != nil {
 			tb.Fatal(err)

@@ -248,14 +248,14 @@ func cards(t *testing.T, db store.State, c *Clock) {
 	if _, err := db.CardByTS("C1", "9.9"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := db.Card(store.CardRef{Channel: "C1", SourceTS: "9.9"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.Card(card.Ref{Channel: "C1", SourceTS: "9.9"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := db.UpdateCard(store.CardRef{Channel: "C1", SourceTS: "9.9"}, func(*store.CardRecord) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.UpdateCard(card.Ref{Channel: "C1", SourceTS: "9.9"}, func(*store.CardRecord) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("update of a missing card: %v", err)
 	}
 	c.Add(time.Second)
-	got, err := db.UpdateCard(store.CardRef{Channel: "C1", SourceTS: "1.1"}, func(r *store.CardRecord) error {
+	got, err := db.UpdateCard(card.Ref{Channel: "C1", SourceTS: "1.1"}, func(r *store.CardRecord) error {
 		r.Card.CardTS = "2.2"
 		r.Card.Lines[0].Level = verdict.Malicious
 		r.Card.Final = true
@@ -273,14 +273,14 @@ func cards(t *testing.T, db store.State, c *Clock) {
 	}
 	// A failing update changes nothing.
 	sentinel := errors.New("no")
-	_, err = db.UpdateCard(store.CardRef{Channel: "C1", SourceTS: "1.1"}, func(r *store.CardRecord) error {
+	_, err = db.UpdateCard(card.Ref{Channel: "C1", SourceTS: "1.1"}, func(r *store.CardRecord) error {
 		r.Card.Lines[0].Level = verdict.Clean
 		return sentinel
 	})
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("want the callback's error, got %v", err)
 	}
-	again, _ := db.Card(store.CardRef{Channel: "C1", SourceTS: "1.1"})
+	again, _ := db.Card(card.Ref{Channel: "C1", SourceTS: "1.1"})
 	if again.Card.Lines[0].Level != verdict.Malicious {
 		t.Fatal("failed update was saved")
 	}
@@ -297,7 +297,7 @@ func cards(t *testing.T, db store.State, c *Clock) {
 	}
 	// PutCard replaces the record.
 	must(t, db.PutCard(&store.CardRecord{Card: card.Card{Channel: "C1", SourceTS: "3.3", Final: true}, Deleted: true}))
-	r, _ := db.Card(store.CardRef{Channel: "C1", SourceTS: "3.3"})
+	r, _ := db.Card(card.Ref{Channel: "C1", SourceTS: "3.3"})
 	if !r.Deleted || !r.Card.Final {
 		t.Fatalf("replaced %+v", r)
 	}
@@ -311,14 +311,14 @@ func cards(t *testing.T, db store.State, c *Clock) {
 // it, both or neither; a target not recorded is left out without an error.
 func settleCard(t *testing.T, db store.State, c *Clock) {
 	const known, unknown = "https://known.test/", "https://unknown.test/"
-	ref := store.CardRef{Channel: "C1", SourceTS: "1.1"}
-	other := store.CardRef{Channel: "C1", SourceTS: "0.9"}
+	ref := card.Ref{Channel: "C1", SourceTS: "1.1"}
+	other := card.Ref{Channel: "C1", SourceTS: "0.9"}
 	must(t, db.PutCard(&store.CardRecord{Card: card.Card{Channel: ref.Channel, SourceTS: ref.SourceTS,
 		Lines: []card.Line{{Kind: card.KindURL, Target: known, Level: verdict.Pending}, {Kind: card.KindURL, Target: unknown, Level: verdict.Pending}}}, Gen: 1}))
 	if _, _, err := db.RecordVerdict(store.Verdict{Target: known, Kind: "url", TaskID: "t1", Level: verdict.Malicious, Source: "scan"}, &other, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	cardsOf := func(target string) []store.CardRef {
+	cardsOf := func(target string) []card.Ref {
 		t.Helper()
 		tg, err := db.Target(target)
 		if err != nil {
@@ -343,7 +343,7 @@ func settleCard(t *testing.T, db store.State, c *Clock) {
 		t.Fatal("a failed settle saved the card")
 	}
 	// A missing card: ErrNotFound, nothing linked.
-	if _, err := db.SettleCard(store.CardRef{Channel: "C1", SourceTS: "9.9"}, known, func(*store.CardRecord) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.SettleCard(card.Ref{Channel: "C1", SourceTS: "9.9"}, known, func(*store.CardRecord) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("settle of a missing card: %v", err)
 	}
 	if got := cardsOf(known); len(got) != 1 {
@@ -393,7 +393,7 @@ func settleCard(t *testing.T, db store.State, c *Clock) {
 }
 
 func upsertCard(t *testing.T, db store.State, c *Clock) {
-	ref := store.CardRef{Channel: "C1", SourceTS: "5.5"}
+	ref := card.Ref{Channel: "C1", SourceTS: "5.5"}
 	rec, err := db.UpsertCard(ref, func(r *store.CardRecord, exists bool) error {
 		if exists {
 			t.Error("exists on the first call")
@@ -419,14 +419,14 @@ func upsertCard(t *testing.T, db store.State, c *Clock) {
 		t.Fatal(got, err)
 	}
 	// A failing callback creates nothing.
-	_, err = db.UpsertCard(store.CardRef{Channel: "C1", SourceTS: "6.6"}, func(r *store.CardRecord, _ bool) error {
+	_, err = db.UpsertCard(card.Ref{Channel: "C1", SourceTS: "6.6"}, func(r *store.CardRecord, _ bool) error {
 		r.Card.Channel, r.Card.SourceTS = "C1", "6.6"
 		return errors.New("no")
 	})
 	if err == nil {
 		t.Fatal("want error")
 	}
-	if _, err := db.Card(store.CardRef{Channel: "C1", SourceTS: "6.6"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.Card(card.Ref{Channel: "C1", SourceTS: "6.6"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a failed upsert created the card: %v", err)
 	}
 }
@@ -434,7 +434,7 @@ func upsertCard(t *testing.T, db store.State, c *Clock) {
 // 20 goroutines increment one card's counter through UpdateCard: none of
 // the read-modify-writes may be lost.
 func updateCardConcurrent(t *testing.T, db store.State, c *Clock) {
-	ref := store.CardRef{Channel: "C1", SourceTS: "1.1"}
+	ref := card.Ref{Channel: "C1", SourceTS: "1.1"}
 	must(t, db.PutCard(&store.CardRecord{Card: card.Card{Channel: "C1", SourceTS: "1.1"}}))
 	const workers, each = 20, 5
 	var wg sync.WaitGroup
@@ -472,7 +472,7 @@ func updateCardConcurrent(t *testing.T, db store.State, c *Clock) {
 // one new card and count on it, and no write is lost or applied twice; a
 // failing fn changes nothing, and an absent card is ErrNotFound.
 func sharedCardWrites(t *testing.T, db store.State, c *Clock) {
-	ref := store.CardRef{Channel: "C8", SourceTS: "8.8"}
+	ref := card.Ref{Channel: "C8", SourceTS: "8.8"}
 	const workers, each = 20, 3
 	var wg sync.WaitGroup
 	for range workers {
@@ -509,7 +509,7 @@ func sharedCardWrites(t *testing.T, db store.State, c *Clock) {
 	if rec, err := db.Card(ref); err != nil || rec.Gen != want {
 		t.Fatalf("after a failing fn: %+v, %v", rec, err)
 	}
-	absent := store.CardRef{Channel: "C8", SourceTS: "9.9"}
+	absent := card.Ref{Channel: "C8", SourceTS: "9.9"}
 	if _, err := db.UpdateCardShared(absent, func(*store.CardRecord) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("an absent card: %v, want ErrNotFound", err)
 	}
@@ -517,7 +517,7 @@ func sharedCardWrites(t *testing.T, db store.State, c *Clock) {
 
 // 20 goroutines upsert one new card: exactly one sees it absent.
 func upsertCardConcurrent(t *testing.T, db store.State, c *Clock) {
-	ref := store.CardRef{Channel: "C7", SourceTS: "7.7"}
+	ref := card.Ref{Channel: "C7", SourceTS: "7.7"}
 	const workers = 20
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -588,7 +588,7 @@ func cardRoundTrip(t *testing.T, db store.State, c *Clock) {
 
 func verdictHistoryAndRecheckSchedule(t *testing.T, db store.State, c *Clock) {
 	sched := store.Schedule{time.Hour, 6 * time.Hour, 24 * time.Hour}
-	cr := &store.CardRef{Channel: "C1", SourceTS: "1.1"}
+	cr := &card.Ref{Channel: "C1", SourceTS: "1.1"}
 	t0 := c.Now()
 	tg, prev, err := db.RecordVerdict(store.Verdict{Target: "https://a.test/", Kind: "url", TaskID: "t1", Level: verdict.Clean, Source: "scan",
 		Category: verdict.CatPhishing, Scores: verdict.Scores{verdict.CatPhishing: 0.25}}, cr, sched, false)
@@ -726,7 +726,7 @@ func analysesReportsSettings(t *testing.T, db store.State, c *Clock) {
 	}
 	must(t, db.DeleteAnalysis("reputation", "https://a.test/"))
 	db.RecordReport(store.Report{Target: "https://a.test/", TaskID: "t1", User: "U1", Option: "fp", Category: verdict.CatPhishing,
-		Card: store.CardRef{Channel: "C1", SourceTS: "1.1"}})
+		Card: card.Ref{Channel: "C1", SourceTS: "1.1"}})
 	c.Add(time.Second)
 	db.RecordReport(store.Report{Target: "https://a.test/", TaskID: "t1", User: "U2", Option: "restore", Category: verdict.CatPhishing, Outcome: "task not completed yet"})
 	db.RecordReport(store.Report{Target: "https://a.test/x", User: "U3"})
@@ -822,7 +822,7 @@ func concurrentVerdicts(t *testing.T, db store.State, c *Clock) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cr := &store.CardRef{Channel: "C1", SourceTS: fmt.Sprint(i % 4)}
+			cr := &card.Ref{Channel: "C1", SourceTS: fmt.Sprint(i % 4)}
 			if _, _, err := db.RecordVerdict(store.Verdict{Target: "https://a.test/", Kind: "url", TaskID: fmt.Sprint("t", i), Level: verdict.Clean}, cr, sched, true); err != nil {
 				t.Error(err)
 			}
@@ -844,7 +844,7 @@ func concurrentVerdicts(t *testing.T, db store.State, c *Clock) {
 
 func cardsOfTask(t *testing.T, db store.State, c *Clock) {
 	const task, url = "5a5703931d6e0789be8209606f5688d5", "https://evil.test/x"
-	for _, ref := range []store.CardRef{{Channel: "C1", SourceTS: "1.1"}, {Channel: "C2", SourceTS: "2.2"}} {
+	for _, ref := range []card.Ref{{Channel: "C1", SourceTS: "1.1"}, {Channel: "C2", SourceTS: "2.2"}} {
 		must(t, db.PutCard(&store.CardRecord{Card: card.Card{Channel: ref.Channel, SourceTS: ref.SourceTS,
 			Lines: []card.Line{{Target: "https://other.test/"}, {Target: url, TaskID: task}}}}))
 	}
@@ -853,13 +853,13 @@ func cardsOfTask(t *testing.T, db store.State, c *Clock) {
 	if got, err := db.CardsOfTask(task); err != nil || len(got) != 0 {
 		t.Fatalf("unknown task: %v %v", got, err)
 	}
-	if err := db.AddCard(url, store.CardRef{Channel: "C2", SourceTS: "2.2"}); !errors.Is(err, store.ErrNotFound) {
+	if err := db.AddCard(url, card.Ref{Channel: "C2", SourceTS: "2.2"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("AddCard of an unknown target: %v", err)
 	}
-	if _, _, err := db.RecordVerdict(store.Verdict{Target: url, Kind: "url", TaskID: task, Level: verdict.Malicious}, &store.CardRef{Channel: "C1", SourceTS: "1.1"}, nil, false); err != nil {
+	if _, _, err := db.RecordVerdict(store.Verdict{Target: url, Kind: "url", TaskID: task, Level: verdict.Malicious}, &card.Ref{Channel: "C1", SourceTS: "1.1"}, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, ref := range []store.CardRef{{Channel: "C2", SourceTS: "2.2"}, {Channel: "C3", SourceTS: "3.3"}, {Channel: "C2", SourceTS: "2.2"}, {Channel: "C4", SourceTS: "gone"}} {
+	for _, ref := range []card.Ref{{Channel: "C2", SourceTS: "2.2"}, {Channel: "C3", SourceTS: "3.3"}, {Channel: "C2", SourceTS: "2.2"}, {Channel: "C4", SourceTS: "gone"}} {
 		must(t, db.AddCard(url, ref))
 	}
 	tg, _ := db.Target(url)

@@ -10,26 +10,6 @@
 // It also holds UserCap, the per-requester allowance both pipelines take
 // from (VERDICTBOT_USER_LINKS_PER_HOUR), keyed by the requesters of
 // messages as this package names them. The Socket Mode adapter (package
-// bot) delivers the events; cmd/verdictbot wires the two together.
+// bot) delivers the events (bot.Meta, bot.Identity); cmd/verdictbot wires the
+// two together.
 package cards
-
-import "encoding/json"
-
-// Identity is who the bot is in the workspace (the adapter learns it at
-// start), so that the bot's own messages and files are not scanned.
-type Identity struct {
-	UserID, BotID, AppID string
-}
-
-// Meta is what the lifecycle needs of an event's delivery.
-type Meta struct {
-	EventID string
-	// Replayed is true for a job resumed after a restart.
-	Replayed bool
-	// Done is called once the work the event asked for is complete (the
-	// card is final), so the delivery can be forgotten. Safe to call more
-	// than once; nil for work not tied to an event (the shortcut).
-	Done func()
-	// Raw is the inner event's JSON as Slack sent it (nil when unknown).
-	Raw json.RawMessage
-}

@@ -1,0 +1,78 @@
+// Package cardbook reads and edits the cards kept in the store for the
+// packages that change a card they did not make: quarantine (the
+// tombstone, the release) and feedback (a report's line on the card).
+// Each edit is one store transaction (store.State.UpdateCard), so it never
+// interleaves with the card lifecycle's own writes (package cards). Book
+// satisfies quarantine.CardBook and commands.CardBook, which those packages
+// declare, so neither reaches into the card lifecycle to edit a card.
+package cardbook
+
+import (
+	"errors"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
+)
+
+// Store is the part of the state layer that keeps cards (store.State, both
+// backends, implements it).
+type Store interface {
+	Card(ref card.Ref) (*store.CardRecord, error)
+	CardByTS(channel, cardTS string) (*store.CardRecord, error)
+	UpdateCard(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	CardsOfTask(taskID string) ([]*store.CardRecord, error)
+}
+
+var _ Store = store.State(nil)
+
+// Book reads and edits cards in Store.
+type Book struct {
+	Store Store
+}
+
+// Get returns the card answering (channel, sourceTS); ok is false when
+// there is none or the store cannot be read.
+func (b *Book) Get(channel, sourceTS string) (rec *store.CardRecord, ok bool) {
+	rec, err := b.Store.Card(card.Ref{Channel: channel, SourceTS: sourceTS})
+	if err != nil {
+		return nil, false
+	}
+	return rec, true
+}
+
+// Edit calls fn with the card posted at (channel, cardTS) while no one
+// else changes it, and saves what fn did (nothing when fn returns an
+// error, which Edit returns). It returns card.ErrNotFound when there is no
+// such card.
+func (b *Book) Edit(channel, cardTS string, fn func(c *card.Card) error) error {
+	rec, err := b.Store.CardByTS(channel, cardTS)
+	if errors.Is(err, store.ErrNotFound) {
+		return card.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	_, err = b.Store.UpdateCard(rec.Ref(), func(r *store.CardRecord) error { return fn(&r.Card) })
+	return err
+}
+
+// EditBySource is Edit for the card answering the message at (channel,
+// sourceTS), posted or not.
+func (b *Book) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
+	_, err := b.Store.UpdateCard(card.Ref{Channel: channel, SourceTS: sourceTS}, func(r *store.CardRecord) error { return fn(&r.Card) })
+	if errors.Is(err, store.ErrNotFound) {
+		return card.ErrNotFound
+	}
+	return err
+}
+
+// TaskCards returns every card showing the analysis taskID (feedback: a
+// report already accepted through another card is not sent again).
+func (b *Book) TaskCards(taskID string) ([]card.Card, error) {
+	recs, err := b.Store.CardsOfTask(taskID)
+	cards := make([]card.Card, len(recs))
+	for i, r := range recs {
+		cards[i] = r.Card
+	}
+	return cards, err
+}

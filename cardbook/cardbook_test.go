@@ -1,0 +1,99 @@
+package cardbook_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/cardbook"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// setup returns a book over a fresh store holding one posted card (C1,
+// source 1.0, card 2.0, task t1) and one never posted (C1, source 3.0).
+func setup(t *testing.T) (*cardbook.Book, store.State) {
+	t.Helper()
+	db := bolt.Memory(bolt.Options{})
+	t.Cleanup(func() { db.Close() })
+	for _, c := range []card.Card{
+		{Channel: "C1", SourceTS: "1.0", CardTS: "2.0", Lines: []card.Line{{Kind: card.KindURL, Target: "https://a.example/", TaskID: "t1", Level: verdict.Malicious}}},
+		{Channel: "C1", SourceTS: "3.0", Lines: []card.Line{{Kind: card.KindURL, Target: "https://b.example/", TaskID: "t2"}}},
+	} {
+		if _, err := db.UpsertCard(card.Ref{Channel: c.Channel, SourceTS: c.SourceTS}, func(rec *store.CardRecord, _ bool) error {
+			rec.Card = c
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The verdict of t1 links its target to the first card (the index
+	// CardsOfTask reads).
+	ref := card.Ref{Channel: "C1", SourceTS: "1.0"}
+	if _, _, err := db.RecordVerdict(store.Verdict{Target: "https://a.example/", Kind: "url", TaskID: "t1", Level: verdict.Malicious,
+		At: time.Now(), Source: "scan"}, &ref, store.Schedule{time.Hour}, false); err != nil {
+		t.Fatal(err)
+	}
+	return &cardbook.Book{Store: db}, db
+}
+
+func TestGetReadsTheCardOfAMessage(t *testing.T) {
+	t.Parallel()
+	b, _ := setup(t)
+	if rec, ok := b.Get("C1", "1.0"); !ok || rec.Card.CardTS != "2.0" {
+		t.Fatalf("Get(C1, 1.0) = %+v, %v", rec, ok)
+	}
+	if rec, ok := b.Get("C1", "9.0"); ok || rec != nil {
+		t.Fatalf("Get of no card = %+v, %v; want nil, false", rec, ok)
+	}
+}
+
+func TestEditsAreSavedAndAnUnknownCardIsNotFound(t *testing.T) {
+	t.Parallel()
+	b, db := setup(t)
+	if err := b.Edit("C1", "2.0", func(c *card.Card) error { c.Notes = append(c.Notes, "by card ts"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.EditBySource("C1", "3.0", func(c *card.Card) error { c.Notes = append(c.Notes, "by source"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for src, want := range map[string]string{"1.0": "by card ts", "3.0": "by source"} {
+		rec, err := db.Card(card.Ref{Channel: "C1", SourceTS: src})
+		if err != nil || len(rec.Card.Notes) != 1 || rec.Card.Notes[0] != want {
+			t.Errorf("card %s after the edit: %+v, %v; want the note %q", src, rec, err, want)
+		}
+	}
+	if err := b.Edit("C1", "9.0", func(*card.Card) error { t.Error("fn called for no card"); return nil }); !errors.Is(err, card.ErrNotFound) {
+		t.Errorf("Edit of no card: %v, want card.ErrNotFound", err)
+	}
+	if err := b.EditBySource("C2", "1.0", func(*card.Card) error { t.Error("fn called for no card"); return nil }); !errors.Is(err, card.ErrNotFound) {
+		t.Errorf("EditBySource of no card: %v, want card.ErrNotFound", err)
+	}
+}
+
+func TestAnEditThatFailsSavesNothing(t *testing.T) {
+	t.Parallel()
+	b, db := setup(t)
+	stop := errors.New("line changed")
+	err := b.EditBySource("C1", "1.0", func(c *card.Card) error { c.Notes = append(c.Notes, "half done"); return stop })
+	if !errors.Is(err, stop) {
+		t.Fatalf("EditBySource: %v, want fn's error", err)
+	}
+	if rec, _ := db.Card(card.Ref{Channel: "C1", SourceTS: "1.0"}); len(rec.Card.Notes) != 0 {
+		t.Errorf("a failed edit was saved: %q", rec.Card.Notes)
+	}
+}
+
+func TestTaskCardsListsTheCardsOfATask(t *testing.T) {
+	t.Parallel()
+	b, _ := setup(t)
+	cs, err := b.TaskCards("t1")
+	if err != nil || len(cs) != 1 || cs[0].SourceTS != "1.0" {
+		t.Fatalf("TaskCards(t1) = %+v, %v; want the card of 1.0", cs, err)
+	}
+	if cs, err := b.TaskCards("t9"); err != nil || len(cs) != 0 {
+		t.Fatalf("TaskCards(t9) = %+v, %v; want none", cs, err)
+	}
+}
