@@ -27,6 +27,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/verdictbot/verdictbot/app"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/internal/testutil"
@@ -73,13 +74,13 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 		"VERDICTBOT_EVENTS_URL": eventsReceiver(t),
 	})
 	logs := &testutil.SyncBuffer{}
-	log := newLogger(logs, "json", "info", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
+	log := app.NewLogger(logs, "json", "info", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	apps := make(chan *app, 1)
+	apps := make(chan *app.App, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, testOptions(), log, func(a *app) { apps <- a }) }()
-	var a *app
+	go func() { done <- serve(ctx, cfg, testOptions(), log, func(a *app.App) { apps <- a }) }()
+	var a *app.App
 	select {
 	case a = <-apps:
 	case err := <-done:
@@ -105,7 +106,7 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 	}); err != nil {
 		t.Fatalf("no card: %v\n%s", err, logs.String())
 	}
-	m := a.metrics
+	m := a.Metrics()
 	m.ServiceEvent(metrics.ServiceCall{Service: "reputation", Op: "status", Budget: "report", Reason: "server"})
 	m.ServiceEvent(metrics.ServiceCall{Service: "reputation", Budget: "run", IsWait: true, Wait: time.Second})
 	m.SlackCall("chat.update", "ratelimited")
@@ -114,12 +115,12 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 	m.RecheckRun(scan.RunStats{Checked: 1, Changed: 1, Took: time.Second, Lag: time.Minute})
 	m.Quarantine("removed")
 	m.QuarantineFailure("no_token")
-	if a.eventSender == nil {
+	if a.EventSender() == nil {
 		t.Fatal("VERDICTBOT_EVENTS_URL is set but there is no event sender")
 	}
-	a.eventSender.OnFailed("network")
-	a.eventSender.OnRedirect("other_host")
-	a.eventSender.OnDeadLettered()
+	a.EventSender().OnFailed("network")
+	a.EventSender().OnRedirect("other_host")
+	a.EventSender().OnDeadLettered()
 
 	gathered, err := m.Registry.Gather()
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/verdictbot/verdictbot/app"
 )
 
 // Set by the linker (see Makefile).
@@ -50,6 +52,16 @@ func processEnvironment() environment {
 func (e environment) get(name string) string {
 	v, _ := e.lookup(name)
 	return v
+}
+
+// Options are the program's hooks for tests: the app's (app.Options: the
+// store's write fault, the resolver, the background jobs' delays) and the
+// shell's. The zero value is production (Main passes it).
+type Options struct {
+	app.Options
+	// ShellStarted, when set, is told about `verdictbot shell`'s shell
+	// before it reads its first line.
+	ShellStarted func(*shell)
 }
 
 // Main runs one subcommand with the process's environment and returns

@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/verdictbot/verdictbot/app"
 )
 
 // testHosts is the DNS the tests see (through VERDICTBOT_RESOLVE_HOSTS's
@@ -25,7 +27,7 @@ type hostTable map[string][]string
 
 // testOptions are the options every test starts from: the wiring as in
 // production, but for the DNS (testHosts).
-func testOptions() Options { return Options{Resolver: testHosts} }
+func testOptions() Options { return Options{Options: app.Options{Resolver: testHosts}} }
 
 func (h hostTable) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
 	list, ok := h[host]

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/storetest"
 
@@ -516,7 +517,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	t0 := time.Now()
 	rs.clock.off.Store(int64(t0.Sub(rs.created) - time.Second))
 	logs := newLogWatch(t0)
-	log := newLogger(logs, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
+	log := app.NewLogger(logs, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	b.StartTimer()
 	go func() { done <- serve(ctx, cfg, testOptions(), log, nil) }()
 

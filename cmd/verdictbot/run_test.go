@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/internal/testutil"
@@ -106,7 +107,7 @@ func startBotFull(t testing.TB, env map[string]string, simCfg sim.Config, withSa
 	}
 	cfg := mustConfig(t, settings)
 	logs := &testutil.SyncBuffer{}
-	log := newLogger(logs, "json", "debug", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
+	log := app.NewLogger(logs, "json", "debug", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, o, log, nil) }()

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -19,11 +19,11 @@ func TestShareBudgetsReachesEveryPart(t *testing.T) {
 	cfg := config.Config{ReputationURL: "http://127.0.0.1:1", ReputationAPIKey: "k", ReputationRunRate: 2, ReputationReportRate: 10,
 		SandboxURL: "http://127.0.0.1:1", SandboxAPIKey: "k", SandboxRunRate: 1, SandboxReportRate: 0}
 	log := slog.New(slog.DiscardHandler)
-	rep, err := newReputation(cfg, log, nil)
+	rep, err := NewReputation(cfg, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := newSandbox(cfg, log, nil)
+	sb, err := NewSandbox(cfg, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -15,7 +15,7 @@ const defaultFirstPruneDelay = 2 * time.Minute
 // store: once first after the given delay, then every interval, until ctx
 // ends. Each run logs what it removed and feeds
 // verdictbot_store_pruned_total.
-func (a *app) pruneRetention(ctx context.Context, first, every time.Duration) {
+func (a *App) pruneRetention(ctx context.Context, first, every time.Duration) {
 	count := a.metrics.WatchPrune()
 	wait := first
 	for {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -9,10 +9,11 @@ import (
 	"github.com/verdictbot/verdictbot/config"
 )
 
-// newLogger builds the process logger (VERDICTBOT_LOG_FORMAT, _LOG_LEVEL).
+// NewLogger builds a logger writing format ("json", else text) at level
+// (VERDICTBOT_LOG_FORMAT, _LOG_LEVEL) to w.
 // As a last line of defence it removes every configured secret from every
 // string it writes, messages included; the code is not meant to log them.
-func newLogger(w io.Writer, format, level string, secrets ...config.Secret) *slog.Logger {
+func NewLogger(w io.Writer, format, level string, secrets ...config.Secret) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(strings.ToUpper(level)))
 	var forms []string

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,23 +43,10 @@ import (
 	"github.com/verdictbot/verdictbot/config"
 )
 
-// runBot is `verdictbot run`: it reads the settings from env, connects to
-// Slack over Socket Mode and serves until ctx ends or a fatal error.
-func runBot(ctx context.Context, env environment, opts Options, args []string, stderr io.Writer) error {
-	if len(args) > 0 {
-		return fmt.Errorf("%w: run takes no arguments, got %q (settings come from the environment: verdictbot help run)", errUsage, args)
-	}
-	cfg, err := loadValidConfig(env, true) // every problem at once
-	if err != nil {
-		return err
-	}
-	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey,
-		cfg.DatabaseURL.Password(), cfg.SlackAdminUserToken, cfg.EventsSecret)
-	return serve(ctx, cfg, opts, log, nil)
-}
-
-// app is everything `run` wires together.
-type app struct {
+// App is the bot wired from its settings: New builds every part (store,
+// clients, pipelines, cards, quarantine, events, commands), Run serves
+// until its context ends, Close releases what New opened.
+type App struct {
 	cfg      config.Config
 	opts     Options
 	log      *slog.Logger
@@ -78,6 +64,14 @@ type app struct {
 	slash    *commands.Slash
 	settings *settings.Channels
 	metrics  *metrics.Metrics
+	// memory is the URL pipeline's store (its verdicts, deferrals and
+	// recheck schedule); hosts checks a host's addresses before a URL is
+	// submitted (nil when VERDICTBOT_RESOLVE_HOSTS=false); policy decides
+	// which links are scanned; access says who may do what.
+	memory *scanstore.URLMemory
+	hosts  *links.HostResolver
+	policy *links.Policy
+	access *commands.Access
 	// adminGroup resolves VERDICTBOT_ADMIN_GROUP (nil when not set).
 	adminGroup *commands.AdminGroup
 	recheck    *scan.Recheck
@@ -101,6 +95,9 @@ type app struct {
 	health  *serviceHealth
 	home    *commands.Home
 	mention *commands.Mention
+	// release closes the pipelines and the events file once (Run's end,
+	// or Close when Run never ran); closeDB closes the store once.
+	release, closeDB sync.Once
 }
 
 func apiURL(u string) string {
@@ -128,12 +125,50 @@ func openState(ctx context.Context, cfg config.Config, writeFault func() error, 
 	return db, nil
 }
 
-func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
+// New wires the bot from cfg (checked already: config.Load and
+// Config.Validate) and opts (the zero value in production): it opens the
+// store and builds every part, in the order the wire steps below need
+// each other, but connects to nothing yet. On an error, what was opened
+// is closed. Run serves; Close releases the store.
+func New(cfg config.Config, opts Options) (_ *App, err error) {
+	log := opts.logger(cfg)
 	db, err := openState(context.Background(), cfg, opts.StoreWriteFault, log)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, opts: opts, log: log, db: db, stopping: make(chan struct{})}
+	a := &App{cfg: cfg, opts: opts, log: log, db: db, stopping: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	for _, wire := range []func() error{
+		a.wireMetrics,
+		a.wireEvents,
+		a.wireSlack,
+		a.wireReputation,
+		a.wireURLs,
+		a.wireSettings,
+		a.wireCards,
+		a.wireAccess,
+		a.wireQuarantine,
+		a.wireBot,
+		a.wireMessages,
+		a.wireCommands,
+		a.wireFiles,
+		a.wireReplicas,
+		a.wireRecheck,
+	} {
+		if err := wire(); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// wireMetrics registers the metrics; the gauges read the bot's queue and
+// the pipelines, wired later (0 until they are).
+func (a *App) wireMetrics() error {
 	a.metrics = metrics.New(
 		func() int {
 			if a.bot == nil {
@@ -153,10 +188,12 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 			return n
 		},
 		func() bool { ok, _ := a.ready(); return ok })
-	if err := a.wireEvents(); err != nil {
-		db.Close()
-		return nil, err
-	}
+	return nil
+}
+
+// wireSlack builds the Web API and Socket Mode clients.
+func (a *App) wireSlack() error {
+	cfg := a.cfg
 	// Every outbound connection honours HTTPS_PROXY, HTTP_PROXY and
 	// NO_PROXY: the Web API, file uploads and downloads through slackHTTP,
 	// the Socket Mode WebSocket through slack-go's dialer (which sets the
@@ -167,30 +204,43 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 		slack.OptionAppLevelToken(cfg.SlackAppToken.Reveal()),
 		slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	a.sm = socketmode.New(a.api)
+	a.poster = notify.NewPoster(a.api, notify.PosterOptions{Logger: a.log.With("component", "notify"),
+		OnCall: func(method string, err error, _ time.Duration) { a.metrics.SlackCall(method, notify.ErrorCode(err)) }})
+	return nil
+}
 
-	a.health = newServiceHealth(true, cfg.SandboxURL != "")
-	rep, err := newReputation(cfg, log, func(e reputation.Event) {
+// wireReputation builds the URL service's client, its answers followed by
+// the metrics and the App Home's service health.
+func (a *App) wireReputation() error {
+	a.health = newServiceHealth(true, a.cfg.SandboxURL != "")
+	rep, err := NewReputation(a.cfg, a.log, func(e reputation.Event) {
 		a.metrics.ReputationEvent(e)
 		a.health.observe("URL reputation", string(e.Reason), e.IsWait)
 	})
 	if err != nil {
-		db.Close()
-		return nil, err
+		return err
 	}
 	a.rep = rep
+	return nil
+}
+
+// wireURLs builds the URL pipeline: its memory in the store, the host
+// check, the per-person cap.
+func (a *App) wireURLs() error {
+	cfg, log, db := a.cfg, a.log, a.db
 	// A URL claimed for its recheck is held off the other replicas' runs
 	// for as long as an analysis may take.
-	memory := &scanstore.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store"), Stop: a.stopping,
+	a.memory = &scanstore.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store"), Stop: a.stopping,
 		RecheckHold: cfg.URLDeadline + time.Minute}
-	hosts := newHostResolver(cfg, opts.resolver(), log)
+	a.hosts = NewHostResolver(cfg, a.opts.Resolver, log)
 	// VERDICTBOT_USER_LINKS_PER_HOUR; its admins and alerts are wired
-	// below, before any traffic.
+	// by wireAccess, before any traffic.
 	a.userCap = &cards.UserCap{Store: db, PerHour: cfg.UserLinksPerHour, AlertChannel: cfg.AlertChannel, FirstTime: db.SeenEvent,
 		OnRefused: a.metrics.UserCapRefused, Log: log.With("component", "cap")}
-	a.urls = scan.NewURLs(rep, scan.URLOptions{
+	a.urls = scan.NewURLs(a.rep, scan.URLOptions{
 		Allowance:  a.userCap,
-		Memory:     memory,
-		Hosts:      hostGate(hosts),
+		Memory:     a.memory,
+		Hosts:      HostGate(a.hosts),
 		TTL:        cfg.VerdictTTL,
 		Thresholds: cfg.Thresholds(),
 		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline},
@@ -199,28 +249,52 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 		Logger:        log.With("component", "scan"),
 		OnDone:        a.metrics.URLDone,
 	})
-	a.settings = &settings.Channels{Store: db, Log: log,
+	return nil
+}
+
+// wireSettings reads the channels' settings (defaults from cfg) and
+// builds the link policy with the allowlist they hold.
+func (a *App) wireSettings() error {
+	cfg := a.cfg
+	a.settings = &settings.Channels{Store: a.db, Log: a.log,
 		Defaults: settings.Defaults{Mode: cfg.ChannelMode, Files: cfg.ScanFiles, Quarantine: cfg.Quarantine}}
 	a.settings.LoadAllowlist()
 	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains,
 		MaxLinks: cfg.MaxLinks, AllowFunc: a.settings.Allowed, StripQuery: cfg.URLQuery == "strip"})
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
+		return fmt.Errorf("VERDICTBOT_ALLOW_DOMAINS / VERDICTBOT_INTERNAL_DOMAINS: %w", err)
 	}
-	a.cards = cards.NewCards(db)
-	a.poster = notify.NewPoster(a.api, notify.PosterOptions{Logger: log.With("component", "notify"),
-		OnCall: func(method string, err error, _ time.Duration) { a.metrics.SlackCall(method, notify.ErrorCode(err)) }})
+	a.policy = policy
+	return nil
+}
+
+// wireCards opens the cards' records.
+func (a *App) wireCards() error {
+	a.cards = cards.NewCards(a.db)
+	return nil
+}
+
+// wireAccess decides who may do what: the admins (VERDICTBOT_ADMINS,
+// VERDICTBOT_ADMIN_GROUP) and the channels' members.
+func (a *App) wireAccess() error {
+	cfg, log := a.cfg, a.log
 	// Who is in which channel, from Slack, shared by /scan, the report
 	// answers and the App Home: what each shows a person.
-	access := &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins",
+	a.access = &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins",
 		Members: &commands.Membership{API: a.api, Log: log.With("component", "membership")}}
 	if cfg.AdminGroup != "" {
 		a.adminGroup = &commands.AdminGroup{Group: cfg.AdminGroup, API: a.api, Log: log.With("component", "admins")}
-		access.IsGroupAdmin = a.adminGroup.IsMember
+		a.access.IsGroupAdmin = a.adminGroup.IsMember
 	}
 	a.metrics.WatchAdminGroup(a.adminGroup.Expired) // nil-safe: 0 without a group
-	a.userCap.IsAdmin, a.userCap.Replier = access.IsAdmin, a.poster
+	a.userCap.IsAdmin, a.userCap.Replier = a.access.IsAdmin, a.poster
+	return nil
+}
+
+// wireQuarantine builds the feedback buttons and quarantine, which edit
+// cards they did not make in the store and send their own events.
+func (a *App) wireQuarantine() error {
+	cfg, log, db, access := a.cfg, a.log, a.db, a.access
 	// Quarantine and feedback edit cards they did not make in the store.
 	book := &cardbook.Book{Store: db}
 	a.feedback = &commands.Feedback{Cards: book, Rep: a.urls, Poster: a.poster, Access: access,
@@ -241,7 +315,14 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 		// The admin's token goes only to SLACK_API_URL, through this client.
 		a.quarantine.Admin = slack.New(cfg.SlackAdminUserToken.Reveal(), slack.OptionHTTPClient(slackHTTP()), slack.OptionAPIURL(apiURL(cfg.SlackAPIURL)))
 	}
-	a.slash = &commands.Slash{Access: access, Respond: a.respond, Log: log.With("component", "commands")}
+	return nil
+}
+
+// wireBot builds the Socket Mode adapter (ack first, its journal in the
+// store) with the slash command and interaction handlers.
+func (a *App) wireBot() error {
+	cfg, log, db := a.cfg, a.log, a.db
+	a.slash = &commands.Slash{Access: a.access, Respond: a.respond, Log: log.With("component", "commands")}
 	a.bot = bot.New(a.sm, a.api, bot.Handlers{
 		Interaction: a.interaction,
 		Slash:       func(ctx context.Context, cmd *slack.SlashCommand) { a.slash.Handle(ctx, cmd) },
@@ -261,19 +342,26 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 	a.metrics.WatchJournal(a.bot.Spooled)
 	a.metrics.WatchConnection(a.bot.Connected)
 	a.metrics.WatchCards(a.cards.Scanning)
+	return nil
+}
+
+// wireMessages builds the card lifecycle of the messages the bot reads
+// and hands it the bot's message events.
+func (a *App) wireMessages() error {
+	cfg := a.cfg
 	a.messages = &cards.Messages{
 		Self:          a.bot.Identity,
-		Links:         policy,
+		Links:         a.policy,
 		URLs:          a.urls,
 		Poster:        a.poster,
 		Cards:         a.cards,
 		Finder:        &cards.ThreadSearch{API: a.api, Self: a.bot.Identity},
-		Deferrals:     memory,
+		Deferrals:     a.memory,
 		Mode:          a.settings.Mode,
 		CleanReaction: cfg.CleanReaction,
 		MaxLinks:      cfg.MaxLinks,
 		StripQuery:    cfg.URLQuery == "strip",
-		Log:           log.With("component", "messages"),
+		Log:           a.log.With("component", "messages"),
 		Act:           a.quarantine.Act,
 		Events:        a.sink(),
 		OnUnchecked:   func(kind card.Kind, n int) { a.metrics.Unchecked(string(kind), n) },
@@ -285,11 +373,18 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 	}
 	a.quarantine.ShowCard = a.messages.Show
 	a.bot.SetHandler(a.messages.Handle, a.messages.NeedsWork)
-	a.scan = &commands.Scan{Links: policy, Hosts: hosts, Scanner: a.messages, URLs: a.urls, State: db, Access: access, Feedback: a.feedback,
+	return nil
+}
+
+// wireCommands builds /scan's registry, the App Home and the answer to
+// @verdictbot.
+func (a *App) wireCommands() error {
+	log := a.log
+	a.scan = &commands.Scan{Links: a.policy, Hosts: a.hosts, Scanner: a.messages, URLs: a.urls, State: a.db, Access: a.access, Feedback: a.feedback,
 		Respond: a.respond, Settings: a.settings, QuarantineProblem: a.quarantine.CannotRemove,
 		Log: log.With("component", "audit"), Events: a.sink()}
 	a.slash.Registry = commands.NewScanRegistry(a.scan)
-	a.home = &commands.Home{API: a.api, Scan: a.scan, Registry: a.slash.Registry, Run: a.slash.Run, Access: access,
+	a.home = &commands.Home{API: a.api, Scan: a.scan, Registry: a.slash.Registry, Run: a.slash.Run, Access: a.access,
 		Health: a.health.states, Pending: a.feedback.Pending, Log: log.With("component", "home")}
 	a.mention = &commands.Mention{API: a.api, Scanner: a.messages, Self: func() string { return a.bot.Identity().UserID },
 		Log: log.With("component", "mention")}
@@ -301,20 +396,21 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 		}
 		a.mention.Handle(ctx, ev.User, ev.Channel, ev.Text, ev.TimeStamp, ev.ThreadTimeStamp)
 	})
-	if err := a.wireFiles(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	// The vendor budgets and Slack's per-app limits hold for all replicas
-	// together: each takes its share, again whenever a replica comes or goes.
+	return nil
+}
+
+// wireReplicas shares the budgets between the replicas: the vendor
+// budgets and Slack's per-app limits hold for all replicas together, so
+// each takes its share, again whenever a replica comes or goes.
+func (a *App) wireReplicas() error {
 	var sb budgetSharer
 	if a.sb != nil {
 		sb = a.sb
 	}
-	db.OnReplicas(func(n int) {
+	a.db.OnReplicas(func(n int) {
 		shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share), a.quarantine)
 		if n > 1 {
-			log.Info("budgets shared between replicas", "replicas", n)
+			a.log.Info("budgets shared between replicas", "replicas", n)
 		}
 	})
 	inForce := budgetsInForce(a.rep, a.sb, a.poster)
@@ -322,10 +418,17 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 		// Recheck removals are paced too (chat.delete, Tier 3).
 		return append(inForce(), metrics.Budget{Service: "slack", Budget: "chat.delete", Rate: a.quarantine.DeleteRate()})
 	})
+	return nil
+}
+
+// wireRecheck builds the recheck job (run on its schedule by Run): one
+// replica leads each run, changes are announced on the cards.
+func (a *App) wireRecheck() error {
+	cfg, db := a.cfg, a.db
 	announcer := &cards.Announcer{Messages: a.messages, Replier: a.poster, AlertChannel: cfg.AlertChannel, Remover: a.quarantine,
 		TeamURL: func() string { return a.bot.Identity().TeamURL }}
-	a.recheck = &scan.Recheck{Store: memory, URLs: a.urls, Max: cfg.RecheckMax,
-		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: log.With("component", "recheck"),
+	a.recheck = &scan.Recheck{Store: a.memory, URLs: a.urls, Max: cfg.RecheckMax,
+		OnChange: announcer.Announce, OnRun: a.metrics.RecheckRun, Log: a.log.With("component", "recheck"),
 		Lead: func(ctx context.Context) (scan.Lease, bool, error) {
 			l, ok, err := db.Lead(ctx, scanstore.RecheckJob)
 			if err != nil || !ok {
@@ -333,7 +436,7 @@ func newApp(cfg config.Config, opts Options, log *slog.Logger) (*app, error) {
 			}
 			return recheckLease{l}, true, nil
 		}}
-	return a, nil
+	return nil
 }
 
 // recheckLease is a term of the recheck's lead as scan.Recheck takes it.
@@ -343,7 +446,7 @@ func (l recheckLease) Token() uint64 { return l.Fence().Token }
 
 // wireFiles sets up the file pipeline when a sandbox is configured (files
 // are listed as not checked otherwise).
-func (a *app) wireFiles() error {
+func (a *App) wireFiles() error {
 	cfg, log := a.cfg, a.log
 	files := &cards.Files{Messages: a.messages, Info: a.api, Uploader: a.poster, MaxScreenshots: cfg.MaxScreenshots,
 		FirstTime: a.db.SeenEvent, Enabled: a.settings.Files}
@@ -353,7 +456,7 @@ func (a *app) wireFiles() error {
 		log.Info("no SANDBOX_URL: shared files are not checked")
 		return nil
 	}
-	sb, err := newSandbox(cfg, log, func(e sandbox.Event) {
+	sb, err := NewSandbox(cfg, log, func(e sandbox.Event) {
 		a.metrics.SandboxEvent(e)
 		a.health.observe("Sandbox", string(e.Reason), e.IsWait)
 	})
@@ -390,7 +493,7 @@ func (a *app) wireFiles() error {
 // ready reports whether the bot can do its job: Socket Mode connected and
 // the store open (it is, while the app exists) and writable (no envelope
 // waits in memory for the journal).
-func (a *app) ready() (bool, string) {
+func (a *App) ready() (bool, string) {
 	if a.bot == nil || !a.bot.Connected() {
 		return false, "Socket Mode is not connected"
 	}
@@ -416,7 +519,7 @@ func (a *app) ready() (bool, string) {
 
 // interaction routes block actions (feedback buttons) and the "Scan this
 // message" shortcut.
-func (a *app) interaction(ctx context.Context, cb *slack.InteractionCallback, raw json.RawMessage) {
+func (a *App) interaction(ctx context.Context, cb *slack.InteractionCallback, raw json.RawMessage) {
 	if cb.Type == slack.InteractionTypeMessageAction && cb.CallbackID == commands.ShortcutScanMessage {
 		channel := cb.Channel.ID
 		msg := cb.Message.Msg
@@ -472,7 +575,7 @@ const (
 // or a public channel only when the bot is a member (a private
 // conversation the bot is not in is channel_not_found to it). A lookup
 // that fails otherwise refuses too: nothing is sent while in doubt.
-func (a *app) shortcutRefusal(ctx context.Context, cb *slack.InteractionCallback) string {
+func (a *App) shortcutRefusal(ctx context.Context, cb *slack.InteractionCallback) string {
 	ch := cb.Channel
 	direct := strings.HasPrefix(ch.ID, "D") || ch.Name == "directmessage" || ch.IsIM ||
 		strings.HasPrefix(ch.Name, "mpdm-") || ch.IsMpIM
@@ -503,7 +606,7 @@ func (a *app) shortcutRefusal(ctx context.Context, cb *slack.InteractionCallback
 // answerShortcut answers the shortcut's user privately through its
 // response_url, which works in any conversation (chat.postEphemeral does
 // not where the bot is not).
-func (a *app) answerShortcut(ctx context.Context, cb *slack.InteractionCallback, text string) {
+func (a *App) answerShortcut(ctx context.Context, cb *slack.InteractionCallback, text string) {
 	a.log.Info("shortcut refused in a direct conversation", "channel", cb.Channel.ID, "user", cb.User.ID)
 	if cb.ResponseURL == "" {
 		return
@@ -532,7 +635,7 @@ func shortcutMessage(raw json.RawMessage) json.RawMessage {
 
 // respond answers a command privately, through its response_url when it
 // has one.
-func (a *app) respond(ctx context.Context, req *commands.Request, text string) error {
+func (a *App) respond(ctx context.Context, req *commands.Request, text string) error {
 	if req.ResponseURL == "" {
 		return a.poster.Ephemeral(ctx, req.Channel, req.User, text)
 	}
@@ -543,7 +646,7 @@ func (a *app) respond(ctx context.Context, req *commands.Request, text string) e
 
 // startRecheck runs the recheck job on its cron schedule until ctx ends;
 // the returned function waits for a run in progress to stop.
-func (a *app) startRecheck(ctx context.Context) (wait func()) {
+func (a *App) startRecheck(ctx context.Context) (wait func()) {
 	c := cron.New(cron.WithChain(cron.Recover(cronLogger{a.log})))
 	if _, err := c.AddFunc(a.cfg.RecheckSchedule, func() {
 		if _, err := a.recheck.Run(ctx); err != nil && !errors.Is(err, scan.ErrRunning) {
@@ -566,7 +669,7 @@ func (l cronLogger) Error(err error, msg string, kv ...any) {
 
 // pruneEvents forgets processed event ids older than 48 h, hourly (Slack's
 // retries end within minutes, or 24 h with Delayed Events on).
-func (a *app) pruneEvents(ctx context.Context) {
+func (a *App) pruneEvents(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
@@ -583,20 +686,13 @@ func (a *app) pruneEvents(ctx context.Context) {
 	}
 }
 
-// serve wires the app and runs the bot until ctx ends or a fatal error;
-// opts are the tests' hooks (the zero value in production).
-// attach, when not nil, is the shell's adapter: it gets the wired app
-// before the bot starts (verdictbot shell reads the cards from a.db, the
-// one handle bbolt allows on the file; shell_env.go).
-func serve(ctx context.Context, cfg config.Config, opts Options, log *slog.Logger, attach func(*app)) error {
-	a, err := newApp(cfg, opts, log)
-	if err != nil {
-		return err
-	}
-	defer a.db.Close()
-	if attach != nil {
-		attach(a)
-	}
+// Run connects to Slack and serves until ctx ends (nil: a clean stop)
+// or a fatal error: the background jobs (pruning, retention, events,
+// removals, the recheck schedule), the ops server unless
+// VERDICTBOT_HTTP_ADDR=off, the admin group and the App Home run beside
+// the bot while it does. Call it once; Close after it returns.
+func (a *App) Run(ctx context.Context) error {
+	cfg, opts, log := a.cfg, a.opts, a.log
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	var bgDone sync.WaitGroup
@@ -644,12 +740,12 @@ func serve(ctx context.Context, cfg config.Config, opts Options, log *slog.Logge
 	// nor hold up, the workers that make cards.
 	a.home.Start(bg)
 	defer a.home.Stop()
-	log.Info("starting verdictbot", "version", version, "mode", cfg.ChannelMode, "quarantine", cfg.Quarantine, "slack_api", cfg.SlackAPIURL)
+	log.Info("starting verdictbot", "version", opts.version(), "mode", cfg.ChannelMode, "quarantine", cfg.Quarantine, "slack_api", cfg.SlackAPIURL)
 	// Run returns when ctx ends (SIGTERM) or on a fatal error. It stops
 	// intake and gives queued jobs a few seconds; everything acked is in
 	// the journal, and analyses in flight are in the store, so what does
 	// not finish now resumes after the restart.
-	err = a.bot.Run(ctx, 3*time.Second)
+	err := a.bot.Run(ctx, 3*time.Second)
 	close(a.stopping)
 	done := make(chan struct{})
 	go func() { a.messages.Wait(); close(done) }()
@@ -661,16 +757,57 @@ func serve(ctx context.Context, cfg config.Config, opts Options, log *slog.Logge
 	stopBG()
 	waitRecheck()
 	bgDone.Wait()
-	a.urls.Close()
-	if a.files != nil {
-		a.files.Close()
-	}
-	if a.events != nil {
-		a.events.File.Close()
-	}
+	a.releasePipelines()
 	if errors.Is(err, context.Canceled) || (err == nil && ctx.Err() != nil) {
 		log.Info("stopped")
 		return nil
 	}
 	return err
 }
+
+// releasePipelines closes the pipelines and the events file, once.
+func (a *App) releasePipelines() {
+	a.release.Do(func() {
+		if a.urls != nil {
+			a.urls.Close()
+		}
+		if a.files != nil {
+			a.files.Close()
+		}
+		if a.events != nil {
+			a.events.File.Close()
+		}
+	})
+}
+
+// Close releases what New opened: the pipelines and the events file (when
+// Run did not) and the store. Call it after Run returns.
+func (a *App) Close() error {
+	a.releasePipelines()
+	var err error
+	a.closeDB.Do(func() { err = a.db.Close() })
+	return err
+}
+
+// Config is the settings the app was wired from.
+func (a *App) Config() config.Config { return a.cfg }
+
+// Store is the app's state: the one handle on the embedded file (bbolt
+// allows one per file), so an adapter running beside the bot (the
+// terminal shell) reads the cards through it.
+func (a *App) Store() store.State { return a.db }
+
+// Registry is /scan's command registry (its help, for the shell).
+func (a *App) Registry() *commands.Registry { return a.slash.Registry }
+
+// Recheck is the recheck job, which Run runs on VERDICTBOT_RECHECK_SCHEDULE;
+// the shell runs it on demand.
+func (a *App) Recheck() *scan.Recheck { return a.recheck }
+
+// Metrics is the app's metrics (what /metrics serves).
+func (a *App) Metrics() *metrics.Metrics { return a.metrics }
+
+// EventSender is the sender of the events to VERDICTBOT_EVENTS_URL (nil
+// when it is unset); the deployment checks call its hooks to register
+// every metric it feeds.
+func (a *App) EventSender() *events.Sender { return a.eventSender }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"log/slog"
@@ -10,9 +10,9 @@ import (
 	"github.com/verdictbot/verdictbot/config"
 )
 
-// newReputation builds the URL service client from the settings (budgets,
+// NewReputation builds the URL service client from the settings (budgets,
 // TLS options, logger); observe, if set, receives every request for metrics.
-func newReputation(cfg config.Config, log *slog.Logger, observe func(reputation.Event)) (*reputation.Client, error) {
+func NewReputation(cfg config.Config, log *slog.Logger, observe func(reputation.Event)) (*reputation.Client, error) {
 	opts := []reputation.Option{
 		reputation.WithRateLimits(
 			reputation.Limit{Rate: cfg.ReputationRunRate, Burst: max(1, int(cfg.ReputationRunRate))},
@@ -31,8 +31,8 @@ func newReputation(cfg config.Config, log *slog.Logger, observe func(reputation.
 	return reputation.New(cfg.ReputationURL, cfg.ReputationAPIKey.Reveal(), opts...)
 }
 
-// newSandbox builds the sandbox client from the settings, like newReputation.
-func newSandbox(cfg config.Config, log *slog.Logger, observe func(sandbox.Event)) (*sandbox.Client, error) {
+// NewSandbox builds the sandbox client from the settings, like NewReputation.
+func NewSandbox(cfg config.Config, log *slog.Logger, observe func(sandbox.Event)) (*sandbox.Client, error) {
 	opts := []sandbox.Option{
 		sandbox.WithRateLimits(
 			sandbox.Limit{Rate: cfg.SandboxRunRate, Burst: max(1, int(cfg.SandboxRunRate))},

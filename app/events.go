@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 // wireEvents sets up the findings for the SOC's tools: the durable queue
 // and its sender when VERDICTBOT_EVENTS_URL is set, the JSON-lines file
 // when VERDICTBOT_EVENTS_FILE is. a.events stays nil when neither is.
-func (a *app) wireEvents() error {
+func (a *App) wireEvents() error {
 	cfg := a.cfg
 	if cfg.EventsURL == "" && cfg.EventsFile == "" {
 		return nil
 	}
 	log := a.log.With("component", "events")
 	em := &events.Emitter{MaxQueued: cfg.EventsMaxQueued, Log: log,
-		Product: events.Product{Name: "verdictbot", VendorName: "verdictbot", Version: version}}
+		Product: events.Product{Name: "verdictbot", VendorName: "verdictbot", Version: a.opts.version()}}
 	if cfg.EventsFile != "" {
 		f, err := events.OpenFile(cfg.EventsFile)
 		if err != nil {
@@ -47,7 +47,7 @@ func (a *app) wireEvents() error {
 		a.eventSender = &events.Sender{Queue: a.db, URL: cfg.EventsURL, Secret: []byte(cfg.EventsSecret.Reveal()),
 			Client: &http.Client{Timeout: 30 * time.Second}, Lead: a.db.Lead, Wake: wake,
 			MinBackoff: minBackoff, MaxBackoff: maxBackoff,
-			UserAgent: "verdictbot/" + version, Log: log,
+			UserAgent: "verdictbot/" + a.opts.version(), Log: log,
 			OnSent: hooks.Sent, OnFailed: hooks.Failed, OnDeadLettered: hooks.DeadLettered, OnRedirect: hooks.Redirect}
 		if cfg.EventsSecret == "" {
 			// Validate allows it for a loopback URL only (a forwarder on
@@ -68,7 +68,7 @@ const (
 )
 
 // sink is the app's events.Sink (nil when events are off).
-func (a *app) sink() events.Sink {
+func (a *App) sink() events.Sink {
 	if a.events == nil {
 		return nil
 	}
@@ -76,7 +76,7 @@ func (a *app) sink() events.Sink {
 }
 
 // runEvents runs the sender until ctx ends (nothing when there is none).
-func (a *app) runEvents(ctx context.Context) {
+func (a *App) runEvents(ctx context.Context) {
 	if a.eventSender != nil {
 		_ = a.eventSender.Run(ctx)
 	}
