@@ -1,4 +1,4 @@
-package main
+package app_test
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func startBotSeeded(t testing.TB, env map[string]string, simCfg sim.Config, with
 
 // startBotOptions is startBot with the wiring's options (the tests' hooks:
 // start from testOptions()).
-func startBotOptions(t testing.TB, env map[string]string, simCfg sim.Config, o Options, opts ...slackfake.Option) *harness {
+func startBotOptions(t testing.TB, env map[string]string, simCfg sim.Config, o app.Options, opts ...slackfake.Option) *harness {
 	t.Helper()
 	return startBotFull(t, env, simCfg, false, nil, o, opts...)
 }
@@ -77,7 +77,7 @@ func startBotOptions(t testing.TB, env map[string]string, simCfg sim.Config, o O
 // startBotFull starts serve with the settings env over the harness's
 // (a fake Slack, the simulator, a data directory of its own) and the
 // options o.
-func startBotFull(t testing.TB, env map[string]string, simCfg sim.Config, withSandbox bool, seed seedSlack, o Options, opts ...slackfake.Option) *harness {
+func startBotFull(t testing.TB, env map[string]string, simCfg sim.Config, withSandbox bool, seed seedSlack, o app.Options, opts ...slackfake.Option) *harness {
 	t.Helper()
 	fake := slackfaketest.Start(t, opts...)
 	if seed != nil {
@@ -472,23 +472,6 @@ func TestEditThatChangesLinksRescansUnfurlDoesNot(t *testing.T) {
 	}
 	if n := len(botMessages(h.slack.Messages(secChannel, d.TS))); n != 1 {
 		t.Fatalf("%d cards, want the one card updated in place", n)
-	}
-}
-
-func TestFatalAuthExitsNonZeroWithAClearLine(t *testing.T) {
-	fake := slackfaketest.Start(t)
-	fake.Fail("auth.test", 0, "invalid_auth")
-	_, base := simtest.Start(t, sim.Config{})
-	env := map[string]string{"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
-		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0"}
-	code, _, stderr := runMain(env, "run")
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	last := lines[len(lines)-1]
-	if code == 0 || last != "verdictbot run: Slack refused the credentials: auth.test with SLACK_BOT_TOKEN: invalid_auth" {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
-	}
-	if strings.Contains(stderr, fake.BotToken()) {
-		t.Fatal("token printed")
 	}
 }
 
