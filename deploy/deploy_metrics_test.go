@@ -1,11 +1,11 @@
-package main
+package deploy_test
 
 // Checks of the operators' files in deploy/: the Prometheus alerting rules
 // (deploy/prometheus/alerts.yaml) and the Grafana dashboard
 // (deploy/grafana/verdictbot-dashboard.json). promtool and Grafana are not
 // here, so the test validates the structure each needs itself and checks
 // that every metric their expressions name is one the bot exports: it
-// starts the bot as `verdictbot run` does (serve), feeds every hook once so
+// starts the bot as `verdictbot run` does (app.New, Run), feeds every hook once so
 // that each labelled family has a series, and gathers its registry.
 
 import (

@@ -1,4 +1,4 @@
-package main
+package deploy_test
 
 // Checks of the deployment examples in deploy/: the Kubernetes set for one
 // replica on the embedded file (deploy/kubernetes), the overlay for several
@@ -32,7 +32,7 @@ import (
 )
 
 const (
-	repoRoot       = "../../"
+	repoRoot       = "../"
 	k8sFileDir     = repoRoot + "deploy/kubernetes"
 	k8sPostgresDir = repoRoot + "deploy/kubernetes-postgres"
 	composeFile    = repoRoot + "deploy/compose.yaml"
