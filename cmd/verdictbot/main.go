@@ -5,6 +5,8 @@
 // (cliCommands, cli.go, describes each). Only this file reads the
 // environment (Main hands it down as an environment; package config
 // decides the settings from it) and turns signals into a cancelled context.
+// Each subcommand is an adapter: `run` loads the settings and hands them to
+// package app (app.New, Run, Close), which wires and runs the bot.
 package main
 
 import (
