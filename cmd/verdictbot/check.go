@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/reputation"
@@ -147,7 +148,7 @@ func runCheck(ctx context.Context, env environment, opts Options, args []string,
 	}
 	logger := slog.New(slog.DiscardHandler)
 	if env.get("VERDICTBOT_LOG_LEVEL") != "" {
-		logger = newLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.ReputationAPIKey, cfg.SandboxAPIKey)
+		logger = app.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.ReputationAPIKey, cfg.SandboxAPIKey)
 	}
 	policy, err := links.NewPolicy(links.Config{AllowDomains: cfg.AllowDomains, InternalDomains: cfg.InternalDomains, MaxLinks: cfg.MaxLinks})
 	if err != nil {
@@ -178,7 +179,7 @@ func runCheck(ctx context.Context, env environment, opts Options, args []string,
 
 	var wg sync.WaitGroup
 	if len(urlIdx) > 0 {
-		urls, err := checkURLPipeline(cfg, opts.resolver(), *timeout, logger)
+		urls, err := checkURLPipeline(cfg, opts.Resolver, *timeout, logger)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -292,7 +293,7 @@ func classify(arg string, policy *links.Policy) checkResult {
 // checkURLPipeline is the bot's URL pipeline (without a store: nothing is
 // remembered between runs).
 func checkURLPipeline(cfg config.Config, resolver links.Resolver, timeout time.Duration, log *slog.Logger) (*scan.URLs, error) {
-	rep, err := newReputation(cfg, log, nil)
+	rep, err := app.NewReputation(cfg, log, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +305,7 @@ func checkURLPipeline(cfg config.Config, resolver links.Resolver, timeout time.D
 	// on it (often with a short --timeout): it polls on the blind backoff,
 	// first after 1 s, not on the learned schedule's prior, whose first
 	// check (4 s) is planned for a bot that analyses many links.
-	return scan.NewURLs(rep, scan.URLOptions{TTL: cfg.VerdictTTL, Thresholds: cfg.Thresholds(), Hosts: hostGate(newHostResolver(cfg, resolver, log)),
+	return scan.NewURLs(rep, scan.URLOptions{TTL: cfg.VerdictTTL, Thresholds: cfg.Thresholds(), Hosts: app.HostGate(app.NewHostResolver(cfg, resolver, log)),
 		Wait: reputation.WaitOptions{Deadline: deadline, Backoff: reputation.DefaultBackoff}, Logger: log.With("component", "scan")}), nil
 }
 
@@ -313,7 +314,7 @@ func checkURLPipeline(cfg config.Config, resolver links.Resolver, timeout time.D
 // fetch-and-hash, lookup by sha256, upload, wait and report as for a file
 // shared in a channel.
 func checkFilePipeline(cfg config.Config, timeout time.Duration, log *slog.Logger) (*scan.Files, error) {
-	sb, err := newSandbox(cfg, log, nil)
+	sb, err := app.NewSandbox(cfg, log, nil)
 	if err != nil {
 		return nil, err
 	}

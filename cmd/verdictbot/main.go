@@ -5,6 +5,8 @@
 // (cliCommands, cli.go, describes each). Only this file reads the
 // environment (Main hands it down as an environment; package config
 // decides the settings from it) and turns signals into a cancelled context.
+// Each subcommand is an adapter: `run` loads the settings and hands them to
+// package app (app.New, Run, Close), which wires and runs the bot.
 package main
 
 import (
@@ -16,6 +18,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/verdictbot/verdictbot/app"
 )
 
 // Set by the linker (see Makefile).
@@ -50,6 +54,16 @@ func processEnvironment() environment {
 func (e environment) get(name string) string {
 	v, _ := e.lookup(name)
 	return v
+}
+
+// Options are the program's hooks for tests: the app's (app.Options: the
+// store's write fault, the resolver, the background jobs' delays) and the
+// shell's. The zero value is production (Main passes it).
+type Options struct {
+	app.Options
+	// ShellStarted, when set, is told about `verdictbot shell`'s shell
+	// before it reads its first line.
+	ShellStarted func(*shell)
 }
 
 // Main runs one subcommand with the process's environment and returns

@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"flag"
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/verdictbot/verdictbot/app"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 )
 
 // testHosts is the DNS the tests see (through VERDICTBOT_RESOLVE_HOSTS's
@@ -28,7 +28,7 @@ type hostTable map[string][]string
 
 // testOptions are the options every test starts from: the wiring as in
 // production, but for the DNS (testHosts).
-func testOptions() Options { return Options{Resolver: testHosts} }
+func testOptions() Options { return Options{Options: app.Options{Resolver: testHosts}} }
 
 func (h hostTable) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
 	list, ok := h[host]
@@ -42,19 +42,10 @@ func (h hostTable) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 	return out, nil
 }
 
-// defaultParallel is how many tests of this package run at once when
-// go test is not given -parallel. The tests mostly wait on timers and
-// sockets (a fake Slack, the simulator, the bot's own pacing), not on the
-// CPU, so -parallel's default (GOMAXPROCS) leaves the machine idle: on 2
-// cores with -race (other work on the machine, November 2026) the package
-// took about 690 s one test at a time, 205 s with 4, 162 s with 6 and
-// 131–164 s with 8.
-const defaultParallel = 8
-
 // TestMain lets the test binary act as verdictbot itself when
 // GO_TEST_AS_VERDICTBOT=1, so tests can run (and kill) a real process, and
 // as a disk load (see startFsyncLoad) when GO_TEST_FSYNC_LOAD names a
-// directory. Otherwise it runs the tests, defaultParallel at once (or
+// directory. Otherwise it runs the tests, testutil.EndToEndParallel at once (or
 // GOMAXPROCS if more) unless -parallel says otherwise.
 func TestMain(m *testing.M) {
 	if os.Getenv("GO_TEST_AS_VERDICTBOT") == "1" {
@@ -68,19 +59,6 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(fsyncLoadEnv); dir != "" {
 		os.Exit(fsyncLoad(dir))
 	}
-	flag.Parse()
-	if !flagSet("test.parallel") {
-		n := max(defaultParallel, runtime.GOMAXPROCS(0))
-		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
-			panic(err)
-		}
-	}
+	testutil.RaiseParallel(testutil.EndToEndParallel)
 	os.Exit(m.Run())
-}
-
-// flagSet reports whether the command line set the flag name.
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app"
 	"github.com/verdictbot/verdictbot/sim"
 )
 
 // `verdictbot shell` is a terminal chat with the bot. It runs the real
-// `run` wiring (serve: the same pipeline, store and commands) against an
+// `run` wiring (app.New and Run: the same pipeline, store and commands) against an
 // in-process fake Slack (internal/slackfake, loopback only) that plays the
 // chat adapter: each typed line becomes a delivery in one channel, and
 // whatever the bot posts there is printed. The analysis services are the
@@ -117,7 +118,7 @@ func runShell(ctx context.Context, procEnv environment, opts Options, args []str
 	if err != nil {
 		return err
 	}
-	logger := newLogger(env.logFile, "text", "info", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey)
+	logger := app.NewLogger(env.logFile, "text", "info", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey, cfg.SandboxAPIKey)
 	bot, err := startShellBot(ctx, cfg, opts, logger, fake, stderr)
 	if err != nil {
 		return err
@@ -167,7 +168,7 @@ func runShell(ctx context.Context, procEnv environment, opts Options, args []str
 // banner is the shell's greeting: what it runs against, who you are and
 // the channel's mode, what to try, and how to leave.
 func (s *shell) banner(services, histNote string) string {
-	mode := s.app.cfg.ChannelMode
+	mode := s.app.Config().ChannelMode
 	var b strings.Builder
 	fmt.Fprintf(&b, "verdictbot shell: the bot against a fake Slack, nothing leaves this machine; %s.\n", services)
 	fmt.Fprintf(&b, "You are @%s (an admin) in #%s, mode %s as in production: %s (mode verbose: a card every time).\n",
@@ -184,5 +185,5 @@ func (s *shell) banner(services, histNote string) string {
 // help is the shell's commands, then /scan's (the command registry's
 // help, as the terminal shows Slack's text).
 func (s *shell) help() string {
-	return shellHelp + "\n" + s.app.slash.Registry.TerminalHelp() + "\n"
+	return shellHelp + "\n" + s.app.Registry().TerminalHelp() + "\n"
 }

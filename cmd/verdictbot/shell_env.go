@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 
@@ -160,42 +161,42 @@ func (env *shellEnv) config(fake *slackfake.Server) (config.Config, error) {
 	return cfg, nil
 }
 
-// shellBot is serve running for the shell.
+// shellBot is the app running for the shell.
 type shellBot struct {
-	app    *app          // the wired app: the shell reads cards from app.db
-	served chan struct{} // closed when serve returns, with err set
+	app    *app.App      // the wired app: the shell reads cards from its store
+	served chan struct{} // closed when Run returns and the app is closed, with err set
 	err    error
 	cancel context.CancelFunc
 	stderr io.Writer
 }
 
-// startShellBot runs serve, the same as `run`, and waits until the bot is
-// connected to the fake. serve hands the wired app to the shell before
-// the bot starts: bbolt lets one handle per file, so the shell cannot open
-// the store a second time.
+// startShellBot wires the app and runs it, the same as `run`, and waits
+// until the bot is connected to the fake. The shell reads the cards
+// through the app's store: bbolt lets one handle per file, so the shell
+// cannot open the store a second time.
 func startShellBot(ctx context.Context, cfg config.Config, opts Options, logger *slog.Logger, fake *slackfake.Server, stderr io.Writer) (*shellBot, error) {
+	o := opts.Options
+	o.Logger, o.Version = logger, version
+	a, err := app.New(cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("the bot did not start: %w", err)
+	}
 	botCtx, cancel := context.WithCancel(ctx)
-	b := &shellBot{served: make(chan struct{}), cancel: cancel, stderr: stderr}
-	ready := make(chan *app, 1)
+	b := &shellBot{app: a, served: make(chan struct{}), cancel: cancel, stderr: stderr}
 	go func() {
 		defer close(b.served)
-		b.err = serve(botCtx, cfg, opts, logger, func(a *app) { ready <- a })
+		defer a.Close()
+		b.err = a.Run(botCtx)
 	}()
-	select {
-	case b.app = <-ready:
-	case <-b.served:
-		b.stop()
-		return nil, fmt.Errorf("the bot did not start: %w", errOrStopped(b.err))
-	}
 	cctx, cancelWait := context.WithTimeout(ctx, 15*time.Second)
-	go func() { // stop waiting if serve gives up
+	go func() { // stop waiting if Run gives up
 		select {
 		case <-b.served:
 			cancelWait()
 		case <-cctx.Done():
 		}
 	}()
-	err := fake.WaitConnected(cctx, 1)
+	err = fake.WaitConnected(cctx, 1)
 	cancelWait()
 	select {
 	case <-b.served:
@@ -215,7 +216,7 @@ func (b *shellBot) stopped() error {
 	return fmt.Errorf("the bot stopped: %w", errOrStopped(b.err))
 }
 
-// stop stops the bot and waits for serve to return, for at most 20s.
+// stop stops the bot and waits for Run to return, for at most 20s.
 func (b *shellBot) stop() {
 	b.cancel()
 	select {

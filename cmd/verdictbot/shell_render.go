@@ -142,7 +142,7 @@ func (s *shell) reactionText(m slackfake.Message, botUser string) string {
 
 // cleanReaction is the reaction a clean link gets in a quiet channel.
 func (s *shell) cleanReaction() string {
-	if r := strings.Trim(s.app.cfg.CleanReaction, ":"); r != "" {
+	if r := strings.Trim(s.app.Config().CleanReaction, ":"); r != "" {
 		return r
 	}
 	return "white_check_mark" // cards.Messages' default

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app"
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/links"
@@ -100,7 +101,7 @@ type shell struct {
 	out         io.Writer
 	fake        *slackfake.Server
 	db          store.State
-	app         *app      // the running bot: its recheck job, its commands
+	app         *app.App  // the running bot: its settings, its recheck job, its commands
 	env         *shellEnv // the services (the simulator's flip switch)
 	wait        time.Duration
 	interactive bool
@@ -122,8 +123,8 @@ type shownMsg struct {
 	card     card.Card // the card as last printed or described
 }
 
-func newShell(out io.Writer, fake *slackfake.Server, a *app, env *shellEnv, wait time.Duration, interactive, color bool) *shell {
-	return &shell{out: out, fake: fake, db: a.db, app: a, env: env, wait: wait,
+func newShell(out io.Writer, fake *slackfake.Server, a *app.App, env *shellEnv, wait time.Duration, interactive, color bool) *shell {
+	return &shell{out: out, fake: fake, db: a.Store(), app: a, env: env, wait: wait,
 		interactive: interactive, color: color, user: shellPeople[0],
 		shown: map[string]*shownMsg{}, ephSeen: map[string]int{}, reacted: map[string]bool{}}
 }
@@ -301,12 +302,12 @@ func (s *shell) mode(arg string) error {
 			return err
 		}
 		if cur == "" {
-			cur = s.app.cfg.ChannelMode
+			cur = s.app.Config().ChannelMode
 			s.print(fmt.Sprintf("mode: #%s is %s, the default (VERDICTBOT_CHANNEL_MODE, as in production): %s. mode verbose for a card every time.\n",
 				shellChannelName, cur, modeWords[cur]))
 			return nil
 		}
-		s.print(fmt.Sprintf("mode: #%s is %s: %s (the default is %s).\n", shellChannelName, cur, modeWords[cur], s.app.cfg.ChannelMode))
+		s.print(fmt.Sprintf("mode: #%s is %s: %s (the default is %s).\n", shellChannelName, cur, modeWords[cur], s.app.Config().ChannelMode))
 		return nil
 	}
 	if modeWords[arg] == "" {
@@ -323,14 +324,14 @@ func (s *shell) mode(arg string) error {
 // next recheck brought forward (a link scanned a minute ago is due at its
 // first age, an hour by default).
 func (s *shell) recheck(ctx context.Context) error {
-	ages := s.app.cfg.RecheckAfter
+	ages := s.app.Config().RecheckAfter
 	if len(ages) == 0 {
 		return errors.New("no recheck ages are set (VERDICTBOT_RECHECK_AFTER)")
 	}
 	if s.interactive { // a run takes a scan's time: say something at once
 		s.print("recheck: running the recheck job…\n")
 	}
-	st, err := s.app.recheck.RunDueBy(ctx, time.Now().Add(ages[len(ages)-1]))
+	st, err := s.app.Recheck().RunDueBy(ctx, time.Now().Add(ages[len(ages)-1]))
 	if errors.Is(err, scan.ErrRunning) {
 		return errors.New("the recheck job is running already (its cron run); try again in a moment")
 	}
@@ -347,7 +348,7 @@ func (s *shell) recheck(ctx context.Context) error {
 		deferred = fmt.Sprintf(", %d deferred link(s) checked (%d failed)", st.Deferred, st.DeferredFailed)
 	}
 	s.print(fmt.Sprintf("recheck: %d due, %d checked, %d changed, %d failed%s in %s (each link's next recheck brought forward; the cron runs the job %s).\n",
-		st.Due, st.Checked, st.Changed, st.Failed, deferred, st.Took.Round(time.Millisecond), s.app.cfg.RecheckSchedule))
+		st.Due, st.Checked, st.Changed, st.Failed, deferred, st.Took.Round(time.Millisecond), s.app.Config().RecheckSchedule))
 	return nil
 }
 

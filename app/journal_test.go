@@ -1,0 +1,211 @@
+package app_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/sim"
+	"github.com/verdictbot/verdictbot/store/bolt"
+)
+
+// The journal's promise (bot/journal.go, docs/OPERATIONS.md): an envelope
+// the bot acks is never lost when the disk fails. Envelopes acked while
+// the journal cannot be written wait in memory and are recorded and
+// handled once the disk recovers: every message gets its card.
+
+// diskOutage posts n messages while broken is true, then calls recover,
+// and checks that each message was acked at once (no Slack retry needed)
+// and gets its card.
+func diskOutage(t *testing.T, h *harness, n int, failed func() bool, recover func()) {
+	t.Helper()
+	var ds []slackfake.Delivery
+	for i := range n {
+		// Long messages, so the journal needs fresh pages of the file.
+		d := h.post(fmt.Sprintf("outage %d <https://evil.test/outage-%d> %s", i, i, strings.Repeat("padding ", 400)))
+		ds = append(ds, d)
+	}
+	for _, d := range ds {
+		if err := h.slack.WaitAcked(h.ctx(5*time.Second), d.EnvelopeID); err != nil {
+			t.Fatalf("envelope not acked during the outage: %v", err)
+		}
+	}
+	if !failed() {
+		t.Fatalf("the disk did not fail; logs:\n%s", h.logs.String())
+	}
+	time.Sleep(300 * time.Millisecond) // let the spool retry against the broken disk
+	recover()
+	start := time.Now()
+	// The held messages are submitted at the URL service's run budget (a
+	// few a second) and each is first checked 4 s after it (the polling
+	// schedule's prior): ten take about 14 s, so 15 s was too tight.
+	for i, d := range ds {
+		h.waitCardWithin(45*time.Second, d.TS, func(b string) bool {
+			return strings.Contains(b, fmt.Sprintf("outage-%d", i)) && strings.Contains(b, "Malicious")
+		})
+	}
+	t.Logf("%d messages acked during the outage; all %d cards posted %v after the disk recovered",
+		n, n, time.Since(start).Round(10*time.Millisecond))
+	for _, d := range ds {
+		if cards := botMessages(h.slack.Messages(secChannel, d.TS)); len(cards) != 1 {
+			t.Errorf("message %s has %d cards, want 1", d.TS, len(cards))
+		}
+	}
+	st := h.slack.AckStats()
+	t.Logf("ack latency p50 %v, max %v; redeliveries %d", st.P50.Round(time.Millisecond), st.Max.Round(time.Millisecond), st.Redeliveries)
+}
+
+func TestAckedEnvelopesSurviveAFailingJournalWrite(t *testing.T) {
+	t.Parallel()
+	var broken atomic.Bool
+	var failures atomic.Int64
+	opts := testOptions()
+	opts.StoreWriteFault = func() error {
+		if broken.Load() {
+			failures.Add(1)
+			return &os.PathError{Op: "write", Path: "verdictbot.db", Err: syscall.EIO}
+		}
+		return nil
+	}
+	h := startBotOptions(t, nil, sim.Config{}, opts)
+	d := h.post("before <https://evil.test/before>")
+	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	broken.Store(true)
+	diskOutage(t, h, 10, func() bool { return failures.Load() > 0 }, func() { broken.Store(false) })
+	t.Logf("%d store writes failed during the outage", failures.Load())
+	// The store is fully usable after the failed commits.
+	d = h.post("after <https://evil.test/after>")
+	h.waitCard(d.TS, func(b string) bool {
+		return strings.Contains(b, "evil[.]test/after") && strings.Contains(b, "Malicious")
+	})
+}
+
+// TestAckedEnvelopesSurviveAFullFilesystem runs the store on a small tmpfs
+// and fills it: bbolt's commits fail with ENOSPC until space is freed.
+func TestAckedEnvelopesSurviveAFullFilesystem(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("a full filesystem needs a tmpfs mount, impossible here (%v: %s); the injected-failure test covers the journal", err, strings.TrimSpace(string(out)))
+	}
+	h := startBot(t, map[string]string{"VERDICTBOT_DATA_DIR": dir}, sim.Config{})
+	t.Cleanup(func() {
+		h.stop()
+		exec.Command("umount", dir).Run()
+	})
+	d := h.post("before <https://evil.test/before>")
+	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	filler := filepath.Join(dir, "filler")
+	fillDisk(t, filler)
+	enospc := func() bool { return strings.Contains(h.logs.String(), "no space left on device") }
+	diskOutage(t, h, 10, enospc, func() {
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// fillDisk writes path until the filesystem is full.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	// Fill the last partial block too.
+	for {
+		if _, err := f.Write(buf[:512]); err != nil {
+			break
+		}
+	}
+}
+
+// Issue 14: a message with nothing to scan is acked at once and dropped,
+// without a journal write; one with a link is still journalled before its
+// ack (its event id is recorded, so a redelivery is recognised).
+func TestMessagesWithNothingToScanAreNotJournalled(t *testing.T) {
+	t.Parallel()
+	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
+	dataDir := h.env["VERDICTBOT_DATA_DIR"]
+	var quiet []slackfake.Delivery
+	for _, e := range []slackfake.MessageEvent{
+		{Channel: secChannel, User: alice, Text: "lunch at noon? no links here"},
+		{Channel: secChannel, User: alice, Text: "joined", SubType: "channel_join"},
+	} {
+		d, err := h.slack.DeliverMessage(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		quiet = append(quiet, d)
+	}
+	link := h.post("see <https://evil.test/journalled>")
+	h.waitCard(link.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	ids := []string{link.EnvelopeID}
+	for _, d := range quiet {
+		ids = append(ids, d.EnvelopeID)
+	}
+	if err := h.slack.WaitAcked(h.ctx(10*time.Second), ids...); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.slack.AckStats(ids...); !st.ExactlyOnce() {
+		t.Fatalf("acks: %+v", st)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(dataDir, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, d := range quiet {
+		if fresh, err := db.SeenEvent(d.EventID); err != nil || !fresh {
+			t.Errorf("event %s (nothing to scan) was recorded in the journal (fresh=%v, err=%v)", d.EventID, fresh, err)
+		}
+	}
+	if fresh, err := db.SeenEvent(link.EventID); err != nil || fresh {
+		t.Errorf("event %s (a link) was not recorded in the journal (fresh=%v, err=%v)", link.EventID, fresh, err)
+	}
+}
+
+// An edit that removes the links of a message with a card is work (the
+// card changes), though the edited message has nothing to scan: the
+// pre-check cannot see the card, so it must let the edit through.
+func TestEditThatRemovesTheLinksStillUpdatesTheCard(t *testing.T) {
+	t.Parallel()
+	h := startBot(t, nil, sim.Config{})
+	d := h.post("see <https://evil.test/removed>")
+	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	edit, err := h.slack.EditMessage(secChannel, d.TS, "never mind, wrong paste")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitCard(d.TS, func(b string) bool { return !strings.Contains(b, "evil[.]test") && strings.Contains(b, "Not checked") })
+	if n := len(botMessages(h.slack.Messages(secChannel, d.TS))); n != 1 {
+		t.Fatalf("%d cards, want the one card updated in place", n)
+	}
+	if st := h.slack.AckStats(edit.EnvelopeID); !st.ExactlyOnce() {
+		t.Fatalf("edit's ack: %+v", st)
+	}
+}

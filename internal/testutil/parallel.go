@@ -1,0 +1,31 @@
+package testutil
+
+import (
+	"flag"
+	"runtime"
+	"strconv"
+)
+
+// EndToEndParallel is how many tests of an end-to-end package run at once
+// when go test is not given -parallel. Those tests mostly wait on timers
+// and sockets (a fake Slack, the simulator, the bot's own pacing), not on
+// the CPU, so -parallel's default (GOMAXPROCS) leaves the machine idle: on
+// 2 cores with -race (other work on the machine, November 2026) the
+// end-to-end package took about 690 s one test at a time, 205 s with 4,
+// 162 s with 6 and 131–164 s with 8.
+const EndToEndParallel = 8
+
+// RaiseParallel parses the test flags and, unless the command line set
+// -test.parallel, sets it to n (or GOMAXPROCS when that is more). Call it
+// from TestMain before m.Run; an explicit -parallel still wins.
+func RaiseParallel(n int) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if set {
+		return
+	}
+	if err := flag.Set("test.parallel", strconv.Itoa(max(n, runtime.GOMAXPROCS(0)))); err != nil {
+		panic(err)
+	}
+}
