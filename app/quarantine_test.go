@@ -743,18 +743,10 @@ func TestReSharingAQuarantinedFileIsRemovedAgain(t *testing.T) {
 // channel, so one person's 25 harmless links queue 25 cards there. Another
 // person's phishing message posted behind them is removed as soon as its
 // verdict is in, not after the queue of cards: the removal never waits for
-// the card's post (the tombstone is what is posted).
-//
-// Serial for now (issue 22 item 4): under parallel load the phishing
-// verdict comes after cards.Messages.PostGrace (2 s), so its tracker posts
-// the pending card first (cards/tracker.go, case <-grace: m.show), which
-// waits its turn behind the flood's cards, and finish, where quarantine
-// acts, waits for that post: the removal does wait for the cards whenever
-// a verdict takes longer than the grace. Beside other tests it fails that
-// way most runs; alone it passes only because the simulator answers
-// within the grace. Make it parallel again once the tracker no longer
-// blocks on a pending card's post.
+// the card's post (the tombstone is what is posted), even when its verdict
+// comes after the grace period and its pending card waits in the queue.
 func TestAFloodOfCardsDoesNotDelayARemoval(t *testing.T) {
+	t.Parallel()
 	h := startQuarantine(t, withEnv(fastBudgets, map[string]string{"VERDICTBOT_CHANNEL_MODE": "verbose"}), adminUser)
 	const flood = 25
 	for i := range flood {

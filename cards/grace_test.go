@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -126,3 +129,111 @@ func TestNoCardIsLostTo429s(t *testing.T) {
 
 // blocksOf is a message's Block Kit JSON as text.
 func blocksOf(m slackfake.Message) string { return string(m.Blocks) }
+
+// heldPoster is a Poster whose posts wait until release is closed, as a
+// card waits its turn behind a channel's queue of cards (Slack takes about
+// one post a second per channel); blocked is closed when the first post
+// starts waiting.
+type heldPoster struct {
+	Poster
+	blocked, release chan struct{}
+	once             sync.Once
+}
+
+func (p *heldPoster) Post(ctx context.Context, c *card.Card) error {
+	p.once.Do(func() { close(p.blocked) })
+	select {
+	case <-p.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return p.Poster.Post(ctx, c)
+}
+
+// A verdict that comes after the grace period, while the pending card's
+// post still waits its turn in the channel, goes to quarantine (Act) at
+// once: a removal never waits behind the channel's queue of cards. The
+// pending card and the final one are still one message, which ends up
+// showing what quarantine did, whether quarantine returns before that post
+// is done or after its ts is saved (then quarantine found no message to
+// update, and the tracker must not take the ts for quarantine's update).
+func TestAVerdictAfterTheGraceIsActedOnWhileThePendingCardWaitsToBePosted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// postDuringAct: Act lets the post through and returns once its
+		// ts is saved.
+		postDuringAct bool
+	}{{"the post is done after quarantine", false}, {"the post is done while quarantine acts", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const u = "https://login.example.net/"
+			gate := make(chan struct{})
+			e := newEnv(t, &urlChecker{levels: map[string]verdict.Level{u: verdict.Malicious}, gates: map[string]chan struct{}{u: gate}}, ModeVerbose)
+			e.messages.PostGrace = 50 * time.Millisecond
+			held := &heldPoster{Poster: e.poster, blocked: make(chan struct{}), release: make(chan struct{})}
+			var releaseOnce sync.Once
+			release := func() { releaseOnce.Do(func() { close(held.release) }) }
+			t.Cleanup(release)
+			e.messages.Poster = held
+			acted := make(chan card.Card, 1)
+			e.messages.Act = func(ctx context.Context, c card.Card) {
+				// As quarantine.Act does: it records what it did on the
+				// card, and updates the card only if it is posted.
+				snap, ok := e.messages.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
+					r.Card.Quarantine = &card.Quarantine{State: card.QuarantineRemoved, Level: c.Level(), At: time.Now()}
+				})
+				if ok && snap.CardTS != "" {
+					if err := e.poster.Update(ctx, &snap); err != nil {
+						t.Errorf("quarantine's card update: %v", err)
+					}
+				}
+				acted <- c
+				if tc.postDuringAct {
+					release()
+					for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+						if rec, ok := e.messages.Cards.Get(c.Channel, c.SourceTS); ok && rec.Card.CardTS != "" {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Error("the pending card's ts was never saved")
+							break
+						}
+					}
+				}
+			}
+			ts := e.deliver(t, "see <"+u+">", func() {})
+			select {
+			case <-held.blocked:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the pending card was never posted at the end of the grace period")
+			}
+			close(gate) // the verdict comes in while the post waits
+			select {
+			case c := <-acted:
+				if !c.Final || c.Level() != verdict.Malicious {
+					t.Fatalf("quarantine was given %+v, want the final malicious card", c)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("quarantine was not given the verdict while the pending card's post waited its turn: the removal waits behind the channel's cards")
+			}
+			release()
+			e.messages.Wait()
+			if err := e.poster.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			rec := e.card(t, ts)
+			if !rec.Card.Final || rec.Card.CardTS == "" || rec.PostStarted || rec.Card.Quarantine == nil {
+				t.Fatalf("card: %+v (post started %v)", rec.Card, rec.PostStarted)
+			}
+			if posts, _ := callsFor(e, ts, rec.Card.CardTS); posts != 1 {
+				t.Fatalf("%d cards posted for the message, want 1", posts)
+			}
+			replies := e.botReplies(ts)
+			if len(replies) != 1 || replies[0].TS != rec.Card.CardTS {
+				t.Fatalf("%d cards in the thread, want the one whose ts is saved", len(replies))
+			}
+			if b := blocksOf(replies[0]); !strings.Contains(b, "removed by quarantine") || strings.Contains(b, "Scanning") {
+				t.Fatalf("the card in the thread does not show what quarantine did: %s", b)
+			}
+		})
+	}
+}

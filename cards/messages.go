@@ -673,8 +673,12 @@ func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int,
 	return track(ctx, m, kind, channel, sourceTS, gen, mode, hold, lines)
 }
 
-// finish shows the final card as the channel's mode asks.
-func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
+// finish shows the final card as the channel's mode asks. earlier, if set,
+// waits for a show of an earlier state of the card that its tracker has
+// under way, and reports whether there was one (see track): it is called
+// once quarantine has acted, and then the final card is shown after that
+// show, whatever quarantine did.
+func (m *Messages) finish(ctx context.Context, c *card.Card, mode string, earlier func() bool) {
 	level := c.Level()
 	for _, l := range c.Lines {
 		m.Log.Info("verdict", "url", links.Defang(l.Target), "level", l.Level.Key(), "task_id", l.TaskID,
@@ -691,7 +695,19 @@ func (m *Messages) finish(ctx context.Context, c *card.Card, mode string) {
 		// other people's cards. What it did is on the card record; the
 		// card posted is then the tombstone (or says why it could not be
 		// removed). A card already in Slack was updated by quarantine.
-		if acted, ok := m.actFirst(ctx, c); ok {
+		acted, ok := m.actFirst(ctx, c)
+		if earlier != nil && earlier() {
+			// An earlier state was being shown meanwhile: its post may
+			// have saved the card's ts after quarantine found none to
+			// update, or its update gone out after quarantine's. The card
+			// is shown once more, after it, on the message it posted.
+			if ok {
+				c = &acted
+			}
+			m.show(ctx, c)
+			return
+		}
+		if ok {
 			if acted.CardTS != "" {
 				return
 			}

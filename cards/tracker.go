@@ -53,6 +53,14 @@ type lineKind[V any] struct {
 // Messages.PostGrace): until then nothing is shown, so a card whose
 // verdicts are all in by then is shown once, final; otherwise the card as
 // it stands is shown at hold and updated from then on.
+//
+// The states before the final one are shown on a goroutine of their own,
+// one at a time (showSoon), never on the tracker's: a card's first post
+// waits its turn behind the channel's queue of cards (Slack takes about
+// one a second per channel), and a verdict that comes in meanwhile goes to
+// quarantine at once (finish acts before it shows): a removal never waits
+// for a post. The final card is shown after the show under way, on the
+// message that show posted (see finish).
 func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src string, gen int, mode string, hold time.Time, lines []pending[V]) bool {
 	type result struct {
 		line int
@@ -93,6 +101,38 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 	}
 	var snap card.Card
 	following := 0
+	// showing is closed when the show under way returns (nil: none);
+	// next is the newest state asked for meanwhile, shown after it (the
+	// states in between are skipped, as the poster skips them).
+	var (
+		showing chan struct{}
+		next    *card.Card
+	)
+	showSoon := func(c card.Card) {
+		if showing != nil {
+			next = &c
+			return
+		}
+		done := make(chan struct{})
+		showing = done
+		go func() {
+			defer close(done)
+			m.show(ctx, &c)
+		}()
+	}
+	// shown reports whether a show was under way, once it has returned;
+	// what was asked for after it is dropped (the final card, shown next,
+	// replaces it).
+	shown := func() bool {
+		if showing == nil {
+			return false
+		}
+		<-showing
+		showing, next = nil, nil
+		return true
+	}
+	// No show outlives the tracker (Messages.Wait waits for the trackers).
+	defer shown()
 	// held are follow-ups that came back before the card was final: they
 	// wait for it, and for quarantine's decision, which finish makes
 	// (screenshots of a message about to be removed are never posted).
@@ -140,7 +180,7 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			}
 			if left > 0 {
 				if grace == nil && (mode == ModeVerbose || snap.CardTS != "") {
-					m.show(ctx, &snap)
+					showSoon(snap.Clone())
 				}
 				continue
 			}
@@ -149,7 +189,16 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			// follow-up work is done. snap is the card as the store has
 			// it: Settle read and wrote it in one transaction, of this
 			// generation (a newer one fails it), so it is not read again.
-			m.finish(ctx, &snap, mode)
+			// A show that is over already is taken first: only one still
+			// under way while quarantine acts makes finish show the card
+			// again after it.
+			select {
+			case <-showing:
+				showing, next = nil, nil
+			default:
+			}
+			m.finish(ctx, &snap, mode, shown)
+			shown() // follow-ups are shown after it
 			for _, apply := range held {
 				applyFollow(apply)
 			}
@@ -161,19 +210,23 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 				continue
 			}
 			applyFollow(apply)
+		case <-showing:
+			showing = nil
+			if c := next; c != nil {
+				next = nil
+				showSoon(*c)
+			}
 		case <-grace:
 			grace = nil
 			if rec, ok := m.Cards.Get(channel, src); ok && !rec.Card.Final && rec.Gen == gen {
-				c := rec.Card.Clone()
-				m.show(ctx, &c)
+				showSoon(rec.Card.Clone())
 			}
 		case <-changed:
 			if grace != nil {
 				continue // the grace period's end shows the latest state
 			}
 			if rec, ok := m.Cards.Get(channel, src); ok && !rec.Card.Final && rec.Gen == gen {
-				c := rec.Card.Clone()
-				m.show(ctx, &c)
+				showSoon(rec.Card.Clone())
 			}
 		}
 	}
@@ -200,7 +253,7 @@ func (m *Messages) start(ctx context.Context, snap card.Card, mode string, track
 				hold = begun.Add(m.PostGrace)
 			}
 		case snap.Final:
-			m.finish(ctx, &snap, mode)
+			m.finish(ctx, &snap, mode, nil)
 		}
 		if (snap.Final || track(hold)) && done != nil {
 			done()
