@@ -66,6 +66,7 @@ func inOrder(t *testing.T, s string, wants ...string) {
 }
 
 func TestShellScriptedSession(t *testing.T) {
+	t.Parallel()
 	sample := filepath.Join(t.TempDir(), "invoice.exe")
 	if err := os.WriteFile(sample, []byte(eicar+" SIM:SHOTS=2"), 0o600); err != nil {
 		t.Fatal(err)
@@ -154,6 +155,7 @@ func TestShellScriptedSession(t *testing.T) {
 // With REPUTATION_URL and SANDBOX_URL set, the shell uses those services:
 // here a simulator the test can inspect, which must receive the report.
 func TestShellUsesTheConfiguredServices(t *testing.T) {
+	t.Parallel()
 	srv, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
 	env := map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey}
 	code, out, errOut := runShellScript(t, env, "see https://login.phish.test/account\nfp 1\nquit\nnever read\n")
@@ -178,6 +180,7 @@ func TestShellUsesTheConfiguredServices(t *testing.T) {
 }
 
 func TestSlackTextIsWhatAClientSends(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"look https://a.test/x?a=1&b=2, ok <b>": "look <https://a.test/x?a=1&amp;b=2>, ok &lt;b&gt;",
 		"(see http://b.test/p).":                "(see <http://b.test/p>).",
@@ -193,6 +196,7 @@ func TestSlackTextIsWhatAClientSends(t *testing.T) {
 // recheck job's card and thread reply), as @bob refused an admin command,
 // show, and their usage errors.
 func TestShellScriptedRecheckModeAndAs(t *testing.T) {
+	t.Parallel()
 	script := strings.Join([]string{
 		"mode",
 		"recheck",
@@ -260,6 +264,7 @@ func TestShellScriptedRecheckModeAndAs(t *testing.T) {
 // wiring), the person who posted a link cannot press its False positive;
 // another person can.
 func TestShellRefusesAPostersOwnFalsePositive(t *testing.T) {
+	t.Parallel()
 	script := "as alice\nlook https://login.phish.test/verify\nfp 1\nas bob\nfp 1\n"
 	code, out, errOut := runShellScript(t, nil, script, "--sim-profile", "quick", "--wait", "20s")
 	if code != 0 {
@@ -274,6 +279,7 @@ func TestShellRefusesAPostersOwnFalsePositive(t *testing.T) {
 }
 
 func TestShellWithholdsNamesThatResolvePrivate(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runShellScript(t, nil, "dev box http://localtest.me:3000/admin and https://evil.test/x\n", "--sim-profile", "quick", "--wait", "20s")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)

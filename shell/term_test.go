@@ -9,6 +9,7 @@ import (
 )
 
 func TestFileHistory(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "verdictbot", "shell_history")
 	h, err := openHistory(path)
 	if err != nil {

@@ -35,6 +35,7 @@ func mustBeInertTerminal(t *testing.T, what, out string) {
 // the bot's answers holding a hostile service's words (a family, a file
 // type, a status) with no escape sequence and no bidi override.
 func TestShellSanitisesServiceTextForTheTerminal(t *testing.T) {
+	t.Parallel()
 	_, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
 	bad := startHostileService(t, base, map[string]string{"malfamily": terminalAttack, "file_type": terminalAttack, "added_on": terminalAttack})
 	bad.on.Store(true)
