@@ -54,6 +54,7 @@ func inOrder(t *testing.T, s string, wants ...string) {
 }
 
 func TestShellGivesUpWaitingAfterTheBound(t *testing.T) {
+	t.Parallel()
 	// pending.test never completes: at EOF the shell waits --wait, then
 	// says what is unfinished and exits 1.
 	code, out, errOut := runShellScript(t, nil, "mode verbose\nhttps://pending.test/forever\n", "--sim-profile", "quick", "--wait", "2s")
@@ -64,6 +65,7 @@ func TestShellGivesUpWaitingAfterTheBound(t *testing.T) {
 }
 
 func TestShellRefusesAURLWithoutItsKey(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := runShellScript(t, map[string]string{"REPUTATION_URL": "http://127.0.0.1:1/"}, "")
 	if code != 1 || !strings.Contains(errOut, "REPUTATION_API_KEY is not set (REPUTATION_URL is)") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
