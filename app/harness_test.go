@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"log/slog"
-	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -68,15 +67,6 @@ func mustConfig(t testing.TB, env map[string]string) config.Config {
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-// merged is the maps merged, later ones winning.
-func merged(ms ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, m := range ms {
-		maps.Copy(out, m)
-	}
-	return out
 }
 
 // serve is what `verdictbot run` does: app.New with the logger log and

@@ -38,6 +38,10 @@ const (
 	checkExitUsage      = 4 // bad flags or settings: nothing was checked
 )
 
+// checkSimKey is the API key `check --sim`'s built-in simulator gets (any
+// works; the shell's is the same).
+const checkSimKey = "shell-sim-key"
+
 // checkUsage is what check does (verdictbot help check adds the usage
 // line, the flags and the settings).
 const checkUsage = `Checks each argument once and prints its verdict, one line per target (or a
@@ -140,8 +144,8 @@ func runCheck(ctx context.Context, env environment, opts Options, args []string,
 			return fail("%v", err)
 		}
 		defer stop()
-		cfg.ReputationURL, cfg.ReputationAPIKey = base, shellSimKey
-		cfg.SandboxURL, cfg.SandboxAPIKey = base, shellSimKey
+		cfg.ReputationURL, cfg.ReputationAPIKey = base, checkSimKey
+		cfg.SandboxURL, cfg.SandboxAPIKey = base, checkSimKey
 	}
 	if err := config.Join(loadErr, cfg.Validate(false)); err != nil {
 		return fail("%v", err) // every problem at once

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/verdictbot/verdictbot/config"
+	"github.com/verdictbot/verdictbot/shell"
 )
 
 // cliCommand is one subcommand of verdictbot, as `verdictbot help` lists
@@ -44,7 +45,7 @@ var cliCommands = []*cliCommand{
 	{name: "shell", synopsis: "verdictbot shell [--sim-profile demo|quick] [--wait 60s]",
 		summary: "chat with the bot in the terminal, no Slack needed (built-in simulator of the services)",
 		help: func(w io.Writer) {
-			_, _ = parseShellFlags([]string{"-h"}, w)
+			_, _ = shell.ParseFlags([]string{"-h"}, w)
 		},
 		settings: func() []string {
 			return []string{"REPUTATION_URL", "REPUTATION_API_KEY", "SANDBOX_URL", "SANDBOX_API_KEY", "VERDICTBOT_DATA_DIR", "NO_COLOR"}

@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/verdictbot/verdictbot/app"
+	"github.com/verdictbot/verdictbot/shell"
 )
 
 // Set by the linker (see Makefile).
@@ -61,9 +62,9 @@ func (e environment) get(name string) string {
 // shell's. The zero value is production (Main passes it).
 type Options struct {
 	app.Options
-	// ShellStarted, when set, is told about `verdictbot shell`'s shell
-	// before it reads its first line.
-	ShellStarted func(*shell)
+	// ShellStarted, when set, is told about `verdictbot shell`'s session
+	// before it reads its first line (shell.Options.Started).
+	ShellStarted func(*shell.Session)
 }
 
 // Main runs one subcommand with the process's environment and returns
@@ -156,7 +157,7 @@ func runCLI(env environment, opts Options, args []string, stdin io.Reader, stdou
 			fmt.Fprintf(stdout, "verdictbot %s (commit %s)\n", version, commit)
 		}
 	}
-	if errors.Is(err, errUsage) {
+	if errors.Is(err, errUsage) || errors.Is(err, shell.ErrUsage) {
 		msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), errUsage.Error()), ": ")
 		if msg == "" {
 			msg = "wrong arguments"

@@ -33,12 +33,3 @@ func TestCheckResolveHostsFalseSendsTheName(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }
-
-func TestShellWithholdsNamesThatResolvePrivate(t *testing.T) {
-	t.Parallel()
-	code, out, errOut := runShellScript(t, nil, "dev box http://localtest.me:3000/admin and https://evil.test/x\n", "--sim-profile", "quick", "--wait", "20s")
-	if code != 0 {
-		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
-	}
-	inOrder(t, out, "MALICIOUS", "localtest[.]me:3000/admin", "resolves to a private address")
-}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/shell"
 )
 
 // ptyShell is `verdictbot shell` run through Main on a pseudo-terminal, as
@@ -22,7 +22,7 @@ import (
 type ptyShell struct {
 	t      *testing.T
 	master *os.File
-	sh     *shell
+	sh     *shell.Session
 	done   chan int // Main's exit code
 	stderr bytes.Buffer
 
@@ -46,9 +46,9 @@ func startPtyShell(t *testing.T, stateDir string, args ...string) *ptyShell {
 		t.Fatal(err)
 	}
 	p := &ptyShell{t: t, master: master, done: make(chan int, 1), read: make(chan struct{})}
-	started := make(chan *shell, 1)
+	started := make(chan *shell.Session, 1)
 	opts := testOptions()
-	opts.ShellStarted = func(s *shell) { started <- s }
+	opts.ShellStarted = func(s *shell.Session) { started <- s }
 	go func() { // owned by the test: ends when master is closed
 		defer close(p.read)
 		buf := make([]byte, 4096)
@@ -131,9 +131,9 @@ func (p *ptyShell) expect(want string) {
 // userMessages are the texts of the messages people posted in #security.
 func (p *ptyShell) userMessages() []string {
 	var out []string
-	p.sh.fake.Inspect(func(st *slackfake.State) {
+	p.sh.Slack().Inspect(func(st *slackfake.State) {
 		for _, m := range st.AllMessages() {
-			if !m.Bot && m.Channel == shellChannel {
+			if !m.Bot && m.Channel == shell.Channel {
 				out = append(out, m.Text)
 			}
 		}
@@ -245,7 +245,7 @@ func TestShellOnATerminal(t *testing.T) {
 	p.expect("as: you are @alice (U0ALICE)")
 
 	for _, m := range p.userMessages() {
-		if hasControl(m) {
+		if shell.HasControl(m) {
 			t.Errorf("a control character reached Slack: %q", m)
 		}
 	}
@@ -286,44 +286,4 @@ func TestShellOnATerminalWithoutAHistoryFile(t *testing.T) {
 	p.typ("\x1b[A\r")
 	p.expect("as: you are @you")
 	p.quit()
-}
-
-func TestFileHistory(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "verdictbot", "shell_history")
-	h, err := openHistory(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range []string{"one", "two", "two", "", "esc \x1b[A", "three"} {
-		h.Add(l)
-	}
-	if h.Len() != 3 || h.At(0) != "three" || h.At(2) != "one" {
-		t.Fatalf("len %d", h.Len())
-	}
-	for i := range shellHistoryMax + 10 {
-		h.Add(strings.Repeat("x", i%7+1) + string(rune('a'+i%26)))
-	}
-	h2, err := openHistory(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h2.Len() != shellHistoryMax || h2.At(0) != h.At(0) {
-		t.Fatalf("reloaded %d lines, newest %q (want %d, %q)", h2.Len(), h2.At(0), shellHistoryMax, h.At(0))
-	}
-	data, _ := os.ReadFile(path)
-	if n := strings.Count(string(data), "\n"); n != shellHistoryMax {
-		t.Fatalf("the file was not cut back: %d lines", n)
-	}
-	st, _ := os.Stat(path)
-	if st.Mode().Perm() != 0o600 {
-		t.Fatalf("history file mode %v", st.Mode())
-	}
-	if _, err := openHistory(filepath.Join(path, "sub", "x")); err == nil {
-		t.Fatal("a history under a file opened")
-	}
-	var perr *os.PathError
-	if _, err := openHistory(filepath.Join(path, "x")); !errors.As(err, &perr) {
-		t.Fatalf("err %v", err)
-	}
 }

@@ -65,15 +65,3 @@ func newSimFlags() (*flag.FlagSet, *sim.Flags) {
 	fs := flag.NewFlagSet("verdictbot sim", flag.ContinueOnError)
 	return fs, sim.AddFlags(fs)
 }
-
-// simProfile is the simulator profile `verdictbot shell --sim-profile`
-// names.
-func simProfile(name string) (sim.Profile, error) {
-	switch name {
-	case "demo":
-		return sim.DemoProfile(), nil
-	case "quick":
-		return sim.QuickProfile(), nil
-	}
-	return sim.Profile{}, fmt.Errorf("%w: --sim-profile: want demo or quick, got %q", errUsage, name)
-}

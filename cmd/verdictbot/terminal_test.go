@@ -51,27 +51,3 @@ func TestCheckSanitisesServiceTextForTheTerminal(t *testing.T) {
 		mustBeInertTerminal(t, "check "+strings.Join(args, " "), out+errOut)
 	}
 }
-
-// TestShellSanitisesServiceTextForTheTerminal: the shell prints cards and
-// the bot's answers holding a hostile service's words (a family, a file
-// type, a status) with no escape sequence and no bidi override.
-func TestShellSanitisesServiceTextForTheTerminal(t *testing.T) {
-	t.Parallel()
-	_, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
-	bad := startHostileService(t, base, map[string]string{"malfamily": terminalAttack, "file_type": terminalAttack, "added_on": terminalAttack})
-	bad.on.Store(true)
-	sample := writeFile(t, "invoice.exe", eicar)
-	env := map[string]string{"REPUTATION_URL": bad.URL, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": bad.URL, "SANDBOX_API_KEY": e2eKey}
-	code, out, errOut := runShellScript(t, env, "file "+sample+"\n/scan hash 44d88612fea8a8f36de82e1278abb02f\n/scan status 1000\n", "--wait", "20s")
-	if code != 0 {
-		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
-	}
-	for _, key := range []string{"malfamily", "file_type", "added_on"} {
-		if bad.rewritten(key) == 0 {
-			t.Errorf("the service sent no hostile %s: the test proves nothing about it", key)
-		}
-	}
-	mustBeInertTerminal(t, "shell", out)
-	// The card, and both answers, show the service's words, made inert.
-	inOrder(t, out, "── card #1 ──", "[U+202E]gnp.exe", "» File", "[U+202E]gnp.exe", "» Sandbox task", "[U+202E]gnp.exe")
-}

@@ -1,4 +1,4 @@
-package main
+package shell
 
 import (
 	"bytes"
@@ -25,21 +25,21 @@ import (
 // card is printed in full when first seen (and on `show N`), its later
 // changes as one compact line each (cardChanges). Cards are read from the
 // store (the same card model Slack's Block Kit comes from).
-func (s *shell) refresh() {
+func (s *Session) refresh() {
 	var msgs []slackfake.Message
 	eph := map[string][]slackfake.Ephemeral{}
 	var ups []slackfake.Upload
 	botUser := s.fake.BotUserID()
 	s.fake.Inspect(func(st *slackfake.State) {
 		for _, m := range st.AllMessages() {
-			if m.Channel == shellChannel {
+			if m.Channel == Channel {
 				msgs = append(msgs, m)
 			}
 		}
 		for _, p := range shellPeople {
-			eph[p.id] = st.Ephemerals(shellChannel, p.id)
+			eph[p.id] = st.Ephemerals(Channel, p.id)
 		}
-		ups = st.Uploads(shellChannel, "")
+		ups = st.Uploads(Channel, "")
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -67,7 +67,7 @@ func (s *shell) refresh() {
 			if sh != nil && sh.final && sh.versions == len(m.Versions) {
 				continue
 			}
-			rec, err := s.db.CardByTS(shellChannel, m.TS)
+			rec, err := s.db.CardByTS(Channel, m.TS)
 			if err != nil {
 				continue // its ts is saved just after the post: next time
 			}
@@ -115,7 +115,7 @@ func (s *shell) refresh() {
 // reactionText describes the bot's reactions on a person's message not
 // described yet ("✓ clean, no card (quiet channel): verdictbot reacted
 // :white_check_mark: to …"), or "".
-func (s *shell) reactionText(m slackfake.Message, botUser string) string {
+func (s *Session) reactionText(m slackfake.Message, botUser string) string {
 	var names []string
 	for name, users := range m.Reactions {
 		if slices.Contains(users, botUser) {
@@ -141,7 +141,7 @@ func (s *shell) reactionText(m slackfake.Message, botUser string) string {
 }
 
 // cleanReaction is the reaction a clean link gets in a quiet channel.
-func (s *shell) cleanReaction() string {
+func (s *Session) cleanReaction() string {
 	if r := strings.Trim(s.app.Config().CleanReaction, ":"); r != "" {
 		return r
 	}
@@ -332,7 +332,7 @@ var mrkdwnBold = regexp.MustCompile(`\*([^*\n]+)\*`)
 
 // answer is the bot's mrkdwn text for the terminal: *bold* in bold (or
 // plain without colours).
-func (s *shell) answer(text string) string {
+func (s *Session) answer(text string) string {
 	repl := "$1"
 	if s.color {
 		repl = "\x1b[1m$1\x1b[0m"

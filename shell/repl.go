@@ -1,4 +1,4 @@
-package main
+package shell
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/verdictbot/verdictbot/app"
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/links"
@@ -27,7 +26,7 @@ import (
 // stopping, printing what the bot posts meanwhile. When the input is not
 // a terminal (a script), each line's cards and answers are complete
 // before the next line is read, and before the shell exits.
-func (s *shell) run(ctx context.Context, src lineSource, bot *shellBot) error {
+func (s *Session) run(ctx context.Context, src lineSource, bot *shellBot) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	var watching sync.WaitGroup
 	watching.Add(1)
@@ -95,13 +94,13 @@ func readLines(src lineSource, out chan<- string, next, stop <-chan struct{}) {
 	}
 }
 
-// shell is one session: it turns lines into deliveries to the fake Slack
+// Session is one session: it turns lines into deliveries to the fake Slack
 // and prints what the bot posts in the channel.
-type shell struct {
+type Session struct {
 	out         io.Writer
 	fake        *slackfake.Server
 	db          store.State
-	app         *app.App  // the running bot: its settings, its recheck job, its commands
+	app         appView   // the running bot: its settings, its recheck job, its commands
 	env         *shellEnv // the services (the simulator's flip switch)
 	wait        time.Duration
 	interactive bool
@@ -123,32 +122,32 @@ type shownMsg struct {
 	card     card.Card // the card as last printed or described
 }
 
-func newShell(out io.Writer, fake *slackfake.Server, a *app.App, env *shellEnv, wait time.Duration, interactive, color bool) *shell {
-	return &shell{out: out, fake: fake, db: a.Store(), app: a, env: env, wait: wait,
+func newShell(out io.Writer, fake *slackfake.Server, a appView, env *shellEnv, wait time.Duration, interactive, color bool) *Session {
+	return &Session{out: out, fake: fake, db: a.Store(), app: a, env: env, wait: wait,
 		interactive: interactive, color: color, user: shellPeople[0],
 		shown: map[string]*shownMsg{}, ephSeen: map[string]int{}, reacted: map[string]bool{}}
 }
 
-func (s *shell) print(text string) {
+func (s *Session) print(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	io.WriteString(s.out, text)
 }
 
 // who is the person typing.
-func (s *shell) who() shellPerson {
+func (s *Session) who() shellPerson {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.user
 }
 
 // prompt is "#security @you> ".
-func (s *shell) prompt() string {
+func (s *Session) prompt() string {
 	return "#" + shellChannelName + " @" + s.who().name + "> "
 }
 
 // handle runs one input line; it reports whether the shell should end.
-func (s *shell) handle(ctx context.Context, line string) (quit bool) {
+func (s *Session) handle(ctx context.Context, line string) (quit bool) {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return false
@@ -157,7 +156,7 @@ func (s *shell) handle(ctx context.Context, line string) (quit bool) {
 	if !s.interactive {
 		s.print(me.name + ": " + caretNotation(line) + "\n")
 	}
-	if hasControl(line) {
+	if HasControl(line) {
 		// An arrow key typed where no line editor reads it arrives as
 		// "ESC [ A": never post that as a message.
 		s.print("! not posted: the line holds control characters (an arrow or function key sends ^[[A and the like " +
@@ -174,7 +173,7 @@ func (s *shell) handle(ctx context.Context, line string) (quit bool) {
 	case "help", "?":
 		s.print(s.help())
 	case "/scan":
-		_, err = s.fake.DeliverSlashCommand(slackfake.SlashCommand{Command: "/scan", Text: rest, UserID: me.id, ChannelID: shellChannel})
+		_, err = s.fake.DeliverSlashCommand(slackfake.SlashCommand{Command: "/scan", Text: rest, UserID: me.id, ChannelID: Channel})
 	case "file":
 		err = s.shareFile(rest)
 	case "fp", "fn", "restore":
@@ -198,7 +197,7 @@ func (s *shell) handle(ctx context.Context, line string) (quit bool) {
 			err = fmt.Errorf("only /scan is a command here (help lists what you can type)")
 			break
 		}
-		_, err = s.fake.DeliverMessage(slackfake.MessageEvent{Channel: shellChannel, User: me.id, Text: slackText(line)})
+		_, err = s.fake.DeliverMessage(slackfake.MessageEvent{Channel: Channel, User: me.id, Text: slackText(line)})
 	}
 	if err != nil {
 		s.print("! " + termSafe(err.Error()) + "\n")
@@ -229,7 +228,7 @@ func caretNotation(s string) string {
 
 // shareFile shares a local file in the channel, as the current person
 // uploading it.
-func (s *shell) shareFile(path string) error {
+func (s *Session) shareFile(path string) error {
 	path = strings.Trim(path, `"'`)
 	if path == "" {
 		return errors.New("usage: file <path>")
@@ -249,12 +248,12 @@ func (s *shell) shareFile(path string) error {
 	}
 	me := s.who()
 	f := s.fake.AddFile(slackfake.File{Name: filepath.Base(path), Content: content, User: me.id})
-	_, err = s.fake.ShareFile(shellChannel, me.id, f.ID, "")
+	_, err = s.fake.ShareFile(Channel, me.id, f.ID, "")
 	return err
 }
 
 // show prints card N (default: the last) in full, as it is now.
-func (s *shell) show(arg string) error {
+func (s *Session) show(arg string) error {
 	s.mu.Lock()
 	n := len(s.cards)
 	s.mu.Unlock()
@@ -277,7 +276,7 @@ func (s *shell) show(arg string) error {
 		}
 		return fmt.Errorf("there is no card #%d", n)
 	}
-	rec, err := s.db.CardByTS(shellChannel, ts)
+	rec, err := s.db.CardByTS(Channel, ts)
 	if err != nil {
 		return fmt.Errorf("card #%d: %w", n, err)
 	}
@@ -294,10 +293,10 @@ var modeWords = map[string]string{
 
 // mode shows or sets #security's mode, the shell's switch for what an
 // admin sets in Slack with /scan channel.
-func (s *shell) mode(arg string) error {
+func (s *Session) mode(arg string) error {
 	arg = strings.ToLower(strings.TrimSpace(arg))
 	if arg == "" {
-		cur, err := s.db.ChannelMode(shellChannel)
+		cur, err := s.db.ChannelMode(Channel)
 		if err != nil {
 			return err
 		}
@@ -313,7 +312,7 @@ func (s *shell) mode(arg string) error {
 	if modeWords[arg] == "" {
 		return errors.New("usage: mode [quiet|verbose|off]")
 	}
-	if err := s.db.SetChannelMode(shellChannel, arg); err != nil {
+	if err := s.db.SetChannelMode(Channel, arg); err != nil {
 		return err
 	}
 	s.print(fmt.Sprintf("mode: #%s is now %s: %s. (In Slack an admin types /scan channel %s.)\n", shellChannelName, arg, modeWords[arg], arg))
@@ -323,7 +322,7 @@ func (s *shell) mode(arg string) error {
 // recheck runs the recheck job now, the cron's code, with every link's
 // next recheck brought forward (a link scanned a minute ago is due at its
 // first age, an hour by default).
-func (s *shell) recheck(ctx context.Context) error {
+func (s *Session) recheck(ctx context.Context) error {
 	ages := s.app.Config().RecheckAfter
 	if len(ages) == 0 {
 		return errors.New("no recheck ages are set (VERDICTBOT_RECHECK_AFTER)")
@@ -363,7 +362,7 @@ func agesText(ages []time.Duration) string {
 // flip sets what the simulator's next scan of a URL says: the category
 // and score given ("clean": nothing), else phishing 97% when its last
 // verdict was clean (or none) and clean when it was not.
-func (s *shell) flip(ctx context.Context, args []string) error {
+func (s *Session) flip(ctx context.Context, args []string) error {
 	usage := errors.New("usage: flip <url> [clean | phishing|advertising|malicious|illegal [score 0–1]], e.g. flip https://example.com/")
 	if len(args) == 0 || len(args) > 3 {
 		return usage
@@ -421,7 +420,7 @@ func (s *shell) flip(ctx context.Context, args []string) error {
 }
 
 // as shows or changes who is typing.
-func (s *shell) as(arg string) error {
+func (s *Session) as(arg string) error {
 	var others []string
 	for _, p := range shellPeople {
 		desc := "@" + p.name
@@ -454,7 +453,7 @@ func adminWords(p shellPerson) string {
 }
 
 // watch prints what the bot posts, as it posts it, until ctx ends.
-func (s *shell) watch(ctx context.Context) {
+func (s *Session) watch(ctx context.Context) {
 	for ctx.Err() == nil {
 		s.refresh()
 		// Wake on the fake's next change, or after a while (progress kept
@@ -475,7 +474,7 @@ func (s *shell) watch(ctx context.Context) {
 // settle waits until nothing is in progress (every delivery acked, every
 // job finished, every card final) and all of it printed, for at most
 // s.wait.
-func (s *shell) settle(ctx context.Context) error {
+func (s *Session) settle(ctx context.Context) error {
 	deadline := time.Now().Add(s.wait)
 	for {
 		why := s.busy(ctx)
@@ -499,7 +498,7 @@ func (s *shell) settle(ctx context.Context) error {
 }
 
 // busy says what is still in progress, or "".
-func (s *shell) busy(ctx context.Context) string {
+func (s *Session) busy(ctx context.Context) string {
 	actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	err := s.fake.WaitAcked(actx)
 	cancel()

@@ -1,4 +1,4 @@
-package main
+package shell
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 
 // press clicks a feedback button: args are the line number, then
 // optionally a category and "@<card number>" (default: the last card).
-func (s *shell) press(option string, args []string) error {
+func (s *Session) press(option string, args []string) error {
 	usage := fmt.Errorf("usage: %s <line> [category] [@card], e.g. %s 1", option, option)
 	if len(args) == 0 || len(args) > 3 {
 		return usage
@@ -52,7 +52,7 @@ func (s *shell) press(option string, args []string) error {
 		return fmt.Errorf("there is no card #%d", cardNum)
 	}
 	action := map[string]string{"fp": notify.ActionFalsePositive, "fn": notify.ActionFalseNegative, "restore": notify.ActionRestore}[option]
-	msg, ok := s.fake.Message(shellChannel, ts)
+	msg, ok := s.fake.Message(Channel, ts)
 	value := ""
 	if ok && !msg.Deleted {
 		value = buttonValue(msg.Blocks, notify.LineBlockID(line-1), action)
@@ -67,7 +67,7 @@ func (s *shell) press(option string, args []string) error {
 		}
 		value = notify.EncodeActionValue(idx, task, cat)
 	}
-	_, err = s.fake.DeliverBlockAction(slackfake.BlockAction{UserID: s.who().id, Channel: shellChannel, MessageTS: ts, ActionID: action, Value: value})
+	_, err = s.fake.DeliverBlockAction(slackfake.BlockAction{UserID: s.who().id, Channel: Channel, MessageTS: ts, ActionID: action, Value: value})
 	return err
 }
 

@@ -1,7 +1,9 @@
-package main
+package shell
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +13,12 @@ import (
 	"github.com/verdictbot/verdictbot/sim/simtest"
 )
 
-// runShellScript runs `verdictbot shell` through runCLI with env, as `printf … |
+// runShellScript runs the shell with env as its environment, as `printf … |
 // verdictbot shell` would (stdin is not a terminal, so each line's cards
-// and answers are printed before the next line is read).
+// and answers are printed before the next line is read). args are the
+// shell's flags. code is 0 when the shell ends without an error, else 1
+// with the error on stderr, as the CLI prints it ("verdictbot shell: …";
+// cmd/verdictbot's shell_cli_test.go tests the CLI's exit statuses and texts).
 func runShellScript(t *testing.T, env map[string]string, script string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	return runShellScriptWith(t, testOptions(), env, script, args...)
@@ -35,7 +40,15 @@ func runShellScriptWith(t *testing.T, opts Options, env map[string]string, scrip
 		}
 	})
 	var out, errOut bytes.Buffer
-	code = runCLI(mapEnv(settings), opts, append([]string{"shell"}, args...), strings.NewReader(script), &out, &errOut)
+	lookup := func(name string) (string, bool) { v, ok := settings[name]; return v, ok }
+	flags, err := ParseFlags(args, &errOut)
+	if err == nil {
+		err = Run(context.Background(), lookup, flags, opts, strings.NewReader(script), &out, &errOut)
+	}
+	if err != nil {
+		code = 1
+		fmt.Fprintf(&errOut, "verdictbot shell: %v\n", err)
+	}
 	return code, out.String(), errOut.String()
 }
 
@@ -73,9 +86,9 @@ func TestShellScriptedSession(t *testing.T) {
 		"mode verbose",
 		"see https://example.net/page",
 	}, "\n") + "\n"
-	var sh *shell
+	var sh *Session
 	opts := testOptions()
-	opts.ShellStarted = func(s *shell) { sh = s }
+	opts.Started = func(s *Session) { sh = s }
 	code, out, errOut := runShellScriptWith(t, opts, nil, script, "--sim-profile", "quick", "--wait", "20s")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
@@ -122,8 +135,8 @@ func TestShellScriptedSession(t *testing.T) {
 	if strings.Contains(out, "\x1b") {
 		t.Error("escape sequences in plain output")
 	}
-	for _, m := range sh.fake.Messages(shellChannel, "") {
-		if hasControl(m.Text) || strings.Contains(m.Text, "typed-at-a-pipe") {
+	for _, m := range sh.fake.Messages(Channel, "") {
+		if HasControl(m.Text) || strings.Contains(m.Text, "typed-at-a-pipe") {
 			t.Errorf("posted %q", m.Text)
 		}
 	}
@@ -163,29 +176,6 @@ func TestShellUsesTheConfiguredServices(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "URL service: "+base) || strings.Contains(errOut, e2eKey) {
 		t.Errorf("stderr: %q", errOut)
-	}
-}
-
-func TestShellGivesUpWaitingAfterTheBound(t *testing.T) {
-	t.Parallel()
-	// pending.test never completes: at EOF the shell waits --wait, then
-	// says what is unfinished and exits 1.
-	code, out, errOut := runShellScript(t, nil, "mode verbose\nhttps://pending.test/forever\n", "--sim-profile", "quick", "--wait", "2s")
-	if code != 1 || !strings.Contains(errOut, "verdictbot shell: gave up waiting after 2s: 1 card(s) still being analysed") {
-		t.Fatalf("exit %d, stderr %q", code, errOut)
-	}
-	inOrder(t, out, "── card #1 ──", "SCANNING…", "hxxps://pending[.]test/forever")
-}
-
-func TestShellRefusesAURLWithoutItsKey(t *testing.T) {
-	t.Parallel()
-	code, _, errOut := runShellScript(t, map[string]string{"REPUTATION_URL": "http://127.0.0.1:1/"}, "")
-	if code != 1 || !strings.Contains(errOut, "REPUTATION_API_KEY is not set (REPUTATION_URL is)") {
-		t.Fatalf("exit %d, stderr %q", code, errOut)
-	}
-	code, _, errOut = runShellScript(t, nil, "", "--sim-profile", "slow")
-	if code != 2 || !strings.Contains(errOut, "Usage:") {
-		t.Fatalf("bad flag: exit %d, stderr %q", code, errOut)
 	}
 }
 
@@ -268,4 +258,31 @@ func TestShellScriptedRecheckModeAndAs(t *testing.T) {
 	if !strings.Contains(errOut, "You are @you (an admin) in #security, mode quiet as in production") {
 		t.Errorf("banner: %q", errOut)
 	}
+}
+
+// TestShellRefusesAPostersOwnFalsePositive: in the shell too (the same
+// wiring), the person who posted a link cannot press its False positive;
+// another person can.
+func TestShellRefusesAPostersOwnFalsePositive(t *testing.T) {
+	t.Parallel()
+	script := "as alice\nlook https://login.phish.test/verify\nfp 1\nas bob\nfp 1\n"
+	code, out, errOut := runShellScript(t, nil, script, "--sim-profile", "quick", "--wait", "20s")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
+	}
+	inOrder(t, out, "alice: look https://login.phish.test/verify", "MALICIOUS",
+		"alice: fp 1", "» You shared this link (or asked me to check it), so you cannot report it as a false positive",
+		"bob: fp 1", "card #1 · line 1 · @U0BOB reported a false positive (phishing)", "» Thanks:")
+	if strings.Contains(out, "@U0ALICE reported a false positive") {
+		t.Errorf("alice's own report landed:\n%s", out)
+	}
+}
+
+func TestShellWithholdsNamesThatResolvePrivate(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runShellScript(t, nil, "dev box http://localtest.me:3000/admin and https://evil.test/x\n", "--sim-profile", "quick", "--wait", "20s")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
+	}
+	inOrder(t, out, "MALICIOUS", "localtest[.]me:3000/admin", "resolves to a private address")
 }

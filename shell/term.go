@@ -1,4 +1,4 @@
-package main
+package shell
 
 import (
 	"bufio"
@@ -146,7 +146,7 @@ func openHistory(path string) (*fileHistory, error) {
 		return h, err
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		if l != "" && !hasControl(l) {
+		if l != "" && !HasControl(l) {
 			h.entries = append(h.entries, l)
 		}
 	}
@@ -173,7 +173,7 @@ func openHistory(path string) (*fileHistory, error) {
 // Add records a line entered (term.History).
 func (h *fileHistory) Add(entry string) {
 	entry = strings.TrimSpace(entry)
-	if entry == "" || hasControl(entry) {
+	if entry == "" || HasControl(entry) {
 		return
 	}
 	h.mu.Lock()
@@ -213,9 +213,10 @@ func (h *fileHistory) At(idx int) string {
 	return h.entries[len(h.entries)-1-idx]
 }
 
-// hasControl reports whether s holds a control character (an escape
-// sequence's ESC included) other than a tab.
-func hasControl(s string) bool {
+// HasControl reports whether s holds a control character (an escape
+// sequence's ESC included) other than a tab: such a line is never posted
+// nor kept in the history.
+func HasControl(s string) bool {
 	for _, r := range s {
 		if r == '\t' {
 			continue

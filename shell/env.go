@@ -1,4 +1,4 @@
-package main
+package shell
 
 import (
 	"bytes"
@@ -135,7 +135,7 @@ func startShellSlack() (*slackfake.Server, error) {
 		members = append(members, p.id)
 		fake.AddUser(slackfake.User{ID: p.id, Name: p.name, RealName: p.name, IsAdmin: p.admin})
 	}
-	fake.AddChannel(slackfake.Channel{ID: shellChannel, Name: shellChannelName, Members: members})
+	fake.AddChannel(slackfake.Channel{ID: Channel, Name: shellChannelName, Members: members})
 	return fake, nil
 }
 
@@ -174,9 +174,8 @@ type shellBot struct {
 // until the bot is connected to the fake. The shell reads the cards
 // through the app's store: bbolt lets one handle per file, so the shell
 // cannot open the store a second time.
-func startShellBot(ctx context.Context, cfg config.Config, opts Options, logger *slog.Logger, fake *slackfake.Server, stderr io.Writer) (*shellBot, error) {
-	o := opts.Options
-	o.Logger, o.Version = logger, version
+func startShellBot(ctx context.Context, cfg config.Config, o app.Options, logger *slog.Logger, fake *slackfake.Server, stderr io.Writer) (*shellBot, error) {
+	o.Logger = logger
 	a, err := app.New(cfg, o)
 	if err != nil {
 		return nil, fmt.Errorf("the bot did not start: %w", err)
