@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,11 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/verdictbot/verdictbot/events"
-	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/events/deadletter"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
@@ -98,9 +95,9 @@ func runEventsCmd(ctx context.Context, env environment, args []string, stdout, s
 	}
 	defer db.Close()
 	if sub == "list" {
-		return listDeadEvents(db, *limit, stdout)
+		return deadletter.List(db, *limit, stdout)
 	}
-	return retryDeadEvents(db, seqs, cfg.EventsMaxQueued, stdout)
+	return deadletter.Retry(db, seqs, cfg.EventsMaxQueued, stdout)
 }
 
 // eventsState is what the events command needs of the state layer.
@@ -127,109 +124,4 @@ func openEventsState(ctx context.Context, cfg config.Config) (eventsState, error
 		return nil, fmt.Errorf("%w; with the embedded file, stop the bot first", err)
 	}
 	return db, err
-}
-
-// listDeadEvents prints the queue's length and the dead letters.
-func listDeadEvents(db eventsState, limit int, stdout io.Writer) error {
-	queued, err := db.EventsQueued()
-	if err != nil {
-		return err
-	}
-	total, err := db.DeadEventsCount()
-	if err != nil {
-		return err
-	}
-	dead, err := db.DeadEvents(limit)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "events queued: %d\ndead letters: %d\n", queued, total)
-	if total == 0 {
-		return nil
-	}
-	fmt.Fprintln(stdout)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tSET ASIDE (UTC)\tREFUSALS\tANSWER\tKIND\tLEVEL\tTARGET")
-	for _, d := range dead {
-		kind, level, target := eventSummary(d.Body)
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\n", d.Seq, d.At.UTC().Format("2006-01-02 15:04:05"), d.Failures, d.Status,
-			oneLine(kind), oneLine(level), oneLine(target))
-	}
-	tw.Flush()
-	if total > len(dead) {
-		fmt.Fprintf(stdout, "… and %d more (--limit)\n", total-len(dead))
-	}
-	fmt.Fprintln(stdout, "\nThe receiver's last answer to each is in the bot's log (\"set aside as a dead letter\").\n"+
-		"Once the receiver takes them: verdictbot events retry SEQ… (or --all).")
-	return nil
-}
-
-// eventSummary reads an event's kind, level and target (defanged: a
-// terminal may link it), for the list.
-func eventSummary(body []byte) (kind, level, target string) {
-	var ev struct {
-		Unmapped struct {
-			Kind   string `json:"kind"`
-			Level  string `json:"level"`
-			Target string `json:"target"`
-		} `json:"unmapped"`
-	}
-	if json.Unmarshal(body, &ev) != nil {
-		return "?", "?", "(not an event)"
-	}
-	u := ev.Unmapped
-	return nonEmpty(u.Kind), nonEmpty(u.Level), nonEmpty(links.DefangTruncate(u.Target, 80))
-}
-
-func nonEmpty(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// oneLine is s safe for one terminal line: no control character (escape
-// sequences), no line break or tab.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
-			return ' '
-		}
-		return r
-	}, s)
-}
-
-// retryDeadEvents queues dead letters again (all of them when seqs is
-// empty) and says what it did; a sequence number that is not a dead letter
-// is an error (after the others are queued).
-func retryDeadEvents(db eventsState, seqs []uint64, max int, stdout io.Writer) error {
-	moved, dropped, err := db.RequeueDeadEvents(seqs, events.Resequence, max)
-	if err != nil {
-		return err
-	}
-	if len(moved) == 0 && len(seqs) == 0 {
-		fmt.Fprintln(stdout, "no dead letters: nothing to retry")
-		return nil
-	}
-	done := map[uint64]bool{}
-	for _, m := range moved {
-		fmt.Fprintf(stdout, "dead letter %d queued again as %d\n", m.From, m.To)
-		done[m.From] = true
-	}
-	if len(moved) > 0 {
-		fmt.Fprintf(stdout, "%d event(s) queued again: the bot sends them after the events queued before them\n", len(moved))
-	}
-	if dropped > 0 {
-		fmt.Fprintf(stdout, "the queue was full (VERDICTBOT_EVENTS_MAX_QUEUED=%d): its %d oldest event(s) were dropped\n", max, dropped)
-	}
-	var missing []string
-	for _, s := range seqs {
-		if !done[s] {
-			missing = append(missing, strconv.FormatUint(s, 10))
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("not on the dead-letter list: %s (verdictbot events list shows it)", strings.Join(missing, ", "))
-	}
-	return nil
 }

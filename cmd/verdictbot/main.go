@@ -6,7 +6,8 @@
 // environment (Main hands it down as an environment; package config
 // decides the settings from it) and turns signals into a cancelled context.
 // Each subcommand is an adapter: `run` loads the settings and hands them to
-// package app (app.New, Run, Close), which wires and runs the bot.
+// package app (app.New, Run, Close), which wires and runs the bot; `check`
+// parses its flags and hands the arguments to package check.
 package main
 
 import (
