@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/app"
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/storetest"
 
@@ -508,7 +509,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	for k, v := range env {
 		settings[k] = v
 	}
-	cfg := mustConfig(b, settings)
+	cfg := e2etest.MustConfig(b, settings)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -519,7 +520,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	logs := newLogWatch(t0)
 	log := app.NewLogger(logs, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	b.StartTimer()
-	go func() { done <- serve(ctx, cfg, testOptions(), log, nil) }()
+	go func() { done <- e2etest.Serve(ctx, cfg, e2etest.Options(), log, nil) }()
 
 	deadline := time.NewTimer(window + 10*time.Second)
 	defer deadline.Stop()
