@@ -10,7 +10,7 @@ import (
 	"github.com/verdictbot/verdictbot/sim"
 )
 
-// Names in testHosts (main_test.go) resolve to private addresses: they are
+// Names in e2etest.Hosts resolve to private addresses: they are
 // withheld right before submission, through the real wiring (system
 // resolver swapped for the table), and the card says why on their line.
 func TestNameThatResolvesPrivateIsNeverSent(t *testing.T) {

@@ -40,8 +40,8 @@ import (
 //	go test -run '^$' -bench RestartWith10kCards -benchtime 1x ./cmd/verdictbot/
 //
 // Each iteration prepares, untimed, the state a verdictbot stopped with in
-// the middle of a busy day (see prepareRestart), then calls serve (the real
-// `run` wiring) on it against the fake Slack and the simulator, in this
+// the middle of a busy day (see prepareRestart), then calls e2etest.Serve
+// (the real `run` wiring) on it against the fake Slack and the simulator, in this
 // process, and watches:
 //
 //   - ready-ms: the bot's "connected to Slack" (Socket Mode up, after
@@ -489,7 +489,7 @@ const (
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// restart runs serve on rs with env added to the settings and measures.
+// restart runs e2etest.Serve on rs with env added to the settings and measures.
 // The benchmark timer runs from the call to serve to the end of the
 // watch; it is stopped on return.
 func (rs *restartState) restart(b *testing.B, env map[string]string, window time.Duration) restartFigures {

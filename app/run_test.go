@@ -12,7 +12,7 @@ import (
 	"github.com/verdictbot/verdictbot/sim"
 )
 
-// The end-to-end tests below run `verdictbot run`'s real wiring (serve)
+// The end-to-end tests below run `verdictbot run`'s real wiring (e2etest.Serve)
 // against the fake Slack (Web API + Socket Mode over real sockets) and the
 // simulator of both services (real HTTP). Each builds its settings as a
 // map and loads them with package config, as `run` loads the environment.
