@@ -47,10 +47,10 @@ func QuickSandbox() sim.Profile {
 		SandboxCompleted: 50 * time.Millisecond, SandboxReporting: 100 * time.Millisecond}
 }
 
-// MustConfig is the settings of env, checked as `verdictbot run` checks
-// them (config.Load, config.Unknown, Validate); a problem fails the test.
-func MustConfig(t testing.TB, env map[string]string) config.Config {
-	t.Helper()
+// LoadConfig is the settings of env checked as `verdictbot run` checks
+// them (needSlack) or `verdictbot migrate` (not): config.Load,
+// config.Unknown and Validate, every problem in one error.
+func LoadConfig(env map[string]string, needSlack bool) (config.Config, error) {
 	cfg, err := config.Load(func(name string) (string, bool) {
 		v, ok := env[name]
 		return v, ok
@@ -59,7 +59,15 @@ func MustConfig(t testing.TB, env map[string]string) config.Config {
 	for k, v := range env {
 		environ = append(environ, k+"="+v)
 	}
-	if err := config.Join(err, config.Unknown(environ), cfg.Validate(true)); err != nil {
+	return cfg, config.Join(err, config.Unknown(environ), cfg.Validate(needSlack))
+}
+
+// MustConfig is LoadConfig for `verdictbot run`; a problem fails the
+// test.
+func MustConfig(t testing.TB, env map[string]string) config.Config {
+	t.Helper()
+	cfg, err := LoadConfig(env, true)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
@@ -85,11 +93,16 @@ func Serve(ctx context.Context, cfg config.Config, o app.Options, log *slog.Logg
 // against. The bot stops when the test ends; the test then fails if it
 // did not stop cleanly or if a secret appears in its logs.
 type Harness struct {
-	T      testing.TB
-	Slack  *slackfake.Server
-	Sim    *sim.Server
-	SimURL string // the simulator's base URL
-	Logs   *testutil.SyncBuffer
+	// T is the test the bot was started for; the helpers fail it.
+	T testing.TB
+	// Slack is the fake Slack the bot is connected to.
+	Slack *slackfake.Server
+	// Sim is the simulator of the analysis services.
+	Sim *sim.Server
+	// SimURL is the simulator's base URL.
+	SimURL string
+	// Logs is the bot's log (JSON lines, debug level).
+	Logs *testutil.SyncBuffer
 	// Env is the bot's environment: the settings it was started with,
 	// for a command run beside it.
 	Env  map[string]string
