@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
@@ -31,31 +32,31 @@ var hostileFields = map[string]string{
 // field goes through the one escaping helper (notify).
 func TestVendorFieldsCannotFormatSlashAnswers(t *testing.T) {
 	t.Parallel()
-	srv, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
-	bad := startHostileService(t, base, hostileFields)
+	srv, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickSandbox()})
+	bad := e2etest.StartHostileService(t, base, hostileFields)
 	h := startFileBot(t, map[string]string{"REPUTATION_URL": bad.URL, "SANDBOX_URL": bad.URL})
 
 	const url = "https://login.phish.test/account"
-	d := h.post("<" + url + ">")
-	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	_, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar)}, "")
-	h.waitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "invoice.exe") })
+	d := h.Post("<" + url + ">")
+	h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	_, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar)}, "")
+	h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "invoice.exe") })
 	urlTasks := srv.URLTasks(url)
-	sum := sha256.Sum256([]byte(eicar))
+	sum := sha256.Sum256([]byte(e2etest.Eicar))
 	fileTasks := srv.SandboxTasksFor(hex.EncodeToString(sum[:]))
 	if len(urlTasks) != 1 || len(fileTasks) != 1 {
 		t.Fatalf("tasks: url %v, file %v", urlTasks, fileTasks)
 	}
 
-	bad.on.Store(true) // from now on the services' fields are hostile
+	bad.On.Store(true) // from now on the services' fields are hostile
 	answers := map[string]string{
-		"status (URL task)":     h.slash(adminUser, "status "+urlTasks[0]),
-		"status (sandbox task)": h.slash(adminUser, "status "+fileTasks[0]),
-		"status (unknown task)": h.slash(adminUser, "status 999999"),
-		"hash":                  h.slash(adminUser, "hash 44d88612fea8a8f36de82e1278abb02f"),
+		"status (URL task)":     h.Slash(adminUser, "status "+urlTasks[0]),
+		"status (sandbox task)": h.Slash(adminUser, "status "+fileTasks[0]),
+		"status (unknown task)": h.Slash(adminUser, "status 999999"),
+		"hash":                  h.Slash(adminUser, "hash 44d88612fea8a8f36de82e1278abb02f"),
 	}
 	for _, key := range []string{"status", "file_type", "malfamily", "added_on", "sha1", "error_value"} {
-		if bad.rewritten(key) == 0 {
+		if bad.Rewritten(key) == 0 {
 			t.Errorf("the service never sent a hostile %q: the test proves nothing about it", key)
 		}
 	}
@@ -69,8 +70,8 @@ func TestVendorFieldsCannotFormatSlashAnswers(t *testing.T) {
 	}
 	// The service's words are still shown, escaped and defanged: the user
 	// sees what the service said.
-	mustContain(t, answers["status (URL task)"], "&lt;!channel&gt;", "evil[.]example")
-	mustContain(t, answers["hash"], "&lt;@U0BOSS&gt;", "&amp;", "PE32", "ˋ")
+	e2etest.MustContain(t, answers["status (URL task)"], "&lt;!channel&gt;", "evil[.]example")
+	e2etest.MustContain(t, answers["hash"], "&lt;@U0BOSS&gt;", "&amp;", "PE32", "ˋ")
 }
 
 // TestBacktickURLStaysInItsCodeSpan: a link whose query holds backticks
@@ -90,22 +91,22 @@ func TestBacktickURLStaysInItsCodeSpan(t *testing.T) {
 	h := startBotSeeded(t, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":     "quiet",
 		"VERDICTBOT_QUARANTINE":       "malicious",
-		"SLACK_ADMIN_USER_TOKEN":      e2eAdminToken,
+		"SLACK_ADMIN_USER_TOKEN":      e2etest.AdminToken,
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
 		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
 		"VERDICTBOT_ALERT_CHANNEL":    alerts,
 	}, sim.Config{}, false, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+		slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
 
 	// flip.test: clean at first, phishing when rechecked. The query's
 	// backticks would end the span, and the host name between them
 	// would be shown as text Slack links.
 	const url = "https://promo.flip.test/spring?q=`steal.evil.example/login`&r=`"
-	d := h.post("spring offer <" + url + ">")
-	h.waitDeleted(d.TS) // the recheck found it phishing; quarantine removed it
+	d := h.Post("spring offer <" + url + ">")
+	h.WaitDeleted(d.TS) // the recheck found it phishing; quarantine removed it
 
 	var texts = map[string]string{}
-	err := h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 		for _, m := range st.Messages(secChannel, d.TS) {
 			if m.Bot && strings.Contains(m.Text, "checked again") {
 				texts["recheck reply"] = m.Text
@@ -124,10 +125,10 @@ func TestBacktickURLStaysInItsCodeSpan(t *testing.T) {
 		return len(texts) == 3
 	})
 	if err != nil {
-		t.Fatalf("reply, alert or notice missing (%v): %q\nlogs:\n%s", err, texts, h.logs.String())
+		t.Fatalf("reply, alert or notice missing (%v): %q\nlogs:\n%s", err, texts, h.Logs.String())
 	}
-	texts["/scan recent"] = h.slash(alice, "recent")
-	texts["/scan history"] = h.slash(alice, "history "+url)
+	texts["/scan recent"] = h.Slash(alice, "recent")
+	texts["/scan history"] = h.Slash(alice, "history "+url)
 	texts["App Home"] = homeText(h.openHome(alice, 1).Blocks)
 	for what, text := range texts {
 		if !strings.Contains(text, "hxxps://promo[.]flip[.]test/spring?q=ˋs") {

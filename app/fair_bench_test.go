@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -98,12 +99,12 @@ func runFloodThenPhish(b *testing.B, flood, iter int) floodRun {
 	h := startBotSeeded(b, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE": "quiet",
 		"VERDICTBOT_QUARANTINE":   "malicious",
-		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
+		"SLACK_ADMIN_USER_TOKEN":  e2etest.AdminToken,
 		"VERDICTBOT_LOG_LEVEL":    "info",
 	}, sim.Config{}, false, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+		slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
 	defer func() {
-		if err := h.stop(); err != nil {
+		if err := h.Stop(); err != nil {
 			b.Errorf("serve: %v", err)
 		}
 	}()
@@ -111,24 +112,24 @@ func runFloodThenPhish(b *testing.B, flood, iter int) floodRun {
 	for i := range flood {
 		url := fmt.Sprintf("https://throwaway-%d-%d.d%ds.test/x", iter, i, floodAnalysisS)
 		floodURLs = append(floodURLs, url)
-		if _, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: flooder, Text: "look <" + url + ">"}); err != nil {
+		if _, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: flooder, Text: "look <" + url + ">"}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	if flood > 0 {
-		err := h.slack.WaitFor(h.ctx(30*time.Second), func(*slackfake.State) bool { return h.sim.Count(sim.ServiceReputation, sim.OpScan) >= 1 })
+		err := h.Slack.WaitFor(h.Ctx(30*time.Second), func(*slackfake.State) bool { return h.Sim.Count(sim.ServiceReputation, sim.OpScan) >= 1 })
 		if err != nil {
 			b.Fatal("the flood was never submitted")
 		}
 	}
 	phish := fmt.Sprintf("https://secure-phish-%d.d%ds.test/verify", iter, floodAnalysisS)
-	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "urgent, please log in: <" + phish + ">"})
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "urgent, please log in: <" + phish + ">"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	posted := time.Now()
 	var del, post time.Time
-	err = h.slack.WaitFor(h.ctx(90*time.Second), func(st *slackfake.State) bool {
+	err = h.Slack.WaitFor(h.Ctx(90*time.Second), func(st *slackfake.State) bool {
 		for _, c := range st.Calls("chat.delete") {
 			if c.Params.Get("ts") == d.TS && c.Error == "" {
 				del = c.Time
@@ -142,16 +143,16 @@ func runFloodThenPhish(b *testing.B, flood, iter int) floodRun {
 		return !del.IsZero() && !post.IsZero()
 	})
 	if err != nil {
-		b.Fatalf("the phishing message was not removed and carded within 90 s (delete %v, card %v)\nlogs:\n%s", del, post, lastLines(h.logs.String(), 40))
+		b.Fatalf("the phishing message was not removed and carded within 90 s (delete %v, card %v)\nlogs:\n%s", del, post, lastLines(h.Logs.String(), 40))
 	}
-	ids := h.sim.URLTasks(phish)
+	ids := h.Sim.URLTasks(phish)
 	if len(ids) != 1 {
 		b.Fatalf("the phishing link was submitted %d times", len(ids))
 	}
-	task, _ := h.sim.URLTask(ids[0])
+	task, _ := h.Sim.URLTask(ids[0])
 	answer := task.Created.Add(floodAnalysisS * time.Second)
 	r := floodRun{submit: task.Created.Sub(posted), removed: del.Sub(answer), card: post.Sub(answer),
-		floodSubmitted: createdBefore(h.sim, floodURLs, del)}
+		floodSubmitted: createdBefore(h.Sim, floodURLs, del)}
 	b.Logf("run %d, %d flood links: submitted %.2fs after its post; removed %.2fs and carded %.2fs after the service's answer (%.2fs after the post); %d flood links submitted by then",
 		iter, flood, r.submit.Seconds(), r.removed.Seconds(), r.card.Seconds(), del.Sub(posted).Seconds(), r.floodSubmitted)
 	return r

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -44,32 +45,32 @@ func TestAFloodDoesNotDelayAnotherUsersRemoval(t *testing.T) {
 	for i := range 40 {
 		url := fmt.Sprintf("https://throwaway-%d.example.net/x", i)
 		flood = append(flood, url)
-		if _, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: flooder, Text: "look <" + url + ">"}); err != nil {
+		if _, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: flooder, Text: "look <" + url + ">"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The flood is under way: its first submissions (the burst) are made.
-	waitFor(t, func() bool { return h.sim.Count(sim.ServiceReputation, sim.OpScan) >= 2 })
+	e2etest.WaitFor(t, func() bool { return h.Sim.Count(sim.ServiceReputation, sim.OpScan) >= 2 })
 	posted := time.Now()
 	const phish = "https://secure-login.phish.test/verify/urgent"
-	d := h.post("urgent, please log in: <" + phish + ">")
-	h.waitDeleted(d.TS)
+	d := h.Post("urgent, please log in: <" + phish + ">")
+	h.WaitDeleted(d.TS)
 	removed := time.Since(posted)
 
-	ids := h.sim.URLTasks(phish)
+	ids := h.Sim.URLTasks(phish)
 	if len(ids) != 1 {
 		t.Fatalf("the phishing link was submitted %d times", len(ids))
 	}
-	task, _ := h.sim.URLTask(ids[0])
-	ahead := createdBefore(h.sim, flood, task.Created) - createdBefore(h.sim, flood, posted)
+	task, _ := h.Sim.URLTask(ids[0])
+	ahead := createdBefore(h.Sim, flood, task.Created) - createdBefore(h.Sim, flood, posted)
 	if ahead > 2 {
 		t.Errorf("%d of the flood's links were submitted between alice's post and her link; want at most 2 (one submission slot, and the one in progress)", ahead)
 	}
-	if n := createdBefore(h.sim, flood, time.Now()); n >= 20 {
+	if n := createdBefore(h.Sim, flood, time.Now()); n >= 20 {
 		t.Errorf("%d of the 40 flood links were submitted before alice's message was removed: it waited behind the flood", n)
 	}
 	t.Logf("alice's link submitted %v after her post with %d flood links ahead; removed after %v, with %d of 40 flood links submitted",
-		task.Created.Sub(posted).Round(time.Millisecond), ahead, removed.Round(time.Millisecond), createdBefore(h.sim, flood, time.Now()))
+		task.Created.Sub(posted).Round(time.Millisecond), ahead, removed.Round(time.Millisecond), createdBefore(h.Sim, flood, time.Now()))
 }
 
 // TestUserLinksPerHourCap: past VERDICTBOT_USER_LINKS_PER_HOUR, a user's
@@ -89,7 +90,7 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		bob    = "U0BOB"
 		hook   = "B0HOOK"
 	)
-	addr := freeAddr(t)
+	addr := e2etest.FreeAddr(t)
 	h := startBot(t, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":        "quiet",
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
@@ -99,12 +100,12 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		// The budgets are not what this test is about.
 		"VERDICTBOT_REPUTATION_RUN_RATE": "50",
 	}, sim.Config{})
-	h.slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
-	h.slack.AddChannel(slackfake.Channel{ID: random, Name: "random"})
+	h.Slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
+	h.Slack.AddChannel(slackfake.Channel{ID: random, Name: "random"})
 
 	send := func(ev slackfake.MessageEvent) slackfake.Delivery {
 		t.Helper()
-		d, err := h.slack.DeliverMessage(ev)
+		d, err := h.Slack.DeliverMessage(ev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,27 +113,27 @@ func TestUserLinksPerHourCap(t *testing.T) {
 	}
 	clean := func(channel string, d slackfake.Delivery) {
 		t.Helper()
-		err := h.slack.WaitFor(h.ctx(15*time.Second), func(st *slackfake.State) bool {
+		err := h.Slack.WaitFor(h.Ctx(15*time.Second), func(st *slackfake.State) bool {
 			m, ok := st.Message(channel, d.TS)
 			return ok && len(m.Reactions["white_check_mark"]) == 1
 		})
 		if err != nil {
-			t.Fatalf("message %s in %s got no clean reaction: %v\nlogs:\n%s", d.TS, channel, err, h.logs.String())
+			t.Fatalf("message %s in %s got no clean reaction: %v\nlogs:\n%s", d.TS, channel, err, h.Logs.String())
 		}
 	}
 	notChecked := func(channel string, d slackfake.Delivery) {
 		t.Helper()
-		card := h.waitCardIn(channel, d.TS, func(b string) bool { return strings.Contains(b, deferredWords) })
-		if b := blocksText(card.Blocks); !strings.Contains(b, "Could not check") {
+		card := h.WaitCardIn(channel, d.TS, func(b string) bool { return strings.Contains(b, e2etest.DeferredWords) })
+		if b := e2etest.BlocksText(card.Blocks); !strings.Contains(b, "Could not check") {
 			t.Errorf("the card does not say the link could not be checked:\n%s", b)
 		}
-		if m, _ := h.slack.Message(channel, d.TS); len(m.Reactions["white_check_mark"]) != 0 {
+		if m, _ := h.Slack.Message(channel, d.TS); len(m.Reactions["white_check_mark"]) != 0 {
 			t.Errorf("a message past the cap got the clean reaction")
 		}
 	}
 
 	for i := range 3 {
-		clean(secChannel, h.post(fmt.Sprintf("docs <https://example.com/guide/%d>", i)))
+		clean(secChannel, h.Post(fmt.Sprintf("docs <https://example.com/guide/%d>", i)))
 	}
 	// Past the cap, here and in another channel.
 	over := send(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "and <https://example.com/guide/3>"})
@@ -140,12 +141,12 @@ func TestUserLinksPerHourCap(t *testing.T) {
 	elsewhere := send(slackfake.MessageEvent{Channel: random, User: alice, Text: "also <https://example.com/guide/4>"})
 	notChecked(random, elsewhere)
 	for _, u := range []string{"https://example.com/guide/3", "https://example.com/guide/4"} {
-		if n := len(h.sim.URLTasks(u)); n != 0 {
+		if n := len(h.Sim.URLTasks(u)); n != 0 {
 			t.Errorf("%s was sent past the cap (%d tasks)", u, n)
 		}
 	}
 	// A link checked before: its cached verdict costs nothing.
-	clean(secChannel, h.post("again <https://example.com/guide/0>"))
+	clean(secChannel, h.Post("again <https://example.com/guide/0>"))
 	// Someone else, and an admin past three links, are checked.
 	clean(secChannel, send(slackfake.MessageEvent{Channel: secChannel, User: bob, Text: "<https://example.com/bob/1>"}))
 	clean(secChannel, send(slackfake.MessageEvent{Channel: secChannel, User: adminUser,
@@ -159,13 +160,13 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		Text: "reported: <https://example.com/hook/3>"}))
 
 	// One alert line per requester, however many of their links were refused.
-	err := h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool { return len(botMessages(st.Messages(alerts, ""))) >= 2 })
+	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool { return len(e2etest.BotMessages(st.Messages(alerts, ""))) >= 2 })
 	if err != nil {
-		t.Fatalf("alerts: %v; %+v", err, h.slack.Messages(alerts, ""))
+		t.Fatalf("alerts: %v; %+v", err, h.Slack.Messages(alerts, ""))
 	}
 	alertsFor := func(who string) int {
 		n := 0
-		for _, m := range botMessages(h.slack.Messages(alerts, "")) {
+		for _, m := range e2etest.BotMessages(h.Slack.Messages(alerts, "")) {
 			if strings.Contains(m.Text, who) && strings.Contains(m.Text, "VERDICTBOT_USER_LINKS_PER_HOUR") {
 				n++
 			}
@@ -173,9 +174,9 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		return n
 	}
 	if a, b := alertsFor("<@"+alice+">"), alertsFor("`"+hook+"`"); a != 1 || b != 1 {
-		t.Errorf("alerts: %d for alice, %d for the integration, want one each: %+v", a, b, h.slack.Messages(alerts, ""))
+		t.Errorf("alerts: %d for alice, %d for the integration, want one each: %+v", a, b, h.Slack.Messages(alerts, ""))
 	}
-	if n := len(botMessages(h.slack.Messages(alerts, ""))); n != 2 {
+	if n := len(e2etest.BotMessages(h.Slack.Messages(alerts, ""))); n != 2 {
 		t.Errorf("%d alert lines, want 2", n)
 	}
 

@@ -9,18 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/sim"
 )
-
-const eicar = `X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*`
-
-// quickSandbox finishes a sandbox task in 0.45 s, so the bot's first status
-// check (after about a second) finds it reported.
-var quickSandbox = sim.Profile{Name: "e2e-files", URLPending: 100 * time.Millisecond, URLProcessing: 200 * time.Millisecond,
-	SandboxPending: 100 * time.Millisecond, SandboxRunning: 200 * time.Millisecond,
-	SandboxCompleted: 50 * time.Millisecond, SandboxReporting: 100 * time.Millisecond}
 
 func startFileBot(t *testing.T, env map[string]string) *harness {
 	t.Helper()
@@ -29,55 +22,23 @@ func startFileBot(t *testing.T, env map[string]string) *harness {
 		settings[k] = v
 	}
 	// The sandbox lives on the same simulator as the URL service.
-	h := startBotWith(t, settings, sim.Config{Profile: quickSandbox}, true)
+	h := startBotWith(t, settings, sim.Config{Profile: e2etest.QuickSandbox()}, true)
 	return h
-}
-
-func (h *harness) share(channel string, f slackfake.File, text string) (slackfake.File, []slackfake.Delivery) {
-	h.t.Helper()
-	f = h.slack.AddFile(f)
-	ds, err := h.slack.ShareFile(channel, alice, f.ID, text)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return f, ds
-}
-
-func (h *harness) waitCardIn(channel, threadTS string, ok func(string) bool) slackfake.Message {
-	h.t.Helper()
-	var found slackfake.Message
-	err := h.slack.WaitFor(h.ctx(20*time.Second), func(st *slackfake.State) bool {
-		for _, m := range st.Messages(channel, threadTS) {
-			if m.Bot && ok(blocksText(m.Blocks)) {
-				found = m
-				return true
-			}
-		}
-		return false
-	})
-	if err != nil {
-		var seen []string
-		for _, m := range h.slack.Messages(channel, threadTS) {
-			seen = append(seen, blocksText(m.Blocks))
-		}
-		h.t.Fatalf("no matching card in %s/%s: %v\ncards: %q\nlogs:\n%s", channel, threadTS, err, seen, h.logs.String())
-	}
-	return found
 }
 
 func TestFileGetsACardWithScreenshotsInTheThread(t *testing.T) {
 	t.Parallel()
 	h := startFileBot(t, nil)
-	f, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar + " SIM:SHOTS=2")}, "please pay this")
+	f, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar + " SIM:SHOTS=2")}, "please pay this")
 	ts := ds[0].TS
-	card := h.waitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "2 screenshots") })
-	b := blocksText(card.Blocks)
+	card := h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "2 screenshots") })
+	b := e2etest.BlocksText(card.Blocks)
 	for _, want := range []string{"invoice.exe", "EICAR", "10", "sha256"} {
 		if !strings.Contains(strings.ToLower(b), strings.ToLower(want)) {
 			t.Errorf("card lacks %q:\n%s", want, b)
 		}
 	}
-	ups, err := h.slack.WaitUploads(h.ctx(10*time.Second), secChannel, ts, 2)
+	ups, err := h.Slack.WaitUploads(h.Ctx(10*time.Second), secChannel, ts, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +47,14 @@ func TestFileGetsACardWithScreenshotsInTheThread(t *testing.T) {
 			t.Errorf("upload %s is not a JPEG", u.Filename)
 		}
 	}
-	if n := h.sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 1 {
+	if n := h.Sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 1 {
 		t.Fatalf("%d uploads to the sandbox", n)
 	}
 	// Both events announced the file: one card only.
 	time.Sleep(500 * time.Millisecond)
 	cards := 0
-	for _, m := range h.slack.Messages(secChannel, ts) {
-		if m.Bot && len(m.Files) == 0 && strings.Contains(blocksText(m.Blocks), f.Name) {
+	for _, m := range h.Slack.Messages(secChannel, ts) {
+		if m.Bot && len(m.Files) == 0 && strings.Contains(e2etest.BlocksText(m.Blocks), f.Name) {
 			cards++
 		}
 	}
@@ -101,7 +62,7 @@ func TestFileGetsACardWithScreenshotsInTheThread(t *testing.T) {
 		t.Fatalf("%d cards for one file", cards)
 	}
 	// The bot's own screenshot uploads are not scanned.
-	if n := h.sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 1 {
+	if n := h.Sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 1 {
 		t.Fatalf("the bot scanned its own uploads (%d uploads)", n)
 	}
 }
@@ -111,7 +72,7 @@ func TestKnownHashIsNotUploadedAgain(t *testing.T) {
 	h := startFileBot(t, nil)
 	content := []byte("SIM:MALSCORE=4.5 SIM:FAMILY=Dropper known sample")
 	// The sandbox already analysed this file (someone else uploaded it).
-	sb, err := sandbox.New(h.simURL, e2eKey, sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}))
+	sb, err := sandbox.New(h.SimURL, e2eKey, sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +83,12 @@ func TestKnownHashIsNotUploadedAgain(t *testing.T) {
 	if _, err := sb.Wait(t.Context(), sub.TaskIDs[0], sandbox.WaitOptions{Backoff: sandbox.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
-	_, ds := h.share(secChannel, slackfake.File{Name: "dropper.bin", Content: content}, "")
-	card := h.waitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "Suspicious") })
-	if !strings.Contains(blocksText(card.Blocks), sub.TaskIDs[0]) {
+	_, ds := h.Share(secChannel, slackfake.File{Name: "dropper.bin", Content: content}, "")
+	card := h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "Suspicious") })
+	if !strings.Contains(e2etest.BlocksText(card.Blocks), sub.TaskIDs[0]) {
 		t.Errorf("card does not name the existing task %s", sub.TaskIDs[0])
 	}
-	if n := h.sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 1 {
+	if n := h.Sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 1 {
 		t.Fatalf("%d uploads: a known file was uploaded again", n)
 	}
 }
@@ -138,19 +99,19 @@ func TestTooLargeAndExternalFilesAreSkippedWithAReason(t *testing.T) {
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { foreign.Add(1) }))
 	defer other.Close()
 	h := startFileBot(t, map[string]string{"VERDICTBOT_MAX_FILE_BYTES": "1000"})
-	_, ds := h.share(secChannel, slackfake.File{Name: "big.iso", Content: bytes.Repeat([]byte("A"), 5000)}, "")
-	h.waitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "big.iso") && strings.Contains(b, "larger") })
-	_, ds = h.share(secChannel, slackfake.File{Name: "drive-doc", IsExternal: true, ExternalURL: other.URL + "/doc"}, "")
-	h.waitCardIn(secChannel, ds[0].TS, func(b string) bool {
+	_, ds := h.Share(secChannel, slackfake.File{Name: "big.iso", Content: bytes.Repeat([]byte("A"), 5000)}, "")
+	h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "big.iso") && strings.Contains(b, "larger") })
+	_, ds = h.Share(secChannel, slackfake.File{Name: "drive-doc", IsExternal: true, ExternalURL: other.URL + "/doc"}, "")
+	h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool {
 		return strings.Contains(b, "drive-doc") && strings.Contains(strings.ToLower(b), "external")
 	})
 	if foreign.Load() != 0 {
 		t.Fatal("a request went to the external file's host")
 	}
-	if n := h.sim.Count(sim.ServiceSandbox, ""); n != 0 {
+	if n := h.Sim.Count(sim.ServiceSandbox, ""); n != 0 {
 		t.Fatalf("%d sandbox requests for skipped files", n)
 	}
-	for _, c := range h.slack.Calls(slackfake.MethodFileDownload) {
+	for _, c := range h.Slack.Calls(slackfake.MethodFileDownload) {
 		t.Fatalf("a skipped file was downloaded: %+v", c.Path)
 	}
 }
@@ -158,10 +119,10 @@ func TestTooLargeAndExternalFilesAreSkippedWithAReason(t *testing.T) {
 func TestFailedAnalysisGivesAClearCard(t *testing.T) {
 	t.Parallel()
 	h := startFileBot(t, nil)
-	_, ds := h.share(secChannel, slackfake.File{Name: "crashy.docm", Content: []byte("SIM:FAIL_ANALYSIS macro")}, "")
-	card := h.waitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(strings.ToLower(b), "could not check") })
-	if !strings.Contains(blocksText(card.Blocks), "failed_analysis") {
-		t.Errorf("the card does not say why:\n%s", blocksText(card.Blocks))
+	_, ds := h.Share(secChannel, slackfake.File{Name: "crashy.docm", Content: []byte("SIM:FAIL_ANALYSIS macro")}, "")
+	card := h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(strings.ToLower(b), "could not check") })
+	if !strings.Contains(e2etest.BlocksText(card.Blocks), "failed_analysis") {
+		t.Errorf("the card does not say why:\n%s", e2etest.BlocksText(card.Blocks))
 	}
 }
 
@@ -169,18 +130,18 @@ func TestSameFileInTwoChannelsIsOneSandboxTask(t *testing.T) {
 	t.Parallel()
 	h := startFileBot(t, nil)
 	const other = "C0OTHER"
-	f := h.slack.AddFile(slackfake.File{Name: "payload.exe", Content: []byte(eicar)})
+	f := h.Slack.AddFile(slackfake.File{Name: "payload.exe", Content: []byte(e2etest.Eicar)})
 	var threads [2]string
 	for i, ch := range []string{secChannel, other} {
-		ds, err := h.slack.ShareFile(ch, alice, f.ID, "")
+		ds, err := h.Slack.ShareFile(ch, alice, f.ID, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		threads[i] = ds[0].TS
 	}
-	h.waitCardIn(secChannel, threads[0], func(b string) bool { return strings.Contains(b, "Malicious") })
-	h.waitCardIn(other, threads[1], func(b string) bool { return strings.Contains(b, "Malicious") })
-	if n := h.sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 1 {
+	h.WaitCardIn(secChannel, threads[0], func(b string) bool { return strings.Contains(b, "Malicious") })
+	h.WaitCardIn(other, threads[1], func(b string) bool { return strings.Contains(b, "Malicious") })
+	if n := h.Sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 1 {
 		t.Fatalf("%d sandbox tasks for one file shared in two channels", n)
 	}
 }
@@ -190,13 +151,13 @@ func TestFileWithoutTokenHTMLPageIsReportedNotAnalysed(t *testing.T) {
 	h := startFileBot(t, nil)
 	// A file Slack serves as a sign-in page (what a download without a
 	// valid token gets): its download is refused by the fake.
-	h.slack.InjectFault(slackfake.Fault{Method: slackfake.MethodFileDownload, Status: http.StatusOK})
-	_, ds := h.share(secChannel, slackfake.File{Name: "report.pdf", Content: []byte("%PDF-1.7 hello")}, "")
-	card := h.waitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(strings.ToLower(b), "could not check") })
-	if !strings.Contains(strings.ToLower(blocksText(card.Blocks)), "sign-in page") {
-		t.Errorf("the card does not say Slack sent a sign-in page:\n%s", blocksText(card.Blocks))
+	h.Slack.InjectFault(slackfake.Fault{Method: slackfake.MethodFileDownload, Status: http.StatusOK})
+	_, ds := h.Share(secChannel, slackfake.File{Name: "report.pdf", Content: []byte("%PDF-1.7 hello")}, "")
+	card := h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(strings.ToLower(b), "could not check") })
+	if !strings.Contains(strings.ToLower(e2etest.BlocksText(card.Blocks)), "sign-in page") {
+		t.Errorf("the card does not say Slack sent a sign-in page:\n%s", e2etest.BlocksText(card.Blocks))
 	}
-	if n := h.sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 0 {
+	if n := h.Sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 0 {
 		t.Fatal("an HTML page was sent to the sandbox")
 	}
 }

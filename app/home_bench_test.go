@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -40,29 +41,29 @@ func slackLatency(f *slackfake.Server) {
 // message to its card saying Malicious, as the fake recorded both, and
 // the time its envelope took to be acked.
 func (h *harness) cardDelay(url string) (card, ack time.Duration) {
-	h.t.Helper()
-	d := h.post("<" + url + ">")
-	c := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	msg, _ := h.slack.Message(secChannel, d.TS)
-	if env, ok := h.slack.Envelope(d.EnvelopeID); ok && env.Acked() {
+	h.T.Helper()
+	d := h.Post("<" + url + ">")
+	c := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	msg, _ := h.Slack.Message(secChannel, d.TS)
+	if env, ok := h.Slack.Envelope(d.EnvelopeID); ok && env.Acked() {
 		ack = env.Acks[0].Latency
 	}
 	for _, v := range c.Versions {
-		if strings.Contains(blocksText(v.Blocks), "Malicious") {
+		if strings.Contains(e2etest.BlocksText(v.Blocks), "Malicious") {
 			return v.At.Sub(msg.PostedAt), ack
 		}
 	}
-	h.t.Fatalf("no version of the card says Malicious")
+	h.T.Fatalf("no version of the card says Malicious")
 	return 0, 0
 }
 
 // flood delivers one app_home_opened per user (who may repeat) without
 // waiting for anything.
 func (h *harness) flood(users []string) {
-	h.t.Helper()
+	h.T.Helper()
 	for _, u := range users {
-		if _, err := h.slack.DeliverAppHomeOpened(u, "home"); err != nil {
-			h.t.Fatal(err)
+		if _, err := h.Slack.DeliverAppHomeOpened(u, "home"); err != nil {
+			h.T.Fatal(err)
 		}
 	}
 }
@@ -73,13 +74,13 @@ func TestHomeOpenFloodIsDebouncedPerPerson(t *testing.T) {
 	// One person clicking the tab 150 times, then another person once.
 	h.flood(slices.Repeat([]string{alice}, 150))
 	h.flood([]string{bob})
-	if err := h.slack.WaitAcked(h.ctx(10 * time.Second)); err != nil {
+	if err := h.Slack.WaitAcked(h.Ctx(10 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.slack.WaitHomeView(h.ctx(10*time.Second), bob, 1); err != nil {
+	if _, err := h.Slack.WaitHomeView(h.Ctx(10*time.Second), bob, 1); err != nil {
 		t.Fatalf("bob's Home: %v", err)
 	}
-	v, ok := h.slack.HomeView(alice)
+	v, ok := h.Slack.HomeView(alice)
 	if !ok {
 		t.Fatal("alice's Home was never published")
 	}
@@ -88,7 +89,7 @@ func TestHomeOpenFloodIsDebouncedPerPerson(t *testing.T) {
 		t.Errorf("150 opens by one person published her Home %d times, want 1", v.Published)
 	}
 	t.Logf("150 opens by one person: %d views.publish; users.conversations %d, conversations.members %d",
-		v.Published, len(h.slack.Calls("users.conversations")), len(h.slack.Calls("conversations.members")))
+		v.Published, len(h.Slack.Calls("users.conversations")), len(h.Slack.Calls("conversations.members")))
 }
 
 // BenchmarkHomeFloodDelaysNoCard measures how far a flood of 150
@@ -131,7 +132,7 @@ func BenchmarkHomeFloodDelaysNoCard(b *testing.B) {
 					base.Round(time.Millisecond), withFlood.Round(time.Millisecond), baseAck.Round(time.Millisecond), floodAck.Round(time.Millisecond))
 				// The flood is served before the next round.
 				for _, u := range users {
-					if _, err := h.slack.WaitHomeView(h.ctx(60*time.Second), u, 1); err != nil {
+					if _, err := h.Slack.WaitHomeView(h.Ctx(60*time.Second), u, 1); err != nil {
 						b.Fatalf("the Home of %s after the flood: %v", u, err)
 					}
 				}
@@ -141,7 +142,7 @@ func BenchmarkHomeFloodDelaysNoCard(b *testing.B) {
 			b.ReportMetric(median.Seconds(), "s-added-median")
 			b.ReportMetric(most.Seconds(), "s-added-max")
 			b.Logf("%s: card delay added by 150 opens over %d rounds: median %v, max %v; views.publish %d",
-				tc.name, len(added), median.Round(time.Millisecond), most.Round(time.Millisecond), len(h.slack.Calls("views.publish")))
+				tc.name, len(added), median.Round(time.Millisecond), most.Round(time.Millisecond), len(h.Slack.Calls("views.publish")))
 			if median > 500*time.Millisecond {
 				b.Errorf("150 Home opens moved a new card by %v (median), more than 0.5 s", median)
 			}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/store/bolt"
@@ -30,16 +31,16 @@ func diskOutage(t *testing.T, h *harness, n int, failed func() bool, recover fun
 	var ds []slackfake.Delivery
 	for i := range n {
 		// Long messages, so the journal needs fresh pages of the file.
-		d := h.post(fmt.Sprintf("outage %d <https://evil.test/outage-%d> %s", i, i, strings.Repeat("padding ", 400)))
+		d := h.Post(fmt.Sprintf("outage %d <https://evil.test/outage-%d> %s", i, i, strings.Repeat("padding ", 400)))
 		ds = append(ds, d)
 	}
 	for _, d := range ds {
-		if err := h.slack.WaitAcked(h.ctx(5*time.Second), d.EnvelopeID); err != nil {
+		if err := h.Slack.WaitAcked(h.Ctx(5*time.Second), d.EnvelopeID); err != nil {
 			t.Fatalf("envelope not acked during the outage: %v", err)
 		}
 	}
 	if !failed() {
-		t.Fatalf("the disk did not fail; logs:\n%s", h.logs.String())
+		t.Fatalf("the disk did not fail; logs:\n%s", h.Logs.String())
 	}
 	time.Sleep(300 * time.Millisecond) // let the spool retry against the broken disk
 	recover()
@@ -48,18 +49,18 @@ func diskOutage(t *testing.T, h *harness, n int, failed func() bool, recover fun
 	// few a second) and each is first checked 4 s after it (the polling
 	// schedule's prior): ten take about 14 s, so 15 s was too tight.
 	for i, d := range ds {
-		h.waitCardWithin(45*time.Second, d.TS, func(b string) bool {
+		h.WaitCardWithin(45*time.Second, d.TS, func(b string) bool {
 			return strings.Contains(b, fmt.Sprintf("outage-%d", i)) && strings.Contains(b, "Malicious")
 		})
 	}
 	t.Logf("%d messages acked during the outage; all %d cards posted %v after the disk recovered",
 		n, n, time.Since(start).Round(10*time.Millisecond))
 	for _, d := range ds {
-		if cards := botMessages(h.slack.Messages(secChannel, d.TS)); len(cards) != 1 {
+		if cards := e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) != 1 {
 			t.Errorf("message %s has %d cards, want 1", d.TS, len(cards))
 		}
 	}
-	st := h.slack.AckStats()
+	st := h.Slack.AckStats()
 	t.Logf("ack latency p50 %v, max %v; redeliveries %d", st.P50.Round(time.Millisecond), st.Max.Round(time.Millisecond), st.Redeliveries)
 }
 
@@ -67,7 +68,7 @@ func TestAckedEnvelopesSurviveAFailingJournalWrite(t *testing.T) {
 	t.Parallel()
 	var broken atomic.Bool
 	var failures atomic.Int64
-	opts := testOptions()
+	opts := e2etest.Options()
 	opts.StoreWriteFault = func() error {
 		if broken.Load() {
 			failures.Add(1)
@@ -76,14 +77,14 @@ func TestAckedEnvelopesSurviveAFailingJournalWrite(t *testing.T) {
 		return nil
 	}
 	h := startBotOptions(t, nil, sim.Config{}, opts)
-	d := h.post("before <https://evil.test/before>")
-	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	d := h.Post("before <https://evil.test/before>")
+	h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 	broken.Store(true)
 	diskOutage(t, h, 10, func() bool { return failures.Load() > 0 }, func() { broken.Store(false) })
 	t.Logf("%d store writes failed during the outage", failures.Load())
 	// The store is fully usable after the failed commits.
-	d = h.post("after <https://evil.test/after>")
-	h.waitCard(d.TS, func(b string) bool {
+	d = h.Post("after <https://evil.test/after>")
+	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "evil[.]test/after") && strings.Contains(b, "Malicious")
 	})
 }
@@ -101,14 +102,14 @@ func TestAckedEnvelopesSurviveAFullFilesystem(t *testing.T) {
 	}
 	h := startBot(t, map[string]string{"VERDICTBOT_DATA_DIR": dir}, sim.Config{})
 	t.Cleanup(func() {
-		h.stop()
+		h.Stop()
 		exec.Command("umount", dir).Run()
 	})
-	d := h.post("before <https://evil.test/before>")
-	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	d := h.Post("before <https://evil.test/before>")
+	h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 	filler := filepath.Join(dir, "filler")
 	fillDisk(t, filler)
-	enospc := func() bool { return strings.Contains(h.logs.String(), "no space left on device") }
+	enospc := func() bool { return strings.Contains(h.Logs.String(), "no space left on device") }
 	diskOutage(t, h, 10, enospc, func() {
 		if err := os.Remove(filler); err != nil {
 			t.Fatal(err)
@@ -147,31 +148,31 @@ func fillDisk(t *testing.T, path string) {
 func TestMessagesWithNothingToScanAreNotJournalled(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
-	dataDir := h.env["VERDICTBOT_DATA_DIR"]
+	dataDir := h.Env["VERDICTBOT_DATA_DIR"]
 	var quiet []slackfake.Delivery
 	for _, e := range []slackfake.MessageEvent{
 		{Channel: secChannel, User: alice, Text: "lunch at noon? no links here"},
 		{Channel: secChannel, User: alice, Text: "joined", SubType: "channel_join"},
 	} {
-		d, err := h.slack.DeliverMessage(e)
+		d, err := h.Slack.DeliverMessage(e)
 		if err != nil {
 			t.Fatal(err)
 		}
 		quiet = append(quiet, d)
 	}
-	link := h.post("see <https://evil.test/journalled>")
-	h.waitCard(link.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	link := h.Post("see <https://evil.test/journalled>")
+	h.WaitCard(link.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 	ids := []string{link.EnvelopeID}
 	for _, d := range quiet {
 		ids = append(ids, d.EnvelopeID)
 	}
-	if err := h.slack.WaitAcked(h.ctx(10*time.Second), ids...); err != nil {
+	if err := h.Slack.WaitAcked(h.Ctx(10*time.Second), ids...); err != nil {
 		t.Fatal(err)
 	}
-	if st := h.slack.AckStats(ids...); !st.ExactlyOnce() {
+	if st := h.Slack.AckStats(ids...); !st.ExactlyOnce() {
 		t.Fatalf("acks: %+v", st)
 	}
-	if err := h.stop(); err != nil {
+	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	db, err := bolt.Open(dataDir, bolt.Options{})
@@ -195,17 +196,17 @@ func TestMessagesWithNothingToScanAreNotJournalled(t *testing.T) {
 func TestEditThatRemovesTheLinksStillUpdatesTheCard(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
-	d := h.post("see <https://evil.test/removed>")
-	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	edit, err := h.slack.EditMessage(secChannel, d.TS, "never mind, wrong paste")
+	d := h.Post("see <https://evil.test/removed>")
+	h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	edit, err := h.Slack.EditMessage(secChannel, d.TS, "never mind, wrong paste")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitCard(d.TS, func(b string) bool { return !strings.Contains(b, "evil[.]test") && strings.Contains(b, "Not checked") })
-	if n := len(botMessages(h.slack.Messages(secChannel, d.TS))); n != 1 {
+	h.WaitCard(d.TS, func(b string) bool { return !strings.Contains(b, "evil[.]test") && strings.Contains(b, "Not checked") })
+	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 1 {
 		t.Fatalf("%d cards, want the one card updated in place", n)
 	}
-	if st := h.slack.AckStats(edit.EnvelopeID); !st.ExactlyOnce() {
+	if st := h.Slack.AckStats(edit.EnvelopeID); !st.ExactlyOnce() {
 		t.Fatalf("edit's ack: %+v", st)
 	}
 }

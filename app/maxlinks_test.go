@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -34,9 +35,9 @@ func withEnv(base map[string]string, more map[string]string) map[string]string {
 
 // noReaction fails if the message at ts got the clean reaction.
 func (h *harness) noReaction(ts string) {
-	h.t.Helper()
-	if m, _ := h.slack.Message(secChannel, ts); len(m.Reactions["white_check_mark"]) != 0 {
-		h.t.Errorf("the message got the clean reaction")
+	h.T.Helper()
+	if m, _ := h.Slack.Message(secChannel, ts); len(m.Reactions["white_check_mark"]) != 0 {
+		h.T.Errorf("the message got the clean reaction")
 	}
 }
 
@@ -51,10 +52,10 @@ func TestTheEleventhLinkIsChecked(t *testing.T) {
 		fmt.Fprintf(&b, "<https://example.com/docs/%d> ", i)
 	}
 	b.WriteString("and <https://login.phish.test/eleventh>")
-	d := h.post(b.String())
-	card := h.waitCard(d.TS, func(s string) bool { return strings.Contains(s, "Malicious") })
-	mustContain(t, blocksText(card.Blocks), "login[.]phish[.]test/eleventh", "11 links: 1 malicious · 10 clean")
-	if n := h.sim.Count(sim.ServiceReputation, sim.OpScan); n != 11 {
+	d := h.Post(b.String())
+	card := h.WaitCard(d.TS, func(s string) bool { return strings.Contains(s, "Malicious") })
+	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "login[.]phish[.]test/eleventh", "11 links: 1 malicious · 10 clean")
+	if n := h.Sim.Count(sim.ServiceReputation, sim.OpScan); n != 11 {
 		t.Errorf("%d submissions, want 11", n)
 	}
 	h.noReaction(d.TS)
@@ -67,21 +68,21 @@ func TestTheEleventhLinkIsChecked(t *testing.T) {
 func TestLinksPastTheLimitMakeACardInAQuietChannel(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_MAX_LINKS": "3"}, sim.Config{})
-	d := h.post("<https://example.com/1> <https://example.com/2> <https://example.com/3> <https://example.com/4>")
-	card := h.waitCard(d.TS, func(s string) bool { return strings.Contains(s, "Could not check") })
-	mustContain(t, blocksText(card.Blocks), "1 more link was not checked (limit 3 per message), so this message cannot be called clean",
+	d := h.Post("<https://example.com/1> <https://example.com/2> <https://example.com/3> <https://example.com/4>")
+	card := h.WaitCard(d.TS, func(s string) bool { return strings.Contains(s, "Could not check") })
+	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "1 more link was not checked (limit 3 per message), so this message cannot be called clean",
 		"4 links: 3 clean · 1 not checked")
-	if strings.Contains(blocksText(card.Blocks), "Left in place") {
+	if strings.Contains(e2etest.BlocksText(card.Blocks), "Left in place") {
 		t.Error("a channel without quarantine says quarantine left the message")
 	}
 	if card.Text != "verdictbot: could not check 1 link in this message" {
 		t.Errorf("notification text %q", card.Text)
 	}
-	if n := h.sim.Count(sim.ServiceReputation, sim.OpScan); n != 3 {
+	if n := h.Sim.Count(sim.ServiceReputation, sim.OpScan); n != 3 {
 		t.Errorf("%d submissions, want 3", n)
 	}
 	h.noReaction(d.TS)
-	if got := metric(t, h, `verdictbot_unchecked_targets_total{kind="url"}`); got != "1" {
+	if got := h.Metric(`verdictbot_unchecked_targets_total{kind="url"}`); got != "1" {
 		t.Errorf(`verdictbot_unchecked_targets_total{kind="url"} = %q, want 1`, got)
 	}
 }
@@ -93,19 +94,19 @@ func TestLinksPastTheLimitMakeACardInAQuietChannel(t *testing.T) {
 func TestQuarantineLeavesAMessageWithUncheckedLinks(t *testing.T) {
 	t.Parallel()
 	h := startQuarantineWith(t, map[string]string{"VERDICTBOT_MAX_LINKS": "2"}, sim.Profile{})
-	d := h.post("<https://example.com/a> <https://example.com/b> <https://login.phish.test/pushed-out>")
-	card := h.waitCard(d.TS, func(s string) bool { return strings.Contains(s, "Could not check") })
-	b := blocksText(card.Blocks)
-	mustContain(t, b, "1 more link was not checked (limit 2 per message), so this message cannot be called clean",
+	d := h.Post("<https://example.com/a> <https://example.com/b> <https://login.phish.test/pushed-out>")
+	card := h.WaitCard(d.TS, func(s string) bool { return strings.Contains(s, "Could not check") })
+	b := e2etest.BlocksText(card.Blocks)
+	e2etest.MustContain(t, b, "1 more link was not checked (limit 2 per message), so this message cannot be called clean",
 		"Left in place ", "not everything in it could be checked, and quarantine removes only what is found suspicious or malicious")
 	if strings.Contains(b, "Quarantined:") || strings.Contains(b, notify.ActionQuarantineRelease) {
 		t.Errorf("a message that could not be checked was quarantined:\n%s", b)
 	}
-	if m, _ := h.slack.Message(secChannel, d.TS); m.Deleted || len(h.slack.Calls("chat.delete")) != 0 {
+	if m, _ := h.Slack.Message(secChannel, d.TS); m.Deleted || len(h.Slack.Calls("chat.delete")) != 0 {
 		t.Error("the message was removed")
 	}
 	h.noReaction(d.TS)
-	if n := len(h.sim.URLTasks("https://login.phish.test/pushed-out")); n != 0 {
+	if n := len(h.Sim.URLTasks("https://login.phish.test/pushed-out")); n != 0 {
 		t.Errorf("the link past the limit was submitted %d times", n)
 	}
 }
@@ -122,16 +123,16 @@ func TestPaddingDoesNotPushALinkOut(t *testing.T) {
 		fmt.Fprintf(&b, "<https://example.com/c?id=%d> <HTTPS://EXAMPLE.COM:443/a#%d> <https://files.slack.com/files-pri/T0/F%d> ", i, i, i)
 	}
 	b.WriteString("<https://login.phish.test/padded>")
-	d := h.post(b.String())
-	card := h.waitCard(d.TS, func(s string) bool { return strings.Contains(s, "Malicious") })
-	bt := blocksText(card.Blocks)
+	d := h.Post(b.String())
+	card := h.WaitCard(d.TS, func(s string) bool { return strings.Contains(s, "Malicious") })
+	bt := e2etest.BlocksText(card.Blocks)
 	if strings.Contains(bt, "not checked (limit") {
 		t.Errorf("padding pushed links out:\n%s", bt)
 	}
-	if n := h.sim.Count(sim.ServiceReputation, sim.OpScan); n != 3 {
+	if n := h.Sim.Count(sim.ServiceReputation, sim.OpScan); n != 3 {
 		t.Errorf("%d submissions, want 3 (the query variants are one link as sent, the repeats one, the phishing link)", n)
 	}
-	if n := len(h.sim.URLTasks("https://login.phish.test/padded")); n != 1 {
+	if n := len(h.Sim.URLTasks("https://login.phish.test/padded")); n != 1 {
 		t.Errorf("the phishing link was submitted %d times", n)
 	}
 }
@@ -147,7 +148,7 @@ func TestTwoHundredLinksMakeACardSlackAccepts(t *testing.T) {
 	h := startBot(t, withEnv(fastBudgets, map[string]string{"VERDICTBOT_MAX_LINKS": "200", "VERDICTBOT_CHANNEL_MODE": "quiet"}), sim.Config{})
 	// bob presses the button on alice's link (its poster may not report it
 	// as a false positive: TestOwnLinkFalsePositiveIsRefused).
-	h.slack.AddChannel(slackfake.Channel{ID: secChannel, Name: "security", Members: []string{alice, bob}})
+	h.Slack.AddChannel(slackfake.Channel{ID: secChannel, Name: "security", Members: []string{alice, bob}})
 	var b strings.Builder
 	for i := range 201 {
 		switch i {
@@ -157,21 +158,21 @@ func TestTwoHundredLinksMakeACardSlackAccepts(t *testing.T) {
 			fmt.Fprintf(&b, "<https://example.com/page/%d> ", i)
 		}
 	}
-	d := h.post(b.String())
-	card := h.waitCardWithin(60*time.Second, d.TS, func(s string) bool {
+	d := h.Post(b.String())
+	card := h.WaitCardWithin(60*time.Second, d.TS, func(s string) bool {
 		return strings.Contains(s, "Malicious") && !strings.Contains(s, "scanning")
 	})
-	if n := h.sim.Count(sim.ServiceReputation, sim.OpScan); n != 200 {
+	if n := h.Sim.Count(sim.ServiceReputation, sim.OpScan); n != 200 {
 		t.Errorf("%d submissions, want 200", n)
 	}
 	for _, method := range []string{"chat.postMessage", "chat.update"} {
-		for _, c := range h.slack.Calls(method) {
+		for _, c := range h.Slack.Calls(method) {
 			if c.Error != "" {
 				t.Errorf("%s refused: %s", method, c.Error)
 			}
 		}
 	}
-	if strings.Contains(h.logs.String(), "posting the minimal card") {
+	if strings.Contains(h.Logs.String(), "posting the minimal card") {
 		t.Error("Slack refused the card; the minimal one was posted")
 	}
 	var blocks []struct {
@@ -186,22 +187,22 @@ func TestTwoHundredLinksMakeACardSlackAccepts(t *testing.T) {
 	if blocks[1].BlockID != "line-120-verdict" || blocks[3].BlockID != "line-199-verdict" {
 		t.Errorf("first lines drawn %q, %q: want the phishing links (120, 199) first", blocks[1].BlockID, blocks[3].BlockID)
 	}
-	bt := blocksText(card.Blocks)
-	mustContain(t, bt, "201 links: 2 malicious · 198 clean · 1 not checked", "more links not shown: ",
+	bt := e2etest.BlocksText(card.Blocks)
+	e2etest.MustContain(t, bt, "201 links: 2 malicious · 198 clean · 1 not checked", "more links not shown: ",
 		"1 more link was not checked (limit 200 per message)")
 	// A button on the first line drawn reports on that line.
-	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: bob, Channel: secChannel, MessageTS: card.TS,
+	if _, err := h.Slack.DeliverBlockAction(slackfake.BlockAction{UserID: bob, Channel: secChannel, MessageTS: card.TS,
 		ActionID: notify.ActionFalsePositive, BlockID: "line-199"}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitCardWithin(15*time.Second, d.TS, func(s string) bool {
+	h.WaitCardWithin(15*time.Second, d.TS, func(s string) bool {
 		return strings.Contains(s, `"block_id":"line-199-audit"`) && strings.Contains(s, "false positive")
 	})
-	tasks := h.sim.URLTasks("https://login.phish.test/n199")
+	tasks := h.Sim.URLTasks("https://login.phish.test/n199")
 	if len(tasks) != 1 {
 		t.Fatalf("tasks %v", tasks)
 	}
-	if task, _ := h.sim.URLTask(tasks[0]); len(task.Dispositions) != 1 {
+	if task, _ := h.Sim.URLTask(tasks[0]); len(task.Dispositions) != 1 {
 		t.Errorf("the report did not reach the right task: %+v", task.Dispositions)
 	}
 }
@@ -220,38 +221,38 @@ func TestQuarantineChannelShowsAFileItCouldNotCheck(t *testing.T) {
 		"SANDBOX_API_KEY":           e2eKey,
 		"VERDICTBOT_CHANNEL_MODE":   "quiet",
 		"VERDICTBOT_QUARANTINE":     "malicious",
-		"SLACK_ADMIN_USER_TOKEN":    e2eAdminToken,
+		"SLACK_ADMIN_USER_TOKEN":    e2etest.AdminToken,
 		"VERDICTBOT_MAX_FILE_BYTES": "64",
-	}, sim.Config{Profile: quickSandbox}, true, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
-	_, ds := h.share(secChannel, slackfake.File{Name: "payload.zip", Content: []byte(strings.Repeat(eicar, 4))}, "see attached")
+	}, sim.Config{Profile: e2etest.QuickSandbox()}, true, seed,
+		slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+	_, ds := h.Share(secChannel, slackfake.File{Name: "payload.zip", Content: []byte(strings.Repeat(e2etest.Eicar, 4))}, "see attached")
 	ts := ds[0].TS
-	card := h.waitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Could not check") })
-	mustContain(t, blocksText(card.Blocks), "payload.zip", "It is larger than the", "Left in place ")
-	if strings.Contains(blocksText(card.Blocks), "Quarantined:") {
+	card := h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Could not check") })
+	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "payload.zip", "It is larger than the", "Left in place ")
+	if strings.Contains(e2etest.BlocksText(card.Blocks), "Quarantined:") {
 		t.Error("a file that could not be checked was quarantined")
 	}
-	if n := h.sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 0 {
+	if n := h.Sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 0 {
 		t.Errorf("%d uploads of a file over the limit", n)
 	}
 	h.noReaction(ts)
-	if got := metric(t, h, `verdictbot_unchecked_targets_total{kind="file"}`); got != "1" {
+	if got := h.Metric(`verdictbot_unchecked_targets_total{kind="file"}`); got != "1" {
 		t.Errorf(`verdictbot_unchecked_targets_total{kind="file"} = %q, want 1`, got)
 	}
 
 	// Without quarantine (the channel's own level off) the file is only
 	// listed as not checked, and a quiet channel shows nothing.
-	mustContain(t, h.slash(adminUser, "channel quarantine off"), "Changed.")
-	_, ds = h.share(secChannel, slackfake.File{Name: "other.zip", Content: []byte(strings.Repeat(eicar, 4))}, "and this")
-	if err := h.slack.WaitAcked(h.ctx(5*time.Second), ds[0].EnvelopeID); err != nil {
+	e2etest.MustContain(t, h.Slash(adminUser, "channel quarantine off"), "Changed.")
+	_, ds = h.Share(secChannel, slackfake.File{Name: "other.zip", Content: []byte(strings.Repeat(e2etest.Eicar, 4))}, "and this")
+	if err := h.Slack.WaitAcked(h.Ctx(5*time.Second), ds[0].EnvelopeID); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(h.logs.String(), `"msg":"files not checked"`); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(h.Logs.String(), `"msg":"files not checked"`); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the second file was never handled")
 		}
 	}
-	if n := len(botMessages(h.slack.Messages(secChannel, ds[0].TS))); n != 0 {
+	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, ds[0].TS))); n != 0 {
 		t.Errorf("%d cards without quarantine, want none", n)
 	}
 }

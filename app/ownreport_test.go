@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/commands"
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -19,14 +20,14 @@ import (
 // clickOn delivers user's click on the action of the card at cardTS in
 // channel and returns the private answer it got.
 func (h *harness) clickOn(channel, cardTS, user, action string) string {
-	h.t.Helper()
-	before := len(h.slack.Ephemerals(channel, user))
-	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: user, Channel: channel, MessageTS: cardTS, ActionID: action}); err != nil {
-		h.t.Fatal(err)
+	h.T.Helper()
+	before := len(h.Slack.Ephemerals(channel, user))
+	if _, err := h.Slack.DeliverBlockAction(slackfake.BlockAction{UserID: user, Channel: channel, MessageTS: cardTS, ActionID: action}); err != nil {
+		h.T.Fatal(err)
 	}
-	eph, err := h.slack.WaitEphemerals(h.ctx(8*time.Second), channel, user, before+1)
+	eph, err := h.Slack.WaitEphemerals(h.Ctx(8*time.Second), channel, user, before+1)
 	if err != nil {
-		h.t.Fatalf("no answer to %s's click: %v", user, err)
+		h.T.Fatalf("no answer to %s's click: %v", user, err)
 	}
 	return eph[len(eph)-1].Text
 }
@@ -35,8 +36,8 @@ func (h *harness) clickOn(channel, cardTS, user, action string) string {
 // tasks, as "option/category" strings.
 func dispositions(h *harness, url string) []string {
 	var out []string
-	for _, id := range h.sim.URLTasks(url) {
-		tk, _ := h.sim.URLTask(id)
+	for _, id := range h.Sim.URLTasks(url) {
+		tk, _ := h.Sim.URLTask(id)
 		for _, d := range tk.Dispositions {
 			out = append(out, d.Option+"/"+d.VerdictType)
 		}
@@ -60,44 +61,44 @@ func TestOwnLinkFalsePositiveIsRefused(t *testing.T) {
 	t.Parallel()
 	h := startBotSeeded(t, nil, sim.Config{}, false, seedReporters)
 	const url = "https://login.phish.test/own"
-	d := h.post("<" + url + ">") // alice's message
-	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
-	task := h.sim.URLTasks(url)[0]
+	d := h.Post("<" + url + ">") // alice's message
+	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
+	task := h.Sim.URLTasks(url)[0]
 
 	if got := h.clickOn(secChannel, card.TS, alice, notify.ActionFalsePositive); got != commands.OwnLinkAnswer {
 		t.Errorf("the poster's fp button: %q", got)
 	}
-	mustContain(t, h.slash(alice, "report "+task+" phishing fp"), "You shared this link", "Nothing was sent")
+	e2etest.MustContain(t, h.Slash(alice, "report "+task+" phishing fp"), "You shared this link", "Nothing was sent")
 	// Another category picked in the line's menu is the same refusal.
-	mustContain(t, h.slash(alice, "report "+task+" malicious fp"), "You shared this link")
+	e2etest.MustContain(t, h.Slash(alice, "report "+task+" malicious fp"), "You shared this link")
 	if got := dispositions(h, url); len(got) != 0 {
 		t.Fatalf("the poster's false positive reached the service: %v", got)
 	}
-	for _, m := range botMessages(h.slack.Messages(secChannel, d.TS)) {
-		if b := blocksText(m.Blocks); strings.Contains(b, "reported a false positive") {
+	for _, m := range e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS)) {
+		if b := e2etest.BlocksText(m.Blocks); strings.Contains(b, "reported a false positive") {
 			t.Errorf("the refused report is on the card: %s", b)
 		}
 	}
-	if !strings.Contains(h.logs.String(), "false positive refused: the reporter brought the link") {
+	if !strings.Contains(h.Logs.String(), "false positive refused: the reporter brought the link") {
 		t.Error("no audit line for the refused report")
 	}
 
 	// The poster's false negative can only make it worse: taken.
-	mustContain(t, h.clickOn(secChannel, card.TS, alice, notify.ActionFalseNegative), "Thanks")
+	e2etest.MustContain(t, h.clickOn(secChannel, card.TS, alice, notify.ActionFalseNegative), "Thanks")
 	// Someone else's false positive is taken, once.
-	mustContain(t, h.clickOn(secChannel, card.TS, carol, notify.ActionFalsePositive), "Thanks")
+	e2etest.MustContain(t, h.clickOn(secChannel, card.TS, carol, notify.ActionFalsePositive), "Thanks")
 	if got := dispositions(h, url); strings.Join(got, ",") != "fn/phishing,fp/phishing" {
 		t.Fatalf("dispositions %v, want the poster's fn then carol's fp", got)
 	}
 
 	// An admin who posted a link may report it.
 	const adminURL = "https://admin-login.phish.test/x"
-	da, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: adminUser, Text: "<" + adminURL + ">"})
+	da, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: adminUser, Text: "<" + adminURL + ">"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac := h.waitCard(da.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
-	mustContain(t, h.clickOn(secChannel, ac.TS, adminUser, notify.ActionFalsePositive), "Thanks")
+	ac := h.WaitCard(da.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
+	e2etest.MustContain(t, h.clickOn(secChannel, ac.TS, adminUser, notify.ActionFalsePositive), "Thanks")
 	if got := dispositions(h, adminURL); len(got) != 1 {
 		t.Errorf("the admin's report on their own link: %v", got)
 	}
@@ -114,16 +115,16 @@ func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
 	const url = "https://login.phish.test/twice"
 	post := func(user, text string) (string, string) {
 		t.Helper()
-		d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: user, Text: text})
+		d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: user, Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
+		c := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
 		return d.TS, c.TS
 	}
 	aliceMsg, aliceCard := post(alice, "first <"+url+">")
 	_, bobCard := post(bob, "again <"+url+">")
-	if n := len(h.sim.URLTasks(url)); n != 1 {
+	if n := len(h.Sim.URLTasks(url)); n != 1 {
 		t.Fatalf("%d tasks, want one shared by both messages", n)
 	}
 	// Each poster is refused on the other's card too: one task, one verdict.
@@ -135,10 +136,10 @@ func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
 
 	// Alice edits her message (a link added, the phishing one kept): the
 	// card is rescanned, and still hers.
-	if _, err := h.slack.EditMessage(secChannel, aliceMsg, "edited <"+url+"> <https://example.com/edit>"); err != nil {
+	if _, err := h.Slack.EditMessage(secChannel, aliceMsg, "edited <"+url+"> <https://example.com/edit>"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitCard(aliceMsg, func(b string) bool {
+	h.WaitCard(aliceMsg, func(b string) bool {
 		return strings.Contains(b, "example[.]com/edit") && strings.Contains(b, notify.ActionFalsePositive) && !strings.Contains(b, "Scanning")
 	})
 	if got := h.clickOn(secChannel, aliceCard, alice, notify.ActionFalsePositive); got != commands.OwnLinkAnswer {
@@ -146,16 +147,16 @@ func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
 	}
 
 	// A card in alice's DM with the bot: the link is hers.
-	dm := h.slack.IMWith(alice)
+	dm := h.Slack.IMWith(alice)
 	const dmURL = "https://dm-login.phish.test/x"
-	dd, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: dm, User: alice, Text: "is this ok? <" + dmURL + ">"})
+	dd, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: dm, User: alice, Text: "is this ok? <" + dmURL + ">"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var dmCard slackfake.Message
-	if err := h.slack.WaitFor(h.ctx(15*time.Second), func(st *slackfake.State) bool {
+	if err := h.Slack.WaitFor(h.Ctx(15*time.Second), func(st *slackfake.State) bool {
 		for _, m := range st.Messages(dm, dd.TS) {
-			if m.Bot && strings.Contains(blocksText(m.Blocks), notify.ActionFalsePositive) {
+			if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), notify.ActionFalsePositive) {
 				dmCard = m
 				return true
 			}
@@ -170,8 +171,8 @@ func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
 
 	// /scan <url>: the card is the requester's.
 	const scanURL = "https://scan-login.phish.test/x"
-	mustContain(t, h.slash(carol, scanURL), "Checking 1 link")
-	sc := h.waitCard("", func(b string) bool {
+	e2etest.MustContain(t, h.Slash(carol, scanURL), "Checking 1 link")
+	sc := h.WaitCard("", func(b string) bool {
 		return strings.Contains(b, "scan-login") && strings.Contains(b, notify.ActionFalsePositive)
 	})
 	if got := h.clickOn(secChannel, sc.TS, carol, notify.ActionFalsePositive); got != commands.OwnLinkAnswer {
@@ -185,6 +186,6 @@ func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
 	}
 	// Someone who brought none of them may report: carol on the link
 	// alice and bob posted, alice on carol's /scan card.
-	mustContain(t, h.clickOn(secChannel, aliceCard, carol, notify.ActionFalsePositive), "Thanks")
-	mustContain(t, h.clickOn(secChannel, sc.TS, alice, notify.ActionFalsePositive), "Thanks")
+	e2etest.MustContain(t, h.clickOn(secChannel, aliceCard, carol, notify.ActionFalsePositive), "Thanks")
+	e2etest.MustContain(t, h.clickOn(secChannel, sc.TS, alice, notify.ActionFalsePositive), "Thanks")
 }

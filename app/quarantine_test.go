@@ -3,17 +3,17 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/verdictbot/verdictbot/commands"
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -24,55 +24,9 @@ import (
 // only its own posts, an admin's user token members' but not another
 // organisation's), and the simulator.
 
-const (
-	e2eAdminToken = "xoxp-1000000001-4000000004-e2eadminusertoken"
-	otherOrg      = "T0OTHERORG"
-)
-
-// startQuarantine starts the bot in a quiet channel quarantining malicious
-// messages, with the admin token of adminUser (a workspace admin) unless
-// env sets SLACK_ADMIN_USER_TOKEN otherwise ("" for none). tokenUser is
-// the user the token belongs to.
-func startQuarantine(t *testing.T, env map[string]string, tokenUser string) *harness {
-	t.Helper()
-	settings := map[string]string{
-		"VERDICTBOT_CHANNEL_MODE": "quiet",
-		"VERDICTBOT_QUARANTINE":   "malicious",
-		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
-	}
-	for k, v := range env {
-		settings[k] = v
-	}
-	seed := func(f *slackfake.Server) {
-		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
-		f.AddUser(slackfake.User{ID: alice, Name: "alice"})
-		f.AddChannel(slackfake.Channel{ID: secChannel, Name: "security"})
-	}
-	h := startBotSeeded(t, settings, sim.Config{}, false, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: tokenUser, Scopes: []string{"chat:write", "files:write"}}))
-	t.Cleanup(func() {
-		if strings.Contains(h.logs.String(), e2eAdminToken) {
-			t.Error("the admin token appears in the logs")
-		}
-	})
-	return h
-}
-
-// waitDeleted waits until the message at ts is deleted.
-func (h *harness) waitDeleted(ts string) {
-	h.t.Helper()
-	err := h.slack.WaitFor(h.ctx(15*time.Second), func(st *slackfake.State) bool {
-		m, ok := st.Message(secChannel, ts)
-		return ok && m.Deleted
-	})
-	if err != nil {
-		h.t.Fatalf("message %s not removed: %v\nlogs:\n%s", ts, err, h.logs.String())
-	}
-}
-
 // verdictTimes are the times of the bot's "verdict" log lines for url.
 func (h *harness) verdictTime(defanged string) (time.Time, bool) {
-	for _, line := range strings.Split(h.logs.String(), "\n") {
+	for _, line := range strings.Split(h.Logs.String(), "\n") {
 		var rec struct {
 			Time time.Time `json:"time"`
 			Msg  string    `json:"msg"`
@@ -97,21 +51,21 @@ func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
 	var took []time.Duration
 	for i := range runs {
 		url := fmt.Sprintf("https://secure-login.phish.test/verify/%d", i)
-		d := h.post("urgent: <" + url + ">")
-		h.waitDeleted(d.TS)
-		card := h.waitCard(d.TS, func(b string) bool {
+		d := h.Post("urgent: <" + url + ">")
+		h.WaitDeleted(d.TS)
+		card := h.WaitCard(d.TS, func(b string) bool {
 			return strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
 		})
-		if !strings.Contains(blocksText(card.Blocks), "found malicious") {
-			t.Errorf("tombstone does not say why: %s", blocksText(card.Blocks))
+		if !strings.Contains(e2etest.BlocksText(card.Blocks), "found malicious") {
+			t.Errorf("tombstone does not say why: %s", e2etest.BlocksText(card.Blocks))
 		}
 		var del *slackfake.Call
-		for _, c := range h.slack.Calls("chat.delete") {
+		for _, c := range h.Slack.Calls("chat.delete") {
 			if c.Params.Get("ts") == d.TS {
 				del = &c
 			}
 		}
-		if del == nil || del.Token != e2eAdminToken || del.Error != "" {
+		if del == nil || del.Token != e2etest.AdminToken || del.Error != "" {
 			t.Fatalf("chat.delete of %s: %+v", d.TS, del)
 		}
 		vt, ok := h.verdictTime("hxxps://secure-login[.]phish[.]test/verify/" + fmt.Sprint(i))
@@ -125,7 +79,7 @@ func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
 	if took[runs-1] > 2*time.Second {
 		t.Errorf("a removal took %v after its verdict, want within 2s", took[runs-1])
 	}
-	eph, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, runs)
+	eph, err := h.Slack.WaitEphemerals(h.Ctx(5*time.Second), secChannel, alice, runs)
 	if err != nil {
 		t.Fatalf("the author was not told: %v", err)
 	}
@@ -133,8 +87,8 @@ func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
 		t.Errorf("ephemeral to the author: %q", eph[0].Text)
 	}
 	// The bot token never deletes a member's message.
-	for _, c := range h.slack.Calls("chat.delete") {
-		if c.Token != e2eAdminToken {
+	for _, c := range h.Slack.Calls("chat.delete") {
+		if c.Token != e2etest.AdminToken {
 			t.Errorf("chat.delete with the wrong token kind %s", c.TokenKind)
 		}
 	}
@@ -154,49 +108,49 @@ func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 	t.Parallel()
 	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
 	h := startQuarantine(t, map[string]string{"VERDICTBOT_EVENTS_FILE": eventsFile}, adminUser)
-	h.slack.AddUser(slackfake.User{ID: "U0BOB", Name: "bob", DisplayName: "Bob B"})
-	h.slack.AddUserGroup("S0SECTEAM", "secteam", alice)
+	h.Slack.AddUser(slackfake.User{ID: "U0BOB", Name: "bob", DisplayName: "Bob B"})
+	h.Slack.AddUserGroup("S0SECTEAM", "secteam", alice)
 	const url = "https://login.phish.test/account"
-	d := h.post("<!channel> <!here|here> <!everyone> <!subteam^S0SECTEAM> <!subteam^S0SECTEAM|@secteam> <@U0BOB> <@U0BOB|bob> &lt;!channel&gt; <!\u200beveryone> " +
+	d := h.Post("<!channel> <!here|here> <!everyone> <!subteam^S0SECTEAM> <!subteam^S0SECTEAM|@secteam> <@U0BOB> <@U0BOB|bob> &lt;!channel&gt; <!\u200beveryone> " +
 		"please log in here <" + url + "> before friday")
-	if m, _ := h.slack.Message(secChannel, d.TS); len(m.Mentions()) < 5 {
+	if m, _ := h.Slack.Message(secChannel, d.TS); len(m.Mentions()) < 5 {
 		t.Fatalf("the original does not ping as intended: %v", m.Mentions())
 	}
-	h.waitDeleted(d.TS)
-	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionQuarantineRelease) })
+	h.WaitDeleted(d.TS)
+	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionQuarantineRelease) })
 	removed := renderChannel(h)
 	click := func(user string) {
 		t.Helper()
-		if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: user, Channel: secChannel, MessageTS: card.TS,
+		if _, err := h.Slack.DeliverBlockAction(slackfake.BlockAction{UserID: user, Channel: secChannel, MessageTS: card.TS,
 			ActionID: notify.ActionQuarantineRelease}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, 1); err != nil {
+	if _, err := h.Slack.WaitEphemerals(h.Ctx(5*time.Second), secChannel, alice, 1); err != nil {
 		t.Fatalf("the author was not told: %v", err)
 	}
-	before := len(h.slack.Ephemerals(secChannel, alice))
+	before := len(h.Slack.Ephemerals(secChannel, alice))
 	click(alice)
-	eph, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, alice, before+1)
+	eph, err := h.Slack.WaitEphemerals(h.Ctx(5*time.Second), secChannel, alice, before+1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(eph[len(eph)-1].Text, "Only admins") {
 		t.Fatalf("an ordinary user's release: %q", eph[len(eph)-1].Text)
 	}
-	if n := len(h.slack.Calls("chat.postMessage")); n != 1 {
+	if n := len(h.Slack.Calls("chat.postMessage")); n != 1 {
 		t.Fatalf("%d posts after a refused release, want the card only", n)
 	}
-	if c := h.waitCard(d.TS, func(string) bool { return true }); !strings.Contains(blocksText(c.Blocks), notify.ActionQuarantineRelease) {
+	if c := h.WaitCard(d.TS, func(string) bool { return true }); !strings.Contains(e2etest.BlocksText(c.Blocks), notify.ActionQuarantineRelease) {
 		t.Fatal("a refused release changed the card")
 	}
 
 	click(adminUser)
-	if _, err := h.slack.WaitEphemerals(h.ctx(5*time.Second), secChannel, adminUser, 1); err != nil {
+	if _, err := h.Slack.WaitEphemerals(h.Ctx(5*time.Second), secChannel, adminUser, 1); err != nil {
 		t.Fatal(err)
 	}
 	var repost slackfake.Message
-	err = h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+	err = h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 		for _, m := range st.Messages(secChannel, "") {
 			if m.Bot && !m.Deleted && strings.Contains(m.Text, "Released from quarantine") {
 				repost = m
@@ -209,7 +163,7 @@ func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 		t.Fatalf("no re-post: %v\n%s", err, renderChannel(h))
 	}
 	if got := repost.Mentions(); len(got) > 0 {
-		t.Errorf("the re-post pings %v:\ntext %s\nblocks %s", got, repost.Text, blocksText(repost.Blocks))
+		t.Errorf("the re-post pings %v:\ntext %s\nblocks %s", got, repost.Text, e2etest.BlocksText(repost.Blocks))
 	}
 	for _, want := range []string{"by @secadmin", "from @alice", "@channel @here @everyone @secteam @secteam @Bob B @Bob B @channel @everyone please log in here"} {
 		if !strings.Contains(repost.Text, want) {
@@ -217,35 +171,35 @@ func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"@secadmin", "@Bob B", "@secteam", "@channel"} {
-		if !strings.Contains(blocksText(repost.Blocks), want) {
-			t.Errorf("the re-post's blocks lack %q: %s", want, blocksText(repost.Blocks))
+		if !strings.Contains(e2etest.BlocksText(repost.Blocks), want) {
+			t.Errorf("the re-post's blocks lack %q: %s", want, e2etest.BlocksText(repost.Blocks))
 		}
 	}
-	if !strings.Contains(blocksText(repost.Blocks), url) {
-		t.Errorf("the re-post does not carry the original blocks: %s", blocksText(repost.Blocks))
+	if !strings.Contains(e2etest.BlocksText(repost.Blocks), url) {
+		t.Errorf("the re-post does not carry the original blocks: %s", e2etest.BlocksText(repost.Blocks))
 	}
 	if repost.UnfurlLinks == nil || *repost.UnfurlLinks || repost.UnfurlMedia == nil || *repost.UnfurlMedia {
 		t.Errorf("unfurls not off on the re-post: %v %v", repost.UnfurlLinks, repost.UnfurlMedia)
 	}
-	h.waitCard(d.TS, func(b string) bool {
+	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Released") && strings.Contains(b, "<@"+adminUser+">") && !strings.Contains(b, notify.ActionQuarantineRelease)
 	})
-	tasks := h.sim.URLTasks(url)
+	tasks := h.Sim.URLTasks(url)
 	if len(tasks) != 1 {
 		t.Fatalf("tasks %v", tasks)
 	}
-	err = h.slack.WaitFor(h.ctx(5*time.Second), func(*slackfake.State) bool {
-		task, _ := h.sim.URLTask(tasks[0])
+	err = h.Slack.WaitFor(h.Ctx(5*time.Second), func(*slackfake.State) bool {
+		task, _ := h.Sim.URLTask(tasks[0])
 		return len(task.Dispositions) > 0
 	})
-	task, _ := h.sim.URLTask(tasks[0])
+	task, _ := h.Sim.URLTask(tasks[0])
 	if err != nil || len(task.Dispositions) != 1 || task.Dispositions[0].Option != "fp" {
 		t.Fatalf("the release did not count as one false positive: %+v", task.Dispositions)
 	}
 	// The released card has no Release button left (checked above), so
 	// there is no second release; the report stays one.
 	time.Sleep(300 * time.Millisecond)
-	task, _ = h.sim.URLTask(tasks[0])
+	task, _ = h.Sim.URLTask(tasks[0])
 	if len(task.Dispositions) != 1 {
 		t.Errorf("%d reports after a release", len(task.Dispositions))
 	}
@@ -269,7 +223,7 @@ func waitQuarantineEvents(t *testing.T, file string, want ...func(unmapped map[s
 	t.Helper()
 	var lines []string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		lines = fileLines(t, file)
+		lines = e2etest.FileLines(file)
 		next := 0
 		for _, l := range lines {
 			var ev struct {
@@ -295,19 +249,19 @@ func TestQuarantineRecheckFlipRemovesAnEarlierMessage(t *testing.T) {
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
 		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
 	}, adminUser)
-	d := h.post("our new landing page <https://promo.flip.test/spring>")
-	err := h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+	d := h.Post("our new landing page <https://promo.flip.test/spring>")
+	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 		m, ok := st.Message(secChannel, d.TS)
 		return ok && len(m.Reactions["white_check_mark"]) == 1
 	})
 	if err != nil {
 		t.Fatalf("first verdict (clean) not shown: %v", err)
 	}
-	if m, _ := h.slack.Message(secChannel, d.TS); m.Deleted {
+	if m, _ := h.Slack.Message(secChannel, d.TS); m.Deleted {
 		t.Fatal("a clean message was removed")
 	}
-	h.waitDeleted(d.TS)
-	h.waitCard(d.TS, func(b string) bool {
+	h.WaitDeleted(d.TS)
+	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Rechecked") && strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
 	})
 }
@@ -318,18 +272,18 @@ func TestQuarantineRecheckFlipRemovesAnEarlierMessage(t *testing.T) {
 func TestQuarantineSlackConnectMessageIsNotRemovable(t *testing.T) {
 	t.Parallel()
 	h := startQuarantine(t, nil, adminUser)
-	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: "U0PARTNER1", Team: otherOrg,
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: "U0PARTNER1", Team: e2etest.OtherOrg,
 		Text: "from our partner: <https://secure-login.phish.test/partner>"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitCard(d.TS, func(b string) bool {
+	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "another organisation")
 	})
-	if m, _ := h.slack.Message(secChannel, d.TS); m.Deleted {
+	if m, _ := h.Slack.Message(secChannel, d.TS); m.Deleted {
 		t.Fatal("another organisation's message was deleted")
 	}
-	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="other_org"}`); got != "1" {
+	if got := h.Metric(`verdictbot_quarantine_failures_total{reason="other_org"}`); got != "1" {
 		t.Errorf("other_org failures = %q, want 1", got)
 	}
 }
@@ -340,17 +294,17 @@ func TestQuarantineWithoutAdminTokenSaysSo(t *testing.T) {
 	t.Parallel()
 	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
 	h := startQuarantine(t, map[string]string{"SLACK_ADMIN_USER_TOKEN": "", "VERDICTBOT_EVENTS_FILE": eventsFile}, adminUser)
-	d := h.post("<https://secure-login.phish.test/no-token>")
-	h.waitCard(d.TS, func(b string) bool {
+	d := h.Post("<https://secure-login.phish.test/no-token>")
+	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "SLACK_ADMIN_USER_TOKEN")
 	})
-	if m, _ := h.slack.Message(secChannel, d.TS); m.Deleted {
+	if m, _ := h.Slack.Message(secChannel, d.TS); m.Deleted {
 		t.Fatal("deleted without an admin token")
 	}
-	if n := len(h.slack.Calls("chat.delete")); n != 0 {
+	if n := len(h.Slack.Calls("chat.delete")); n != 0 {
 		t.Errorf("%d chat.delete calls", n)
 	}
-	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="no_token"}`); got != "1" {
+	if got := h.Metric(`verdictbot_quarantine_failures_total{reason="no_token"}`); got != "1" {
 		t.Errorf("no_token failures = %q, want 1", got)
 	}
 	waitQuarantineEvents(t, eventsFile, func(u map[string]any) bool {
@@ -368,66 +322,36 @@ func TestQuarantineAdminTokenOfAMemberIsReportedAtStart(t *testing.T) {
 	var code int
 	var body string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if code, body = get(t, h, "/readyz"); code == http.StatusOK {
+		if code, body = h.Get("/readyz"); code == http.StatusOK {
 			break // ready once Socket Mode is connected
 		}
 	}
 	if code != http.StatusOK || !strings.Contains(body, "ready") || !strings.Contains(body, "not a workspace admin or owner") {
 		t.Errorf("/readyz = %d %q", code, body)
 	}
-	if n := strings.Count(h.logs.String(), "not a workspace admin or owner"); n != 1 {
+	if n := strings.Count(h.Logs.String(), "not a workspace admin or owner"); n != 1 {
 		t.Errorf("the bad token was logged %d times, want once", n)
 	}
 	// Someone else's message: the token's user (alice) may delete only her own.
-	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: "U0BOB", Text: "<https://secure-login.phish.test/member-token>"})
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: "U0BOB", Text: "<https://secure-login.phish.test/member-token>"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitCard(d.TS, func(b string) bool {
+	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "cant_delete_message")
 	})
-	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="not_allowed"}`); got != "1" {
+	if got := h.Metric(`verdictbot_quarantine_failures_total{reason="not_allowed"}`); got != "1" {
 		t.Errorf("not_allowed failures = %q, want 1", got)
 	}
-}
-
-var opsAddrRE = regexp.MustCompile(`"msg":"serving health and metrics","addr":"([^"]+)"`)
-
-// get fetches a path of the bot's ops server.
-func get(t *testing.T, h *harness, path string) (int, string) {
-	t.Helper()
-	m := opsAddrRE.FindStringSubmatch(h.logs.String())
-	if m == nil {
-		t.Fatalf("no ops address in the logs")
-	}
-	resp, err := http.Get("http://" + m[1] + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-// metric returns a sample's value from /metrics ("" when absent).
-func metric(t *testing.T, h *harness, sample string) string {
-	t.Helper()
-	_, body := get(t, h, "/metrics")
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, sample+" "); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // renderChannel draws the channel as its members see it: each message
 // (removed ones marked), and its thread with the cards' text.
 func renderChannel(h *harness) string {
 	var b strings.Builder
-	for _, m := range h.slack.Messages(secChannel, "") {
+	for _, m := range h.Slack.Messages(secChannel, "") {
 		writeMessage(&b, "", m)
-		for _, r := range h.slack.Messages(secChannel, m.TS) {
+		for _, r := range h.Slack.Messages(secChannel, m.TS) {
 			writeMessage(&b, "    ", r)
 		}
 	}
@@ -520,33 +444,33 @@ func blockTexts(raw json.RawMessage) []string {
 func TestQuarantineRemovesAMaliciousFile(t *testing.T) {
 	t.Parallel()
 	h := startFileQuarantine(t, nil)
-	_, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar)}, "please pay this")
+	_, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar)}, "please pay this")
 	ts := ds[0].TS
-	h.waitDeleted(ts)
-	card := h.waitCardIn(secChannel, ts, func(b string) bool {
+	h.WaitDeleted(ts)
+	card := h.WaitCardIn(secChannel, ts, func(b string) bool {
 		return strings.Contains(b, "This message was removed by quarantine") && strings.Contains(b, "it shared `invoice.exe`") &&
 			strings.Contains(b, "not deleted from Slack")
 	})
-	if !strings.Contains(blocksText(card.Blocks), notify.ActionQuarantineRelease) {
+	if !strings.Contains(e2etest.BlocksText(card.Blocks), notify.ActionQuarantineRelease) {
 		t.Error("a message removed for its file offers no release")
 	}
-	if calls := h.slack.Calls("files.delete"); len(calls) != 0 {
+	if calls := h.Slack.Calls("files.delete"); len(calls) != 0 {
 		t.Fatalf("files.delete called by default: %+v", calls)
 	}
 	var del bool
-	for _, c := range h.slack.Calls("chat.delete") {
-		if c.Params.Get("ts") == ts && c.Token == e2eAdminToken && c.Error == "" {
+	for _, c := range h.Slack.Calls("chat.delete") {
+		if c.Params.Get("ts") == ts && c.Token == e2etest.AdminToken && c.Error == "" {
 			del = true
 		}
 	}
 	if !del {
 		t.Fatalf("chat.delete of %s not called with the admin token", ts)
 	}
-	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: adminUser, Channel: secChannel, MessageTS: card.TS,
+	if _, err := h.Slack.DeliverBlockAction(slackfake.BlockAction{UserID: adminUser, Channel: secChannel, MessageTS: card.TS,
 		ActionID: notify.ActionQuarantineRelease, Value: ts + "/files"}); err != nil {
 		t.Fatal(err)
 	}
-	err := h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 		for _, m := range st.Messages(secChannel, "") {
 			if m.Bot && strings.Contains(m.Text, "please pay this") && strings.Contains(m.Text, "Not posted again: the file `invoice.exe`") {
 				return true
@@ -568,22 +492,22 @@ func TestQuarantineFilesDeleteModeDeletesOnlyTheMaliciousFile(t *testing.T) {
 	t.Parallel()
 	h := startFileQuarantine(t, map[string]string{"VERDICTBOT_QUARANTINE_FILES": "delete"})
 	ts, files := h.shareFiles("pay and read",
-		slackfake.File{Name: "invoice.exe", Content: []byte(eicar + " delete-mode")},
+		slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar + " delete-mode")},
 		slackfake.File{Name: "notes.pdf", Content: []byte("%PDF-1.4 notes")})
-	card := h.waitCardIn(secChannel, ts, func(b string) bool {
+	card := h.WaitCardIn(secChannel, ts, func(b string) bool {
 		return strings.Contains(b, "The file `invoice.exe` of this message was deleted from Slack") && strings.Contains(b, "sandbox keeps the sample")
 	})
-	if strings.Contains(blocksText(card.Blocks), notify.ActionQuarantineRelease) {
+	if strings.Contains(e2etest.BlocksText(card.Blocks), notify.ActionQuarantineRelease) {
 		t.Error("a deleted file offers a release")
 	}
-	calls := h.slack.Calls("files.delete")
-	if len(calls) != 1 || calls[0].Params.Get("file") != files[0].ID || calls[0].Token != e2eAdminToken || calls[0].Error != "" {
+	calls := h.Slack.Calls("files.delete")
+	if len(calls) != 1 || calls[0].Params.Get("file") != files[0].ID || calls[0].Token != e2etest.AdminToken || calls[0].Error != "" {
 		t.Fatalf("files.delete calls: %+v", calls)
 	}
-	if m, _ := h.slack.Message(secChannel, ts); m.Deleted {
+	if m, _ := h.Slack.Message(secChannel, ts); m.Deleted {
 		t.Error("the message itself was deleted; only its malicious file should be")
 	}
-	h.slack.Inspect(func(st *slackfake.State) {
+	h.Slack.Inspect(func(st *slackfake.State) {
 		if f, _ := st.File(files[1].ID); f.Deleted {
 			t.Error("the clean file was deleted")
 		}
@@ -596,17 +520,17 @@ func TestQuarantineFilesDeleteModeDeletesOnlyTheMaliciousFile(t *testing.T) {
 func TestQuarantineOfAMessageAlreadyDeletedSaysSo(t *testing.T) {
 	t.Parallel()
 	h := startQuarantine(t, nil, adminUser)
-	d := h.post("<https://secure-login.phish.test/gone>")
-	if _, err := h.slack.DeleteMessage(secChannel, d.TS); err != nil {
+	d := h.Post("<https://secure-login.phish.test/gone>")
+	if _, err := h.Slack.DeleteMessage(secChannel, d.TS); err != nil {
 		t.Fatal(err)
 	}
-	h.waitCard(d.TS, func(b string) bool {
+	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Not quarantined:") && strings.Contains(b, "already deleted")
 	})
-	if n := len(h.slack.Calls("chat.delete")); n != 0 {
+	if n := len(h.Slack.Calls("chat.delete")); n != 0 {
 		t.Errorf("%d chat.delete calls for a message already gone", n)
 	}
-	if got := metric(t, h, `verdictbot_quarantine_failures_total{reason="already_deleted"}`); got != "1" {
+	if got := h.Metric(`verdictbot_quarantine_failures_total{reason="already_deleted"}`); got != "1" {
 		t.Errorf("already_deleted failures = %q, want 1", got)
 	}
 }
@@ -618,55 +542,43 @@ func TestQuarantineOfAMessageAlreadyDeletedSaysSo(t *testing.T) {
 func TestQuarantineLevelInSlashAndHome(t *testing.T) {
 	t.Parallel()
 	h := startBotSeeded(t, map[string]string{"VERDICTBOT_QUARANTINE": "malicious"}, sim.Config{}, false, seedHome)
-	mustContain(t, h.slash(alice, "channel"), "Quarantine: *malicious* by default (VERDICTBOT_QUARANTINE)",
+	e2etest.MustContain(t, h.Slash(alice, "channel"), "Quarantine: *malicious* by default (VERDICTBOT_QUARANTINE)",
 		"cannot be removed now: no admin token is set (SLACK_ADMIN_USER_TOKEN)")
-	mustContain(t, h.slash(alice, "channel quarantine suspicious"), "Only admins can change this channel's quarantine.")
-	mustContain(t, h.slash(alice, "channel quarantine"), "Quarantine: *malicious* by default")
-	mustContain(t, h.slash(adminUser, "channel quarantine suspicious"), "Changed. Quarantine: *suspicious*: messages found suspicious or malicious are removed")
+	e2etest.MustContain(t, h.Slash(alice, "channel quarantine suspicious"), "Only admins can change this channel's quarantine.")
+	e2etest.MustContain(t, h.Slash(alice, "channel quarantine"), "Quarantine: *malicious* by default")
+	e2etest.MustContain(t, h.Slash(adminUser, "channel quarantine suspicious"), "Changed. Quarantine: *suspicious*: messages found suspicious or malicious are removed")
 	home := homeText(h.openHome(adminUser, 1).Blocks)
-	mustContain(t, home, "<#"+secChannel+"> — mode *verbose* (default) · files *on* (default) · quarantine *suspicious*\n", "[Quarantine: quarantine suspicious ▾]")
-	if _, err := h.slack.DeliverHomeAction(slackfake.HomeAction{UserID: adminUser, BlockID: commands.HomeChannelBlock + secChannel,
+	e2etest.MustContain(t, home, "<#"+secChannel+"> — mode *verbose* (default) · files *on* (default) · quarantine *suspicious*\n", "[Quarantine: quarantine suspicious ▾]")
+	if _, err := h.Slack.DeliverHomeAction(slackfake.HomeAction{UserID: adminUser, BlockID: commands.HomeChannelBlock + secChannel,
 		ActionID: commands.ActionHomeChannelQuarantine, Value: "off"}); err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, homeText(h.openHomeAgain(adminUser, 2).Blocks), "quarantine *off*\n", "Changed. Quarantine: *off*.")
-	mustContain(t, h.logs.String(), `"setting":"quarantine"`, `"from":"suspicious"`, `"to":"off"`, `"via":"home"`)
+	e2etest.MustContain(t, homeText(h.openHomeAgain(adminUser, 2).Blocks), "quarantine *off*\n", "Changed. Quarantine: *off*.")
+	e2etest.MustContain(t, h.Logs.String(), `"setting":"quarantine"`, `"from":"suspicious"`, `"to":"off"`, `"via":"home"`)
 }
 
 // startFileQuarantine starts the bot with the sandbox, in a quiet channel
 // quarantining malicious messages, with the admin token.
 func startFileQuarantine(t *testing.T, env map[string]string) *harness {
 	t.Helper()
-	settings := map[string]string{
-		"SANDBOX_API_KEY":         e2eKey,
-		"VERDICTBOT_CHANNEL_MODE": "quiet",
-		"VERDICTBOT_QUARANTINE":   "malicious",
-		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
-	}
-	for k, v := range env {
-		settings[k] = v
-	}
-	seed := func(f *slackfake.Server) {
-		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
-		f.AddUser(slackfake.User{ID: alice, Name: "alice"})
-		f.AddChannel(slackfake.Channel{ID: secChannel, Name: "security"})
-	}
-	return startBotSeeded(t, settings, sim.Config{Profile: quickSandbox}, true, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+	settings := map[string]string{"SANDBOX_API_KEY": e2eKey}
+	maps.Copy(settings, env)
+	return startBotSeeded(t, e2etest.QuarantineSettings(settings), sim.Config{Profile: e2etest.QuickSandbox()}, true, e2etest.SeedQuarantine,
+		e2etest.WithAdminToken(adminUser))
 }
 
 // shareFiles shares files in one message (the file_share message event
 // only, so one card holds them all) and returns the message's ts.
 func (h *harness) shareFiles(text string, files ...slackfake.File) (string, []slackfake.File) {
-	h.t.Helper()
+	h.T.Helper()
 	var ids []string
 	for i, f := range files {
-		files[i] = h.slack.AddFile(f)
+		files[i] = h.Slack.AddFile(f)
 		ids = append(ids, files[i].ID)
 	}
-	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: text, SubType: "file_share", Files: ids})
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: text, SubType: "file_share", Files: ids})
 	if err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	return d.TS, files
 }
@@ -681,25 +593,25 @@ func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
 	t.Parallel()
 	h := startFileQuarantine(t, nil)
 	ts, _ := h.shareFiles("two files",
-		slackfake.File{Name: "dropper.exe", Content: []byte(eicar + " SIM:SHOTS=2")},
+		slackfake.File{Name: "dropper.exe", Content: []byte(e2etest.Eicar + " SIM:SHOTS=2")},
 		slackfake.File{Name: "notes.pdf", Content: []byte("%PDF-1.4 notes SIM:DURATION=4s SIM:SHOTS=1")})
-	h.waitCardIn(secChannel, ts, func(b string) bool {
+	h.WaitCardIn(secChannel, ts, func(b string) bool {
 		return strings.Contains(b, "Quarantined:") && strings.Contains(b, "Screenshots withheld")
 	})
-	if ups := h.slack.Uploads(secChannel, ts); len(ups) != 0 {
+	if ups := h.Slack.Uploads(secChannel, ts); len(ups) != 0 {
 		t.Fatalf("%d screenshots posted in the thread of a quarantined message", len(ups))
 	}
-	if n := h.sim.Count(sim.ServiceSandbox, sim.OpScreenshotArchive) + h.sim.Count(sim.ServiceSandbox, sim.OpScreenshot); n == 0 {
+	if n := h.Sim.Count(sim.ServiceSandbox, sim.OpScreenshotArchive) + h.Sim.Count(sim.ServiceSandbox, sim.OpScreenshot); n == 0 {
 		t.Fatal("the screenshots were never fetched: the test proves nothing")
 	}
 
 	// Quarantine off: the same kind of message gets its screenshots.
-	if got := h.slash(adminUser, "channel quarantine off"); !strings.Contains(got, "Changed") {
+	if got := h.Slash(adminUser, "channel quarantine off"); !strings.Contains(got, "Changed") {
 		t.Fatalf("/scan channel quarantine off: %q", got)
 	}
-	ts2, _ := h.shareFiles("again", slackfake.File{Name: "dropper2.exe", Content: []byte(eicar + " again SIM:SHOTS=2")})
-	h.waitCardIn(secChannel, ts2, func(b string) bool { return strings.Contains(b, "2 screenshots in this thread") })
-	if ups := h.slack.Uploads(secChannel, ts2); len(ups) != 2 {
+	ts2, _ := h.shareFiles("again", slackfake.File{Name: "dropper2.exe", Content: []byte(e2etest.Eicar + " again SIM:SHOTS=2")})
+	h.WaitCardIn(secChannel, ts2, func(b string) bool { return strings.Contains(b, "2 screenshots in this thread") })
+	if ups := h.Slack.Uploads(secChannel, ts2); len(ups) != 2 {
 		t.Fatalf("%d screenshots posted without quarantine, want 2", len(ups))
 	}
 }
@@ -714,26 +626,26 @@ func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
 func TestReSharingAQuarantinedFileIsRemovedAgain(t *testing.T) {
 	t.Parallel()
 	h := startFileQuarantine(t, nil)
-	f, ds := h.share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(eicar + " reshare")}, "please pay this")
+	f, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar + " reshare")}, "please pay this")
 	first := ds[0].TS
-	h.waitDeleted(first)
-	again, err := h.slack.ShareFile(secChannel, alice, f.ID, "did you get it? here it is again")
+	h.WaitDeleted(first)
+	again, err := h.Slack.ShareFile(secChannel, alice, f.ID, "did you get it? here it is again")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitDeleted(again[0].TS)
-	h.waitCardIn(secChannel, again[0].TS, func(b string) bool {
+	h.WaitDeleted(again[0].TS)
+	h.WaitCardIn(secChannel, again[0].TS, func(b string) bool {
 		return strings.Contains(b, "This message was removed by quarantine") && strings.Contains(b, "invoice.exe")
 	})
 	// In a thread, as a reply to someone else's message.
-	root := h.post("anyone seen the invoice?")
-	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, ThreadTS: root.TS,
+	root := h.Post("anyone seen the invoice?")
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, ThreadTS: root.TS,
 		Text: "this one", SubType: "file_share", Files: []string{f.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitDeleted(d.TS)
-	if n := len(h.slack.Calls("files.delete")); n != 0 {
+	h.WaitDeleted(d.TS)
+	if n := len(h.Slack.Calls("files.delete")); n != 0 {
 		t.Errorf("files.delete called %d times in the default mode", n)
 	}
 }
@@ -750,24 +662,24 @@ func TestAFloodOfCardsDoesNotDelayARemoval(t *testing.T) {
 	h := startQuarantine(t, withEnv(fastBudgets, map[string]string{"VERDICTBOT_CHANNEL_MODE": "verbose"}), adminUser)
 	const flood = 25
 	for i := range flood {
-		if _, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice,
+		if _, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice,
 			Text: fmt.Sprintf("<https://example.com/flood/%d>", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The flood's cards are being posted, one a second.
-	if err := h.slack.WaitFor(h.ctx(20*time.Second), func(st *slackfake.State) bool { return len(st.Calls("chat.postMessage")) >= 2 }); err != nil {
+	if err := h.Slack.WaitFor(h.Ctx(20*time.Second), func(st *slackfake.State) bool { return len(st.Calls("chat.postMessage")) >= 2 }); err != nil {
 		t.Fatalf("the flood's cards are not being posted: %v", err)
 	}
-	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: bob, Text: "<https://login.phish.test/behind-the-flood>"})
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: bob, Text: "<https://login.phish.test/behind-the-flood>"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	posted := time.Now()
-	h.waitDeleted(d.TS)
+	h.WaitDeleted(d.TS)
 	took := time.Since(posted)
 	cards := 0
-	for _, c := range h.slack.Calls("chat.postMessage") {
+	for _, c := range h.Slack.Calls("chat.postMessage") {
 		if c.Params.Get("thread_ts") != d.TS && c.Params.Get("channel") == secChannel {
 			cards++
 		}
@@ -776,5 +688,5 @@ func TestAFloodOfCardsDoesNotDelayARemoval(t *testing.T) {
 		t.Fatalf("removed %v after the post, once %d of the flood's %d cards were out: the removal waited for the cards", took, cards, flood)
 	}
 	// Its tombstone is posted in turn.
-	h.waitCardWithin(60*time.Second, d.TS, func(b string) bool { return strings.Contains(b, "removed by quarantine") })
+	h.WaitCardWithin(60*time.Second, d.TS, func(b string) bool { return strings.Contains(b, "removed by quarantine") })
 }

@@ -18,10 +18,10 @@ func TestRecheckFlipUpdatesCardRepliesAndAlerts(t *testing.T) {
 		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
 		"VERDICTBOT_ALERT_CHANNEL":    alerts,
 	}, sim.Config{})
-	h.slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
+	h.Slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
 	// flip.test: the first scan is clean, the next phishing.
-	d := h.post("our new landing page <https://promo.flip.test/spring>")
-	err := h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+	d := h.Post("our new landing page <https://promo.flip.test/spring>")
+	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 		m, ok := st.Message(secChannel, d.TS)
 		return ok && len(m.Reactions["white_check_mark"]) == 1
 	})
@@ -29,13 +29,13 @@ func TestRecheckFlipUpdatesCardRepliesAndAlerts(t *testing.T) {
 		t.Fatalf("first verdict (clean) not shown: %v", err)
 	}
 	// Quiet channel, clean: no card yet. The recheck finds it phishing.
-	card := h.waitCard(d.TS, func(b string) bool {
+	card := h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Malicious") && strings.Contains(b, "Rechecked")
 	})
 	if card.ThreadTS != d.TS {
 		t.Fatalf("card thread %q", card.ThreadTS)
 	}
-	err = h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+	err = h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 		reply, alert := false, false
 		for _, m := range st.Messages(secChannel, d.TS) {
 			if m.Bot && strings.Contains(m.Text, "<@"+alice+">") && strings.Contains(m.Text, "malicious") && strings.Contains(m.Text, "was clean") {
@@ -51,18 +51,18 @@ func TestRecheckFlipUpdatesCardRepliesAndAlerts(t *testing.T) {
 	})
 	if err != nil {
 		var seen []string
-		for _, m := range h.slack.Messages(secChannel, d.TS) {
+		for _, m := range h.Slack.Messages(secChannel, d.TS) {
 			seen = append(seen, m.Text)
 		}
-		t.Fatalf("reply/alert missing: %v\nthread: %q\nalerts: %+v", err, seen, h.slack.Messages(alerts, ""))
+		t.Fatalf("reply/alert missing: %v\nthread: %q\nalerts: %+v", err, seen, h.Slack.Messages(alerts, ""))
 	}
 	// No link in the reply or alert is clickable.
-	for _, m := range append(h.slack.Messages(secChannel, d.TS), h.slack.Messages(alerts, "")...) {
+	for _, m := range append(h.Slack.Messages(secChannel, d.TS), h.Slack.Messages(alerts, "")...) {
 		if m.Bot && strings.Contains(m.Text, "https://promo") {
 			t.Fatalf("live link in %q", m.Text)
 		}
 	}
-	if n := len(h.sim.URLTasks("https://promo.flip.test/spring")); n != 2 {
+	if n := len(h.Sim.URLTasks("https://promo.flip.test/spring")); n != 2 {
 		t.Fatalf("%d scans, want the first and one recheck (the 1h age is not due)", n)
 	}
 }

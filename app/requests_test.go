@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -25,58 +26,24 @@ var slowURL = sim.Profile{Name: "e2e-slow", URLPending: 1500 * time.Millisecond,
 // startQuarantineWith is startQuarantine with the simulator's profile.
 func startQuarantineWith(t *testing.T, env map[string]string, profile sim.Profile) *harness {
 	t.Helper()
-	settings := map[string]string{
-		"VERDICTBOT_CHANNEL_MODE": "quiet",
-		"VERDICTBOT_QUARANTINE":   "malicious",
-		"SLACK_ADMIN_USER_TOKEN":  e2eAdminToken,
-	}
-	for k, v := range env {
-		settings[k] = v
-	}
 	seed := func(f *slackfake.Server) {
 		f.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
 		f.AddUser(slackfake.User{ID: alice, Name: "alice"})
 		f.AddUser(slackfake.User{ID: bob, Name: "bob"})
 		f.AddChannel(slackfake.Channel{ID: secChannel, Name: "security", Members: []string{alice, bob, adminUser}})
 	}
-	h := startBotSeeded(t, settings, sim.Config{Profile: profile}, false, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
-	t.Cleanup(func() {
-		if strings.Contains(h.logs.String(), e2eAdminToken) {
-			t.Error("the admin token appears in the logs")
-		}
-	})
-	return h
-}
-
-// shortcut delivers "Scan this message" on the message at ts, by user.
-func (h *harness) shortcut(user, ts string) {
-	h.t.Helper()
-	if _, err := h.slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: "scan_message", UserID: user, Channel: secChannel, MessageTS: ts}); err != nil {
-		h.t.Fatal(err)
-	}
+	return &harness{e2etest.StartQuarantineWith(t, env, sim.Config{Profile: profile}, seed, adminUser)}
 }
 
 // waitSubmitted waits until the URL service has a task for url: the
 // message's own scan has begun (its card exists before it submits).
 func (h *harness) waitSubmitted(url string) {
-	h.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); len(h.sim.URLTasks(url)) == 0; time.Sleep(20 * time.Millisecond) {
+	h.T.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(h.Sim.URLTasks(url)) == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			h.t.Fatalf("%s was never submitted\nlogs:\n%s", url, h.logs.String())
+			h.T.Fatalf("%s was never submitted\nlogs:\n%s", url, h.Logs.String())
 		}
 	}
-}
-
-// answers waits for user's n-th private answer in the channel and
-// returns them all.
-func (h *harness) answers(user string, n int) []slackfake.Ephemeral {
-	h.t.Helper()
-	eph, err := h.slack.WaitEphemerals(h.ctx(10*time.Second), secChannel, user, n)
-	if err != nil {
-		h.t.Fatalf("%s got no answer #%d: %v\nlogs:\n%s", user, n, err, h.logs.String())
-	}
-	return eph
 }
 
 // TestShortcutBeforeTheVerdictStillQuarantines: in a quiet channel that
@@ -89,27 +56,27 @@ func TestShortcutBeforeTheVerdictStillQuarantines(t *testing.T) {
 	t.Parallel()
 	h := startQuarantineWith(t, nil, slowURL)
 	const url = "https://secure-login.phish.test/verify/asked"
-	d := h.post("urgent: <" + url + ">")
+	d := h.Post("urgent: <" + url + ">")
 	h.waitSubmitted(url)
-	h.shortcut(bob, d.TS)
-	eph := h.answers(bob, 1)
-	mustContain(t, eph[0].Text, "is being checked now", "nothing was started again", "its card appears in the thread if anything needs attention")
+	h.Shortcut(bob, d.TS)
+	eph := h.Answers(bob, 1)
+	e2etest.MustContain(t, eph[0].Text, "is being checked now", "nothing was started again", "its card appears in the thread if anything needs attention")
 
-	h.waitDeleted(d.TS)
-	card := h.waitCard(d.TS, func(b string) bool {
+	h.WaitDeleted(d.TS)
+	card := h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
 	})
-	if b := blocksText(card.Blocks); strings.Contains(b, "requested by") {
+	if b := e2etest.BlocksText(card.Blocks); strings.Contains(b, "requested by") {
 		t.Errorf("the message's card was replaced by a requested one:\n%s", b)
 	}
-	if cards := botMessages(h.slack.Messages(secChannel, d.TS)); len(cards) != 1 {
+	if cards := e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) != 1 {
 		t.Errorf("%d bot messages in the thread, want the one card", len(cards))
 	}
-	if n := len(h.sim.URLTasks(url)); n != 1 {
+	if n := len(h.Sim.URLTasks(url)); n != 1 {
 		t.Errorf("%d submissions of the link, want 1", n)
 	}
 	// The author was told; the requester's answer leaks nothing live.
-	h.answers(alice, 1)
+	h.Answers(alice, 1)
 	if strings.Contains(eph[0].Text, "https://") {
 		t.Errorf("the answer carries a live link: %q", eph[0].Text)
 	}
@@ -122,17 +89,17 @@ func TestShortcutBeforeTheVerdictStillQuarantines(t *testing.T) {
 func TestShortcutOnAMessageWithoutACardIsActedOn(t *testing.T) {
 	t.Parallel()
 	h := startQuarantineWith(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Profile{})
-	d := h.post("from before: <https://secure-login.phish.test/verify/old>")
-	if err := h.slack.WaitAcked(h.ctx(5*time.Second), d.EnvelopeID); err != nil {
+	d := h.Post("from before: <https://secure-login.phish.test/verify/old>")
+	if err := h.Slack.WaitAcked(h.Ctx(5*time.Second), d.EnvelopeID); err != nil {
 		t.Fatal(err)
 	}
-	h.shortcut(bob, d.TS)
-	mustContain(t, h.answers(bob, 1)[0].Text, "Checking that message")
-	h.waitDeleted(d.TS)
-	card := h.waitCard(d.TS, func(b string) bool {
+	h.Shortcut(bob, d.TS)
+	e2etest.MustContain(t, h.Answers(bob, 1)[0].Text, "Checking that message")
+	h.WaitDeleted(d.TS)
+	card := h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
 	})
-	mustContain(t, blocksText(card.Blocks), "requested by <@"+bob+">")
+	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "requested by <@"+bob+">")
 }
 
 // TestMentionScanInAQuarantinedThreadLeavesTheTombstone: once quarantine
@@ -146,22 +113,22 @@ func TestMentionScanInAQuarantinedThreadLeavesTheTombstone(t *testing.T) {
 	t.Parallel()
 	h := startQuarantineWith(t, nil, sim.Profile{})
 	const url = "https://login.phish.test/account/tombstone"
-	d := h.post("please log in here <" + url + "> before friday")
-	h.waitDeleted(d.TS)
-	tomb := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionQuarantineRelease) })
-	h.answers(alice, 1) // the author's notice
-	posts, updates, scans := len(h.slack.Calls("chat.postMessage")), len(h.slack.Calls("chat.update")), h.sim.Count(sim.ServiceReputation, sim.OpScan)
+	d := h.Post("please log in here <" + url + "> before friday")
+	h.WaitDeleted(d.TS)
+	tomb := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, notify.ActionQuarantineRelease) })
+	h.Answers(alice, 1) // the author's notice
+	posts, updates, scans := len(h.Slack.Calls("chat.postMessage")), len(h.Slack.Calls("chat.update")), h.Sim.Count(sim.ServiceReputation, sim.OpScan)
 
-	mention := "<@" + h.slack.BotUserID() + ">"
+	mention := "<@" + h.Slack.BotUserID() + ">"
 	for _, who := range []string{bob, bob, alice} {
-		if _, _, err := h.slack.Mention(slackfake.MessageEvent{Channel: secChannel, User: who, ThreadTS: d.TS, Text: mention + " scan"}); err != nil {
+		if _, _, err := h.Slack.Mention(slackfake.MessageEvent{Channel: secChannel, User: who, ThreadTS: d.TS, Text: mention + " scan"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ans := h.answers(bob, 2)
-	all := append(ans, h.answers(alice, 2)[1])
+	ans := h.Answers(bob, 2)
+	all := append(ans, h.Answers(alice, 2)[1])
 	for _, e := range all {
-		mustContain(t, e.Text, "removed by quarantine", "found *malicious*", "only an admin can release it")
+		e2etest.MustContain(t, e.Text, "removed by quarantine", "found *malicious*", "only an admin can release it")
 		for _, leak := range []string{"login.phish", "login[.]phish", "log in here", "friday"} {
 			if strings.Contains(e.Text, leak) {
 				t.Errorf("the answer repeats the removed message (%q): %q", leak, e.Text)
@@ -171,22 +138,22 @@ func TestMentionScanInAQuarantinedThreadLeavesTheTombstone(t *testing.T) {
 			t.Errorf("answer in thread %q, want %q", e.ThreadTS, d.TS)
 		}
 	}
-	now, _ := h.slack.Message(secChannel, tomb.TS)
+	now, _ := h.Slack.Message(secChannel, tomb.TS)
 	if string(now.Blocks) != string(tomb.Blocks) {
-		t.Errorf("the tombstone changed:\nbefore %s\nafter  %s", blocksText(tomb.Blocks), blocksText(now.Blocks))
+		t.Errorf("the tombstone changed:\nbefore %s\nafter  %s", e2etest.BlocksText(tomb.Blocks), e2etest.BlocksText(now.Blocks))
 	}
-	if p, u, s := len(h.slack.Calls("chat.postMessage")), len(h.slack.Calls("chat.update")), h.sim.Count(sim.ServiceReputation, sim.OpScan); p != posts || u != updates || s != scans {
+	if p, u, s := len(h.Slack.Calls("chat.postMessage")), len(h.Slack.Calls("chat.update")), h.Sim.Count(sim.ServiceReputation, sim.OpScan); p != posts || u != updates || s != scans {
 		t.Errorf("after the mentions: %d posts (was %d), %d updates (was %d), %d scans (was %d)", p, posts, u, updates, s, scans)
 	}
-	if m, _ := h.slack.Message(secChannel, d.TS); !m.Deleted {
+	if m, _ := h.Slack.Message(secChannel, d.TS); !m.Deleted {
 		t.Error("the removed message is back")
 	}
 	// The Release button still works.
-	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: adminUser, Channel: secChannel, MessageTS: tomb.TS,
+	if _, err := h.Slack.DeliverBlockAction(slackfake.BlockAction{UserID: adminUser, Channel: secChannel, MessageTS: tomb.TS,
 		ActionID: notify.ActionQuarantineRelease}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Released") && strings.Contains(b, "<@"+adminUser+">") })
+	h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Released") && strings.Contains(b, "<@"+adminUser+">") })
 }
 
 // TestRecheckActsOnAMessageSomeoneAskedToScan: a clean message in a quiet
@@ -199,27 +166,27 @@ func TestRecheckActsOnAMessageSomeoneAskedToScan(t *testing.T) {
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
 		"VERDICTBOT_RECHECK_AFTER":    "3s,1h",
 	}, sim.Profile{})
-	d := h.post("our new landing page <https://promo.flip.test/asked>")
-	err := h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+	d := h.Post("our new landing page <https://promo.flip.test/asked>")
+	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 		m, ok := st.Message(secChannel, d.TS)
 		return ok && len(m.Reactions["white_check_mark"]) == 1
 	})
 	if err != nil {
 		t.Fatalf("first verdict (clean) not shown: %v", err)
 	}
-	h.shortcut(bob, d.TS)
-	eph := h.answers(bob, 2) // the card, privately, then the answer
-	mustContain(t, blocksText(eph[0].Blocks), "Clean", "promo[.]flip[.]test/asked")
-	mustContain(t, eph[1].Text, "was checked already: *clean*", "shown to you alone")
-	if n := len(botMessages(h.slack.Messages(secChannel, d.TS))); n != 0 {
+	h.Shortcut(bob, d.TS)
+	eph := h.Answers(bob, 2) // the card, privately, then the answer
+	e2etest.MustContain(t, e2etest.BlocksText(eph[0].Blocks), "Clean", "promo[.]flip[.]test/asked")
+	e2etest.MustContain(t, eph[1].Text, "was checked already: *clean*", "shown to you alone")
+	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 0 {
 		t.Errorf("%d cards posted in the quiet channel on request", n)
 	}
 
-	h.waitDeleted(d.TS)
-	h.waitCard(d.TS, func(b string) bool {
+	h.WaitDeleted(d.TS)
+	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Rechecked") && strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
 	})
-	if cards := botMessages(h.slack.Messages(secChannel, d.TS)); len(cards) < 1 || !strings.Contains(blocksText(cards[0].Blocks), "Quarantined:") {
+	if cards := e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) < 1 || !strings.Contains(e2etest.BlocksText(cards[0].Blocks), "Quarantined:") {
 		t.Errorf("the first bot message in the thread is not the tombstone")
 	}
 }
@@ -233,7 +200,7 @@ func TestRepeatedRequestsStartOneCheck(t *testing.T) {
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Config{Profile: slowURL})
 	updatesOf := func(cardTS string) int {
 		n := 0
-		for _, c := range h.slack.Calls("chat.update") {
+		for _, c := range h.Slack.Calls("chat.update") {
 			if c.Params.Get("ts") == cardTS {
 				n++
 			}
@@ -241,24 +208,24 @@ func TestRepeatedRequestsStartOneCheck(t *testing.T) {
 		return n
 	}
 	// Asked once: the yardstick.
-	once := h.post("and <https://example.org/asked-once>?")
-	if err := h.slack.WaitAcked(h.ctx(5*time.Second), once.EnvelopeID); err != nil {
+	once := h.Post("and <https://example.org/asked-once>?")
+	if err := h.Slack.WaitAcked(h.Ctx(5*time.Second), once.EnvelopeID); err != nil {
 		t.Fatal(err)
 	}
-	h.shortcut(bob, once.TS)
-	h.answers(bob, 1)
-	onceCard := h.waitCard(once.TS, func(b string) bool { return strings.Contains(b, "Clean") })
+	h.Shortcut(bob, once.TS)
+	h.Answers(bob, 1)
+	onceCard := h.WaitCard(once.TS, func(b string) bool { return strings.Contains(b, "Clean") })
 
 	const url = "https://example.org/hammered"
-	d := h.post("can someone check <" + url + ">?")
-	if err := h.slack.WaitAcked(h.ctx(5*time.Second), d.EnvelopeID); err != nil {
+	d := h.Post("can someone check <" + url + ">?")
+	if err := h.Slack.WaitAcked(h.Ctx(5*time.Second), d.EnvelopeID); err != nil {
 		t.Fatal(err)
 	}
 	const clicks = 20
 	for range clicks {
-		h.shortcut(bob, d.TS)
+		h.Shortcut(bob, d.TS)
 	}
-	eph := h.answers(bob, 1+clicks)[1:]
+	eph := h.Answers(bob, 1+clicks)[1:]
 	checking := 0
 	var texts []string
 	for _, e := range eph {
@@ -270,14 +237,14 @@ func TestRepeatedRequestsStartOneCheck(t *testing.T) {
 	if checking != 1 {
 		t.Errorf("%d answers started a check, want 1: %q", checking, texts)
 	}
-	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Clean") })
-	if n := len(h.sim.URLTasks(url)); n != 1 {
+	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Clean") })
+	if n := len(h.Sim.URLTasks(url)); n != 1 {
 		t.Errorf("%d submissions, want 1", n)
 	}
-	if cards := botMessages(h.slack.Messages(secChannel, d.TS)); len(cards) != 1 {
+	if cards := e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) != 1 {
 		t.Errorf("%d cards, want 1", len(cards))
 	}
-	if n := strings.Count(h.logs.String(), `"msg":"scanning message"`); n != 2 {
+	if n := strings.Count(h.Logs.String(), `"msg":"scanning message"`); n != 2 {
 		t.Errorf("%d card generations begun for two messages, want 2", n)
 	}
 	if got, yardstick := updatesOf(card.TS), updatesOf(onceCard.TS); got > yardstick+1 {
@@ -292,43 +259,43 @@ func TestRepeatedRequestsStartOneCheck(t *testing.T) {
 func TestRequestAnswers(t *testing.T) {
 	t.Parallel()
 	h := startBotSeeded(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{}, false, seedHome)
-	bad := h.post("<https://evil.test/asked-about>")
-	card := h.waitCard(bad.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	bad := h.Post("<https://evil.test/asked-about>")
+	card := h.WaitCard(bad.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 
-	h.shortcut(bob, card.TS) // the bot's own card
-	mustContain(t, h.answers(bob, 1)[0].Text, "one of my own messages")
-	h.shortcut(bob, bad.TS) // a message with its card
-	mustContain(t, h.answers(bob, 2)[1].Text, "was checked already and found *malicious*", "see its card in the thread")
-	plain := h.post("no links here")
-	h.shortcut(bob, plain.TS)
-	mustContain(t, h.answers(bob, 3)[2].Text, "nothing in that message for me to check")
+	h.Shortcut(bob, card.TS) // the bot's own card
+	e2etest.MustContain(t, h.Answers(bob, 1)[0].Text, "one of my own messages")
+	h.Shortcut(bob, bad.TS) // a message with its card
+	e2etest.MustContain(t, h.Answers(bob, 2)[1].Text, "was checked already and found *malicious*", "see its card in the thread")
+	plain := h.Post("no links here")
+	h.Shortcut(bob, plain.TS)
+	e2etest.MustContain(t, h.Answers(bob, 3)[2].Text, "nothing in that message for me to check")
 
 	// A reply in a thread, in a quiet channel: the clean reply had only
 	// the reaction; asked about, its card is shown to the asker alone, in
 	// the thread.
-	reply, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, ThreadTS: bad.TS, Text: "mirror: <https://example.com/mirror>"})
+	reply, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, ThreadTS: bad.TS, Text: "mirror: <https://example.com/mirror>"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+	err = h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 		m, ok := st.Message(secChannel, reply.TS)
 		return ok && len(m.Reactions["white_check_mark"]) == 1
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.shortcut(bob, reply.TS)
-	eph := h.answers(bob, 5) // the reply's card, privately, in the thread; then the answer
-	mustContain(t, blocksText(eph[3].Blocks), "example[.]com/mirror", "Clean")
+	h.Shortcut(bob, reply.TS)
+	eph := h.Answers(bob, 5) // the reply's card, privately, in the thread; then the answer
+	e2etest.MustContain(t, e2etest.BlocksText(eph[3].Blocks), "example[.]com/mirror", "Clean")
 	if eph[3].ThreadTS != bad.TS {
 		t.Errorf("the private card is in thread %q, want %q", eph[3].ThreadTS, bad.TS)
 	}
-	mustContain(t, eph[4].Text, "was checked already: *clean*", "shown to you alone")
-	if n := h.sim.Count(sim.ServiceReputation, sim.OpScan); n != 2 {
+	e2etest.MustContain(t, eph[4].Text, "was checked already: *clean*", "shown to you alone")
+	if n := h.Sim.Count(sim.ServiceReputation, sim.OpScan); n != 2 {
 		t.Errorf("%d scans, want 2 (nothing scanned again on request)", n)
 	}
 	var sections []string
-	for _, m := range botMessages(h.slack.Messages(secChannel, bad.TS)) {
+	for _, m := range e2etest.BotMessages(h.Slack.Messages(secChannel, bad.TS)) {
 		var blocks []struct {
 			BlockID string `json:"block_id"`
 		}
@@ -342,21 +309,21 @@ func TestRequestAnswers(t *testing.T) {
 	}
 
 	// A DM with the bot: its card is in the DM already.
-	dm := h.slack.IMWith(alice)
-	dd, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: dm, User: alice, Text: "<https://evil.test/in-my-dm>"})
+	dm := h.Slack.IMWith(alice)
+	dd, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: dm, User: alice, Text: "<https://evil.test/in-my-dm>"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitCardIn(dm, dd.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	if _, err := h.slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: "scan_message", UserID: alice, Channel: dm, MessageTS: dd.TS}); err != nil {
+	h.WaitCardIn(dm, dd.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	if _, err := h.Slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: "scan_message", UserID: alice, Channel: dm, MessageTS: dd.TS}); err != nil {
 		t.Fatal(err)
 	}
-	eph, err = h.slack.WaitEphemerals(h.ctx(10*time.Second), dm, alice, 1)
+	eph, err = h.Slack.WaitEphemerals(h.Ctx(10*time.Second), dm, alice, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, eph[0].Text, "was checked already and found *malicious*")
-	if n := len(botMessages(h.slack.Messages(dm, dd.TS))); n != 1 {
+	e2etest.MustContain(t, eph[0].Text, "was checked already and found *malicious*")
+	if n := len(e2etest.BotMessages(h.Slack.Messages(dm, dd.TS))); n != 1 {
 		t.Errorf("%d cards in the DM thread, want 1", n)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/app"
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/storetest"
 
@@ -39,8 +40,8 @@ import (
 //	go test -run '^$' -bench RestartWith10kCards -benchtime 1x ./cmd/verdictbot/
 //
 // Each iteration prepares, untimed, the state a verdictbot stopped with in
-// the middle of a busy day (see prepareRestart), then calls serve (the real
-// `run` wiring) on it against the fake Slack and the simulator, in this
+// the middle of a busy day (see prepareRestart), then calls e2etest.Serve
+// (the real `run` wiring) on it against the fake Slack and the simulator, in this
 // process, and watches:
 //
 //   - ready-ms: the bot's "connected to Slack" (Socket Mode up, after
@@ -488,7 +489,7 @@ const (
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// restart runs serve on rs with env added to the settings and measures.
+// restart runs e2etest.Serve on rs with env added to the settings and measures.
 // The benchmark timer runs from the call to serve to the end of the
 // watch; it is stopped on return.
 func (rs *restartState) restart(b *testing.B, env map[string]string, window time.Duration) restartFigures {
@@ -508,7 +509,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	for k, v := range env {
 		settings[k] = v
 	}
-	cfg := mustConfig(b, settings)
+	cfg := e2etest.MustConfig(b, settings)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -519,7 +520,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	logs := newLogWatch(t0)
 	log := app.NewLogger(logs, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	b.StartTimer()
-	go func() { done <- serve(ctx, cfg, testOptions(), log, nil) }()
+	go func() { done <- e2etest.Serve(ctx, cfg, e2etest.Options(), log, nil) }()
 
 	deadline := time.NewTimer(window + 10*time.Second)
 	defer deadline.Stop()

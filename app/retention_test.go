@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
@@ -77,23 +78,23 @@ func retentionAfterStart(t *testing.T, env map[string]string, open func(now func
 	db.Close()
 
 	env["VERDICTBOT_RETENTION"] = "720h"
-	opts := testOptions()
+	opts := e2etest.Options()
 	opts.FirstPruneDelay = 200 * time.Millisecond
 	h := startBotOptions(t, env, sim.Config{}, opts)
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(h.logs.String(), "retention: pruned the store") {
+	for !strings.Contains(h.Logs.String(), "retention: pruned the store") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no prune logged:\n%s", h.logs.String())
+			t.Fatalf("no prune logged:\n%s", h.Logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	logs := h.logs.String()
+	logs := h.Logs.String()
 	for _, want := range []string{`"retention":"720h0m0s"`, `"cards":1`, `"verdicts":1`, `"targets":1`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("prune log lacks %s:\n%s", want, logs)
 		}
 	}
-	if err := h.stop(); err != nil {
+	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	db = open(time.Now)

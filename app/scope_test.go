@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/commands"
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -47,18 +48,18 @@ func startScopeBot(t *testing.T, env map[string]string) *harness {
 	for k, v := range env {
 		settings[k] = v
 	}
-	return startBotSeeded(t, settings, sim.Config{Profile: quickSandbox}, true, seedScope)
+	return startBotSeeded(t, settings, sim.Config{Profile: e2etest.QuickSandbox()}, true, seedScope)
 }
 
 // postIn posts text as user in channel and waits for its card to say
 // Malicious.
 func (h *harness) postIn(channel, user, text string) slackfake.Delivery {
-	h.t.Helper()
-	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: channel, User: user, Text: text})
+	h.T.Helper()
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: channel, User: user, Text: text})
 	if err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
-	h.waitCardIn(channel, d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	h.WaitCardIn(channel, d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 	return d
 }
 
@@ -68,17 +69,17 @@ func (h *harness) postIn(channel, user, text string) slackfake.Delivery {
 func secretIncident(t *testing.T, h *harness) (urlTask, fileTask string) {
 	t.Helper()
 	h.postIn(privChannel, carol, "IOC <"+secretURL+">")
-	f := h.slack.AddFile(slackfake.File{Name: "dropper.exe", Content: []byte(eicar)})
-	ds, err := h.slack.ShareFile(privChannel, carol, f.ID, "")
+	f := h.Slack.AddFile(slackfake.File{Name: "dropper.exe", Content: []byte(e2etest.Eicar)})
+	ds, err := h.Slack.ShareFile(privChannel, carol, f.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Its screenshots posted too: no call to a service is left to make.
-	h.waitCardIn(privChannel, ds[0].TS, func(b string) bool {
+	h.WaitCardIn(privChannel, ds[0].TS, func(b string) bool {
 		return strings.Contains(b, "Malicious") && strings.Contains(b, "dropper.exe") && strings.Contains(b, "3 screenshots")
 	})
-	tasks := h.sim.URLTasks(secretURL)
-	files := h.sim.SandboxTasksFor(eicarSHA)
+	tasks := h.Sim.URLTasks(secretURL)
+	files := h.Sim.SandboxTasksFor(eicarSHA)
 	if len(tasks) != 1 || len(files) != 1 {
 		t.Fatalf("URL tasks %v, sandbox tasks %v; want one each", tasks, files)
 	}
@@ -86,7 +87,7 @@ func secretIncident(t *testing.T, h *harness) (urlTask, fileTask string) {
 }
 
 // serviceCalls counts the requests both services received.
-func serviceCalls(h *harness) int { return len(h.sim.Requests()) }
+func serviceCalls(h *harness) int { return len(h.Sim.Requests()) }
 
 // same fails unless two answers are the same once each one's own subject
 // (a link's host, a task id, a hash) is replaced by a placeholder.
@@ -138,10 +139,10 @@ func TestScopedAnswersAreThoseOfAnUnknownTarget(t *testing.T) {
 		{"hash by MD5", "hash " + eicarMD5, eicarMD5, "hash " + strings.Repeat("cd", 16), strings.Repeat("cd", 16), 1},
 	} {
 		before := serviceCalls(h)
-		hidden := h.slash(bob, a.hidden)
+		hidden := h.Slash(bob, a.hidden)
 		hiddenCalls := serviceCalls(h) - before
 		before = serviceCalls(h)
-		unknown := h.slash(bob, a.unknown)
+		unknown := h.Slash(bob, a.unknown)
 		unknownCalls := serviceCalls(h) - before
 		t.Logf("%s: %q", a.what, hidden)
 		same(t, a.what, hidden, a.hiddenSubject, unknown, a.unknownSubj)
@@ -151,7 +152,7 @@ func TestScopedAnswersAreThoseOfAnUnknownTarget(t *testing.T) {
 	}
 	// The channel's recent verdicts, asked from inside it: the same as a
 	// channel without any.
-	same(t, "recent in a channel bob is not in", h.slashIn(privChannel, bob, "recent 20"), "", h.slashIn(quietChan, bob, "recent 20"), "")
+	same(t, "recent in a channel bob is not in", h.SlashIn(privChannel, bob, "recent 20"), "", h.SlashIn(quietChan, bob, "recent 20"), "")
 
 	// Carol, who is in the channel, and the admin see all of it, wherever
 	// they ask from.
@@ -160,24 +161,24 @@ func TestScopedAnswersAreThoseOfAnUnknownTarget(t *testing.T) {
 		if who == carol {
 			in = privChannel
 		}
-		mustContain(t, h.slashIn(in, who, "history "+secretURL), "*malicious* (scan, task `"+urlTask+"`)")
-		mustContain(t, h.slashIn(in, who, "history "+fileTask), "*malicious* (scan, task `"+fileTask+"`)", "malscore")
-		mustContain(t, h.slashIn(in, who, "status "+urlTask), "URL task `"+urlTask+"`: *completed*")
-		mustContain(t, h.slashIn(in, who, "status "+fileTask), "Sandbox task `"+fileTask+"`: *reported*")
-		mustContain(t, h.slashIn(in, who, "hash "+eicarMD5), eicarSHA, "malscore *10.0*/10")
-		mustContain(t, h.slashIn(in, who, "hash "+eicarSHA), eicarMD5, "`"+fileTask+"`")
+		e2etest.MustContain(t, h.SlashIn(in, who, "history "+secretURL), "*malicious* (scan, task `"+urlTask+"`)")
+		e2etest.MustContain(t, h.SlashIn(in, who, "history "+fileTask), "*malicious* (scan, task `"+fileTask+"`)", "malscore")
+		e2etest.MustContain(t, h.SlashIn(in, who, "status "+urlTask), "URL task `"+urlTask+"`: *completed*")
+		e2etest.MustContain(t, h.SlashIn(in, who, "status "+fileTask), "Sandbox task `"+fileTask+"`: *reported*")
+		e2etest.MustContain(t, h.SlashIn(in, who, "hash "+eicarMD5), eicarSHA, "malscore *10.0*/10")
+		e2etest.MustContain(t, h.SlashIn(in, who, "hash "+eicarSHA), eicarMD5, "`"+fileTask+"`")
 	}
-	mustContain(t, h.slashIn(privChannel, carol, "recent"), "The last 2 verdict(s) in this channel", secretHost, "dropper[.]exe")
-	mustContain(t, h.slashIn(privChannel, adminUser, "recent"), "The last 2 verdict(s) in this channel")
+	e2etest.MustContain(t, h.SlashIn(privChannel, carol, "recent"), "The last 2 verdict(s) in this channel", secretHost, "dropper[.]exe")
+	e2etest.MustContain(t, h.SlashIn(privChannel, adminUser, "recent"), "The last 2 verdict(s) in this channel")
 	// Typing in the channel grants nothing: carol's question from the
 	// public channel is answered from her membership, the same.
-	mustContain(t, h.slashIn(secChannel, carol, "history "+secretURL), "*malicious*")
+	e2etest.MustContain(t, h.SlashIn(secChannel, carol, "history "+secretURL), "*malicious*")
 
 	// Once the link is posted where bob is, he sees its verdicts: they
 	// are what the service said of the link, which his channel now shows.
 	h.postIn(secChannel, alice, "seen again <"+secretURL+">")
-	mustContain(t, h.slash(bob, "history "+secretURL), "*malicious* (scan, task `"+urlTask+"`)")
-	mustContain(t, h.slash(bob, "status "+urlTask), "*completed*")
+	e2etest.MustContain(t, h.Slash(bob, "history "+secretURL), "*malicious* (scan, task `"+urlTask+"`)")
+	e2etest.MustContain(t, h.Slash(bob, "status "+urlTask), "*completed*")
 }
 
 func TestWalkingSequentialTaskIDsRevealsNothing(t *testing.T) {
@@ -192,7 +193,7 @@ func TestWalkingSequentialTaskIDsRevealsNothing(t *testing.T) {
 	for id := last - 5; id <= last+3; id++ {
 		s := strconv.Itoa(id)
 		for _, cmd := range []string{"status", "history"} {
-			got := h.slash(bob, cmd+" "+s)
+			got := h.Slash(bob, cmd+" "+s)
 			if want := fmt.Sprintf("I have no record of task `%s` in your conversations.", s); got != want {
 				t.Errorf("/scan %s %s by someone outside the private channel = %q, want %q", cmd, s, got, want)
 			}
@@ -202,29 +203,29 @@ func TestWalkingSequentialTaskIDsRevealsNothing(t *testing.T) {
 		t.Errorf("walking the task ids made %d service calls; each would tell a task that exists from one that does not", n)
 	}
 	// Carol, in the channel, finds her file's task.
-	mustContain(t, h.slashIn(privChannel, carol, "status "+fileTask), "Sandbox task `"+fileTask+"`")
+	e2etest.MustContain(t, h.SlashIn(privChannel, carol, "status "+fileTask), "Sandbox task `"+fileTask+"`")
 }
 
 func TestDirectMessageCardsAreTheirPersonsOnly(t *testing.T) {
 	t.Parallel()
 	h := startScopeBot(t, nil)
 	const url = "https://login.phish.test/dm-only"
-	dm := h.slack.IMWith(alice)
+	dm := h.Slack.IMWith(alice)
 	d := h.postIn(dm, alice, "is this ok? <"+url+">")
 	_ = d
-	task := h.sim.URLTasks(url)[0]
-	mustContain(t, h.slashIn(dm, alice, "history "+url), "*malicious* (scan, task `"+task+"`)")
-	mustContain(t, h.slashIn(dm, alice, "status "+task), "*completed*")
-	mustContain(t, h.slashIn(dm, alice, "recent"), "The last 1 verdict(s)", "login[.]phish[.]test")
-	mustContain(t, h.slash(adminUser, "history "+url), "*malicious*")
+	task := h.Sim.URLTasks(url)[0]
+	e2etest.MustContain(t, h.SlashIn(dm, alice, "history "+url), "*malicious* (scan, task `"+task+"`)")
+	e2etest.MustContain(t, h.SlashIn(dm, alice, "status "+task), "*completed*")
+	e2etest.MustContain(t, h.SlashIn(dm, alice, "recent"), "The last 1 verdict(s)", "login[.]phish[.]test")
+	e2etest.MustContain(t, h.Slash(adminUser, "history "+url), "*malicious*")
 
 	// Bob shares every channel with alice, but not her DM with the bot.
-	same(t, "history of a link sent to the bot", h.slash(bob, "history "+url), "dm-only",
-		h.slash(bob, "history https://login.phish.test/never-seen"), "never-seen")
-	same(t, "status of its task", h.slash(bob, "status "+task), task,
-		h.slash(bob, "status "+strings.Repeat("1e", 16)), strings.Repeat("1e", 16))
+	same(t, "history of a link sent to the bot", h.Slash(bob, "history "+url), "dm-only",
+		h.Slash(bob, "history https://login.phish.test/never-seen"), "never-seen")
+	same(t, "status of its task", h.Slash(bob, "status "+task), task,
+		h.Slash(bob, "status "+strings.Repeat("1e", 16)), strings.Repeat("1e", 16))
 	// Even with the DM's id in hand.
-	same(t, "recent in alice's DM", h.slashIn(dm, bob, "recent"), "", h.slashIn(quietChan, bob, "recent"), "")
+	same(t, "recent in alice's DM", h.SlashIn(dm, bob, "recent"), "", h.SlashIn(quietChan, bob, "recent"), "")
 }
 
 func TestDuplicateReportNamesOnlyReportersTheAskerMaySee(t *testing.T) {
@@ -235,24 +236,24 @@ func TestDuplicateReportNamesOnlyReportersTheAskerMaySee(t *testing.T) {
 	// it as a false positive (TestOwnLinkFalsePositiveIsRefused).
 	priv := h.postIn(privChannel, adminUser, "<"+url+">")
 	pub := h.postIn(secChannel, bob, "<"+url+">") // the same analysis, from the cache
-	if tasks := h.sim.URLTasks(url); len(tasks) != 1 {
+	if tasks := h.Sim.URLTasks(url); len(tasks) != 1 {
 		t.Fatalf("tasks %v, want the one analysis on both cards", tasks)
 	}
-	task := h.sim.URLTasks(url)[0]
+	task := h.Sim.URLTasks(url)[0]
 	click := func(channel, thread, user string) string {
 		t.Helper()
-		card := h.waitCardIn(channel, thread, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
-		n := len(h.slack.Ephemerals(channel, user))
-		if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: user, Channel: channel, MessageTS: card.TS, ActionID: notify.ActionFalsePositive}); err != nil {
+		card := h.WaitCardIn(channel, thread, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
+		n := len(h.Slack.Ephemerals(channel, user))
+		if _, err := h.Slack.DeliverBlockAction(slackfake.BlockAction{UserID: user, Channel: channel, MessageTS: card.TS, ActionID: notify.ActionFalsePositive}); err != nil {
 			t.Fatal(err)
 		}
-		eph, err := h.slack.WaitEphemerals(h.ctx(10*time.Second), channel, user, n+1)
+		eph, err := h.Slack.WaitEphemerals(h.Ctx(10*time.Second), channel, user, n+1)
 		if err != nil {
 			t.Fatalf("no answer to %s's click: %v", user, err)
 		}
 		return eph[len(eph)-1].Text
 	}
-	mustContain(t, click(privChannel, priv.TS, carol), "was reported to the URL service")
+	e2etest.MustContain(t, click(privChannel, priv.TS, carol), "was reported to the URL service")
 
 	// Alice, in the public channel only: told it was reported, not by whom.
 	got := click(secChannel, pub.TS, alice)
@@ -260,38 +261,38 @@ func TestDuplicateReportNamesOnlyReportersTheAskerMaySee(t *testing.T) {
 		t.Errorf("the duplicate answer to someone outside the reporter's channel = %q, want %q", got, want)
 	}
 	// /scan report goes the same way.
-	got = h.slash(alice, "report "+task+" phishing fp")
+	got = h.Slash(alice, "report "+task+" phishing fp")
 	if strings.Contains(got, carol) || !strings.Contains(got, "already reported") {
 		t.Errorf("/scan report's duplicate answer = %q", got)
 	}
 	// Nor does her history of the link name carol.
-	hist := h.slash(alice, "history "+url)
-	mustContain(t, hist, "*malicious*")
+	hist := h.Slash(alice, "history "+url)
+	e2etest.MustContain(t, hist, "*malicious*")
 	if strings.Contains(hist, carol) {
 		t.Errorf("alice's history names a reporter of the private channel:\n%s", hist)
 	}
 	// The admin, and carol herself, are told who.
-	mustContain(t, click(secChannel, pub.TS, adminUser), "<@"+carol+"> already reported a false positive (phishing)")
-	mustContain(t, h.slashIn(privChannel, carol, "history "+url), "<@"+carol+"> reported a false positive (phishing)")
-	if n := h.sim.Count(sim.ServiceReputation, sim.OpVerdictReport); n != 1 {
+	e2etest.MustContain(t, click(secChannel, pub.TS, adminUser), "<@"+carol+"> already reported a false positive (phishing)")
+	e2etest.MustContain(t, h.SlashIn(privChannel, carol, "history "+url), "<@"+carol+"> reported a false positive (phishing)")
+	if n := h.Sim.Count(sim.ServiceReputation, sim.OpVerdictReport); n != 1 {
 		t.Errorf("%d reports reached the service, want 1", n)
 	}
 	// A report made where alice is is named to her.
-	h2 := h.slash(bob, "report "+task+" phishing fn")
-	mustContain(t, h2, "was reported")
-	mustContain(t, h.slash(alice, "report "+task+" phishing fn"), "<@"+bob+"> already reported a false negative (phishing)")
+	h2 := h.Slash(bob, "report "+task+" phishing fn")
+	e2etest.MustContain(t, h2, "was reported")
+	e2etest.MustContain(t, h.Slash(alice, "report "+task+" phishing fn"), "<@"+bob+"> already reported a false negative (phishing)")
 }
 
 func TestFailedMembershipLookupFailsClosed(t *testing.T) {
 	t.Parallel()
 	h := startScopeBot(t, nil)
-	d := h.post("<https://login.phish.test/public>")
-	h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	task := h.sim.URLTasks("https://login.phish.test/public")[0]
+	d := h.Post("<https://login.phish.test/public>")
+	h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	task := h.Sim.URLTasks("https://login.phish.test/public")[0]
 	failsClosed := func(why string, queries ...string) {
 		t.Helper()
 		for _, q := range queries {
-			if got := h.slash(bob, q); got != commands.AccessUnknownText {
+			if got := h.Slash(bob, q); got != commands.AccessUnknownText {
 				t.Errorf("%s: /scan %s = %q, want %q", why, q, got, commands.AccessUnknownText)
 			}
 		}
@@ -299,34 +300,34 @@ func TestFailedMembershipLookupFailsClosed(t *testing.T) {
 
 	// Slack cannot list the bot's channels: nothing is shown, not even
 	// what bob's own channel saw.
-	h.slack.Fail("users.conversations", 0, "internal_error")
+	h.Slack.Fail("users.conversations", 0, "internal_error")
 	failsClosed("users.conversations failing", "history https://login.phish.test/public", "status "+task)
-	h.slack.ClearFaults()
+	h.Slack.ClearFaults()
 
 	// It lists them (kept a minute from now) but fails the members: a
 	// 5xx, then its internal_error.
-	h.slack.InjectFault(slackfake.Fault{Method: "conversations.members", Status: 503})
+	h.Slack.InjectFault(slackfake.Fault{Method: "conversations.members", Status: 503})
 	failsClosed("conversations.members failing", "history https://login.phish.test/public", "status "+task, "recent",
 		"hash "+eicarSHA, "report "+task+" phishing fp")
-	if n := h.sim.Count(sim.ServiceReputation, sim.OpVerdictReport); n != 0 {
+	if n := h.Sim.Count(sim.ServiceReputation, sim.OpVerdictReport); n != 0 {
 		t.Errorf("a report was sent while the reporter's access was unknown")
 	}
-	h.slack.ClearFaults()
-	h.slack.Fail("conversations.members", 0, "internal_error")
+	h.Slack.ClearFaults()
+	h.Slack.Fail("conversations.members", 0, "internal_error")
 	failsClosed("conversations.members answering internal_error", "history https://login.phish.test/public")
 	// The admin is not held up by it.
-	mustContain(t, h.slash(adminUser, "history https://login.phish.test/public"), "*malicious*")
+	e2etest.MustContain(t, h.Slash(adminUser, "history https://login.phish.test/public"), "*malicious*")
 
 	// Rate limited: the same, and no call until Slack's Retry-After.
-	h.slack.ClearFaults()
-	h.slack.RateLimit("conversations.members", 0, 30*time.Second)
+	h.Slack.ClearFaults()
+	h.Slack.RateLimit("conversations.members", 0, 30*time.Second)
 	failsClosed("rate limited", "status "+task)
-	calls := len(h.slack.Calls("conversations.members"))
+	calls := len(h.Slack.Calls("conversations.members"))
 	failsClosed("rate limited", "status "+task, "recent", "history "+task)
-	if n := len(h.slack.Calls("conversations.members")) - calls; n != 0 {
+	if n := len(h.Slack.Calls("conversations.members")) - calls; n != 0 {
 		t.Errorf("%d conversations.members calls within Slack's Retry-After", n)
 	}
 	// The operators are told why.
-	mustContain(t, h.logs.String(), `"msg":"could not list the bot's channels: no channel is a person's"`,
+	e2etest.MustContain(t, h.Logs.String(), `"msg":"could not list the bot's channels: no channel is a person's"`,
 		`"msg":"could not learn which channels a person is in: those not read are not theirs"`, `"component":"membership"`)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -29,16 +30,16 @@ func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := startFileBot(t, map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": timeout.String()})
-			h.sim.SetFaults(tc.faults)
+			h.Sim.SetFaults(tc.faults)
 			start := time.Now()
-			_, ds := h.share(secChannel, slackfake.File{Name: "dropper.exe", Content: []byte(eicar + " SIM:SHOTS=3 " + tc.name)}, "")
+			_, ds := h.Share(secChannel, slackfake.File{Name: "dropper.exe", Content: []byte(e2etest.Eicar + " SIM:SHOTS=3 " + tc.name)}, "")
 			ts := ds[0].TS
-			h.waitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Malicious") })
+			h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Malicious") })
 			// The first post or update of the card that shows the verdict
 			// (later updates may have changed it since): no word on
 			// screenshots yet.
 			var first slackfake.Call
-			for _, c := range h.slack.Calls("") {
+			for _, c := range h.Slack.Calls("") {
 				if (c.Method == "chat.postMessage" || c.Method == "chat.update") && c.Params.Get("channel") == secChannel &&
 					strings.Contains(c.Params.Get("blocks"), "dropper.exe") && strings.Contains(c.Params.Get("blocks"), "Malicious") {
 					first = c
@@ -56,19 +57,19 @@ func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
 			if b := strings.ToLower(first.Params.Get("blocks")); strings.Contains(b, "screenshot") {
 				t.Fatalf("the first card already speaks of screenshots: %s", b)
 			}
-			card := h.waitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Screenshots could not be fetched") })
+			card := h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Screenshots could not be fetched") })
 			noted := time.Since(start)
 			t.Logf("%s screenshot endpoint: card says screenshots could not be fetched after %v", tc.name, noted.Round(time.Millisecond))
-			if !strings.Contains(blocksText(card.Blocks), "Malicious") {
-				t.Errorf("the note replaced the verdict:\n%s", blocksText(card.Blocks))
+			if !strings.Contains(e2etest.BlocksText(card.Blocks), "Malicious") {
+				t.Errorf("the note replaced the verdict:\n%s", e2etest.BlocksText(card.Blocks))
 			}
 			if tc.name == "hanging" && noted < timeout-time.Second {
 				t.Errorf("gave up on a hanging endpoint after %v, before the %v timeout", noted, timeout)
 			}
-			if ups := h.slack.Uploads(secChannel, ts); len(ups) != 0 {
+			if ups := h.Slack.Uploads(secChannel, ts); len(ups) != 0 {
 				t.Errorf("%d uploads from a broken screenshot endpoint", len(ups))
 			}
-			archive, numbered := h.sim.Count(sim.ServiceSandbox, sim.OpScreenshotArchive), h.sim.Count(sim.ServiceSandbox, sim.OpScreenshot)
+			archive, numbered := h.Sim.Count(sim.ServiceSandbox, sim.OpScreenshotArchive), h.Sim.Count(sim.ServiceSandbox, sim.OpScreenshot)
 			t.Logf("%s screenshot endpoint: %d archive + %d numbered screenshot requests", tc.name, archive, numbered)
 			if archive+numbered > 5 {
 				t.Errorf("%d archive and %d numbered screenshot requests for one file, want at most 5", archive, numbered)

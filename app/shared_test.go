@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -16,16 +17,16 @@ import (
 func TestForwardedMessageLinksAreScanned(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, nil, sim.Config{})
-	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "fyi",
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "fyi",
 		Attachments: json.RawMessage(forwardedAttachments)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	if b := blocksText(card.Blocks); !strings.Contains(b, "shared-portal[.]evil[.]test") {
+	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	if b := e2etest.BlocksText(card.Blocks); !strings.Contains(b, "shared-portal[.]evil[.]test") {
 		t.Fatalf("card does not show the shared message's link:\n%s", b)
 	}
-	if tasks := h.sim.URLTasks("https://shared-portal.evil.test/login"); len(tasks) != 1 {
+	if tasks := h.Sim.URLTasks("https://shared-portal.evil.test/login"); len(tasks) != 1 {
 		t.Fatalf("tasks for the shared link: %v", tasks)
 	}
 }
@@ -45,19 +46,19 @@ const forwardedAttachments = `[{"ts":"1699999999.000200","channel_id":"C0OTHER",
 func TestScanThisMessageReadsAForwardedMessage(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "off"}, sim.Config{})
-	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "fyi",
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "fyi",
 		Attachments: json.RawMessage(forwardedAttachments)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.slack.WaitAcked(h.ctx(5*time.Second), d.EnvelopeID); err != nil {
+	if err := h.Slack.WaitAcked(h.Ctx(5*time.Second), d.EnvelopeID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: "scan_message", UserID: alice, Channel: secChannel, MessageTS: d.TS}); err != nil {
+	if _, err := h.Slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: "scan_message", UserID: alice, Channel: secChannel, MessageTS: d.TS}); err != nil {
 		t.Fatal(err)
 	}
-	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	if b := blocksText(card.Blocks); !strings.Contains(b, "shared-portal[.]evil[.]test") {
+	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
+	if b := e2etest.BlocksText(card.Blocks); !strings.Contains(b, "shared-portal[.]evil[.]test") {
 		t.Fatalf("card does not show the shared message's link:\n%s", b)
 	}
 }

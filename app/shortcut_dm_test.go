@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/commands"
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -33,12 +34,12 @@ func TestShortcutInAForeignDMSendsNothing(t *testing.T) {
 	})
 	shortcut := func(channel, ts string) string {
 		t.Helper()
-		d, err := h.slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: commands.ShortcutScanMessage, UserID: alice, Channel: channel, MessageTS: ts})
+		d, err := h.Slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: commands.ShortcutScanMessage, UserID: alice, Channel: channel, MessageTS: ts})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var answer string
-		err = h.slack.WaitFor(h.ctx(8*time.Second), func(st *slackfake.State) bool {
+		err = h.Slack.WaitFor(h.Ctx(8*time.Second), func(st *slackfake.State) bool {
 			for _, p := range st.ResponsePosts() {
 				if p.EnvelopeID == d.EnvelopeID {
 					answer = p.Text
@@ -56,19 +57,19 @@ func TestShortcutInAForeignDMSendsNothing(t *testing.T) {
 		{foreignDM, bob, "https://login.phish.test/dm-secret"},
 		{groupDM, carol, "https://login.phish.test/group-secret"},
 	} {
-		d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: tc.channel, User: tc.user, Text: "between us <" + tc.url + ">"})
+		d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: tc.channel, User: tc.user, Text: "between us <" + tc.url + ">"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		answer := shortcut(tc.channel, d.TS)
-		mustContain(t, answer, "not part of", "nothing was sent")
-		if n := h.sim.Count(sim.ServiceReputation, ""); n != 0 {
-			t.Errorf("%s: %d requests reached the URL service: %v", tc.channel, n, h.sim.Requests())
+		e2etest.MustContain(t, answer, "not part of", "nothing was sent")
+		if n := h.Sim.Count(sim.ServiceReputation, ""); n != 0 {
+			t.Errorf("%s: %d requests reached the URL service: %v", tc.channel, n, h.Sim.Requests())
 		}
-		if strings.Contains(h.logs.String(), "dm-secret") || strings.Contains(h.logs.String(), "group-secret") {
+		if strings.Contains(h.Logs.String(), "dm-secret") || strings.Contains(h.Logs.String(), "group-secret") {
 			t.Errorf("%s: the message's link is in the logs", tc.channel)
 		}
-		for _, m := range h.slack.Messages(tc.channel, "") {
+		for _, m := range h.Slack.Messages(tc.channel, "") {
 			if m.Bot {
 				t.Errorf("%s: the bot posted %q", tc.channel, m.Text)
 			}
@@ -80,48 +81,48 @@ func TestShortcutInAForeignDMSendsNothing(t *testing.T) {
 		{privateElsewhere, "https://login.phish.test/private-secret"},
 		{publicElsewhere, "https://login.phish.test/public-elsewhere"},
 	} {
-		d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: tc.channel, User: bob, Text: "look <" + tc.url + ">"})
+		d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: tc.channel, User: bob, Text: "look <" + tc.url + ">"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustContain(t, shortcut(tc.channel, d.TS), "I am not in this channel", "nothing was sent", "/invite")
-		if n := h.sim.Count(sim.ServiceReputation, ""); n != 0 {
+		e2etest.MustContain(t, shortcut(tc.channel, d.TS), "I am not in this channel", "nothing was sent", "/invite")
+		if n := h.Sim.Count(sim.ServiceReputation, ""); n != 0 {
 			t.Errorf("%s: %d requests reached the URL service", tc.channel, n)
 		}
-		for _, m := range h.slack.Messages(tc.channel, "") {
+		for _, m := range h.Slack.Messages(tc.channel, "") {
 			if m.Bot {
 				t.Errorf("%s: the bot posted %q", tc.channel, m.Text)
 			}
 		}
 	}
-	for _, c := range append(h.slack.Calls("chat.postEphemeral"), h.slack.Calls("chat.postMessage")...) {
+	for _, c := range append(h.Slack.Calls("chat.postEphemeral"), h.Slack.Calls("chat.postMessage")...) {
 		if ch := c.Params.Get("channel"); ch == foreignDM || ch == groupDM || ch == privateElsewhere || ch == publicElsewhere {
 			t.Errorf("%s into %s", c.Method, ch)
 		}
 	}
 
 	// Alice's own DM with the bot: the shortcut scans.
-	own := h.slack.IMWith(alice)
+	own := h.Slack.IMWith(alice)
 	const ownURL = "https://login.phish.test/own-dm"
-	d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: own, User: alice, Text: "<" + ownURL + ">"})
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: own, User: alice, Text: "<" + ownURL + ">"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.slack.WaitMessages(h.ctx(15*time.Second), own, d.TS, 1); err != nil {
+	if _, err := h.Slack.WaitMessages(h.Ctx(15*time.Second), own, d.TS, 1); err != nil {
 		t.Fatalf("no card in the bot's own DM: %v", err)
 	}
-	before := len(h.slack.Ephemerals(own, alice))
-	if _, err := h.slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: commands.ShortcutScanMessage, UserID: alice, Channel: own, MessageTS: d.TS}); err != nil {
+	before := len(h.Slack.Ephemerals(own, alice))
+	if _, err := h.Slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: commands.ShortcutScanMessage, UserID: alice, Channel: own, MessageTS: d.TS}); err != nil {
 		t.Fatal(err)
 	}
-	eph, err := h.slack.WaitEphemerals(h.ctx(8*time.Second), own, alice, before+1)
+	eph, err := h.Slack.WaitEphemerals(h.Ctx(8*time.Second), own, alice, before+1)
 	if err != nil {
 		t.Fatalf("no answer in the own DM: %v", err)
 	}
 	// The message has its card already: the answer says what it shows
 	// (TestShortcutBeforeTheVerdictLeavesTheCardAndQuarantineActs).
-	mustContain(t, eph[len(eph)-1].Text, "That message")
-	if n := len(h.sim.URLTasks(ownURL)); n != 1 {
+	e2etest.MustContain(t, eph[len(eph)-1].Text, "That message")
+	if n := len(h.Sim.URLTasks(ownURL)); n != 1 {
 		t.Errorf("the own DM's link was analysed %d times, want 1", n)
 	}
 }

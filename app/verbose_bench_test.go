@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -73,7 +74,7 @@ func runVerboseLoad(b *testing.B, channels, perChan int, profile sim.Profile) {
 	// delivers them: a burst the bot drains at Slack's pace.
 	for i := range perChan {
 		for _, ch := range chans {
-			d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: ch, User: alice,
+			d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: ch, User: alice,
 				Text: fmt.Sprintf("have a look at <https://docs.example.com/%s/%d|the page>", ch, i)})
 			if err != nil {
 				b.Fatal(err)
@@ -83,13 +84,13 @@ func runVerboseLoad(b *testing.B, channels, perChan int, profile sim.Profile) {
 	}
 	finalAt := make([]time.Time, len(sources))
 	for left := len(sources); left > 0; {
-		h.slack.Inspect(func(st *slackfake.State) {
+		h.Slack.Inspect(func(st *slackfake.State) {
 			for i, s := range sources {
 				if !finalAt[i].IsZero() {
 					continue
 				}
 				for _, m := range st.Messages(s.channel, s.ts) {
-					if m.Bot && m.IsReply() && !strings.Contains(blocksText(m.Blocks), "Scanning") {
+					if m.Bot && m.IsReply() && !strings.Contains(e2etest.BlocksText(m.Blocks), "Scanning") {
 						finalAt[i] = time.Now()
 						left--
 					}
@@ -109,7 +110,7 @@ func runVerboseLoad(b *testing.B, channels, perChan int, profile sim.Profile) {
 	b.StopTimer()
 	cards := 0
 	for _, s := range sources {
-		for _, m := range h.slack.Messages(s.channel, s.ts) {
+		for _, m := range h.Slack.Messages(s.channel, s.ts) {
 			if m.Bot && m.IsReply() {
 				cards++
 			}
@@ -139,7 +140,7 @@ func runVerboseLoad(b *testing.B, channels, perChan int, profile sim.Profile) {
 	slices.Sort(lat)
 	n := float64(len(sources))
 	count := func(method string) (calls, limited int) {
-		for _, c := range h.slack.Calls(method) {
+		for _, c := range h.Slack.Calls(method) {
 			calls++
 			if c.Status == 429 {
 				limited++

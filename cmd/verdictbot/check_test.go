@@ -3,11 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 )
@@ -23,19 +22,10 @@ func runCheckArgs(env map[string]string, args ...string) (code int, stdout, stde
 	return runMain(env, append([]string{"check"}, args...)...)
 }
 
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestCheckExitStatusIsTheWorstVerdict(t *testing.T) {
 	t.Parallel()
 	env := checkEnv(nil)
-	eicarFile := writeFile(t, "eicar.com", eicar)
+	eicarFile := e2etest.WriteFile(t, "eicar.com", e2etest.Eicar)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -110,7 +100,7 @@ func TestCheckUsageErrorsExit4(t *testing.T) {
 func TestCheckJSON(t *testing.T) {
 	t.Parallel()
 	env := checkEnv(nil)
-	file := writeFile(t, "dropper.bin", "SIM:MALSCORE=4.5 SIM:FAMILY=Dropper")
+	file := e2etest.WriteFile(t, "dropper.bin", "SIM:MALSCORE=4.5 SIM:FAMILY=Dropper")
 	code, out, errOut := runCheckArgs(env, "--json", "--sim", "https://login.phish.test/verify", file, "http://localhost:8080/x",
 		"--timeout", "2s", "https://pending.test/j")
 	if code != 2 {
@@ -145,10 +135,10 @@ func TestCheckJSON(t *testing.T) {
 // never reach the service.
 func TestCheckAgainstConfiguredServices(t *testing.T) {
 	t.Parallel()
-	srv, base := simtest.Start(t, sim.Config{Profile: quickSandbox})
+	srv, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickSandbox()})
 	env := checkEnv(map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey})
-	sample := writeFile(t, "eicar.txt", eicar)
-	page := writeFile(t, "page.txt", "<!DOCTYPE html><html><body>hello</body></html>")
+	sample := e2etest.WriteFile(t, "eicar.txt", e2etest.Eicar)
+	page := e2etest.WriteFile(t, "page.txt", "<!DOCTYPE html><html><body>hello</body></html>")
 	code, out, errOut := runCheckArgs(env, sample, page, "http://10.0.0.7/admin", "https://example.com/")
 	if code != 2 || !strings.Contains(out, "family EICAR") || strings.Contains(out, "already analysed") {
 		t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)

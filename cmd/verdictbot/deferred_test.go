@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
@@ -22,10 +23,6 @@ import (
 // dropped: each is deferred to the recheck job, which checks it at low
 // priority, and its verdict reaches the card (and quarantine) like a
 // recheck's flip.
-
-// deferredWords is what the card of a link past the cap says until its
-// deferred check is made (scan.DeferredProblem).
-const deferredWords = "not checked yet: too many links from you this hour; it will be checked at low priority"
 
 // spendCap posts n clean links as alice in channel and waits for their
 // clean reactions: her allowance for the hour is then used up.
@@ -129,38 +126,38 @@ func deferredMetric(t *testing.T, addr, result string) string {
 func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 	t.Parallel()
 	const alerts = "C0ALERTS"
-	addr := freeAddr(t)
-	h := startQuarantine(t, map[string]string{
+	addr := e2etest.FreeAddr(t)
+	h := e2etest.StartQuarantine(t, map[string]string{
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
 		"VERDICTBOT_ALERT_CHANNEL":       alerts,
 		"VERDICTBOT_RECHECK_SCHEDULE":    "@every 1s",
 		"VERDICTBOT_HTTP_ADDR":           addr,
 	}, adminUser)
-	h.slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
-	spendCap(t, h.slack, secChannel, 3)
+	h.Slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
+	spendCap(t, h.Slack, secChannel, 3)
 
 	const phish = "https://secure-login.phish.test/verify/deferred"
-	d := h.post("urgent, log in here: <" + phish + ">")
-	h.waitDeleted(d.TS)
-	card := h.waitCard(d.TS, func(b string) bool {
+	d := h.Post("urgent, log in here: <" + phish + ">")
+	h.WaitDeleted(d.TS)
+	card := h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Quarantined:") && strings.Contains(b, "at low priority")
 	})
-	if b := blocksText(card.Blocks); !strings.Contains(b, "found malicious") {
+	if b := e2etest.BlocksText(card.Blocks); !strings.Contains(b, "found malicious") {
 		t.Errorf("the tombstone does not say why:\n%s", b)
 	}
-	posts, versions := cardWrites(h.slack, secChannel, d.TS)
+	posts, versions := cardWrites(h.Slack, secChannel, d.TS)
 	if posts != 1 {
 		t.Errorf("%d cards posted in the thread, want one, updated in place", posts)
 	}
-	waiting, malicious := firstWith(versions, deferredWords), firstWith(versions, "Malicious")
+	waiting, malicious := firstWith(versions, e2etest.DeferredWords), firstWith(versions, "Malicious")
 	if waiting < 0 || malicious < 0 || waiting > malicious {
 		t.Fatalf("the card did not say the link was not checked yet (version %d) before it said malicious (version %d):\n%s",
 			waiting, malicious, strings.Join(versions, "\n"))
 	}
-	if n := len(h.sim.URLTasks(phish)); n != 1 {
+	if n := len(h.Sim.URLTasks(phish)); n != 1 {
 		t.Errorf("the phishing link was submitted %d times, want once (the deferred check)", n)
 	}
-	err := h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 		reply, alert := false, false
 		for _, m := range st.Messages(secChannel, d.TS) {
 			reply = reply || (m.Bot && strings.Contains(m.Text, "<@"+alice+">") && strings.Contains(m.Text, "checked at low priority") &&
@@ -173,12 +170,12 @@ func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 	})
 	if err != nil {
 		var seen []string
-		for _, m := range append(h.slack.Messages(secChannel, d.TS), h.slack.Messages(alerts, "")...) {
+		for _, m := range append(h.Slack.Messages(secChannel, d.TS), h.Slack.Messages(alerts, "")...) {
 			seen = append(seen, m.Text)
 		}
 		t.Fatalf("no reply to the poster or no finding in the alert channel: %v\n%q", err, seen)
 	}
-	for _, m := range append(h.slack.Messages(secChannel, d.TS), h.slack.Messages(alerts, "")...) {
+	for _, m := range append(h.Slack.Messages(secChannel, d.TS), h.Slack.Messages(alerts, "")...) {
 		if m.Bot && strings.Contains(m.Text, "https://secure-login") {
 			t.Errorf("a live link in %q", m.Text)
 		}
@@ -197,17 +194,17 @@ func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 func TestDeferredLinksReachEveryCardAndStayQuietWhenClean(t *testing.T) {
 	t.Parallel()
 	const other = "C0RANDOM"
-	h := startQuarantine(t, map[string]string{
+	h := e2etest.StartQuarantine(t, map[string]string{
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
 		"VERDICTBOT_RECHECK_SCHEDULE":    "@every 1s",
 	}, adminUser)
-	h.slack.AddChannel(slackfake.Channel{ID: other, Name: "random"})
-	spendCap(t, h.slack, secChannel, 3)
+	h.Slack.AddChannel(slackfake.Channel{ID: other, Name: "random"})
+	spendCap(t, h.Slack, secChannel, 3)
 
 	const phish = "https://account-verify.phish.test/login/shared"
 	send := func(channel, text string) slackfake.Delivery {
 		t.Helper()
-		d, err := h.slack.DeliverMessage(slackfake.MessageEvent{Channel: channel, User: alice, Text: text})
+		d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: channel, User: alice, Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,29 +213,29 @@ func TestDeferredLinksReachEveryCardAndStayQuietWhenClean(t *testing.T) {
 	here := send(secChannel, "see <"+phish+">")
 	there := send(other, "also <"+phish+">")
 	harmless := send(secChannel, "and the docs <https://example.com/after-the-cap>")
-	h.waitDeleted(here.TS)
-	err := h.slack.WaitFor(h.ctx(15*time.Second), func(st *slackfake.State) bool {
+	h.WaitDeleted(here.TS)
+	err := h.Slack.WaitFor(h.Ctx(15*time.Second), func(st *slackfake.State) bool {
 		m, ok := st.Message(other, there.TS)
 		return ok && m.Deleted
 	})
 	if err != nil {
-		t.Fatalf("the second message with the phishing link was not removed: %v\n%s", err, h.logs.String())
+		t.Fatalf("the second message with the phishing link was not removed: %v\n%s", err, h.Logs.String())
 	}
-	if n := len(h.sim.URLTasks(phish)); n != 1 {
+	if n := len(h.Sim.URLTasks(phish)); n != 1 {
 		t.Errorf("the phishing link was submitted %d times, want once", n)
 	}
-	card := h.waitCard(harmless.TS, func(b string) bool { return strings.Contains(b, "at low priority") && strings.Contains(b, "is clean") })
-	if b := blocksText(card.Blocks); strings.Contains(b, deferredWords) {
+	card := h.WaitCard(harmless.TS, func(b string) bool { return strings.Contains(b, "at low priority") && strings.Contains(b, "is clean") })
+	if b := e2etest.BlocksText(card.Blocks); strings.Contains(b, e2etest.DeferredWords) {
 		t.Errorf("the harmless link's card still says it is not checked:\n%s", b)
 	}
-	_, versions := cardWrites(h.slack, secChannel, harmless.TS)
-	if firstWith(versions, deferredWords) < 0 {
+	_, versions := cardWrites(h.Slack, secChannel, harmless.TS)
+	if firstWith(versions, e2etest.DeferredWords) < 0 {
 		t.Errorf("the harmless link's card never said it was not checked yet:\n%s", strings.Join(versions, "\n"))
 	}
-	if m, _ := h.slack.Message(secChannel, harmless.TS); m.Deleted {
+	if m, _ := h.Slack.Message(secChannel, harmless.TS); m.Deleted {
 		t.Error("the harmless link's message was removed")
 	}
-	for _, m := range h.slack.Messages(secChannel, harmless.TS) {
+	for _, m := range h.Slack.Messages(secChannel, harmless.TS) {
 		if m.Bot && strings.Contains(m.Text, "<@"+alice+">") {
 			t.Errorf("a reply about a harmless deferred link: %q", m.Text)
 		}
@@ -255,13 +252,13 @@ func TestDeferredLinkSurvivesAKill(t *testing.T) {
 		t.Skip("starts real processes")
 	}
 	fake := slackfaketest.Start(t,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+		slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
 	fake.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
 	fake.AddUser(slackfake.User{ID: alice, Name: "alice"})
-	srv, base := simtest.Start(t, sim.Config{Profile: quickProfile})
+	srv, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickProfile()})
 	env := map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
-		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_ADMINS": adminUser, "SLACK_ADMIN_USER_TOKEN": e2eAdminToken,
+		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_ADMINS": adminUser, "SLACK_ADMIN_USER_TOKEN": e2etest.AdminToken,
 		"VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_LOG_FORMAT": "json", "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0",
 		"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_QUARANTINE": "malicious", "VERDICTBOT_USER_LINKS_PER_HOUR": "3",
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1h",
@@ -280,7 +277,7 @@ func TestDeferredLinkSurvivesAKill(t *testing.T) {
 	}
 	err = fake.WaitFor(ctx, func(st *slackfake.State) bool {
 		for _, m := range st.Messages(secChannel, d.TS) {
-			if m.Bot && strings.Contains(blocksText(m.Blocks), deferredWords) {
+			if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), e2etest.DeferredWords) {
 				return true
 			}
 		}

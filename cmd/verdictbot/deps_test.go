@@ -7,8 +7,8 @@ import (
 )
 
 // TestBinaryLinksNoTestCode: the test helpers (sim/simtest,
-// internal/slackfake/slackfaketest, internal/testutil) stay out of the
-// production binary, and with them the testing and httptest packages.
+// internal/slackfake/slackfaketest, internal/testutil, internal/e2etest)
+// stay out of the production binary, and with them the testing and httptest packages.
 func TestBinaryLinksNoTestCode(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -25,7 +25,8 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 	for _, pkg := range strings.Fields(string(out)) {
 		switch {
 		case pkg == "testing", pkg == "net/http/httptest", strings.HasPrefix(pkg, "testing/"),
-			strings.HasSuffix(pkg, "/internal/testutil"), strings.HasSuffix(pkg, "/simtest"), strings.HasSuffix(pkg, "/slackfaketest"):
+			strings.HasSuffix(pkg, "/internal/testutil"), strings.HasSuffix(pkg, "/internal/e2etest"),
+			strings.HasSuffix(pkg, "/simtest"), strings.HasSuffix(pkg, "/slackfaketest"):
 			t.Errorf("the binary links %s", pkg)
 		}
 	}

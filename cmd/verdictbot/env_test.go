@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"maps"
 	"strings"
-	"testing"
-
-	"github.com/verdictbot/verdictbot/config"
 )
 
 // mapEnv is an environment holding exactly the variables of m: what tests
@@ -36,17 +33,6 @@ func merged(ms ...map[string]string) map[string]string {
 		maps.Copy(out, m)
 	}
 	return out
-}
-
-// mustConfig is the settings of env, checked as `run` checks them
-// (loadValidConfig); a problem fails the test.
-func mustConfig(t testing.TB, env map[string]string) config.Config {
-	t.Helper()
-	cfg, err := loadValidConfig(mapEnv(env), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }
 
 // runMain runs the real program in this process with the environment

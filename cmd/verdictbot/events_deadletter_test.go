@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg/pgtest"
@@ -100,7 +101,7 @@ func TestEventRefused20TimesIsSetAsideAndRetried(t *testing.T) {
 }
 
 func deadLetterFlow(t *testing.T, databaseURL string) {
-	opts := testOptions()
+	opts := e2etest.Options()
 	opts.EventsMinBackoff, opts.EventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	const secret = "whsec-dead-letters-31"
 	rcv := &refusingReceiver{t: t, secret: []byte(secret), refusing: true}
@@ -114,22 +115,22 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 	if databaseURL != "" {
 		env["VERDICTBOT_DATABASE_URL"] = databaseURL
 	}
-	h := startBotOptions(t, env, sim.Config{}, opts)
+	h := e2etest.StartBotOptions(t, env, sim.Config{}, opts)
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for !ok() {
 			if time.Now().After(deadline) {
 				taken, refused := rcv.got()
-				t.Fatalf("timed out waiting for %s: taken %+v, %d refusals\n%s", what, taken, refused, h.logs.String())
+				t.Fatalf("timed out waiting for %s: taken %+v, %d refusals\n%s", what, taken, refused, h.Logs.String())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	h.post("the form <https://refuse-me.test/form>")
+	h.Post("the form <https://refuse-me.test/form>")
 	wait("20 refusals", func() bool { _, n := rcv.got(); return n >= 20 })
-	h.post("the docs <https://docs.clean.test/a>")
-	h.post("more docs <https://docs.clean.test/b>")
+	h.Post("the docs <https://docs.clean.test/a>")
+	h.Post("more docs <https://docs.clean.test/b>")
 	wait("the next events", func() bool { taken, _ := rcv.got(); return len(taken) == 2 })
 	taken, refused := rcv.got()
 	// The two links are analysed side by side: either verdict may be the
@@ -138,34 +139,34 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 	if refused != 20 || !targets["https://docs.clean.test/a"] || !targets["https://docs.clean.test/b"] || taken[0].seq >= taken[1].seq {
 		t.Fatalf("refused %d times, then took %+v; want 20 refusals, then the two next events in order", refused, taken)
 	}
-	if !strings.Contains(h.logs.String(), "set aside as a dead letter") || strings.Contains(h.logs.String(), "hook-token-5") {
-		t.Fatalf("the dead letter is not logged, or the URL's path is:\n%s", h.logs.String())
+	if !strings.Contains(h.Logs.String(), "set aside as a dead letter") || strings.Contains(h.Logs.String(), "hook-token-5") {
+		t.Fatalf("the dead letter is not logged, or the URL's path is:\n%s", h.Logs.String())
 	}
 
 	if databaseURL == "" {
 		// The bot holds the file: the command says to stop it.
-		code, _, errOut := runMain(h.env, "events", "list")
+		code, _, errOut := runMain(h.Env, "events", "list")
 		if code != 1 || !strings.Contains(errOut, "is locked by another process") || !strings.Contains(errOut, "stop the bot first") {
 			t.Fatalf("events list beside the bot: exit %d, %q", code, errOut)
 		}
-		if err := h.stop(); err != nil {
+		if err := h.Stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	code, out, errOut := runMain(h.env, "events", "list")
+	code, out, errOut := runMain(h.Env, "events", "list")
 	m := regexp.MustCompile(`(?m)^(\d+)\s+\S+ \S+\s+20\s+400\s+verdict\s+\S+\s+hxxps://refuse-me\[\.\]test/form$`).FindStringSubmatch(out)
 	if code != 0 || m == nil || !strings.Contains(out, "dead letters: 1\n") {
 		t.Fatalf("events list: exit %d, stdout:\n%s\nstderr: %s", code, out, errOut)
 	}
 	dead, _ := strconv.ParseUint(m[1], 10, 64)
-	if code, _, errOut := runMain(h.env, "events", "retry", "99999"); code != 1 || !strings.Contains(errOut, "not on the dead-letter list: 99999") {
+	if code, _, errOut := runMain(h.Env, "events", "retry", "99999"); code != 1 || !strings.Contains(errOut, "not on the dead-letter list: 99999") {
 		t.Fatalf("retry of an unknown sequence: exit %d, %q", code, errOut)
 	}
 
 	rcv.mu.Lock()
 	rcv.refusing = false
 	rcv.mu.Unlock()
-	code, out, errOut = runMain(h.env, "events", "retry", m[1])
+	code, out, errOut = runMain(h.Env, "events", "retry", m[1])
 	re := regexp.MustCompile(fmt.Sprintf(`dead letter %d queued again as (\d+)\n`, dead))
 	again := re.FindStringSubmatch(out)
 	if code != 0 || again == nil {
@@ -175,7 +176,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 	if newSeq <= taken[1].seq {
 		t.Fatalf("queued again as %d, not after the last event (%d)", newSeq, taken[1].seq)
 	}
-	if code, out, _ := runMain(h.env, "events", "list"); code != 0 || !strings.Contains(out, "dead letters: 0\n") {
+	if code, out, _ := runMain(h.Env, "events", "list"); code != 0 || !strings.Contains(out, "dead letters: 0\n") {
 		t.Fatalf("events list after the retry: exit %d\n%s", code, out)
 	}
 
@@ -209,7 +210,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 // the redirect pointed without the Location's path or query.
 func TestEventsWebhookRedirectIsNotFollowed(t *testing.T) {
 	t.Parallel()
-	opts := testOptions()
+	opts := e2etest.Options()
 	opts.EventsMinBackoff, opts.EventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	var mu sync.Mutex
 	var elsewhere []string
@@ -238,15 +239,15 @@ func TestEventsWebhookRedirectIsNotFollowed(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	h := startBotOptions(t, map[string]string{"VERDICTBOT_EVENTS_URL": srv.URL + "/hook", "VERDICTBOT_EVENTS_SECRET": secret}, sim.Config{}, opts)
-	h.post("the docs <https://docs.clean.test/redirected>")
+	h := e2etest.StartBotOptions(t, map[string]string{"VERDICTBOT_EVENTS_URL": srv.URL + "/hook", "VERDICTBOT_EVENTS_SECRET": secret}, sim.Config{}, opts)
+	h.Post("the docs <https://docs.clean.test/redirected>")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if taken, _ := rcv.got(); len(taken) == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the event was not delivered after the redirects\n%s", h.logs.String())
+			t.Fatalf("the event was not delivered after the redirects\n%s", h.Logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -256,7 +257,7 @@ func TestEventsWebhookRedirectIsNotFollowed(t *testing.T) {
 	if len(elsewhere) != 0 || tries != 3 {
 		t.Fatalf("the redirect target got %q; %d attempts (want 3)", elsewhere, tries)
 	}
-	logs := h.logs.String()
+	logs := h.Logs.String()
 	if !strings.Contains(logs, "a redirect to "+other.URL+"/…, not followed") {
 		t.Errorf("the log does not say where the redirect pointed:\n%s", logs)
 	}

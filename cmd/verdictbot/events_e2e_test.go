@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/notify"
@@ -115,22 +115,6 @@ func (s *siem) received() (seqs []uint64, bodies [][]byte, bad int) {
 	return append([]uint64(nil), s.seqs...), append([][]byte(nil), s.bodies...), s.bad
 }
 
-// fileLines reads the JSON-lines file.
-func fileLines(t *testing.T, path string) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	return out
-}
-
 // TestEventsSurviveAReceiverOutageAndKill9 runs the real program against
 // a webhook receiver that is down for eventsOutage: events of verdicts and
 // a channel setting change are queued while it is down, the process is
@@ -180,9 +164,9 @@ func eventsOutageKill9(t *testing.T, databaseURL string) {
 
 	waitLines := func(p *process, n int) {
 		t.Helper()
-		for len(fileLines(t, file)) < n {
+		for len(e2etest.FileLines(file)) < n {
 			if ctx.Err() != nil {
-				t.Fatalf("%d of %d events in the file\n%s", len(fileLines(t, file)), n, p.logs.String())
+				t.Fatalf("%d of %d events in the file\n%s", len(e2etest.FileLines(file)), n, p.logs.String())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -256,7 +240,7 @@ func eventsOutageKill9(t *testing.T, databaseURL string) {
 			t.Fatalf("events out of order or missing: %v", seqs)
 		}
 	}
-	lines := fileLines(t, file)
+	lines := e2etest.FileLines(file)
 	if len(lines) != total {
 		t.Fatalf("%d lines in the file, want %d", len(lines), total)
 	}
@@ -320,7 +304,7 @@ type findingLine struct {
 
 func readFindings(t *testing.T, path string) []findingLine {
 	var out []findingLine
-	for _, l := range fileLines(t, path) {
+	for _, l := range e2etest.FileLines(path) {
 		var f findingLine
 		if err := json.Unmarshal([]byte(l), &f); err != nil {
 			t.Fatalf("%v: %s", err, l)
@@ -337,20 +321,20 @@ func readFindings(t *testing.T, path string) []findingLine {
 func TestEventsOfAFlipAReportAndSettings(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "events.jsonl")
-	h := startBot(t, map[string]string{
+	h := e2etest.StartBot(t, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":     "quiet",
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
 		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
 		"VERDICTBOT_EVENTS_FILE":      file,
 	}, sim.Config{})
-	d := h.post("our new landing page <https://promo.flip.test/spring>")
-	card := h.waitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "Rechecked") })
+	d := h.Post("our new landing page <https://promo.flip.test/spring>")
+	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "Rechecked") })
 	// alice posted the link; bob reports it (a poster may not).
-	if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: bob, Channel: secChannel, MessageTS: card.TS, ActionID: notify.ActionFalsePositive}); err != nil {
+	if _, err := h.Slack.DeliverBlockAction(slackfake.BlockAction{UserID: bob, Channel: secChannel, MessageTS: card.TS, ActionID: notify.ActionFalsePositive}); err != nil {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"channel files off", "allow add example.org"} {
-		if _, err := h.slack.DeliverSlashCommand(slackfake.SlashCommand{Command: "/scan", Text: text, UserID: adminUser, ChannelID: secChannel}); err != nil {
+		if _, err := h.Slack.DeliverSlashCommand(slackfake.SlashCommand{Command: "/scan", Text: text, UserID: adminUser, ChannelID: secChannel}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -381,7 +365,7 @@ func TestEventsOfAFlipAReportAndSettings(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if len(want) != 5 {
-		t.Fatalf("events seen %v; lines:\n%s", want, strings.Join(fileLines(t, file), "\n"))
+		t.Fatalf("events seen %v; lines:\n%s", want, strings.Join(e2etest.FileLines(file), "\n"))
 	}
 	for _, f := range got {
 		if f.ClassUID != 2004 {

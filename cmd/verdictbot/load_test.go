@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -39,11 +40,11 @@ func BenchmarkAckLatencyUnderLoad(b *testing.B) {
 	)
 	for b.Loop() {
 		syncs := startFsyncLoad(b, b.TempDir())
-		h := startBot(b, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_LOG_LEVEL": "warn"},
+		h := e2etest.StartBot(b, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_LOG_LEVEL": "warn"},
 			sim.Config{Profile: sim.Profile{Name: "load", URLPending: 200 * time.Millisecond, URLProcessing: time.Second}},
 			slackfake.WithEchoOwnMessages(false))
 		ctx, cancel := context.WithTimeout(context.Background(), (seconds+30)*time.Second)
-		deliveries, err := h.slack.DeliverEvents(ctx, rate*seconds, rate, func(i int) any {
+		deliveries, err := h.Slack.DeliverEvents(ctx, rate*seconds, rate, func(i int) any {
 			text := fmt.Sprintf("status update %d: deploy finished, see the dashboard", i)
 			if i%5 == 0 {
 				text = fmt.Sprintf("have a look at <https://docs.example.com/page/%d|the page>", i%50)
@@ -63,11 +64,11 @@ func BenchmarkAckLatencyUnderLoad(b *testing.B) {
 				plain = append(plain, d.EnvelopeID)
 			}
 		}
-		if err := h.slack.WaitAcked(ctx, ids...); err != nil {
+		if err := h.Slack.WaitAcked(ctx, ids...); err != nil {
 			b.Fatalf("not every envelope was acked: %v", err)
 		}
 		cancel()
-		st := h.slack.AckStats(ids...)
+		st := h.Slack.AckStats(ids...)
 		if !st.ExactlyOnce() || st.Envelopes != rate*seconds {
 			b.Fatalf("acks: %+v", st)
 		}
@@ -78,8 +79,8 @@ func BenchmarkAckLatencyUnderLoad(b *testing.B) {
 		b.ReportMetric(float64(st.Late), "late")
 		// The two kinds apart: a message with a link is journalled before
 		// its ack, one without is acked at once.
-		b.ReportMetric(float64(h.slack.AckStats(withLink...).P99.Microseconds())/1000, "p99-link-ms")
-		b.ReportMetric(float64(h.slack.AckStats(plain...).P99.Microseconds())/1000, "p99-plain-ms")
+		b.ReportMetric(float64(h.Slack.AckStats(withLink...).P99.Microseconds())/1000, "p99-link-ms")
+		b.ReportMetric(float64(h.Slack.AckStats(plain...).P99.Microseconds())/1000, "p99-plain-ms")
 		b.ReportMetric(float64(syncs()), "disk-fsyncs")
 	}
 }

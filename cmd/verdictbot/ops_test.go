@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
@@ -30,7 +30,7 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	fake := slackfaketest.Start(t)
 	// Analyses take 30 s: they are in flight when SIGTERM arrives.
 	srv, base := simtest.Start(t, sim.Config{Profile: sim.Profile{Name: "slow", URLPending: 10 * time.Second, URLProcessing: 20 * time.Second}})
-	addr := freeAddr(t)
+	addr := e2etest.FreeAddr(t)
 	env := map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": t.TempDir(),
@@ -54,13 +54,13 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Fatalf("/healthz: %d %q", code, body)
 	}
-	waitFor(t, func() bool { code, _ := get("/readyz"); return code == 200 })
+	e2etest.WaitFor(t, func() bool { code, _ := get("/readyz"); return code == 200 })
 	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "<https://evil.test/slow>"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fake.WaitAcked(ctx, d.EnvelopeID)
-	waitFor(t, func() bool { return srv.Count(sim.ServiceReputation, sim.OpScan) == 1 })
+	e2etest.WaitFor(t, func() bool { return srv.Count(sim.ServiceReputation, sim.OpScan) == 1 })
 	_, m := get("/metrics")
 	for _, name := range []string{
 		`verdictbot_envelopes_total{result="acked",type="events_api"}`,
@@ -74,7 +74,7 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	}
 	// The verbose card is posted once its grace period (cards.DefaultPostGrace)
 	// has passed without a verdict: then Slack calls are counted.
-	waitFor(t, func() bool {
+	e2etest.WaitFor(t, func() bool {
 		_, m = get("/metrics")
 		return strings.Contains(m, "verdictbot_slack_api_calls_total")
 	})
@@ -106,7 +106,7 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	}
 	// The next start resumes the analysis rather than submitting it again.
 	p2 := startProcess(t, env)
-	waitFor(t, func() bool { return strings.Contains(p2.logs.String(), "resuming an analysis submitted earlier") })
+	e2etest.WaitFor(t, func() bool { return strings.Contains(p2.logs.String(), "resuming an analysis submitted earlier") })
 	if n := srv.Count(sim.ServiceReputation, sim.OpScan); n != 1 {
 		t.Fatalf("%d submissions after the restart", n)
 	}
@@ -121,33 +121,4 @@ func TestConfigErrorExitsNonZeroWithOneLine(t *testing.T) {
 	if err == nil || strings.TrimSpace(string(out)) != `verdictbot run: VERDICTBOT_HTTP_ADDR="nonsense": want host:port (e.g. 127.0.0.1:8080), or off` {
 		t.Fatalf("%v %q", err, out)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	s := httptestListener(t)
-	return s
-}
-
-func waitFor(t *testing.T, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 15 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// httptestListener returns a free loopback address.
-func httptestListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

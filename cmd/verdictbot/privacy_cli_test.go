@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 )
 
 func TestCheckWithholdsNamesThatResolvePrivateAndStripsQueries(t *testing.T) {
@@ -12,7 +14,7 @@ func TestCheckWithholdsNamesThatResolvePrivateAndStripsQueries(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, want 0 (skipped and clean)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	mustContain(t, out,
+	e2etest.MustContain(t, out,
 		"SKIPPED          hxxps://sso[.]phish-intranet[.]test/login  not checked: resolves to a private address",
 		"CLEAN            hxxps://example[.]com/reset  phishing 0%",
 		"query not sent")

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/quarantine"
@@ -27,7 +28,7 @@ func flipEnv(extra map[string]string) map[string]string {
 	env := map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":     "quiet",
 		"VERDICTBOT_QUARANTINE":       "malicious",
-		"SLACK_ADMIN_USER_TOKEN":      e2eAdminToken,
+		"SLACK_ADMIN_USER_TOKEN":      e2etest.AdminToken,
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
 		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
 	}
@@ -108,13 +109,13 @@ func TestQuarantineFlipRemovalsArePacedAndSurviveAKill(t *testing.T) {
 		t.Skip("starts real processes")
 	}
 	fake := slackfaketest.Start(t,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}),
+		slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}),
 		// Slack's Tier 3 bucket on chat.delete (the others off, so the
 		// announcement is quick and the kill comes amid the removals).
 		slackfake.WithRateLimits(slackfake.RateLimits{PostInterval: -1, UpdatesPerMinute: -1, DeletesPerMinute: 50, DeleteBurst: 1}))
 	fake.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
 	fake.AddUser(slackfake.User{ID: alice, Name: "alice"})
-	_, base := simtest.Start(t, sim.Config{Profile: quickProfile})
+	_, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickProfile()})
 	env := flipEnv(map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_ADMINS": adminUser,
@@ -158,7 +159,7 @@ func TestQuarantineFlipRemovalsArePacedAndSurviveAKill(t *testing.T) {
 		ok := false
 		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !ok; time.Sleep(20 * time.Millisecond) {
 			for _, m := range fake.Messages(th[0], th[1]) {
-				if m.Bot && strings.Contains(blocksText(m.Blocks), "Quarantined:") {
+				if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), "Quarantined:") {
 					ok = true
 				}
 			}
@@ -210,18 +211,18 @@ func TestQuarantineFlipRemovalsArePacedAndSurviveAKill(t *testing.T) {
 func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 	t.Parallel()
 	const alerts, other = "C0ALERTS", "C0OTHER"
-	h := startQuarantine(t, flipEnv(map[string]string{
+	h := e2etest.StartQuarantine(t, flipEnv(map[string]string{
 		"VERDICTBOT_QUARANTINE_FLIP_MAX": "3",
 		"VERDICTBOT_ALERT_CHANNEL":       alerts,
 		"VERDICTBOT_ADMINS":              adminUser + ",U0ADMIN2",
 	}), adminUser)
-	h.slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
-	h.slack.AddUser(slackfake.User{ID: "U0ADMIN2", Name: "otheradmin", IsAdmin: true})
-	threads := postFlips(t, h.slack, "https://promo.flip.test/many", []string{secChannel, secChannel, other}, 4)
+	h.Slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
+	h.Slack.AddUser(slackfake.User{ID: "U0ADMIN2", Name: "otheradmin", IsAdmin: true})
+	threads := postFlips(t, h.Slack, "https://promo.flip.test/many", []string{secChannel, secChannel, other}, 4)
 	var request slackfake.Message
-	err := h.slack.WaitFor(h.ctx(20*time.Second), func(st *slackfake.State) bool {
+	err := h.Slack.WaitFor(h.Ctx(20*time.Second), func(st *slackfake.State) bool {
 		for _, m := range st.Messages(alerts, "") {
-			if m.Bot && strings.Contains(blocksText(m.Blocks), quarantine.ActionQuarantineRemoveAll) {
+			if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), quarantine.ActionQuarantineRemoveAll) {
 				request = m
 				return true
 			}
@@ -229,37 +230,37 @@ func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 		return false
 	})
 	if err != nil {
-		t.Fatalf("no Remove all request in the alert channel: %v\n%s", err, h.logs.String())
+		t.Fatalf("no Remove all request in the alert channel: %v\n%s", err, h.Logs.String())
 	}
-	req := blocksText(request.Blocks)
+	req := e2etest.BlocksText(request.Blocks)
 	for _, want := range []string{"hxxps://promo[.]flip[.]test/many", "4 messages", "3 in <#" + secChannel + ">", "1 in <#" + other + ">", "FLIP_MAX=3"} {
 		if !strings.Contains(req, want) {
 			t.Errorf("the request lacks %q: %s", want, req)
 		}
 	}
 	for _, th := range threads {
-		h.slack.WaitFor(h.ctx(10*time.Second), func(st *slackfake.State) bool {
+		h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 			for _, m := range st.Messages(th[0], th[1]) {
-				if m.Bot && strings.Contains(blocksText(m.Blocks), "waits for an admin's approval") {
+				if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), "waits for an admin's approval") {
 					return true
 				}
 			}
 			return false
 		})
 	}
-	if n := len(h.slack.Calls("chat.delete")); n != 0 {
+	if n := len(h.Slack.Calls("chat.delete")); n != 0 {
 		t.Fatalf("%d messages removed before an admin's Remove all", n)
 	}
 	press := func(user string) string {
 		t.Helper()
-		before := len(h.slack.Ephemerals(alerts, user))
+		before := len(h.Slack.Ephemerals(alerts, user))
 		// The request as first posted: a press after the approval comes
 		// from a client that still shows the button.
-		if _, err := h.slack.DeliverBlockAction(slackfake.BlockAction{UserID: user, Channel: alerts, MessageTS: request.TS,
+		if _, err := h.Slack.DeliverBlockAction(slackfake.BlockAction{UserID: user, Channel: alerts, MessageTS: request.TS,
 			ActionID: quarantine.ActionQuarantineRemoveAll, Seen: request.Blocks}); err != nil {
 			t.Fatal(err)
 		}
-		eph, err := h.slack.WaitEphemerals(h.ctx(10*time.Second), alerts, user, before+1)
+		eph, err := h.Slack.WaitEphemerals(h.Ctx(10*time.Second), alerts, user, before+1)
 		if err != nil {
 			t.Fatalf("no answer to %s's press: %v", user, err)
 		}
@@ -268,11 +269,11 @@ func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 	if got := press(alice); !strings.Contains(got, "Only admins") {
 		t.Fatalf("a member's Remove all: %q", got)
 	}
-	if !strings.Contains(h.logs.String(), `"msg":"quarantine: Remove all refused: not an admin","component":"quarantine","audit":true,"user":"`+alice) {
+	if !strings.Contains(h.Logs.String(), `"msg":"quarantine: Remove all refused: not an admin","component":"quarantine","audit":true,"user":"`+alice) {
 		t.Error("the refused press is not in the audit log")
 	}
 	time.Sleep(500 * time.Millisecond)
-	if n := len(h.slack.Calls("chat.delete")); n != 0 {
+	if n := len(h.Slack.Calls("chat.delete")); n != 0 {
 		t.Fatalf("%d messages removed after a member's press", n)
 	}
 	if got := press(adminUser); !strings.Contains(got, "Approved: 4 messages") {
@@ -284,18 +285,18 @@ func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 	if got := press("U0ADMIN2"); !strings.Contains(got, "Already approved by @secadmin") {
 		t.Errorf("another admin's press: %q", got)
 	}
-	waitAllDeleted(t, h.slack, threads, 30*time.Second)
+	waitAllDeleted(t, h.Slack, threads, 30*time.Second)
 	time.Sleep(2 * time.Second) // anything more would come within the worker's poll
-	byTS := deletesByTS(h.slack)
+	byTS := deletesByTS(h.Slack)
 	for _, th := range threads {
 		if byTS[th[1]] != 1 {
 			t.Errorf("%d chat.delete calls for %s, want 1", byTS[th[1]], th[1])
 		}
 	}
-	if m, _ := h.slack.Message(alerts, request.TS); !strings.Contains(m.Text, "Approved by @secadmin") {
+	if m, _ := h.Slack.Message(alerts, request.TS); !strings.Contains(m.Text, "Approved by @secadmin") {
 		t.Errorf("the request was not updated: %q", m.Text)
 	}
-	if got := metric(t, h, `verdictbot_quarantine_flip_removals_total{event="refused"}`); got != "1" {
+	if got := h.Metric(`verdictbot_quarantine_flip_removals_total{event="refused"}`); got != "1" {
 		t.Errorf("refused presses = %q, want 1", got)
 	}
 }
@@ -306,23 +307,23 @@ func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 // removals are counted.
 func TestQuarantineFlipAboveFlipMaxWithoutAlertChannelWaitsAndSaysSo(t *testing.T) {
 	t.Parallel()
-	h := startQuarantine(t, flipEnv(map[string]string{"VERDICTBOT_QUARANTINE_FLIP_MAX": "0"}), adminUser)
-	threads := postFlips(t, h.slack, "https://promo.flip.test/none", []string{secChannel}, 1)
-	h.waitCard(threads[0][1], func(b string) bool {
+	h := e2etest.StartQuarantine(t, flipEnv(map[string]string{"VERDICTBOT_QUARANTINE_FLIP_MAX": "0"}), adminUser)
+	threads := postFlips(t, h.Slack, "https://promo.flip.test/none", []string{secChannel}, 1)
+	h.WaitCard(threads[0][1], func(b string) bool {
 		return strings.Contains(b, "waits for an admin's approval") && strings.Contains(b, "no alert channel is set (VERDICTBOT_ALERT_CHANNEL)")
 	})
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if metric(t, h, `verdictbot_quarantine_queue{state="held"}`) == "1" && strings.Contains(h.logs.String(), "VERDICTBOT_ALERT_CHANNEL is not set") {
+		if h.Metric(`verdictbot_quarantine_queue{state="held"}`) == "1" && strings.Contains(h.Logs.String(), "VERDICTBOT_ALERT_CHANNEL is not set") {
 			break
 		}
 	}
-	if got := metric(t, h, `verdictbot_quarantine_queue{state="held"}`); got != "1" {
+	if got := h.Metric(`verdictbot_quarantine_queue{state="held"}`); got != "1" {
 		t.Errorf("held removals = %q, want 1", got)
 	}
-	if n := strings.Count(h.logs.String(), "VERDICTBOT_ALERT_CHANNEL is not set, so nobody was asked"); n != 1 {
+	if n := strings.Count(h.Logs.String(), "VERDICTBOT_ALERT_CHANNEL is not set, so nobody was asked"); n != 1 {
 		t.Errorf("the missing alert channel was logged %d times, want once", n)
 	}
-	if n := len(h.slack.Calls("chat.delete")); n != 0 || slices.ContainsFunc(h.slack.Messages(secChannel, ""), func(m slackfake.Message) bool { return m.Deleted }) {
+	if n := len(h.Slack.Calls("chat.delete")); n != 0 || slices.ContainsFunc(h.Slack.Messages(secChannel, ""), func(m slackfake.Message) bool { return m.Deleted }) {
 		t.Errorf("%d messages removed with nobody to approve", n)
 	}
 }
@@ -335,10 +336,10 @@ func TestQuarantineFlipAboveFlipMaxWithoutAlertChannelWaitsAndSaysSo(t *testing.
 func TestQuarantineFlipOnTwoReplicasRemovesEachMessageOnce(t *testing.T) {
 	t.Parallel()
 	const alerts = "C0ALERTS"
-	c := startCluster(t, sim.Config{Profile: quickProfile}, flipEnv(map[string]string{
+	c := startCluster(t, sim.Config{Profile: e2etest.QuickProfile()}, flipEnv(map[string]string{
 		"VERDICTBOT_QUARANTINE_FLIP_MAX": "2",
 		"VERDICTBOT_ALERT_CHANNEL":       alerts,
-	}), slackfake.WithUserToken(slackfake.UserToken{Token: e2eAdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+	}), slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
 	c.slack.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
 	c.slack.AddUser(slackfake.User{ID: alice, Name: "alice"})
 	c.slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
@@ -349,7 +350,7 @@ func TestQuarantineFlipOnTwoReplicasRemovesEachMessageOnce(t *testing.T) {
 	var request slackfake.Message
 	err := c.slack.WaitFor(ctx, func(st *slackfake.State) bool {
 		for _, m := range st.Messages(alerts, "") {
-			if m.Bot && strings.Contains(blocksText(m.Blocks), quarantine.ActionQuarantineRemoveAll) {
+			if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), quarantine.ActionQuarantineRemoveAll) {
 				request = m
 				return true
 			}

@@ -2,10 +2,10 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/verdictbot/verdictbot/internal/e2etest"
 )
 
 // The shell's CLI contract: its exit statuses and what it prints on
@@ -23,34 +23,10 @@ func runShellScript(t *testing.T, env map[string]string, script string, args ...
 // runShellScriptWith is runShellScript with the wiring's options.
 func runShellScriptWith(t *testing.T, opts Options, env map[string]string, script string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	dir := t.TempDir()
-	settings := map[string]string{"VERDICTBOT_DATA_DIR": dir, "REPUTATION_URL": "", "REPUTATION_API_KEY": "",
-		"SANDBOX_URL": "", "SANDBOX_API_KEY": "", "NO_COLOR": ""}
-	for k, v := range env {
-		settings[k] = v
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := os.ReadFile(filepath.Join(dir, "shell.log"))
-			t.Logf("shell.log:\n%s", logs)
-		}
-	})
+	settings := e2etest.ShellSettings(t, env)
 	var out, errOut bytes.Buffer
 	code = runCLI(mapEnv(settings), opts, append([]string{"shell"}, args...), strings.NewReader(script), &out, &errOut)
 	return code, out.String(), errOut.String()
-}
-
-// inOrder fails unless the wants appear in s in this order.
-func inOrder(t *testing.T, s string, wants ...string) {
-	t.Helper()
-	at := 0
-	for _, w := range wants {
-		i := strings.Index(s[at:], w)
-		if i < 0 {
-			t.Fatalf("output lacks %q after byte %d:\n%s", w, at, s)
-		}
-		at += i + len(w)
-	}
 }
 
 func TestShellGivesUpWaitingAfterTheBound(t *testing.T) {
@@ -61,7 +37,7 @@ func TestShellGivesUpWaitingAfterTheBound(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "verdictbot shell: gave up waiting after 2s: 1 card(s) still being analysed") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	inOrder(t, out, "── card #1 ──", "SCANNING…", "hxxps://pending[.]test/forever")
+	e2etest.InOrder(t, out, "── card #1 ──", "SCANNING…", "hxxps://pending[.]test/forever")
 }
 
 func TestShellRefusesAURLWithoutItsKey(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package e2etest
 
 import (
 	"bytes"
@@ -15,37 +15,42 @@ import (
 	"testing"
 )
 
-// hostileService is a real HTTP proxy in front of the simulator that
+// HostileService is a real HTTP proxy in front of the simulator that
 // plays a compromised or careless analysis service: once turned on, it
 // rewrites, in every JSON answer, the string values of the keys it was
 // given (at any depth) with text meant to make the bot ping, link, break
 // out of a code span or drive a terminal. Off, it passes everything as
 // is, so analyses run normally first.
-type hostileService struct {
-	URL    string
-	on     atomic.Bool
-	fields map[string]string
-	// only, if set, limits the rewriting to request paths containing it.
-	only string
+type HostileService struct {
+	// URL is the proxy's base URL, to give the bot as a service's.
+	URL string
+	// On turns the rewriting on.
+	On atomic.Bool
+	// Only, if set, limits the rewriting to request paths containing it.
+	// Set it before the bot's first request.
+	Only string
 
-	mu   sync.Mutex
-	hits map[string]int // rewritten key → count
+	fields map[string]string
+	mu     sync.Mutex
+	hits   map[string]int // rewritten key → count
 }
 
-// startHostileService proxies target (a simulator's base URL).
-func startHostileService(t *testing.T, target string, fields map[string]string) *hostileService {
+// StartHostileService proxies target (a simulator's base URL), replacing
+// the string value of each key of fields with the key's value once On;
+// the proxy closes when the test ends.
+func StartHostileService(t *testing.T, target string, fields map[string]string) *HostileService {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &hostileService{fields: fields, hits: map[string]int{}}
+	h := &HostileService{fields: fields, hits: map[string]int{}}
 	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(u)
 		r.Out.Header.Del("Accept-Encoding") // plain bodies, to rewrite
 	}}
 	rp.ModifyResponse = func(resp *http.Response) error {
-		if !h.on.Load() || (h.only != "" && !strings.Contains(resp.Request.URL.Path, h.only)) ||
+		if !h.On.Load() || (h.Only != "" && !strings.Contains(resp.Request.URL.Path, h.Only)) ||
 			!strings.Contains(resp.Header.Get("Content-Type"), "json") {
 			return nil
 		}
@@ -70,7 +75,9 @@ func startHostileService(t *testing.T, target string, fields map[string]string) 
 	return h
 }
 
-func (h *hostileService) rewrite(v any) any {
+// rewrite replaces, in the decoded JSON v, the string values of the keys
+// of h.fields, counting each.
+func (h *HostileService) rewrite(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, val := range x {
@@ -93,8 +100,8 @@ func (h *hostileService) rewrite(v any) any {
 	return v
 }
 
-// rewritten reports how many values of key were replaced.
-func (h *hostileService) rewritten(key string) int {
+// Rewritten reports how many values of key were replaced.
+func (h *HostileService) Rewritten(key string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.hits[key]
