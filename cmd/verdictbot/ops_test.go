@@ -61,16 +61,31 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	}
 	fake.WaitAcked(ctx, d.EnvelopeID)
 	e2etest.WaitFor(t, func() bool { return srv.Count(sim.ServiceReputation, sim.OpScan) == 1 })
-	_, m := get("/metrics")
-	for _, name := range []string{
+	// The simulator counts the scan when its handler returns; the bot's
+	// client counts it once it has read the answer, a moment later. So
+	// /metrics is read until every series is there, within the bound.
+	want := []string{
 		`verdictbot_envelopes_total{result="acked",type="events_api"}`,
 		"verdictbot_ack_latency_seconds_bucket", "verdictbot_queue_depth", "verdictbot_analyses_in_flight 1",
 		`verdictbot_service_requests_total{budget="run",op="scan",service="reputation"} 1`,
 		"verdictbot_ready 1", "process_resident_memory_bytes",
-	} {
-		if !strings.Contains(m, name) {
-			t.Errorf("/metrics lacks %s", name)
+	}
+	var m string
+	var missing []string
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, m = get("/metrics")
+		missing = missing[:0]
+		for _, name := range want {
+			if !strings.Contains(m, name) {
+				missing = append(missing, name)
+			}
 		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, name := range missing {
+		t.Errorf("/metrics lacks %s", name)
 	}
 	// The verbose card is posted once its grace period (cards.DefaultPostGrace)
 	// has passed without a verdict: then Slack calls are counted.
