@@ -12,14 +12,19 @@ import (
 
 // TestVerdictIsPostedBeforeScreenshots: with a screenshot endpoint that
 // hangs or serves broken shots, the file card shows its verdict as soon as
-// the report is in, well before VERDICTBOT_SCREENSHOT_TIMEOUT, and then
+// the report is in, before VERDICTBOT_SCREENSHOT_TIMEOUT could have run out, and then
 // says the screenshots could not be fetched. A broken endpoint costs a few
 // requests, not one per number up to 9999.
 //
-// Time to first card (logged): go test -count=1 -run TestVerdictIsPostedBeforeScreenshots -v ./cmd/verdictbot/
+// Time to first card (logged): go test -count=1 -run TestVerdictIsPostedBeforeScreenshots -v ./app/
 func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
 	t.Parallel()
-	const timeout = 6 * time.Second
+	// A verdict that waited for the screenshots would come at least this
+	// long after the bot asked for them (the hanging endpoint), so the
+	// first card must come before it, counted from the share: that bound
+	// holds however long the upload and the analysis take on a loaded
+	// machine (up to 4.6 s seen with -race in a full parallel run).
+	const timeout = 10 * time.Second
 	for _, tc := range []struct {
 		name   string
 		faults sim.Faults
@@ -51,7 +56,7 @@ func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
 			}
 			took := first.Time.Sub(start)
 			t.Logf("%s screenshot endpoint: first card (verdict) after %v (screenshot timeout %v)", tc.name, took.Round(time.Millisecond), timeout)
-			if took >= timeout/2 {
+			if took >= timeout {
 				t.Fatalf("the verdict waited for the screenshots: first card after %v", took)
 			}
 			if b := strings.ToLower(first.Params.Get("blocks")); strings.Contains(b, "screenshot") {
