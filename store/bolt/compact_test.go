@@ -38,6 +38,7 @@ func fillDay(t testing.TB, db *DB, day, n int) {
 // and the records older than the retention pruned every day, bbolt reuses
 // the freed pages: once retention applies, the file stops growing.
 func TestFileStopsGrowingUnderInsertAndPrune(t *testing.T) {
+	t.Parallel()
 	c := &clock{t: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
 	dir := t.TempDir()
 	db, err := Open(dir, Options{Now: c.now, NoSync: true})
@@ -72,6 +73,7 @@ func TestFileStopsGrowingUnderInsertAndPrune(t *testing.T) {
 }
 
 func TestCompactShrinksTheFileAndKeepsTheRecords(t *testing.T) {
+	t.Parallel()
 	c := &clock{t: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
 	dir := t.TempDir()
 	db, err := Open(dir, Options{Now: c.now, NoSync: true})
@@ -121,6 +123,7 @@ func TestCompactShrinksTheFileAndKeepsTheRecords(t *testing.T) {
 }
 
 func TestCompactRefusesWhileTheStoreIsOpen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db, err := Open(dir, Options{})
 	if err != nil {
