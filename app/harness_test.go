@@ -57,3 +57,9 @@ func startQuarantine(t *testing.T, env map[string]string, tokenUser string) *har
 	t.Helper()
 	return &harness{e2etest.StartQuarantine(t, env, tokenUser)}
 }
+
+// startQuarantineSim is startQuarantine with the simulator's settings.
+func startQuarantineSim(t *testing.T, env map[string]string, tokenUser string, simCfg sim.Config) *harness {
+	t.Helper()
+	return &harness{e2etest.StartQuarantineWith(t, env, simCfg, e2etest.SeedQuarantine, tokenUser)}
+}
