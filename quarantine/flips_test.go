@@ -176,7 +176,9 @@ func deletesOf(fake *slackfake.Server, ts string) int {
 // never met), each with one chat.delete, and every card becomes the
 // tombstone.
 func TestQueuedRemovalsArePacedAndEachDoneOnce(t *testing.T) {
-	r := newQueueRig(t, slackfake.WithRateLimits(slackfake.RateLimits{DeletesPerMinute: 150, DeleteBurst: 1}))
+	// Slack's limit here is twice the worker's pace, so a call that reaches
+	// the fake late (a busy machine) is not taken for one sent too soon.
+	r := newQueueRig(t, slackfake.WithRateLimits(slackfake.RateLimits{DeletesPerMinute: 240, DeleteBurst: 1}))
 	var tss []string
 	for i := range 4 {
 		tss = append(tss, r.post(strings.Repeat("x", i+1)))
@@ -189,8 +191,13 @@ func TestQueuedRemovalsArePacedAndEachDoneOnce(t *testing.T) {
 	if len(calls) != 4 {
 		t.Fatalf("%d chat.delete calls for 4 messages", len(calls))
 	}
+	// Paced at 2 a second: the 3 gaps span at least 1.5 s, less what one
+	// late arrival can take off (0.25 s); no gap is under half the pace.
+	if span := calls[len(calls)-1].Time.Sub(calls[0].Time); span < 1250*time.Millisecond {
+		t.Errorf("4 chat.delete calls within %v: not paced (2 a second)", span)
+	}
 	for i := 1; i < len(calls); i++ {
-		if gap := calls[i].Time.Sub(calls[i-1].Time); gap < 400*time.Millisecond {
+		if gap := calls[i].Time.Sub(calls[i-1].Time); gap < 250*time.Millisecond {
 			t.Errorf("chat.delete %d came %v after the one before: not paced (2 a second)", i, gap)
 		}
 	}

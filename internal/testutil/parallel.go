@@ -10,10 +10,13 @@ import (
 // when go test is not given -parallel. Those tests mostly wait on timers
 // and sockets (a fake Slack, the simulator, the bot's own pacing), not on
 // the CPU, so -parallel's default (GOMAXPROCS) leaves the machine idle: on
-// 2 cores with -race (other work on the machine, November 2026) the
-// end-to-end package took about 690 s one test at a time, 205 s with 4,
-// 162 s with 6 and 131–164 s with 8.
-const EndToEndParallel = 8
+// 2 cores with -race (November 2026) the end-to-end tests, then one
+// package, took about 690 s one test at a time, 205 s with 4, 162 s with 6
+// and 131–164 s with 8. They are now two packages (app and cmd/verdictbot)
+// that go test runs side by side (-p is GOMAXPROCS), so 4 each keeps about
+// 8 bots running at once; 8 each (16 bots) made the heaviest tests (200
+// links, three replicas) miss their bounds on a busy machine.
+const EndToEndParallel = 4
 
 // RaiseParallel parses the test flags and, unless the command line set
 // -test.parallel, sets it to n (or GOMAXPROCS when that is more). Call it
