@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,7 +62,8 @@ func TestKill9InTheMiddleOf100AnalysesThenRestart(t *testing.T) {
 		t.Skip("starts real processes")
 	}
 	fake := slackfaketest.Start(t)
-	srv, base := simtest.Start(t, sim.Config{})
+	clock := &stoppableClock{}
+	srv, base := simtest.Start(t, sim.Config{Now: clock.Now})
 	env := map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey,
@@ -109,8 +111,19 @@ func TestKill9InTheMiddleOf100AnalysesThenRestart(t *testing.T) {
 		}
 		return done
 	}
-	// Kill once every URL was submitted and some cards are out.
-	for srv.Count(sim.ServiceReputation, sim.OpScan) < n || final() < 10 {
+	// Kill once every URL was submitted and some cards are out. The
+	// simulator's clock stops once ten cards are final, until the restart:
+	// no analysis ends after that, so some are in flight at the kill
+	// however long the submissions took (on a loaded machine the last ones
+	// used to come after every other card was out).
+	for final() < 10 {
+		if ctx.Err() != nil {
+			t.Fatalf("submissions: %d, final %d\n%s", srv.Count(sim.ServiceReputation, sim.OpScan), final(), first.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	clock.Stop()
+	for srv.Count(sim.ServiceReputation, sim.OpScan) < n {
 		if ctx.Err() != nil {
 			t.Fatalf("submissions: %d, final %d\n%s", srv.Count(sim.ServiceReputation, sim.OpScan), final(), first.logs.String())
 		}
@@ -124,6 +137,7 @@ func TestKill9InTheMiddleOf100AnalysesThenRestart(t *testing.T) {
 		t.Logf("killed with %d of %d cards final", f, n)
 	}
 
+	clock.Start()
 	second := startProcess(t, env)
 	if err := fake.WaitConnected(ctx, 2); err != nil {
 		t.Fatalf("second process did not connect: %v\n%s", err, second.logs.String())
@@ -208,5 +222,42 @@ func TestCorruptStoreStopsStartUpWithAClearLine(t *testing.T) {
 	}
 	if n := len(fake.Calls("auth.test")); n != 0 {
 		t.Fatalf("connected to Slack (%d auth.test) with an unusable store", n)
+	}
+}
+
+// stoppableClock is a simulator's clock that a test can stop and start
+// again: while it is stopped no analysis moves on, and the time it was
+// stopped does not count afterwards.
+type stoppableClock struct {
+	mu      sync.Mutex
+	behind  time.Duration // how far behind the real time it is
+	stopped time.Time     // the time it shows while stopped; zero: running
+}
+
+func (c *stoppableClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopped.IsZero() {
+		return c.stopped
+	}
+	return time.Now().Add(-c.behind)
+}
+
+// Stop stops the clock at the time it shows.
+func (c *stoppableClock) Stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped.IsZero() {
+		c.stopped = time.Now().Add(-c.behind)
+	}
+}
+
+// Start runs the clock again from the time it showed when stopped.
+func (c *stoppableClock) Start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopped.IsZero() {
+		c.behind = time.Since(c.stopped)
+		c.stopped = time.Time{}
 	}
 }
