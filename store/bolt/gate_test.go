@@ -177,7 +177,10 @@ func TestLoneWriteWaitsForCompanyOnlyUnderLoad(t *testing.T) {
 	}
 	defer db.Close()
 	be := db.be.(*boltBackend)
-	const delay = 400 * time.Millisecond
+	// Long beside one commit's fsync (up to about 0.5 s seen on a disk
+	// busy with other tests), so "at once" and "waited for company" stay
+	// apart however slow the disk is.
+	const delay = 2 * time.Second
 	be.db.MaxBatchDelay = delay
 	put := func(k string) error { return be.batch(func(tx txn) error { return tx.put(bMeta, k, []byte("1")) }) }
 	// two writes the second of which starts gap after the first; it
