@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
@@ -32,17 +32,17 @@ var hostileFields = map[string]string{
 // field goes through the one escaping helper (notify).
 func TestVendorFieldsCannotFormatSlashAnswers(t *testing.T) {
 	t.Parallel()
-	srv, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickSandbox()})
-	bad := e2etest.StartHostileService(t, base, hostileFields)
+	srv, base := simtest.Start(t, sim.Config{Profile: apptest.QuickSandbox()})
+	bad := apptest.StartHostileService(t, base, hostileFields)
 	h := startFileBot(t, map[string]string{"REPUTATION_URL": bad.URL, "SANDBOX_URL": bad.URL})
 
 	const url = "https://login.phish.test/account"
 	d := h.Post("<" + url + ">")
 	h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	_, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar)}, "")
+	_, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(apptest.Eicar)}, "")
 	h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "invoice.exe") })
 	urlTasks := srv.URLTasks(url)
-	sum := sha256.Sum256([]byte(e2etest.Eicar))
+	sum := sha256.Sum256([]byte(apptest.Eicar))
 	fileTasks := srv.SandboxTasksFor(hex.EncodeToString(sum[:]))
 	if len(urlTasks) != 1 || len(fileTasks) != 1 {
 		t.Fatalf("tasks: url %v, file %v", urlTasks, fileTasks)
@@ -70,8 +70,8 @@ func TestVendorFieldsCannotFormatSlashAnswers(t *testing.T) {
 	}
 	// The service's words are still shown, escaped and defanged: the user
 	// sees what the service said.
-	e2etest.MustContain(t, answers["status (URL task)"], "&lt;!channel&gt;", "evil[.]example")
-	e2etest.MustContain(t, answers["hash"], "&lt;@U0BOSS&gt;", "&amp;", "PE32", "ˋ")
+	apptest.MustContain(t, answers["status (URL task)"], "&lt;!channel&gt;", "evil[.]example")
+	apptest.MustContain(t, answers["hash"], "&lt;@U0BOSS&gt;", "&amp;", "PE32", "ˋ")
 }
 
 // TestBacktickURLStaysInItsCodeSpan: a link whose query holds backticks
@@ -91,12 +91,12 @@ func TestBacktickURLStaysInItsCodeSpan(t *testing.T) {
 	h := startBotSeeded(t, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":     "quiet",
 		"VERDICTBOT_QUARANTINE":       "malicious",
-		"SLACK_ADMIN_USER_TOKEN":      e2etest.AdminToken,
+		"SLACK_ADMIN_USER_TOKEN":      apptest.AdminToken,
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
 		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
 		"VERDICTBOT_ALERT_CHANNEL":    alerts,
 	}, sim.Config{}, false, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+		slackfake.WithUserToken(slackfake.UserToken{Token: apptest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
 
 	// flip.test: clean at first, phishing when rechecked. The query's
 	// backticks would end the span, and the host name between them

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -99,10 +99,10 @@ func runFloodThenPhish(b *testing.B, flood, iter int) floodRun {
 	h := startBotSeeded(b, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE": "quiet",
 		"VERDICTBOT_QUARANTINE":   "malicious",
-		"SLACK_ADMIN_USER_TOKEN":  e2etest.AdminToken,
+		"SLACK_ADMIN_USER_TOKEN":  apptest.AdminToken,
 		"VERDICTBOT_LOG_LEVEL":    "info",
 	}, sim.Config{}, false, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+		slackfake.WithUserToken(slackfake.UserToken{Token: apptest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
 	defer func() {
 		if err := h.Stop(); err != nil {
 			b.Errorf("serve: %v", err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -50,7 +50,7 @@ func TestAFloodDoesNotDelayAnotherUsersRemoval(t *testing.T) {
 		}
 	}
 	// The flood is under way: its first submissions (the burst) are made.
-	e2etest.WaitFor(t, func() bool { return h.Sim.Count(sim.ServiceReputation, sim.OpScan) >= 2 })
+	apptest.WaitFor(t, func() bool { return h.Sim.Count(sim.ServiceReputation, sim.OpScan) >= 2 })
 	posted := time.Now()
 	const phish = "https://secure-login.phish.test/verify/urgent"
 	d := h.Post("urgent, please log in: <" + phish + ">")
@@ -90,7 +90,7 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		bob    = "U0BOB"
 		hook   = "B0HOOK"
 	)
-	addr := e2etest.FreeAddr(t)
+	addr := apptest.FreeAddr(t)
 	h := startBot(t, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":        "quiet",
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
@@ -123,8 +123,8 @@ func TestUserLinksPerHourCap(t *testing.T) {
 	}
 	notChecked := func(channel string, d slackfake.Delivery) {
 		t.Helper()
-		card := h.WaitCardIn(channel, d.TS, func(b string) bool { return strings.Contains(b, e2etest.DeferredWords) })
-		if b := e2etest.BlocksText(card.Blocks); !strings.Contains(b, "Could not check") {
+		card := h.WaitCardIn(channel, d.TS, func(b string) bool { return strings.Contains(b, apptest.DeferredWords) })
+		if b := apptest.BlocksText(card.Blocks); !strings.Contains(b, "Could not check") {
 			t.Errorf("the card does not say the link could not be checked:\n%s", b)
 		}
 		if m, _ := h.Slack.Message(channel, d.TS); len(m.Reactions["white_check_mark"]) != 0 {
@@ -160,13 +160,13 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		Text: "reported: <https://example.com/hook/3>"}))
 
 	// One alert line per requester, however many of their links were refused.
-	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool { return len(e2etest.BotMessages(st.Messages(alerts, ""))) >= 2 })
+	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool { return len(apptest.BotMessages(st.Messages(alerts, ""))) >= 2 })
 	if err != nil {
 		t.Fatalf("alerts: %v; %+v", err, h.Slack.Messages(alerts, ""))
 	}
 	alertsFor := func(who string) int {
 		n := 0
-		for _, m := range e2etest.BotMessages(h.Slack.Messages(alerts, "")) {
+		for _, m := range apptest.BotMessages(h.Slack.Messages(alerts, "")) {
 			if strings.Contains(m.Text, who) && strings.Contains(m.Text, "VERDICTBOT_USER_LINKS_PER_HOUR") {
 				n++
 			}
@@ -176,7 +176,7 @@ func TestUserLinksPerHourCap(t *testing.T) {
 	if a, b := alertsFor("<@"+alice+">"), alertsFor("`"+hook+"`"); a != 1 || b != 1 {
 		t.Errorf("alerts: %d for alice, %d for the integration, want one each: %+v", a, b, h.Slack.Messages(alerts, ""))
 	}
-	if n := len(e2etest.BotMessages(h.Slack.Messages(alerts, ""))); n != 2 {
+	if n := len(apptest.BotMessages(h.Slack.Messages(alerts, ""))); n != 2 {
 		t.Errorf("%d alert lines, want 2", n)
 	}
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sandbox"
 	"github.com/verdictbot/verdictbot/sim"
@@ -22,17 +22,17 @@ func startFileBot(t *testing.T, env map[string]string) *harness {
 		settings[k] = v
 	}
 	// The sandbox lives on the same simulator as the URL service.
-	h := startBotWith(t, settings, sim.Config{Profile: e2etest.QuickSandbox()}, true)
+	h := startBotWith(t, settings, sim.Config{Profile: apptest.QuickSandbox()}, true)
 	return h
 }
 
 func TestFileGetsACardWithScreenshotsInTheThread(t *testing.T) {
 	t.Parallel()
 	h := startFileBot(t, nil)
-	f, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar + " SIM:SHOTS=2")}, "please pay this")
+	f, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(apptest.Eicar + " SIM:SHOTS=2")}, "please pay this")
 	ts := ds[0].TS
 	card := h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "2 screenshots") })
-	b := e2etest.BlocksText(card.Blocks)
+	b := apptest.BlocksText(card.Blocks)
 	for _, want := range []string{"invoice.exe", "EICAR", "10", "sha256"} {
 		if !strings.Contains(strings.ToLower(b), strings.ToLower(want)) {
 			t.Errorf("card lacks %q:\n%s", want, b)
@@ -54,7 +54,7 @@ func TestFileGetsACardWithScreenshotsInTheThread(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	cards := 0
 	for _, m := range h.Slack.Messages(secChannel, ts) {
-		if m.Bot && len(m.Files) == 0 && strings.Contains(e2etest.BlocksText(m.Blocks), f.Name) {
+		if m.Bot && len(m.Files) == 0 && strings.Contains(apptest.BlocksText(m.Blocks), f.Name) {
 			cards++
 		}
 	}
@@ -85,7 +85,7 @@ func TestKnownHashIsNotUploadedAgain(t *testing.T) {
 	}
 	_, ds := h.Share(secChannel, slackfake.File{Name: "dropper.bin", Content: content}, "")
 	card := h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "Suspicious") })
-	if !strings.Contains(e2etest.BlocksText(card.Blocks), sub.TaskIDs[0]) {
+	if !strings.Contains(apptest.BlocksText(card.Blocks), sub.TaskIDs[0]) {
 		t.Errorf("card does not name the existing task %s", sub.TaskIDs[0])
 	}
 	if n := h.Sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 1 {
@@ -121,8 +121,8 @@ func TestFailedAnalysisGivesAClearCard(t *testing.T) {
 	h := startFileBot(t, nil)
 	_, ds := h.Share(secChannel, slackfake.File{Name: "crashy.docm", Content: []byte("SIM:FAIL_ANALYSIS macro")}, "")
 	card := h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(strings.ToLower(b), "could not check") })
-	if !strings.Contains(e2etest.BlocksText(card.Blocks), "failed_analysis") {
-		t.Errorf("the card does not say why:\n%s", e2etest.BlocksText(card.Blocks))
+	if !strings.Contains(apptest.BlocksText(card.Blocks), "failed_analysis") {
+		t.Errorf("the card does not say why:\n%s", apptest.BlocksText(card.Blocks))
 	}
 }
 
@@ -130,7 +130,7 @@ func TestSameFileInTwoChannelsIsOneSandboxTask(t *testing.T) {
 	t.Parallel()
 	h := startFileBot(t, nil)
 	const other = "C0OTHER"
-	f := h.Slack.AddFile(slackfake.File{Name: "payload.exe", Content: []byte(e2etest.Eicar)})
+	f := h.Slack.AddFile(slackfake.File{Name: "payload.exe", Content: []byte(apptest.Eicar)})
 	var threads [2]string
 	for i, ch := range []string{secChannel, other} {
 		ds, err := h.Slack.ShareFile(ch, alice, f.ID, "")
@@ -154,8 +154,8 @@ func TestFileWithoutTokenHTMLPageIsReportedNotAnalysed(t *testing.T) {
 	h.Slack.InjectFault(slackfake.Fault{Method: slackfake.MethodFileDownload, Status: http.StatusOK})
 	_, ds := h.Share(secChannel, slackfake.File{Name: "report.pdf", Content: []byte("%PDF-1.7 hello")}, "")
 	card := h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(strings.ToLower(b), "could not check") })
-	if !strings.Contains(strings.ToLower(e2etest.BlocksText(card.Blocks)), "sign-in page") {
-		t.Errorf("the card does not say Slack sent a sign-in page:\n%s", e2etest.BlocksText(card.Blocks))
+	if !strings.Contains(strings.ToLower(apptest.BlocksText(card.Blocks)), "sign-in page") {
+		t.Errorf("the card does not say Slack sent a sign-in page:\n%s", apptest.BlocksText(card.Blocks))
 	}
 	if n := h.Sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 0 {
 		t.Fatal("an HTML page was sent to the sandbox")

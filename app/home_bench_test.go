@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -49,7 +49,7 @@ func (h *harness) cardDelay(url string) (card, ack time.Duration) {
 		ack = env.Acks[0].Latency
 	}
 	for _, v := range c.Versions {
-		if strings.Contains(e2etest.BlocksText(v.Blocks), "Malicious") {
+		if strings.Contains(apptest.BlocksText(v.Blocks), "Malicious") {
 			return v.At.Sub(msg.PostedAt), ack
 		}
 	}

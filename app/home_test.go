@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/commands"
-	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -134,14 +134,14 @@ func TestHomeShowsVerdictsOnlyFromTheViewersChannels(t *testing.T) {
 	admin := homeText(h.openHome(adminUser, 1).Blocks)
 	t.Logf("the admin's Home:\n%s", admin)
 	writeCapture(t, "home-admin.txt", admin)
-	e2etest.MustContain(t, admin, "login[.]phish[.]test", "secret-c2[.]phish[.]test", "<#"+privChannel+">",
+	apptest.MustContain(t, admin, "login[.]phish[.]test", "secret-c2[.]phish[.]test", "<#"+privChannel+">",
 		"[Mode: verbose ▾] [Files: files on ▾]", "*URL reputation*: :large_green_circle: answering", "*Sandbox*: not configured",
 		"`/scan status &lt;task_id&gt;`", "== Reports awaiting an answer ==")
 
 	member := homeText(h.openHome(alice, 1).Blocks)
 	t.Logf("a member's Home:\n%s", member)
 	writeCapture(t, "home-member.txt", member)
-	e2etest.MustContain(t, member, "login[.]phish[.]test", "<#"+secChannel+"> — mode *verbose* (default) · files *on* (default)")
+	apptest.MustContain(t, member, "login[.]phish[.]test", "<#"+secChannel+"> — mode *verbose* (default) · files *on* (default)")
 	for _, leak := range []string{"secret-c2", privChannel, "▾"} {
 		if strings.Contains(member, leak) {
 			t.Errorf("a non-admin outside the private channel sees %q:\n%s", leak, member)
@@ -194,9 +194,9 @@ func TestHomeChangesAChannelsModeForAdminsOnly(t *testing.T) {
 	after := homeText(h.openHomeAgain(adminUser, 2).Blocks)
 	t.Logf("the admin's Home after the change:\n%s", after)
 	writeCapture(t, "home-admin-changed.txt", after)
-	e2etest.MustContain(t, after, "<#"+secChannel+">: This channel's mode is now *quiet*.", "<#"+secChannel+"> — mode *quiet* · files *on* (default)")
-	e2etest.MustContain(t, h.Slash(alice, "channel"), "This channel's mode is *quiet*")
-	e2etest.MustContain(t, h.Logs.String(), `"msg":"channel setting changed"`, `"user":"`+adminUser+`"`, `"setting":"mode"`,
+	apptest.MustContain(t, after, "<#"+secChannel+">: This channel's mode is now *quiet*.", "<#"+secChannel+"> — mode *quiet* · files *on* (default)")
+	apptest.MustContain(t, h.Slash(alice, "channel"), "This channel's mode is *quiet*")
+	apptest.MustContain(t, h.Logs.String(), `"msg":"channel setting changed"`, `"user":"`+adminUser+`"`, `"setting":"mode"`,
 		`"from":"default"`, `"to":"quiet"`, `"via":"home"`)
 
 	// The files select goes through /scan channel files.
@@ -204,7 +204,7 @@ func TestHomeChangesAChannelsModeForAdminsOnly(t *testing.T) {
 		ActionID: commands.ActionHomeChannelFiles, Value: "off"}); err != nil {
 		t.Fatal(err)
 	}
-	e2etest.MustContain(t, homeText(h.openHomeAgain(adminUser, 3).Blocks), "<#"+secChannel+"> — mode *quiet* · files *off* · quarantine *off* (default)\n",
+	apptest.MustContain(t, homeText(h.openHomeAgain(adminUser, 3).Blocks), "<#"+secChannel+"> — mode *quiet* · files *off* · quarantine *off* (default)\n",
 		"[Mode: quiet ▾] [Files: files off ▾]", "Files shared in this channel are now *not scanned*")
 
 	// A non-admin has no select; a forged or stale action is refused by
@@ -226,8 +226,8 @@ func TestHomeChangesAChannelsModeForAdminsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := homeText(h.openHomeAgain(alice, 2).Blocks)
-	e2etest.MustContain(t, refused, "Only admins can change this channel's mode.", "mode *quiet*")
-	e2etest.MustContain(t, h.Slash(alice, "channel"), "This channel's mode is *quiet*")
+	apptest.MustContain(t, refused, "Only admins can change this channel's mode.", "mode *quiet*")
+	apptest.MustContain(t, h.Slash(alice, "channel"), "This channel's mode is *quiet*")
 	if strings.Count(h.Logs.String(), `"msg":"channel setting changed"`) != 2 {
 		t.Errorf("want exactly two audit lines (the admin's two changes):\n%s", h.Logs.String())
 	}
@@ -267,7 +267,7 @@ func TestLinkSentToTheBotIsCheckedInTheDM(t *testing.T) {
 	if card.ThreadTS != d.TS {
 		t.Errorf("the card is at thread %q, want the DM message's thread %q", card.ThreadTS, d.TS)
 	}
-	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "<@"+alice+">")
+	apptest.MustContain(t, apptest.BlocksText(card.Blocks), "<@"+alice+">")
 	if n := len(h.Sim.URLTasks("https://login.phish.test/verify")); n != 1 {
 		t.Errorf("%d URL tasks for the DM's link, want 1", n)
 	}
@@ -293,7 +293,7 @@ func TestDMWithoutALinkIsNotReadNorAnswered(t *testing.T) {
 	if _, err := h.Slack.WaitMessages(h.Ctx(15*time.Second), dm, d2.TS, 1); err != nil {
 		t.Fatalf("the link sent afterwards got no card: %v", err)
 	}
-	if got := e2etest.BotMessages(h.Slack.Messages(dm, d.TS)); len(got) != 0 {
+	if got := apptest.BotMessages(h.Slack.Messages(dm, d.TS)); len(got) != 0 {
 		t.Errorf("the bot answered a DM without a link: %+v", got)
 	}
 	if len(h.Slack.Ephemerals(dm, alice)) != 0 {
@@ -352,7 +352,7 @@ func TestMentionAnswersHelpAndScansTheThreadRoot(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no help: %v\nlogs:\n%s", err, h.Logs.String())
 	}
-	e2etest.MustContain(t, eph[0].Text, "`@verdictbot scan` in a thread", "`/scan &lt;url&gt;`")
+	apptest.MustContain(t, eph[0].Text, "`@verdictbot scan` in a thread", "`/scan &lt;url&gt;`")
 	_ = md
 
 	// In an off channel nothing is scanned by itself; "scan" in a reply
@@ -362,7 +362,7 @@ func TestMentionAnswersHelpAndScansTheThreadRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	card := h.WaitCard(root.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "<@"+bob+">")
+	apptest.MustContain(t, apptest.BlocksText(card.Blocks), "<@"+bob+">")
 	if card.ThreadTS != root.TS {
 		t.Errorf("card in thread %q, want %q", card.ThreadTS, root.TS)
 	}
@@ -380,7 +380,7 @@ func TestFileSentToTheBotIsCheckedInTheDM(t *testing.T) {
 	// someone sends the bot is checked on their request.
 	h := startFileBot(t, map[string]string{"VERDICTBOT_SCAN_FILES": "false"})
 	dm := h.Slack.IMWith(alice)
-	_, ds := h.Share(dm, slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar)}, "")
+	_, ds := h.Share(dm, slackfake.File{Name: "invoice.exe", Content: []byte(apptest.Eicar)}, "")
 	card := h.WaitCardIn(dm, ds[0].TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "invoice.exe") })
 	if card.ThreadTS != ds[0].TS {
 		t.Errorf("file card in thread %q, want %q", card.ThreadTS, ds[0].TS)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/store/bolt"
@@ -56,7 +56,7 @@ func diskOutage(t *testing.T, h *harness, n int, failed func() bool, recover fun
 	t.Logf("%d messages acked during the outage; all %d cards posted %v after the disk recovered",
 		n, n, time.Since(start).Round(10*time.Millisecond))
 	for _, d := range ds {
-		if cards := e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) != 1 {
+		if cards := apptest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) != 1 {
 			t.Errorf("message %s has %d cards, want 1", d.TS, len(cards))
 		}
 	}
@@ -68,7 +68,7 @@ func TestAckedEnvelopesSurviveAFailingJournalWrite(t *testing.T) {
 	t.Parallel()
 	var broken atomic.Bool
 	var failures atomic.Int64
-	opts := e2etest.Options()
+	opts := apptest.Options()
 	opts.StoreWriteFault = func() error {
 		if broken.Load() {
 			failures.Add(1)
@@ -203,7 +203,7 @@ func TestEditThatRemovesTheLinksStillUpdatesTheCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.WaitCard(d.TS, func(b string) bool { return !strings.Contains(b, "evil[.]test") && strings.Contains(b, "Not checked") })
-	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 1 {
+	if n := len(apptest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 1 {
 		t.Fatalf("%d cards, want the one card updated in place", n)
 	}
 	if st := h.Slack.AckStats(edit.EnvelopeID); !st.ExactlyOnce() {

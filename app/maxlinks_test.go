@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -54,7 +54,7 @@ func TestTheEleventhLinkIsChecked(t *testing.T) {
 	b.WriteString("and <https://login.phish.test/eleventh>")
 	d := h.Post(b.String())
 	card := h.WaitCard(d.TS, func(s string) bool { return strings.Contains(s, "Malicious") })
-	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "login[.]phish[.]test/eleventh", "11 links: 1 malicious · 10 clean")
+	apptest.MustContain(t, apptest.BlocksText(card.Blocks), "login[.]phish[.]test/eleventh", "11 links: 1 malicious · 10 clean")
 	if n := h.Sim.Count(sim.ServiceReputation, sim.OpScan); n != 11 {
 		t.Errorf("%d submissions, want 11", n)
 	}
@@ -70,9 +70,9 @@ func TestLinksPastTheLimitMakeACardInAQuietChannel(t *testing.T) {
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_MAX_LINKS": "3"}, sim.Config{})
 	d := h.Post("<https://example.com/1> <https://example.com/2> <https://example.com/3> <https://example.com/4>")
 	card := h.WaitCard(d.TS, func(s string) bool { return strings.Contains(s, "Could not check") })
-	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "1 more link was not checked (limit 3 per message), so this message cannot be called clean",
+	apptest.MustContain(t, apptest.BlocksText(card.Blocks), "1 more link was not checked (limit 3 per message), so this message cannot be called clean",
 		"4 links: 3 clean · 1 not checked")
-	if strings.Contains(e2etest.BlocksText(card.Blocks), "Left in place") {
+	if strings.Contains(apptest.BlocksText(card.Blocks), "Left in place") {
 		t.Error("a channel without quarantine says quarantine left the message")
 	}
 	if card.Text != "verdictbot: could not check 1 link in this message" {
@@ -96,8 +96,8 @@ func TestQuarantineLeavesAMessageWithUncheckedLinks(t *testing.T) {
 	h := startQuarantineWith(t, map[string]string{"VERDICTBOT_MAX_LINKS": "2"}, sim.Profile{})
 	d := h.Post("<https://example.com/a> <https://example.com/b> <https://login.phish.test/pushed-out>")
 	card := h.WaitCard(d.TS, func(s string) bool { return strings.Contains(s, "Could not check") })
-	b := e2etest.BlocksText(card.Blocks)
-	e2etest.MustContain(t, b, "1 more link was not checked (limit 2 per message), so this message cannot be called clean",
+	b := apptest.BlocksText(card.Blocks)
+	apptest.MustContain(t, b, "1 more link was not checked (limit 2 per message), so this message cannot be called clean",
 		"Left in place ", "not everything in it could be checked, and quarantine removes only what is found suspicious or malicious")
 	if strings.Contains(b, "Quarantined:") || strings.Contains(b, notify.ActionQuarantineRelease) {
 		t.Errorf("a message that could not be checked was quarantined:\n%s", b)
@@ -125,7 +125,7 @@ func TestPaddingDoesNotPushALinkOut(t *testing.T) {
 	b.WriteString("<https://login.phish.test/padded>")
 	d := h.Post(b.String())
 	card := h.WaitCard(d.TS, func(s string) bool { return strings.Contains(s, "Malicious") })
-	bt := e2etest.BlocksText(card.Blocks)
+	bt := apptest.BlocksText(card.Blocks)
 	if strings.Contains(bt, "not checked (limit") {
 		t.Errorf("padding pushed links out:\n%s", bt)
 	}
@@ -187,8 +187,8 @@ func TestTwoHundredLinksMakeACardSlackAccepts(t *testing.T) {
 	if blocks[1].BlockID != "line-120-verdict" || blocks[3].BlockID != "line-199-verdict" {
 		t.Errorf("first lines drawn %q, %q: want the phishing links (120, 199) first", blocks[1].BlockID, blocks[3].BlockID)
 	}
-	bt := e2etest.BlocksText(card.Blocks)
-	e2etest.MustContain(t, bt, "201 links: 2 malicious · 198 clean · 1 not checked", "more links not shown: ",
+	bt := apptest.BlocksText(card.Blocks)
+	apptest.MustContain(t, bt, "201 links: 2 malicious · 198 clean · 1 not checked", "more links not shown: ",
 		"1 more link was not checked (limit 200 per message)")
 	// A button on the first line drawn reports on that line.
 	if _, err := h.Slack.DeliverBlockAction(slackfake.BlockAction{UserID: bob, Channel: secChannel, MessageTS: card.TS,
@@ -221,15 +221,15 @@ func TestQuarantineChannelShowsAFileItCouldNotCheck(t *testing.T) {
 		"SANDBOX_API_KEY":           e2eKey,
 		"VERDICTBOT_CHANNEL_MODE":   "quiet",
 		"VERDICTBOT_QUARANTINE":     "malicious",
-		"SLACK_ADMIN_USER_TOKEN":    e2etest.AdminToken,
+		"SLACK_ADMIN_USER_TOKEN":    apptest.AdminToken,
 		"VERDICTBOT_MAX_FILE_BYTES": "64",
-	}, sim.Config{Profile: e2etest.QuickSandbox()}, true, seed,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
-	_, ds := h.Share(secChannel, slackfake.File{Name: "payload.zip", Content: []byte(strings.Repeat(e2etest.Eicar, 4))}, "see attached")
+	}, sim.Config{Profile: apptest.QuickSandbox()}, true, seed,
+		slackfake.WithUserToken(slackfake.UserToken{Token: apptest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+	_, ds := h.Share(secChannel, slackfake.File{Name: "payload.zip", Content: []byte(strings.Repeat(apptest.Eicar, 4))}, "see attached")
 	ts := ds[0].TS
 	card := h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Could not check") })
-	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "payload.zip", "It is larger than the", "Left in place ")
-	if strings.Contains(e2etest.BlocksText(card.Blocks), "Quarantined:") {
+	apptest.MustContain(t, apptest.BlocksText(card.Blocks), "payload.zip", "It is larger than the", "Left in place ")
+	if strings.Contains(apptest.BlocksText(card.Blocks), "Quarantined:") {
 		t.Error("a file that could not be checked was quarantined")
 	}
 	if n := h.Sim.Count(sim.ServiceSandbox, sim.OpCreateFile); n != 0 {
@@ -242,8 +242,8 @@ func TestQuarantineChannelShowsAFileItCouldNotCheck(t *testing.T) {
 
 	// Without quarantine (the channel's own level off) the file is only
 	// listed as not checked, and a quiet channel shows nothing.
-	e2etest.MustContain(t, h.Slash(adminUser, "channel quarantine off"), "Changed.")
-	_, ds = h.Share(secChannel, slackfake.File{Name: "other.zip", Content: []byte(strings.Repeat(e2etest.Eicar, 4))}, "and this")
+	apptest.MustContain(t, h.Slash(adminUser, "channel quarantine off"), "Changed.")
+	_, ds = h.Share(secChannel, slackfake.File{Name: "other.zip", Content: []byte(strings.Repeat(apptest.Eicar, 4))}, "and this")
 	if err := h.Slack.WaitAcked(h.Ctx(5*time.Second), ds[0].EnvelopeID); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestQuarantineChannelShowsAFileItCouldNotCheck(t *testing.T) {
 			t.Fatal("the second file was never handled")
 		}
 	}
-	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, ds[0].TS))); n != 0 {
+	if n := len(apptest.BotMessages(h.Slack.Messages(secChannel, ds[0].TS))); n != 0 {
 		t.Errorf("%d cards without quarantine, want none", n)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/commands"
-	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -68,14 +68,14 @@ func TestOwnLinkFalsePositiveIsRefused(t *testing.T) {
 	if got := h.clickOn(secChannel, card.TS, alice, notify.ActionFalsePositive); got != commands.OwnLinkAnswer {
 		t.Errorf("the poster's fp button: %q", got)
 	}
-	e2etest.MustContain(t, h.Slash(alice, "report "+task+" phishing fp"), "You shared this link", "Nothing was sent")
+	apptest.MustContain(t, h.Slash(alice, "report "+task+" phishing fp"), "You shared this link", "Nothing was sent")
 	// Another category picked in the line's menu is the same refusal.
-	e2etest.MustContain(t, h.Slash(alice, "report "+task+" malicious fp"), "You shared this link")
+	apptest.MustContain(t, h.Slash(alice, "report "+task+" malicious fp"), "You shared this link")
 	if got := dispositions(h, url); len(got) != 0 {
 		t.Fatalf("the poster's false positive reached the service: %v", got)
 	}
-	for _, m := range e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS)) {
-		if b := e2etest.BlocksText(m.Blocks); strings.Contains(b, "reported a false positive") {
+	for _, m := range apptest.BotMessages(h.Slack.Messages(secChannel, d.TS)) {
+		if b := apptest.BlocksText(m.Blocks); strings.Contains(b, "reported a false positive") {
 			t.Errorf("the refused report is on the card: %s", b)
 		}
 	}
@@ -84,9 +84,9 @@ func TestOwnLinkFalsePositiveIsRefused(t *testing.T) {
 	}
 
 	// The poster's false negative can only make it worse: taken.
-	e2etest.MustContain(t, h.clickOn(secChannel, card.TS, alice, notify.ActionFalseNegative), "Thanks")
+	apptest.MustContain(t, h.clickOn(secChannel, card.TS, alice, notify.ActionFalseNegative), "Thanks")
 	// Someone else's false positive is taken, once.
-	e2etest.MustContain(t, h.clickOn(secChannel, card.TS, carol, notify.ActionFalsePositive), "Thanks")
+	apptest.MustContain(t, h.clickOn(secChannel, card.TS, carol, notify.ActionFalsePositive), "Thanks")
 	if got := dispositions(h, url); strings.Join(got, ",") != "fn/phishing,fp/phishing" {
 		t.Fatalf("dispositions %v, want the poster's fn then carol's fp", got)
 	}
@@ -98,7 +98,7 @@ func TestOwnLinkFalsePositiveIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	ac := h.WaitCard(da.TS, func(b string) bool { return strings.Contains(b, notify.ActionFalsePositive) })
-	e2etest.MustContain(t, h.clickOn(secChannel, ac.TS, adminUser, notify.ActionFalsePositive), "Thanks")
+	apptest.MustContain(t, h.clickOn(secChannel, ac.TS, adminUser, notify.ActionFalsePositive), "Thanks")
 	if got := dispositions(h, adminURL); len(got) != 1 {
 		t.Errorf("the admin's report on their own link: %v", got)
 	}
@@ -156,7 +156,7 @@ func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
 	var dmCard slackfake.Message
 	if err := h.Slack.WaitFor(h.Ctx(15*time.Second), func(st *slackfake.State) bool {
 		for _, m := range st.Messages(dm, dd.TS) {
-			if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), notify.ActionFalsePositive) {
+			if m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), notify.ActionFalsePositive) {
 				dmCard = m
 				return true
 			}
@@ -171,7 +171,7 @@ func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
 
 	// /scan <url>: the card is the requester's.
 	const scanURL = "https://scan-login.phish.test/x"
-	e2etest.MustContain(t, h.Slash(carol, scanURL), "Checking 1 link")
+	apptest.MustContain(t, h.Slash(carol, scanURL), "Checking 1 link")
 	sc := h.WaitCard("", func(b string) bool {
 		return strings.Contains(b, "scan-login") && strings.Contains(b, notify.ActionFalsePositive)
 	})
@@ -186,6 +186,6 @@ func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
 	}
 	// Someone who brought none of them may report: carol on the link
 	// alice and bob posted, alice on carol's /scan card.
-	e2etest.MustContain(t, h.clickOn(secChannel, aliceCard, carol, notify.ActionFalsePositive), "Thanks")
-	e2etest.MustContain(t, h.clickOn(secChannel, sc.TS, alice, notify.ActionFalsePositive), "Thanks")
+	apptest.MustContain(t, h.clickOn(secChannel, aliceCard, carol, notify.ActionFalsePositive), "Thanks")
+	apptest.MustContain(t, h.clickOn(secChannel, sc.TS, alice, notify.ActionFalsePositive), "Thanks")
 }

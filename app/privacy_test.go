@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
 
-// Names in e2etest.Hosts resolve to private addresses: they are
+// Names in apptest.Hosts resolve to private addresses: they are
 // withheld right before submission, through the real wiring (system
 // resolver swapped for the table), and the card says why on their line.
 func TestNameThatResolvesPrivateIsNeverSent(t *testing.T) {
@@ -21,7 +21,7 @@ func TestNameThatResolvesPrivateIsNeverSent(t *testing.T) {
 	card := h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Malicious") && strings.Count(b, "resolves to a private address") == 3 && !strings.Contains(b, "Scanning")
 	})
-	blocks := e2etest.BlocksText(card.Blocks)
+	blocks := apptest.BlocksText(card.Blocks)
 	for _, want := range []string{"sso[.]phish-intranet[.]test", "localtest[.]me", "jira[.]corp[.]example[.]com", "Not checked"} {
 		if !strings.Contains(blocks, want) {
 			t.Errorf("card lacks %q:\n%s", want, blocks)
@@ -38,11 +38,11 @@ func TestNameThatResolvesPrivateIsNeverSent(t *testing.T) {
 		t.Fatalf("%d submissions, want 2", n)
 	}
 	// Not cached as a verdict, not in the history.
-	e2etest.MustContain(t, h.Slash(alice, "history https://sso.phish-intranet.test/login"), "No verdicts recorded")
+	apptest.MustContain(t, h.Slash(alice, "history https://sso.phish-intranet.test/login"), "No verdicts recorded")
 
 	// /scan answers at once, and sends nothing.
 	got := h.Slash(alice, "https://sso.phish-intranet.test/reset 127.0.0.1.nip.io/x")
-	e2etest.MustContain(t, got, "Nothing to scan", "resolves to a private address")
+	apptest.MustContain(t, got, "Nothing to scan", "resolves to a private address")
 	time.Sleep(300 * time.Millisecond)
 	if n := h.Sim.Count(sim.ServiceReputation, sim.OpScan); n != 2 {
 		t.Fatalf("/scan sent a name that resolves to a private address (%d submissions)", n)
@@ -64,7 +64,7 @@ func TestURLQueryStripKeepsTheQueryInside(t *testing.T) {
 	h := startBot(t, map[string]string{"VERDICTBOT_URL_QUERY": "strip"}, sim.Config{})
 	d := h.Post("magic link <https://login.phish.test/verify?token=s3cr3t-1&amp;u=alice> and again <https://login.phish.test/verify?token=s3cr3t-2> docs <https://example.com/guide>")
 	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "Clean") })
-	blocks := e2etest.BlocksText(card.Blocks)
+	blocks := apptest.BlocksText(card.Blocks)
 	if strings.Contains(blocks, "s3cr3t") {
 		t.Errorf("the card shows the query that was not sent:\n%s", blocks)
 	}
@@ -91,7 +91,7 @@ func TestURLQueryStripKeepsTheQueryInside(t *testing.T) {
 				break
 			}
 		}
-		e2etest.MustContain(t, out, "*malicious*")
+		apptest.MustContain(t, out, "*malicious*")
 		if strings.Contains(out, "s3cr3t") {
 			t.Errorf("/scan history %s shows the query: %s", arg, out)
 		}
@@ -115,7 +115,7 @@ func filesSent(h *harness) (downloads, sandbox int) {
 func TestScanFilesFalseDownloadsAndSendsNothing(t *testing.T) {
 	t.Parallel()
 	h := startFileBot(t, map[string]string{"VERDICTBOT_SCAN_FILES": "false"})
-	_, ds := h.Share(secChannel, slackfake.File{Name: "payroll.xlsx", Content: []byte(e2etest.Eicar)}, "salaries")
+	_, ds := h.Share(secChannel, slackfake.File{Name: "payroll.xlsx", Content: []byte(apptest.Eicar)}, "salaries")
 	h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool {
 		return strings.Contains(b, "payroll.xlsx") && strings.Contains(b, "file scanning is off in this channel")
 	})
@@ -126,28 +126,28 @@ func TestScanFilesFalseDownloadsAndSendsNothing(t *testing.T) {
 	// Links in the same channel are still scanned.
 	d := h.Post("<https://evil.test/x>")
 	h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	e2etest.MustContain(t, h.Slash(alice, "channel"), "Shared files: *off* by default (VERDICTBOT_SCAN_FILES)")
+	apptest.MustContain(t, h.Slash(alice, "channel"), "Shared files: *off* by default (VERDICTBOT_SCAN_FILES)")
 }
 
 func TestChannelFilesSwitchIsForAdminsAndHolds(t *testing.T) {
 	t.Parallel()
 	h := startFileBot(t, nil)
-	e2etest.MustContain(t, h.Slash(alice, "channel"), "Shared files: *on* by default")
-	e2etest.MustContain(t, h.Slash(alice, "channel files off"), "Only admins can change whether this channel's files are scanned")
-	e2etest.MustContain(t, h.Slash(adminUser, "channel files maybe"), "use `/scan channel files on`")
-	e2etest.MustContain(t, h.Slash(adminUser, "channel files off"), "not downloaded and not sent")
-	e2etest.MustContain(t, h.Slash(alice, "channel"), "Shared files: *off* (not downloaded, not sent)")
-	e2etest.MustContain(t, h.Slash(alice, "channel files"), "Shared files: *off*")
+	apptest.MustContain(t, h.Slash(alice, "channel"), "Shared files: *on* by default")
+	apptest.MustContain(t, h.Slash(alice, "channel files off"), "Only admins can change whether this channel's files are scanned")
+	apptest.MustContain(t, h.Slash(adminUser, "channel files maybe"), "use `/scan channel files on`")
+	apptest.MustContain(t, h.Slash(adminUser, "channel files off"), "not downloaded and not sent")
+	apptest.MustContain(t, h.Slash(alice, "channel"), "Shared files: *off* (not downloaded, not sent)")
+	apptest.MustContain(t, h.Slash(alice, "channel files"), "Shared files: *off*")
 
-	_, ds := h.Share(secChannel, slackfake.File{Name: "offer.pdf", Content: []byte(e2etest.Eicar)}, "")
+	_, ds := h.Share(secChannel, slackfake.File{Name: "offer.pdf", Content: []byte(apptest.Eicar)}, "")
 	h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "file scanning is off in this channel") })
 	time.Sleep(500 * time.Millisecond)
 	if dl, sb := filesSent(h); dl != 0 || sb != 0 {
 		t.Fatalf("channel files off: %d downloads, %d sandbox requests", dl, sb)
 	}
 
-	e2etest.MustContain(t, h.Slash(adminUser, "channel files on"), "now *scanned*")
-	_, ds = h.Share(secChannel, slackfake.File{Name: "offer2.pdf", Content: []byte(e2etest.Eicar)}, "")
+	apptest.MustContain(t, h.Slash(adminUser, "channel files on"), "now *scanned*")
+	_, ds = h.Share(secChannel, slackfake.File{Name: "offer2.pdf", Content: []byte(apptest.Eicar)}, "")
 	h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 	if dl, sb := filesSent(h); dl != 1 || sb == 0 {
 		t.Fatalf("channel files on again: %d downloads, %d sandbox requests", dl, sb)

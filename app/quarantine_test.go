@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/commands"
-	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -56,8 +56,8 @@ func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
 		card := h.WaitCard(d.TS, func(b string) bool {
 			return strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
 		})
-		if !strings.Contains(e2etest.BlocksText(card.Blocks), "found malicious") {
-			t.Errorf("tombstone does not say why: %s", e2etest.BlocksText(card.Blocks))
+		if !strings.Contains(apptest.BlocksText(card.Blocks), "found malicious") {
+			t.Errorf("tombstone does not say why: %s", apptest.BlocksText(card.Blocks))
 		}
 		var del *slackfake.Call
 		for _, c := range h.Slack.Calls("chat.delete") {
@@ -65,7 +65,7 @@ func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
 				del = &c
 			}
 		}
-		if del == nil || del.Token != e2etest.AdminToken || del.Error != "" {
+		if del == nil || del.Token != apptest.AdminToken || del.Error != "" {
 			t.Fatalf("chat.delete of %s: %+v", d.TS, del)
 		}
 		vt, ok := h.verdictTime("hxxps://secure-login[.]phish[.]test/verify/" + fmt.Sprint(i))
@@ -88,7 +88,7 @@ func TestQuarantineRemovesAMaliciousMessageWithinTwoSeconds(t *testing.T) {
 	}
 	// The bot token never deletes a member's message.
 	for _, c := range h.Slack.Calls("chat.delete") {
-		if c.Token != e2etest.AdminToken {
+		if c.Token != apptest.AdminToken {
 			t.Errorf("chat.delete with the wrong token kind %s", c.TokenKind)
 		}
 	}
@@ -141,7 +141,7 @@ func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 	if n := len(h.Slack.Calls("chat.postMessage")); n != 1 {
 		t.Fatalf("%d posts after a refused release, want the card only", n)
 	}
-	if c := h.WaitCard(d.TS, func(string) bool { return true }); !strings.Contains(e2etest.BlocksText(c.Blocks), notify.ActionQuarantineRelease) {
+	if c := h.WaitCard(d.TS, func(string) bool { return true }); !strings.Contains(apptest.BlocksText(c.Blocks), notify.ActionQuarantineRelease) {
 		t.Fatal("a refused release changed the card")
 	}
 
@@ -163,7 +163,7 @@ func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 		t.Fatalf("no re-post: %v\n%s", err, renderChannel(h))
 	}
 	if got := repost.Mentions(); len(got) > 0 {
-		t.Errorf("the re-post pings %v:\ntext %s\nblocks %s", got, repost.Text, e2etest.BlocksText(repost.Blocks))
+		t.Errorf("the re-post pings %v:\ntext %s\nblocks %s", got, repost.Text, apptest.BlocksText(repost.Blocks))
 	}
 	for _, want := range []string{"by @secadmin", "from @alice", "@channel @here @everyone @secteam @secteam @Bob B @Bob B @channel @everyone please log in here"} {
 		if !strings.Contains(repost.Text, want) {
@@ -171,12 +171,12 @@ func TestQuarantineReleaseByAnAdminOnly(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"@secadmin", "@Bob B", "@secteam", "@channel"} {
-		if !strings.Contains(e2etest.BlocksText(repost.Blocks), want) {
-			t.Errorf("the re-post's blocks lack %q: %s", want, e2etest.BlocksText(repost.Blocks))
+		if !strings.Contains(apptest.BlocksText(repost.Blocks), want) {
+			t.Errorf("the re-post's blocks lack %q: %s", want, apptest.BlocksText(repost.Blocks))
 		}
 	}
-	if !strings.Contains(e2etest.BlocksText(repost.Blocks), url) {
-		t.Errorf("the re-post does not carry the original blocks: %s", e2etest.BlocksText(repost.Blocks))
+	if !strings.Contains(apptest.BlocksText(repost.Blocks), url) {
+		t.Errorf("the re-post does not carry the original blocks: %s", apptest.BlocksText(repost.Blocks))
 	}
 	if repost.UnfurlLinks == nil || *repost.UnfurlLinks || repost.UnfurlMedia == nil || *repost.UnfurlMedia {
 		t.Errorf("unfurls not off on the re-post: %v %v", repost.UnfurlLinks, repost.UnfurlMedia)
@@ -223,7 +223,7 @@ func waitQuarantineEvents(t *testing.T, file string, want ...func(unmapped map[s
 	t.Helper()
 	var lines []string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		lines = e2etest.FileLines(file)
+		lines = apptest.FileLines(file)
 		next := 0
 		for _, l := range lines {
 			var ev struct {
@@ -272,7 +272,7 @@ func TestQuarantineRecheckFlipRemovesAnEarlierMessage(t *testing.T) {
 func TestQuarantineSlackConnectMessageIsNotRemovable(t *testing.T) {
 	t.Parallel()
 	h := startQuarantine(t, nil, adminUser)
-	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: "U0PARTNER1", Team: e2etest.OtherOrg,
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: "U0PARTNER1", Team: apptest.OtherOrg,
 		Text: "from our partner: <https://secure-login.phish.test/partner>"})
 	if err != nil {
 		t.Fatal(err)
@@ -444,14 +444,14 @@ func blockTexts(raw json.RawMessage) []string {
 func TestQuarantineRemovesAMaliciousFile(t *testing.T) {
 	t.Parallel()
 	h := startFileQuarantine(t, nil)
-	_, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar)}, "please pay this")
+	_, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(apptest.Eicar)}, "please pay this")
 	ts := ds[0].TS
 	h.WaitDeleted(ts)
 	card := h.WaitCardIn(secChannel, ts, func(b string) bool {
 		return strings.Contains(b, "This message was removed by quarantine") && strings.Contains(b, "it shared `invoice.exe`") &&
 			strings.Contains(b, "not deleted from Slack")
 	})
-	if !strings.Contains(e2etest.BlocksText(card.Blocks), notify.ActionQuarantineRelease) {
+	if !strings.Contains(apptest.BlocksText(card.Blocks), notify.ActionQuarantineRelease) {
 		t.Error("a message removed for its file offers no release")
 	}
 	if calls := h.Slack.Calls("files.delete"); len(calls) != 0 {
@@ -459,7 +459,7 @@ func TestQuarantineRemovesAMaliciousFile(t *testing.T) {
 	}
 	var del bool
 	for _, c := range h.Slack.Calls("chat.delete") {
-		if c.Params.Get("ts") == ts && c.Token == e2etest.AdminToken && c.Error == "" {
+		if c.Params.Get("ts") == ts && c.Token == apptest.AdminToken && c.Error == "" {
 			del = true
 		}
 	}
@@ -492,16 +492,16 @@ func TestQuarantineFilesDeleteModeDeletesOnlyTheMaliciousFile(t *testing.T) {
 	t.Parallel()
 	h := startFileQuarantine(t, map[string]string{"VERDICTBOT_QUARANTINE_FILES": "delete"})
 	ts, files := h.shareFiles("pay and read",
-		slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar + " delete-mode")},
+		slackfake.File{Name: "invoice.exe", Content: []byte(apptest.Eicar + " delete-mode")},
 		slackfake.File{Name: "notes.pdf", Content: []byte("%PDF-1.4 notes")})
 	card := h.WaitCardIn(secChannel, ts, func(b string) bool {
 		return strings.Contains(b, "The file `invoice.exe` of this message was deleted from Slack") && strings.Contains(b, "sandbox keeps the sample")
 	})
-	if strings.Contains(e2etest.BlocksText(card.Blocks), notify.ActionQuarantineRelease) {
+	if strings.Contains(apptest.BlocksText(card.Blocks), notify.ActionQuarantineRelease) {
 		t.Error("a deleted file offers a release")
 	}
 	calls := h.Slack.Calls("files.delete")
-	if len(calls) != 1 || calls[0].Params.Get("file") != files[0].ID || calls[0].Token != e2etest.AdminToken || calls[0].Error != "" {
+	if len(calls) != 1 || calls[0].Params.Get("file") != files[0].ID || calls[0].Token != apptest.AdminToken || calls[0].Error != "" {
 		t.Fatalf("files.delete calls: %+v", calls)
 	}
 	if m, _ := h.Slack.Message(secChannel, ts); m.Deleted {
@@ -542,19 +542,19 @@ func TestQuarantineOfAMessageAlreadyDeletedSaysSo(t *testing.T) {
 func TestQuarantineLevelInSlashAndHome(t *testing.T) {
 	t.Parallel()
 	h := startBotSeeded(t, map[string]string{"VERDICTBOT_QUARANTINE": "malicious"}, sim.Config{}, false, seedHome)
-	e2etest.MustContain(t, h.Slash(alice, "channel"), "Quarantine: *malicious* by default (VERDICTBOT_QUARANTINE)",
+	apptest.MustContain(t, h.Slash(alice, "channel"), "Quarantine: *malicious* by default (VERDICTBOT_QUARANTINE)",
 		"cannot be removed now: no admin token is set (SLACK_ADMIN_USER_TOKEN)")
-	e2etest.MustContain(t, h.Slash(alice, "channel quarantine suspicious"), "Only admins can change this channel's quarantine.")
-	e2etest.MustContain(t, h.Slash(alice, "channel quarantine"), "Quarantine: *malicious* by default")
-	e2etest.MustContain(t, h.Slash(adminUser, "channel quarantine suspicious"), "Changed. Quarantine: *suspicious*: messages found suspicious or malicious are removed")
+	apptest.MustContain(t, h.Slash(alice, "channel quarantine suspicious"), "Only admins can change this channel's quarantine.")
+	apptest.MustContain(t, h.Slash(alice, "channel quarantine"), "Quarantine: *malicious* by default")
+	apptest.MustContain(t, h.Slash(adminUser, "channel quarantine suspicious"), "Changed. Quarantine: *suspicious*: messages found suspicious or malicious are removed")
 	home := homeText(h.openHome(adminUser, 1).Blocks)
-	e2etest.MustContain(t, home, "<#"+secChannel+"> — mode *verbose* (default) · files *on* (default) · quarantine *suspicious*\n", "[Quarantine: quarantine suspicious ▾]")
+	apptest.MustContain(t, home, "<#"+secChannel+"> — mode *verbose* (default) · files *on* (default) · quarantine *suspicious*\n", "[Quarantine: quarantine suspicious ▾]")
 	if _, err := h.Slack.DeliverHomeAction(slackfake.HomeAction{UserID: adminUser, BlockID: commands.HomeChannelBlock + secChannel,
 		ActionID: commands.ActionHomeChannelQuarantine, Value: "off"}); err != nil {
 		t.Fatal(err)
 	}
-	e2etest.MustContain(t, homeText(h.openHomeAgain(adminUser, 2).Blocks), "quarantine *off*\n", "Changed. Quarantine: *off*.")
-	e2etest.MustContain(t, h.Logs.String(), `"setting":"quarantine"`, `"from":"suspicious"`, `"to":"off"`, `"via":"home"`)
+	apptest.MustContain(t, homeText(h.openHomeAgain(adminUser, 2).Blocks), "quarantine *off*\n", "Changed. Quarantine: *off*.")
+	apptest.MustContain(t, h.Logs.String(), `"setting":"quarantine"`, `"from":"suspicious"`, `"to":"off"`, `"via":"home"`)
 }
 
 // startFileQuarantine starts the bot with the sandbox, in a quiet channel
@@ -563,8 +563,8 @@ func startFileQuarantine(t *testing.T, env map[string]string) *harness {
 	t.Helper()
 	settings := map[string]string{"SANDBOX_API_KEY": e2eKey}
 	maps.Copy(settings, env)
-	return startBotSeeded(t, e2etest.QuarantineSettings(settings), sim.Config{Profile: e2etest.QuickSandbox()}, true, e2etest.SeedQuarantine,
-		e2etest.WithAdminToken(adminUser))
+	return startBotSeeded(t, apptest.QuarantineSettings(settings), sim.Config{Profile: apptest.QuickSandbox()}, true, apptest.SeedQuarantine,
+		apptest.WithAdminToken(adminUser))
 }
 
 // shareFiles shares files in one message (the file_share message event
@@ -593,7 +593,7 @@ func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
 	t.Parallel()
 	h := startFileQuarantine(t, nil)
 	ts, _ := h.shareFiles("two files",
-		slackfake.File{Name: "dropper.exe", Content: []byte(e2etest.Eicar + " SIM:SHOTS=2")},
+		slackfake.File{Name: "dropper.exe", Content: []byte(apptest.Eicar + " SIM:SHOTS=2")},
 		slackfake.File{Name: "notes.pdf", Content: []byte("%PDF-1.4 notes SIM:DURATION=4s SIM:SHOTS=1")})
 	h.WaitCardIn(secChannel, ts, func(b string) bool {
 		return strings.Contains(b, "Quarantined:") && strings.Contains(b, "Screenshots withheld")
@@ -609,7 +609,7 @@ func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
 	if got := h.Slash(adminUser, "channel quarantine off"); !strings.Contains(got, "Changed") {
 		t.Fatalf("/scan channel quarantine off: %q", got)
 	}
-	ts2, _ := h.shareFiles("again", slackfake.File{Name: "dropper2.exe", Content: []byte(e2etest.Eicar + " again SIM:SHOTS=2")})
+	ts2, _ := h.shareFiles("again", slackfake.File{Name: "dropper2.exe", Content: []byte(apptest.Eicar + " again SIM:SHOTS=2")})
 	h.WaitCardIn(secChannel, ts2, func(b string) bool { return strings.Contains(b, "2 screenshots in this thread") })
 	if ups := h.Slack.Uploads(secChannel, ts2); len(ups) != 2 {
 		t.Fatalf("%d screenshots posted without quarantine, want 2", len(ups))
@@ -626,7 +626,7 @@ func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
 func TestReSharingAQuarantinedFileIsRemovedAgain(t *testing.T) {
 	t.Parallel()
 	h := startFileQuarantine(t, nil)
-	f, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar + " reshare")}, "please pay this")
+	f, ds := h.Share(secChannel, slackfake.File{Name: "invoice.exe", Content: []byte(apptest.Eicar + " reshare")}, "please pay this")
 	first := ds[0].TS
 	h.WaitDeleted(first)
 	again, err := h.Slack.ShareFile(secChannel, alice, f.ID, "did you get it? here it is again")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -32,7 +32,7 @@ func startQuarantineWith(t *testing.T, env map[string]string, profile sim.Profil
 		f.AddUser(slackfake.User{ID: bob, Name: "bob"})
 		f.AddChannel(slackfake.Channel{ID: secChannel, Name: "security", Members: []string{alice, bob, adminUser}})
 	}
-	return &harness{e2etest.StartQuarantineWith(t, env, sim.Config{Profile: profile}, seed, adminUser)}
+	return &harness{apptest.StartQuarantineWith(t, env, sim.Config{Profile: profile}, seed, adminUser)}
 }
 
 // waitSubmitted waits until the URL service has a task for url: the
@@ -60,16 +60,16 @@ func TestShortcutBeforeTheVerdictStillQuarantines(t *testing.T) {
 	h.waitSubmitted(url)
 	h.Shortcut(bob, d.TS)
 	eph := h.Answers(bob, 1)
-	e2etest.MustContain(t, eph[0].Text, "is being checked now", "nothing was started again", "its card appears in the thread if anything needs attention")
+	apptest.MustContain(t, eph[0].Text, "is being checked now", "nothing was started again", "its card appears in the thread if anything needs attention")
 
 	h.WaitDeleted(d.TS)
 	card := h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
 	})
-	if b := e2etest.BlocksText(card.Blocks); strings.Contains(b, "requested by") {
+	if b := apptest.BlocksText(card.Blocks); strings.Contains(b, "requested by") {
 		t.Errorf("the message's card was replaced by a requested one:\n%s", b)
 	}
-	if cards := e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) != 1 {
+	if cards := apptest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) != 1 {
 		t.Errorf("%d bot messages in the thread, want the one card", len(cards))
 	}
 	if n := len(h.Sim.URLTasks(url)); n != 1 {
@@ -94,12 +94,12 @@ func TestShortcutOnAMessageWithoutACardIsActedOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Shortcut(bob, d.TS)
-	e2etest.MustContain(t, h.Answers(bob, 1)[0].Text, "Checking that message")
+	apptest.MustContain(t, h.Answers(bob, 1)[0].Text, "Checking that message")
 	h.WaitDeleted(d.TS)
 	card := h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
 	})
-	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "requested by <@"+bob+">")
+	apptest.MustContain(t, apptest.BlocksText(card.Blocks), "requested by <@"+bob+">")
 }
 
 // TestMentionScanInAQuarantinedThreadLeavesTheTombstone: once quarantine
@@ -128,7 +128,7 @@ func TestMentionScanInAQuarantinedThreadLeavesTheTombstone(t *testing.T) {
 	ans := h.Answers(bob, 2)
 	all := append(ans, h.Answers(alice, 2)[1])
 	for _, e := range all {
-		e2etest.MustContain(t, e.Text, "removed by quarantine", "found *malicious*", "only an admin can release it")
+		apptest.MustContain(t, e.Text, "removed by quarantine", "found *malicious*", "only an admin can release it")
 		for _, leak := range []string{"login.phish", "login[.]phish", "log in here", "friday"} {
 			if strings.Contains(e.Text, leak) {
 				t.Errorf("the answer repeats the removed message (%q): %q", leak, e.Text)
@@ -140,7 +140,7 @@ func TestMentionScanInAQuarantinedThreadLeavesTheTombstone(t *testing.T) {
 	}
 	now, _ := h.Slack.Message(secChannel, tomb.TS)
 	if string(now.Blocks) != string(tomb.Blocks) {
-		t.Errorf("the tombstone changed:\nbefore %s\nafter  %s", e2etest.BlocksText(tomb.Blocks), e2etest.BlocksText(now.Blocks))
+		t.Errorf("the tombstone changed:\nbefore %s\nafter  %s", apptest.BlocksText(tomb.Blocks), apptest.BlocksText(now.Blocks))
 	}
 	if p, u, s := len(h.Slack.Calls("chat.postMessage")), len(h.Slack.Calls("chat.update")), h.Sim.Count(sim.ServiceReputation, sim.OpScan); p != posts || u != updates || s != scans {
 		t.Errorf("after the mentions: %d posts (was %d), %d updates (was %d), %d scans (was %d)", p, posts, u, updates, s, scans)
@@ -176,9 +176,9 @@ func TestRecheckActsOnAMessageSomeoneAskedToScan(t *testing.T) {
 	}
 	h.Shortcut(bob, d.TS)
 	eph := h.Answers(bob, 2) // the card, privately, then the answer
-	e2etest.MustContain(t, e2etest.BlocksText(eph[0].Blocks), "Clean", "promo[.]flip[.]test/asked")
-	e2etest.MustContain(t, eph[1].Text, "was checked already: *clean*", "shown to you alone")
-	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 0 {
+	apptest.MustContain(t, apptest.BlocksText(eph[0].Blocks), "Clean", "promo[.]flip[.]test/asked")
+	apptest.MustContain(t, eph[1].Text, "was checked already: *clean*", "shown to you alone")
+	if n := len(apptest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 0 {
 		t.Errorf("%d cards posted in the quiet channel on request", n)
 	}
 
@@ -186,7 +186,7 @@ func TestRecheckActsOnAMessageSomeoneAskedToScan(t *testing.T) {
 	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Rechecked") && strings.Contains(b, "Quarantined:") && strings.Contains(b, notify.ActionQuarantineRelease)
 	})
-	if cards := e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) < 1 || !strings.Contains(e2etest.BlocksText(cards[0].Blocks), "Quarantined:") {
+	if cards := apptest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) < 1 || !strings.Contains(apptest.BlocksText(cards[0].Blocks), "Quarantined:") {
 		t.Errorf("the first bot message in the thread is not the tombstone")
 	}
 }
@@ -241,7 +241,7 @@ func TestRepeatedRequestsStartOneCheck(t *testing.T) {
 	if n := len(h.Sim.URLTasks(url)); n != 1 {
 		t.Errorf("%d submissions, want 1", n)
 	}
-	if cards := e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) != 1 {
+	if cards := apptest.BotMessages(h.Slack.Messages(secChannel, d.TS)); len(cards) != 1 {
 		t.Errorf("%d cards, want 1", len(cards))
 	}
 	if n := strings.Count(h.Logs.String(), `"msg":"scanning message"`); n != 2 {
@@ -263,12 +263,12 @@ func TestRequestAnswers(t *testing.T) {
 	card := h.WaitCard(bad.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 
 	h.Shortcut(bob, card.TS) // the bot's own card
-	e2etest.MustContain(t, h.Answers(bob, 1)[0].Text, "one of my own messages")
+	apptest.MustContain(t, h.Answers(bob, 1)[0].Text, "one of my own messages")
 	h.Shortcut(bob, bad.TS) // a message with its card
-	e2etest.MustContain(t, h.Answers(bob, 2)[1].Text, "was checked already and found *malicious*", "see its card in the thread")
+	apptest.MustContain(t, h.Answers(bob, 2)[1].Text, "was checked already and found *malicious*", "see its card in the thread")
 	plain := h.Post("no links here")
 	h.Shortcut(bob, plain.TS)
-	e2etest.MustContain(t, h.Answers(bob, 3)[2].Text, "nothing in that message for me to check")
+	apptest.MustContain(t, h.Answers(bob, 3)[2].Text, "nothing in that message for me to check")
 
 	// A reply in a thread, in a quiet channel: the clean reply had only
 	// the reaction; asked about, its card is shown to the asker alone, in
@@ -286,16 +286,16 @@ func TestRequestAnswers(t *testing.T) {
 	}
 	h.Shortcut(bob, reply.TS)
 	eph := h.Answers(bob, 5) // the reply's card, privately, in the thread; then the answer
-	e2etest.MustContain(t, e2etest.BlocksText(eph[3].Blocks), "example[.]com/mirror", "Clean")
+	apptest.MustContain(t, apptest.BlocksText(eph[3].Blocks), "example[.]com/mirror", "Clean")
 	if eph[3].ThreadTS != bad.TS {
 		t.Errorf("the private card is in thread %q, want %q", eph[3].ThreadTS, bad.TS)
 	}
-	e2etest.MustContain(t, eph[4].Text, "was checked already: *clean*", "shown to you alone")
+	apptest.MustContain(t, eph[4].Text, "was checked already: *clean*", "shown to you alone")
 	if n := h.Sim.Count(sim.ServiceReputation, sim.OpScan); n != 2 {
 		t.Errorf("%d scans, want 2 (nothing scanned again on request)", n)
 	}
 	var sections []string
-	for _, m := range e2etest.BotMessages(h.Slack.Messages(secChannel, bad.TS)) {
+	for _, m := range apptest.BotMessages(h.Slack.Messages(secChannel, bad.TS)) {
 		var blocks []struct {
 			BlockID string `json:"block_id"`
 		}
@@ -322,8 +322,8 @@ func TestRequestAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2etest.MustContain(t, eph[0].Text, "was checked already and found *malicious*")
-	if n := len(e2etest.BotMessages(h.Slack.Messages(dm, dd.TS))); n != 1 {
+	apptest.MustContain(t, eph[0].Text, "was checked already and found *malicious*")
+	if n := len(apptest.BotMessages(h.Slack.Messages(dm, dd.TS))); n != 1 {
 		t.Errorf("%d cards in the DM thread, want 1", n)
 	}
 }

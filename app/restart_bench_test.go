@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/app"
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/storetest"
 
@@ -40,7 +40,7 @@ import (
 //	go test -run '^$' -bench RestartWith10kCards -benchtime 1x ./cmd/verdictbot/
 //
 // Each iteration prepares, untimed, the state a verdictbot stopped with in
-// the middle of a busy day (see prepareRestart), then calls e2etest.Serve
+// the middle of a busy day (see prepareRestart), then calls apptest.Serve
 // (the real `run` wiring) on it against the fake Slack and the simulator, in this
 // process, and watches:
 //
@@ -489,7 +489,7 @@ const (
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// restart runs e2etest.Serve on rs with env added to the settings and measures.
+// restart runs apptest.Serve on rs with env added to the settings and measures.
 // The benchmark timer runs from the call to serve to the end of the
 // watch; it is stopped on return.
 func (rs *restartState) restart(b *testing.B, env map[string]string, window time.Duration) restartFigures {
@@ -509,7 +509,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	for k, v := range env {
 		settings[k] = v
 	}
-	cfg := e2etest.MustConfig(b, settings)
+	cfg := apptest.MustConfig(b, settings)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -520,7 +520,7 @@ func (rs *restartState) restart(b *testing.B, env map[string]string, window time
 	logs := newLogWatch(t0)
 	log := app.NewLogger(logs, cfg.LogFormat, cfg.LogLevel, cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
 	b.StartTimer()
-	go func() { done <- e2etest.Serve(ctx, cfg, e2etest.Options(), log, nil) }()
+	go func() { done <- apptest.Serve(ctx, cfg, apptest.Options(), log, nil) }()
 
 	deadline := time.NewTimer(window + 10*time.Second)
 	defer deadline.Stop()

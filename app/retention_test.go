@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/card"
-	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
@@ -78,7 +78,7 @@ func retentionAfterStart(t *testing.T, env map[string]string, open func(now func
 	db.Close()
 
 	env["VERDICTBOT_RETENTION"] = "720h"
-	opts := e2etest.Options()
+	opts := apptest.Options()
 	opts.FirstPruneDelay = 200 * time.Millisecond
 	h := startBotOptions(t, env, sim.Config{}, opts)
 	deadline := time.Now().Add(10 * time.Second)

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
 )
 
-// The end-to-end tests below run `verdictbot run`'s real wiring (e2etest.Serve)
+// The end-to-end tests below run `verdictbot run`'s real wiring (apptest.Serve)
 // against the fake Slack (Web API + Socket Mode over real sockets) and the
 // simulator of both services (real HTTP). Each builds its settings as a
 // map and loads them with package config, as `run` loads the environment.
@@ -25,7 +25,7 @@ func TestLinkGetsACardInTheThread(t *testing.T) {
 	if card.ThreadTS != d.TS {
 		t.Fatalf("card not in the message's thread: %q", card.ThreadTS)
 	}
-	blocks := e2etest.BlocksText(card.Blocks)
+	blocks := apptest.BlocksText(card.Blocks)
 	for _, want := range []string{"hxxps://secure-login[.]phish[.]test/verify", notify.ActionFalsePositive, notify.ActionFalseNegative, notify.ActionRestore, "97"} {
 		if !strings.Contains(blocks, want) {
 			t.Errorf("card lacks %q:\n%s", want, blocks)
@@ -42,7 +42,7 @@ func TestLinkGetsACardInTheThread(t *testing.T) {
 		t.Fatalf("tasks for the URL: %v (requests %v)", tasks, h.Sim.Requests())
 	}
 	// Verbose: one card, posted at once and updated in place.
-	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 1 {
+	if n := len(apptest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 1 {
 		t.Fatalf("%d bot messages in the thread, want 1", n)
 	}
 }
@@ -74,11 +74,11 @@ func TestQuietChannelReactsToCleanAndCardsTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("clean message got no reaction: %v", err)
 	}
-	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, clean.TS))); n != 0 {
+	if n := len(apptest.BotMessages(h.Slack.Messages(secChannel, clean.TS))); n != 0 {
 		t.Fatalf("quiet channel: %d bot messages for a clean link", n)
 	}
 	// Nothing was posted before the verdict: exactly one bot message for the bad link.
-	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, bad.TS))); n != 1 {
+	if n := len(apptest.BotMessages(h.Slack.Messages(secChannel, bad.TS))); n != 1 {
 		t.Fatalf("%d bot messages for the bad link, want 1", n)
 	}
 }
@@ -98,7 +98,7 @@ func TestRedeliveredEnvelopeMakesOneCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // a second card, if any, would be posted by now
-	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 1 {
+	if n := len(apptest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 1 {
 		t.Fatalf("%d cards for one message delivered three times", n)
 	}
 	if n := len(h.Sim.URLTasks("https://evil-downloads.test/payload.exe")); n != 1 {
@@ -262,7 +262,7 @@ func TestSkippedLinksAreListedNotSent(t *testing.T) {
 	h := startBot(t, map[string]string{"VERDICTBOT_INTERNAL_DOMAINS": "corp.example.net"}, sim.Config{})
 	d := h.Post("<http://10.1.2.3/admin> <https://wiki.corp.example.net/x> <https://files.slack.com/f> <https://evil.test/y>")
 	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	blocks := e2etest.BlocksText(card.Blocks)
+	blocks := apptest.BlocksText(card.Blocks)
 	for _, want := range []string{"10[.]1[.]2[.]3", "wiki[.]corp[.]example[.]net", "files[.]slack[.]com"} {
 		if !strings.Contains(blocks, want) {
 			t.Errorf("skipped target %s not listed:\n%s", want, blocks)
@@ -288,7 +288,7 @@ func TestEditThatChangesLinksRescansUnfurlDoesNot(t *testing.T) {
 	if n := h.Sim.Count(sim.ServiceReputation, sim.OpScan); n != 2 {
 		t.Fatalf("%d scans, want 2 (the unfurl is not a change)", n)
 	}
-	if n := len(e2etest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 1 {
+	if n := len(apptest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 1 {
 		t.Fatalf("%d cards, want the one card updated in place", n)
 	}
 }
@@ -315,7 +315,7 @@ func TestDeletedMessageKeepsItsCardWithANote(t *testing.T) {
 		t.Fatal(err)
 	}
 	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "was deleted") })
-	if !strings.Contains(e2etest.BlocksText(card.Blocks), "Malicious") {
+	if !strings.Contains(apptest.BlocksText(card.Blocks), "Malicious") {
 		t.Fatal("the verdict must stay on the card for the record")
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/commands"
-	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/sim"
@@ -48,7 +48,7 @@ func startScopeBot(t *testing.T, env map[string]string) *harness {
 	for k, v := range env {
 		settings[k] = v
 	}
-	return startBotSeeded(t, settings, sim.Config{Profile: e2etest.QuickSandbox()}, true, seedScope)
+	return startBotSeeded(t, settings, sim.Config{Profile: apptest.QuickSandbox()}, true, seedScope)
 }
 
 // postIn posts text as user in channel and waits for its card to say
@@ -69,7 +69,7 @@ func (h *harness) postIn(channel, user, text string) slackfake.Delivery {
 func secretIncident(t *testing.T, h *harness) (urlTask, fileTask string) {
 	t.Helper()
 	h.postIn(privChannel, carol, "IOC <"+secretURL+">")
-	f := h.Slack.AddFile(slackfake.File{Name: "dropper.exe", Content: []byte(e2etest.Eicar)})
+	f := h.Slack.AddFile(slackfake.File{Name: "dropper.exe", Content: []byte(apptest.Eicar)})
 	ds, err := h.Slack.ShareFile(privChannel, carol, f.ID, "")
 	if err != nil {
 		t.Fatal(err)
@@ -161,24 +161,24 @@ func TestScopedAnswersAreThoseOfAnUnknownTarget(t *testing.T) {
 		if who == carol {
 			in = privChannel
 		}
-		e2etest.MustContain(t, h.SlashIn(in, who, "history "+secretURL), "*malicious* (scan, task `"+urlTask+"`)")
-		e2etest.MustContain(t, h.SlashIn(in, who, "history "+fileTask), "*malicious* (scan, task `"+fileTask+"`)", "malscore")
-		e2etest.MustContain(t, h.SlashIn(in, who, "status "+urlTask), "URL task `"+urlTask+"`: *completed*")
-		e2etest.MustContain(t, h.SlashIn(in, who, "status "+fileTask), "Sandbox task `"+fileTask+"`: *reported*")
-		e2etest.MustContain(t, h.SlashIn(in, who, "hash "+eicarMD5), eicarSHA, "malscore *10.0*/10")
-		e2etest.MustContain(t, h.SlashIn(in, who, "hash "+eicarSHA), eicarMD5, "`"+fileTask+"`")
+		apptest.MustContain(t, h.SlashIn(in, who, "history "+secretURL), "*malicious* (scan, task `"+urlTask+"`)")
+		apptest.MustContain(t, h.SlashIn(in, who, "history "+fileTask), "*malicious* (scan, task `"+fileTask+"`)", "malscore")
+		apptest.MustContain(t, h.SlashIn(in, who, "status "+urlTask), "URL task `"+urlTask+"`: *completed*")
+		apptest.MustContain(t, h.SlashIn(in, who, "status "+fileTask), "Sandbox task `"+fileTask+"`: *reported*")
+		apptest.MustContain(t, h.SlashIn(in, who, "hash "+eicarMD5), eicarSHA, "malscore *10.0*/10")
+		apptest.MustContain(t, h.SlashIn(in, who, "hash "+eicarSHA), eicarMD5, "`"+fileTask+"`")
 	}
-	e2etest.MustContain(t, h.SlashIn(privChannel, carol, "recent"), "The last 2 verdict(s) in this channel", secretHost, "dropper[.]exe")
-	e2etest.MustContain(t, h.SlashIn(privChannel, adminUser, "recent"), "The last 2 verdict(s) in this channel")
+	apptest.MustContain(t, h.SlashIn(privChannel, carol, "recent"), "The last 2 verdict(s) in this channel", secretHost, "dropper[.]exe")
+	apptest.MustContain(t, h.SlashIn(privChannel, adminUser, "recent"), "The last 2 verdict(s) in this channel")
 	// Typing in the channel grants nothing: carol's question from the
 	// public channel is answered from her membership, the same.
-	e2etest.MustContain(t, h.SlashIn(secChannel, carol, "history "+secretURL), "*malicious*")
+	apptest.MustContain(t, h.SlashIn(secChannel, carol, "history "+secretURL), "*malicious*")
 
 	// Once the link is posted where bob is, he sees its verdicts: they
 	// are what the service said of the link, which his channel now shows.
 	h.postIn(secChannel, alice, "seen again <"+secretURL+">")
-	e2etest.MustContain(t, h.Slash(bob, "history "+secretURL), "*malicious* (scan, task `"+urlTask+"`)")
-	e2etest.MustContain(t, h.Slash(bob, "status "+urlTask), "*completed*")
+	apptest.MustContain(t, h.Slash(bob, "history "+secretURL), "*malicious* (scan, task `"+urlTask+"`)")
+	apptest.MustContain(t, h.Slash(bob, "status "+urlTask), "*completed*")
 }
 
 func TestWalkingSequentialTaskIDsRevealsNothing(t *testing.T) {
@@ -203,7 +203,7 @@ func TestWalkingSequentialTaskIDsRevealsNothing(t *testing.T) {
 		t.Errorf("walking the task ids made %d service calls; each would tell a task that exists from one that does not", n)
 	}
 	// Carol, in the channel, finds her file's task.
-	e2etest.MustContain(t, h.SlashIn(privChannel, carol, "status "+fileTask), "Sandbox task `"+fileTask+"`")
+	apptest.MustContain(t, h.SlashIn(privChannel, carol, "status "+fileTask), "Sandbox task `"+fileTask+"`")
 }
 
 func TestDirectMessageCardsAreTheirPersonsOnly(t *testing.T) {
@@ -214,10 +214,10 @@ func TestDirectMessageCardsAreTheirPersonsOnly(t *testing.T) {
 	d := h.postIn(dm, alice, "is this ok? <"+url+">")
 	_ = d
 	task := h.Sim.URLTasks(url)[0]
-	e2etest.MustContain(t, h.SlashIn(dm, alice, "history "+url), "*malicious* (scan, task `"+task+"`)")
-	e2etest.MustContain(t, h.SlashIn(dm, alice, "status "+task), "*completed*")
-	e2etest.MustContain(t, h.SlashIn(dm, alice, "recent"), "The last 1 verdict(s)", "login[.]phish[.]test")
-	e2etest.MustContain(t, h.Slash(adminUser, "history "+url), "*malicious*")
+	apptest.MustContain(t, h.SlashIn(dm, alice, "history "+url), "*malicious* (scan, task `"+task+"`)")
+	apptest.MustContain(t, h.SlashIn(dm, alice, "status "+task), "*completed*")
+	apptest.MustContain(t, h.SlashIn(dm, alice, "recent"), "The last 1 verdict(s)", "login[.]phish[.]test")
+	apptest.MustContain(t, h.Slash(adminUser, "history "+url), "*malicious*")
 
 	// Bob shares every channel with alice, but not her DM with the bot.
 	same(t, "history of a link sent to the bot", h.Slash(bob, "history "+url), "dm-only",
@@ -253,7 +253,7 @@ func TestDuplicateReportNamesOnlyReportersTheAskerMaySee(t *testing.T) {
 		}
 		return eph[len(eph)-1].Text
 	}
-	e2etest.MustContain(t, click(privChannel, priv.TS, carol), "was reported to the URL service")
+	apptest.MustContain(t, click(privChannel, priv.TS, carol), "was reported to the URL service")
 
 	// Alice, in the public channel only: told it was reported, not by whom.
 	got := click(secChannel, pub.TS, alice)
@@ -267,20 +267,20 @@ func TestDuplicateReportNamesOnlyReportersTheAskerMaySee(t *testing.T) {
 	}
 	// Nor does her history of the link name carol.
 	hist := h.Slash(alice, "history "+url)
-	e2etest.MustContain(t, hist, "*malicious*")
+	apptest.MustContain(t, hist, "*malicious*")
 	if strings.Contains(hist, carol) {
 		t.Errorf("alice's history names a reporter of the private channel:\n%s", hist)
 	}
 	// The admin, and carol herself, are told who.
-	e2etest.MustContain(t, click(secChannel, pub.TS, adminUser), "<@"+carol+"> already reported a false positive (phishing)")
-	e2etest.MustContain(t, h.SlashIn(privChannel, carol, "history "+url), "<@"+carol+"> reported a false positive (phishing)")
+	apptest.MustContain(t, click(secChannel, pub.TS, adminUser), "<@"+carol+"> already reported a false positive (phishing)")
+	apptest.MustContain(t, h.SlashIn(privChannel, carol, "history "+url), "<@"+carol+"> reported a false positive (phishing)")
 	if n := h.Sim.Count(sim.ServiceReputation, sim.OpVerdictReport); n != 1 {
 		t.Errorf("%d reports reached the service, want 1", n)
 	}
 	// A report made where alice is is named to her.
 	h2 := h.Slash(bob, "report "+task+" phishing fn")
-	e2etest.MustContain(t, h2, "was reported")
-	e2etest.MustContain(t, h.Slash(alice, "report "+task+" phishing fn"), "<@"+bob+"> already reported a false negative (phishing)")
+	apptest.MustContain(t, h2, "was reported")
+	apptest.MustContain(t, h.Slash(alice, "report "+task+" phishing fn"), "<@"+bob+"> already reported a false negative (phishing)")
 }
 
 func TestFailedMembershipLookupFailsClosed(t *testing.T) {
@@ -316,7 +316,7 @@ func TestFailedMembershipLookupFailsClosed(t *testing.T) {
 	h.Slack.Fail("conversations.members", 0, "internal_error")
 	failsClosed("conversations.members answering internal_error", "history https://login.phish.test/public")
 	// The admin is not held up by it.
-	e2etest.MustContain(t, h.Slash(adminUser, "history https://login.phish.test/public"), "*malicious*")
+	apptest.MustContain(t, h.Slash(adminUser, "history https://login.phish.test/public"), "*malicious*")
 
 	// Rate limited: the same, and no call until Slack's Retry-After.
 	h.Slack.ClearFaults()
@@ -328,6 +328,6 @@ func TestFailedMembershipLookupFailsClosed(t *testing.T) {
 		t.Errorf("%d conversations.members calls within Slack's Retry-After", n)
 	}
 	// The operators are told why.
-	e2etest.MustContain(t, h.Logs.String(), `"msg":"could not list the bot's channels: no channel is a person's"`,
+	apptest.MustContain(t, h.Logs.String(), `"msg":"could not list the bot's channels: no channel is a person's"`,
 		`"msg":"could not learn which channels a person is in: those not read are not theirs"`, `"component":"membership"`)
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -37,7 +37,7 @@ func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
 			h := startFileBot(t, map[string]string{"VERDICTBOT_SCREENSHOT_TIMEOUT": timeout.String()})
 			h.Sim.SetFaults(tc.faults)
 			start := time.Now()
-			_, ds := h.Share(secChannel, slackfake.File{Name: "dropper.exe", Content: []byte(e2etest.Eicar + " SIM:SHOTS=3 " + tc.name)}, "")
+			_, ds := h.Share(secChannel, slackfake.File{Name: "dropper.exe", Content: []byte(apptest.Eicar + " SIM:SHOTS=3 " + tc.name)}, "")
 			ts := ds[0].TS
 			h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Malicious") })
 			// The first post or update of the card that shows the verdict
@@ -65,8 +65,8 @@ func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
 			card := h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "Screenshots could not be fetched") })
 			noted := time.Since(start)
 			t.Logf("%s screenshot endpoint: card says screenshots could not be fetched after %v", tc.name, noted.Round(time.Millisecond))
-			if !strings.Contains(e2etest.BlocksText(card.Blocks), "Malicious") {
-				t.Errorf("the note replaced the verdict:\n%s", e2etest.BlocksText(card.Blocks))
+			if !strings.Contains(apptest.BlocksText(card.Blocks), "Malicious") {
+				t.Errorf("the note replaced the verdict:\n%s", apptest.BlocksText(card.Blocks))
 			}
 			if tc.name == "hanging" && noted < timeout-time.Second {
 				t.Errorf("gave up on a hanging endpoint after %v, before the %v timeout", noted, timeout)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -23,7 +23,7 @@ func TestForwardedMessageLinksAreScanned(t *testing.T) {
 		t.Fatal(err)
 	}
 	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	if b := e2etest.BlocksText(card.Blocks); !strings.Contains(b, "shared-portal[.]evil[.]test") {
+	if b := apptest.BlocksText(card.Blocks); !strings.Contains(b, "shared-portal[.]evil[.]test") {
 		t.Fatalf("card does not show the shared message's link:\n%s", b)
 	}
 	if tasks := h.Sim.URLTasks("https://shared-portal.evil.test/login"); len(tasks) != 1 {
@@ -58,7 +58,7 @@ func TestScanThisMessageReadsAForwardedMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
-	if b := e2etest.BlocksText(card.Blocks); !strings.Contains(b, "shared-portal[.]evil[.]test") {
+	if b := apptest.BlocksText(card.Blocks); !strings.Contains(b, "shared-portal[.]evil[.]test") {
 		t.Fatalf("card does not show the shared message's link:\n%s", b)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/commands"
-	"github.com/verdictbot/verdictbot/internal/e2etest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -62,7 +62,7 @@ func TestShortcutInAForeignDMSendsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		answer := shortcut(tc.channel, d.TS)
-		e2etest.MustContain(t, answer, "not part of", "nothing was sent")
+		apptest.MustContain(t, answer, "not part of", "nothing was sent")
 		if n := h.Sim.Count(sim.ServiceReputation, ""); n != 0 {
 			t.Errorf("%s: %d requests reached the URL service: %v", tc.channel, n, h.Sim.Requests())
 		}
@@ -85,7 +85,7 @@ func TestShortcutInAForeignDMSendsNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e2etest.MustContain(t, shortcut(tc.channel, d.TS), "I am not in this channel", "nothing was sent", "/invite")
+		apptest.MustContain(t, shortcut(tc.channel, d.TS), "I am not in this channel", "nothing was sent", "/invite")
 		if n := h.Sim.Count(sim.ServiceReputation, ""); n != 0 {
 			t.Errorf("%s: %d requests reached the URL service", tc.channel, n)
 		}
@@ -121,7 +121,7 @@ func TestShortcutInAForeignDMSendsNothing(t *testing.T) {
 	}
 	// The message has its card already: the answer says what it shows
 	// (TestShortcutBeforeTheVerdictLeavesTheCardAndQuarantineActs).
-	e2etest.MustContain(t, eph[len(eph)-1].Text, "That message")
+	apptest.MustContain(t, eph[len(eph)-1].Text, "That message")
 	if n := len(h.Sim.URLTasks(ownURL)); n != 1 {
 		t.Errorf("the own DM's link was analysed %d times, want 1", n)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/reputation"
@@ -19,10 +19,10 @@ func TestSlashScanPostsACardInTheChannel(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
 	got := h.Slash(alice, "https://example.com/clean-page <https://login.phish.test/verify|login.phish.test/verify>")
-	e2etest.MustContain(t, got, "Checking 2 link(s)")
+	apptest.MustContain(t, got, "Checking 2 link(s)")
 	// Quiet mode is bypassed: the card is posted even though one link is clean.
 	card := h.WaitCard("", func(b string) bool { return strings.Contains(b, "Malicious") && strings.Contains(b, "example[.]com") })
-	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "<@"+alice+">")
+	apptest.MustContain(t, apptest.BlocksText(card.Blocks), "<@"+alice+">")
 	if card.ThreadTS != "" {
 		t.Fatalf("a /scan card belongs in the channel, got thread %q", card.ThreadTS)
 	}
@@ -66,62 +66,62 @@ func TestSlashStatusHashReportHistoryRecent(t *testing.T) {
 	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Malicious") })
 	tasks := h.Sim.URLTasks("https://login.phish.test/account")
 	task := tasks[0]
-	e2etest.MustContain(t, h.Slash(alice, "status "+task), "URL task `"+task+"`: *completed*")
+	apptest.MustContain(t, h.Slash(alice, "status "+task), "URL task `"+task+"`: *completed*")
 	// An admin's ids go to the service, whatever they are.
-	e2etest.MustContain(t, h.Slash(adminUser, "status "+strings.Repeat("ab", 16)), "has no task")
-	e2etest.MustContain(t, h.Slash(adminUser, "status 99999"), "has no task")
+	apptest.MustContain(t, h.Slash(adminUser, "status "+strings.Repeat("ab", 16)), "has no task")
+	apptest.MustContain(t, h.Slash(adminUser, "status 99999"), "has no task")
 	// Anyone else is answered only about tasks on their conversations'
 	// cards (TestScopedAnswersAreThoseOfAnUnknownTarget).
-	e2etest.MustContain(t, h.Slash(alice, "status 99999"), "I have no record of task `99999` in your conversations.")
+	apptest.MustContain(t, h.Slash(alice, "status 99999"), "I have no record of task `99999` in your conversations.")
 
 	// A file the sandbox knows.
 	sb, _ := sandbox.New(h.SimURL, e2eKey, sandbox.WithRateLimits(sandbox.Limit{}, sandbox.Limit{}))
-	sub, err := sb.CreateFile(t.Context(), "eicar.com", bytes.NewReader([]byte(e2etest.Eicar)))
+	sub, err := sb.CreateFile(t.Context(), "eicar.com", bytes.NewReader([]byte(apptest.Eicar)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb.Wait(t.Context(), sub.TaskIDs[0], sandbox.WaitOptions{Backoff: sandbox.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}})
-	e2etest.MustContain(t, h.Slash(adminUser, "hash 44d88612fea8a8f36de82e1278abb02f"), "275a021bbfb6489e54d471899f7db9d1663fc695ec2fe2a2c4538aabf651fd0f", "malscore *10.0*/10", "EICAR")
-	e2etest.MustContain(t, h.Slash(adminUser, "hash "+strings.Repeat("0", 64)), "never seen")
-	e2etest.MustContain(t, h.Slash(adminUser, "status "+sub.TaskIDs[0]), "*reported*", "Added")
+	apptest.MustContain(t, h.Slash(adminUser, "hash 44d88612fea8a8f36de82e1278abb02f"), "275a021bbfb6489e54d471899f7db9d1663fc695ec2fe2a2c4538aabf651fd0f", "malscore *10.0*/10", "EICAR")
+	apptest.MustContain(t, h.Slash(adminUser, "hash "+strings.Repeat("0", 64)), "never seen")
+	apptest.MustContain(t, h.Slash(adminUser, "status "+sub.TaskIDs[0]), "*reported*", "Added")
 	// The file was never shared in Slack: to a non-admin it is unknown.
-	e2etest.MustContain(t, h.Slash(alice, "hash 44d88612fea8a8f36de82e1278abb02f"), "I have no record of a file with hash `44d88612fea8a8f36de82e1278abb02f` in your conversations.")
+	apptest.MustContain(t, h.Slash(alice, "hash 44d88612fea8a8f36de82e1278abb02f"), "I have no record of a file with hash `44d88612fea8a8f36de82e1278abb02f` in your conversations.")
 
 	// alice posted the link: bob reports it (TestOwnLinkFalsePositiveIsRefused).
-	e2etest.MustContain(t, h.Slash(bob, "report "+task+" phishing fp"), "A false positive (phishing) was reported")
-	e2etest.MustContain(t, h.Slash(alice, "report "+task+" phishing restore"), "Only admins can restore")
-	e2etest.MustContain(t, h.Slash(adminUser, "report "+task+" phishing restore"), "A restore of the original verdict (phishing) was reported")
-	e2etest.MustContain(t, h.Slash(adminUser, "report "+strings.Repeat("cd", 16)+" phishing fp"), "is not on any verdict card")
-	e2etest.MustContain(t, h.Slash(alice, "report "+strings.Repeat("cd", 16)+" phishing fp"), "has no card in this channel")
+	apptest.MustContain(t, h.Slash(bob, "report "+task+" phishing fp"), "A false positive (phishing) was reported")
+	apptest.MustContain(t, h.Slash(alice, "report "+task+" phishing restore"), "Only admins can restore")
+	apptest.MustContain(t, h.Slash(adminUser, "report "+task+" phishing restore"), "A restore of the original verdict (phishing) was reported")
+	apptest.MustContain(t, h.Slash(adminUser, "report "+strings.Repeat("cd", 16)+" phishing fp"), "is not on any verdict card")
+	apptest.MustContain(t, h.Slash(alice, "report "+strings.Repeat("cd", 16)+" phishing fp"), "has no card in this channel")
 	if tk, _ := h.Sim.URLTask(task); len(tk.Dispositions) != 2 {
 		t.Fatalf("dispositions %+v", tk.Dispositions)
 	}
 	hist := h.Slash(alice, "history https://login.phish.test/account")
-	e2etest.MustContain(t, hist, "*malicious* (scan, task `"+task+"`)", "<@"+bob+"> reported a false positive (phishing)", "<@"+adminUser+"> reported a restore")
-	e2etest.MustContain(t, h.Slash(alice, "history "+task), "History of")
-	e2etest.MustContain(t, h.Slash(alice, "recent"), "The last 1 verdict(s)", "login[.]phish[.]test")
+	apptest.MustContain(t, hist, "*malicious* (scan, task `"+task+"`)", "<@"+bob+"> reported a false positive (phishing)", "<@"+adminUser+"> reported a restore")
+	apptest.MustContain(t, h.Slash(alice, "history "+task), "History of")
+	apptest.MustContain(t, h.Slash(alice, "recent"), "The last 1 verdict(s)", "login[.]phish[.]test")
 	_ = card
 }
 
 func TestSlashChannelAndAllowAreForAdmins(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet"}, sim.Config{})
-	e2etest.MustContain(t, h.Slash(alice, "channel"), "default mode: *quiet*")
-	e2etest.MustContain(t, h.Slash(alice, "channel verbose"), "Only admins can change")
-	e2etest.MustContain(t, h.Slash(alice, "channel"), "default mode: *quiet*")
-	e2etest.MustContain(t, h.Slash(adminUser, "channel off"), "now *off*")
+	apptest.MustContain(t, h.Slash(alice, "channel"), "default mode: *quiet*")
+	apptest.MustContain(t, h.Slash(alice, "channel verbose"), "Only admins can change")
+	apptest.MustContain(t, h.Slash(alice, "channel"), "default mode: *quiet*")
+	apptest.MustContain(t, h.Slash(adminUser, "channel off"), "now *off*")
 	d := h.Post("<https://evil.test/while-off>")
 	h.Slack.WaitAcked(h.Ctx(5*time.Second), d.EnvelopeID)
 	time.Sleep(1500 * time.Millisecond)
 	if n := h.Sim.Count(sim.ServiceReputation, sim.OpScan); n != 0 {
 		t.Fatal("an off channel was scanned")
 	}
-	e2etest.MustContain(t, h.Slash(adminUser, "channel on"), "now *quiet*")
+	apptest.MustContain(t, h.Slash(adminUser, "channel on"), "now *quiet*")
 
-	e2etest.MustContain(t, h.Slash(alice, "allow add corp.example.net"), "Only admins can change the allowlist")
-	e2etest.MustContain(t, h.Slash(adminUser, "allow add com"), "is not a domain I can allow")
-	e2etest.MustContain(t, h.Slash(adminUser, "allow add Corp.Example.NET"), "`corp.example.net` and its subdomains are no longer sent")
-	e2etest.MustContain(t, h.Slash(alice, "allow list"), "`corp.example.net` — added by <@"+adminUser+">")
+	apptest.MustContain(t, h.Slash(alice, "allow add corp.example.net"), "Only admins can change the allowlist")
+	apptest.MustContain(t, h.Slash(adminUser, "allow add com"), "is not a domain I can allow")
+	apptest.MustContain(t, h.Slash(adminUser, "allow add Corp.Example.NET"), "`corp.example.net` and its subdomains are no longer sent")
+	apptest.MustContain(t, h.Slash(alice, "allow list"), "`corp.example.net` — added by <@"+adminUser+">")
 	d = h.Post("<https://wiki.corp.example.net/page> <https://evil.test/x>")
 	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "wiki[.]corp[.]example[.]net") && strings.Contains(b, "Malicious")
@@ -129,8 +129,8 @@ func TestSlashChannelAndAllowAreForAdmins(t *testing.T) {
 	if n := len(h.Sim.URLTasks("https://wiki.corp.example.net/page")); n != 0 {
 		t.Fatal("an allowlisted link was sent to the service")
 	}
-	e2etest.MustContain(t, h.Slash(adminUser, "allow remove corp.example.net"), "removed")
-	e2etest.MustContain(t, h.Slash(adminUser, "allow remove corp.example.net"), "is not on the runtime allowlist")
+	apptest.MustContain(t, h.Slash(adminUser, "allow remove corp.example.net"), "removed")
+	apptest.MustContain(t, h.Slash(adminUser, "allow remove corp.example.net"), "is not on the runtime allowlist")
 }
 
 func TestScanThisMessageShortcutWorksInOffChannels(t *testing.T) {
@@ -141,7 +141,7 @@ func TestScanThisMessageShortcutWorksInOffChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	card := h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Clean") })
-	e2etest.MustContain(t, e2etest.BlocksText(card.Blocks), "<@"+alice+">")
+	apptest.MustContain(t, apptest.BlocksText(card.Blocks), "<@"+alice+">")
 	if _, err := h.Slack.WaitEphemerals(h.Ctx(5*time.Second), secChannel, alice, 1); err != nil {
 		t.Fatal("no private confirmation")
 	}
@@ -153,8 +153,8 @@ func TestAdminGroupMembersAreAdmins(t *testing.T) {
 	const bob = "U0BOB"
 	h := startBotSeeded(t, map[string]string{"VERDICTBOT_ADMIN_GROUP": "S0SECOPS"}, sim.Config{}, false,
 		func(f *slackfake.Server) { f.AddUserGroup("S0SECOPS", "secops", bob) })
-	e2etest.MustContain(t, h.Slash(bob, "channel verbose"), "now *verbose*")
-	e2etest.MustContain(t, h.Slash(alice, "channel quiet"), "Only admins can change")
+	apptest.MustContain(t, h.Slash(bob, "channel verbose"), "now *verbose*")
+	apptest.MustContain(t, h.Slash(alice, "channel quiet"), "Only admins can change")
 }
 
 // TestSlashReportIsScopedAndSingleLikeTheButtons: /scan report goes through
@@ -188,20 +188,20 @@ func TestSlashReportIsScopedAndSingleLikeTheButtons(t *testing.T) {
 	}
 
 	// Another channel: refused, nothing sent.
-	e2etest.MustContain(t, h.SlashIn(otherChannel, bob, "report "+task+" phishing fp"), "has no card in this channel")
+	apptest.MustContain(t, h.SlashIn(otherChannel, bob, "report "+task+" phishing fp"), "has no card in this channel")
 	if n := reports(); n != 0 {
 		t.Fatalf("a report from another channel reached the service (%d)", n)
 	}
 
 	// In the card's channel: sent once, the card shows it.
-	e2etest.MustContain(t, h.Slash(bob, "report "+task+" phishing fp"), "A false positive (phishing) was reported", task)
+	apptest.MustContain(t, h.Slash(bob, "report "+task+" phishing fp"), "A false positive (phishing) was reported", task)
 	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "<@"+bob+">") && strings.Contains(b, "false positive")
 	})
 	// The same report again, by anyone, from the card's channel or (admin)
 	// elsewhere: refused, not sent.
-	e2etest.MustContain(t, h.Slash(carol, "report "+task+" phishing fp"), "already reported")
-	e2etest.MustContain(t, h.SlashIn(otherChannel, adminUser, "report "+task+" phishing fp"), "already reported")
+	apptest.MustContain(t, h.Slash(carol, "report "+task+" phishing fp"), "already reported")
+	apptest.MustContain(t, h.SlashIn(otherChannel, adminUser, "report "+task+" phishing fp"), "already reported")
 	if n := reports(); n != 1 {
 		t.Fatalf("the report reached the service %d times, want 1", n)
 	}
@@ -214,20 +214,20 @@ func TestSlashReportIsScopedAndSingleLikeTheButtons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2etest.MustContain(t, eph[len(eph)-1].Text, "already reported")
+	apptest.MustContain(t, eph[len(eph)-1].Text, "already reported")
 	if n := reports(); n != 1 {
 		t.Fatalf("the report reached the service %d times, want 1", n)
 	}
 
 	// An admin may report from any channel; the audit line lands on the card.
-	e2etest.MustContain(t, h.SlashIn(otherChannel, adminUser, "report "+task+" phishing restore"), "A restore of the original verdict (phishing) was reported")
+	apptest.MustContain(t, h.SlashIn(otherChannel, adminUser, "report "+task+" phishing restore"), "A restore of the original verdict (phishing) was reported")
 	h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "<@"+adminUser+">") && strings.Contains(b, "restore")
 	})
 	if n := reports(); n != 2 {
 		t.Fatalf("dispositions %d, want 2", n)
 	}
-	e2etest.MustContain(t, h.Slash(alice, "history "+url), "<@"+bob+"> reported a false positive (phishing)", "<@"+adminUser+"> reported a restore")
+	apptest.MustContain(t, h.Slash(alice, "history "+url), "<@"+bob+"> reported a false positive (phishing)", "<@"+adminUser+"> reported a restore")
 
 	// The verdict reported on is not served from the cache: the link is
 	// submitted again.
@@ -259,7 +259,7 @@ func TestSlashEnvelopeDeliveredTwiceIsHandledOnce(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // a second card would be posted by now
 	n := 0
 	for _, m := range h.Slack.Messages(secChannel, "") {
-		if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), "login[.]phish[.]test/twice") {
+		if m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), "login[.]phish[.]test/twice") {
 			n++
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -90,7 +90,7 @@ func runVerboseLoad(b *testing.B, channels, perChan int, profile sim.Profile) {
 					continue
 				}
 				for _, m := range st.Messages(s.channel, s.ts) {
-					if m.Bot && m.IsReply() && !strings.Contains(e2etest.BlocksText(m.Blocks), "Scanning") {
+					if m.Bot && m.IsReply() && !strings.Contains(apptest.BlocksText(m.Blocks), "Scanning") {
 						finalAt[i] = time.Now()
 						left--
 					}

@@ -28,7 +28,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/verdictbot/verdictbot/app"
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/internal/testutil"
@@ -66,11 +66,11 @@ var requiredAlerts = []string{
 func exportedSeriesNames(t *testing.T) (series map[string]bool, families []string) {
 	t.Helper()
 	fake := slackfaketest.Start(t)
-	_, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickSandbox()})
-	cfg := e2etest.MustConfig(t, map[string]string{
+	_, base := simtest.Start(t, sim.Config{Profile: apptest.QuickSandbox()})
+	cfg := apptest.MustConfig(t, map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
-		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2etest.Key, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2etest.Key,
-		"VERDICTBOT_CHANNEL_MODE": "verbose", "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": e2etest.FreeAddr(t),
+		"REPUTATION_URL": base, "REPUTATION_API_KEY": apptest.Key, "SANDBOX_URL": base, "SANDBOX_API_KEY": apptest.Key,
+		"VERDICTBOT_CHANNEL_MODE": "verbose", "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": apptest.FreeAddr(t),
 		// A receiver for the events, so that their metrics are registered.
 		"VERDICTBOT_EVENTS_URL": eventsReceiver(t),
 	})
@@ -80,7 +80,7 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 	defer cancel()
 	apps := make(chan *app.App, 1)
 	done := make(chan error, 1)
-	go func() { done <- e2etest.Serve(ctx, cfg, e2etest.Options(), log, func(a *app.App) { apps <- a }) }()
+	go func() { done <- apptest.Serve(ctx, cfg, apptest.Options(), log, func(a *app.App) { apps <- a }) }()
 	var a *app.App
 	select {
 	case a = <-apps:
@@ -96,13 +96,13 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 	if err := fake.WaitConnected(ctx, 1); err != nil {
 		t.Fatalf("not connected: %v\n%s", err, logs.String())
 	}
-	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: e2etest.Channel, User: e2etest.Alice, Text: "look <https://login.phish.test/verify>"})
+	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: apptest.Channel, User: apptest.Alice, Text: "look <https://login.phish.test/verify>"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := fake.WaitFor(ctx, func(st *slackfake.State) bool {
-		return slices.ContainsFunc(st.Messages(e2etest.Channel, d.TS), func(m slackfake.Message) bool {
-			return m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), "Malicious")
+		return slices.ContainsFunc(st.Messages(apptest.Channel, d.TS), func(m slackfake.Message) bool {
+			return m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), "Malicious")
 		})
 	}); err != nil {
 		t.Fatalf("no card: %v\n%s", err, logs.String())

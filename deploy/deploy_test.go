@@ -28,8 +28,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/config"
-	"github.com/verdictbot/verdictbot/internal/e2etest"
 )
 
 const (
@@ -247,7 +247,7 @@ func TestDeployComposeReplicasShareOneDatabase(t *testing.T) {
 			}
 			// Plain http to the simulator's name must be allowed, or the
 			// replicas refuse to start.
-			if _, err := e2etest.LoadConfig(map[string]string{svc: def, "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": plainHosts}, false); err != nil {
+			if _, err := apptest.LoadConfig(map[string]string{svc: def, "VERDICTBOT_SERVICE_PLAIN_HTTP_HOSTS": plainHosts}, false); err != nil {
 				t.Errorf("%s: the default %s is refused: %v", name, svc, err)
 			}
 		}

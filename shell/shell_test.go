@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 )
@@ -28,7 +28,7 @@ func runShellScript(t *testing.T, env map[string]string, script string, args ...
 // runShellScriptWith is runShellScript with the wiring's options.
 func runShellScriptWith(t *testing.T, opts Options, env map[string]string, script string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	settings := e2etest.ShellSettings(t, env)
+	settings := apptest.ShellSettings(t, env)
 	var out, errOut bytes.Buffer
 	lookup := func(name string) (string, bool) { v, ok := settings[name]; return v, ok }
 	flags, err := ParseFlags(args, &errOut)
@@ -45,7 +45,7 @@ func runShellScriptWith(t *testing.T, opts Options, env map[string]string, scrip
 func TestShellScriptedSession(t *testing.T) {
 	t.Parallel()
 	sample := filepath.Join(t.TempDir(), "invoice.exe")
-	if err := os.WriteFile(sample, []byte(e2etest.Eicar+" SIM:SHOTS=2"), 0o600); err != nil {
+	if err := os.WriteFile(sample, []byte(apptest.Eicar+" SIM:SHOTS=2"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	script := strings.Join([]string{
@@ -70,7 +70,7 @@ func TestShellScriptedSession(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
 	}
-	e2etest.InOrder(t, out,
+	apptest.InOrder(t, out,
 		"you: fp 1", "! there is no card yet",
 		"you: /foo", "! only /scan is a command here",
 		// The phishing link (a quiet channel: the card comes with the
@@ -133,13 +133,13 @@ func TestShellScriptedSession(t *testing.T) {
 // here a simulator the test can inspect, which must receive the report.
 func TestShellUsesTheConfiguredServices(t *testing.T) {
 	t.Parallel()
-	srv, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickSandbox()})
+	srv, base := simtest.Start(t, sim.Config{Profile: apptest.QuickSandbox()})
 	env := map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey}
 	code, out, errOut := runShellScript(t, env, "see https://login.phish.test/account\nfp 1\nquit\nnever read\n")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
 	}
-	e2etest.InOrder(t, out, "MALICIOUS", "@U0YOU reported a false positive (phishing)", "» Thanks:")
+	apptest.InOrder(t, out, "MALICIOUS", "@U0YOU reported a false positive (phishing)", "» Thanks:")
 	if strings.Contains(out, "never read") {
 		t.Error("lines after quit were read")
 	}
@@ -200,7 +200,7 @@ func TestShellScriptedRecheckModeAndAs(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
 	}
-	e2etest.InOrder(t, out,
+	apptest.InOrder(t, out,
 		"you: mode", "mode: #security is quiet, the default (VERDICTBOT_CHANNEL_MODE, as in production)",
 		"you: recheck", "recheck: nothing to recheck",
 		"you: see https://example.com/landing", "✓ verdictbot reacted :white_check_mark:",
@@ -247,7 +247,7 @@ func TestShellRefusesAPostersOwnFalsePositive(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
 	}
-	e2etest.InOrder(t, out, "alice: look https://login.phish.test/verify", "MALICIOUS",
+	apptest.InOrder(t, out, "alice: look https://login.phish.test/verify", "MALICIOUS",
 		"alice: fp 1", "» You shared this link (or asked me to check it), so you cannot report it as a false positive",
 		"bob: fp 1", "card #1 · line 1 · @U0BOB reported a false positive (phishing)", "» Thanks:")
 	if strings.Contains(out, "@U0ALICE reported a false positive") {
@@ -261,5 +261,5 @@ func TestShellWithholdsNamesThatResolvePrivate(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
 	}
-	e2etest.InOrder(t, out, "MALICIOUS", "localtest[.]me:3000/admin", "resolves to a private address")
+	apptest.InOrder(t, out, "MALICIOUS", "localtest[.]me:3000/admin", "resolves to a private address")
 }

@@ -3,7 +3,7 @@ package shell
 import (
 	"testing"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 )
@@ -13,10 +13,10 @@ import (
 // type, a status) with no escape sequence and no bidi override.
 func TestShellSanitisesServiceTextForTheTerminal(t *testing.T) {
 	t.Parallel()
-	_, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickSandbox()})
-	bad := e2etest.StartHostileService(t, base, map[string]string{"malfamily": e2etest.TerminalAttack, "file_type": e2etest.TerminalAttack, "added_on": e2etest.TerminalAttack})
+	_, base := simtest.Start(t, sim.Config{Profile: apptest.QuickSandbox()})
+	bad := apptest.StartHostileService(t, base, map[string]string{"malfamily": apptest.TerminalAttack, "file_type": apptest.TerminalAttack, "added_on": apptest.TerminalAttack})
 	bad.On.Store(true)
-	sample := e2etest.WriteFile(t, "invoice.exe", e2etest.Eicar)
+	sample := apptest.WriteFile(t, "invoice.exe", apptest.Eicar)
 	env := map[string]string{"REPUTATION_URL": bad.URL, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": bad.URL, "SANDBOX_API_KEY": e2eKey}
 	code, out, errOut := runShellScript(t, env, "file "+sample+"\n/scan hash 44d88612fea8a8f36de82e1278abb02f\n/scan status 1000\n", "--wait", "20s")
 	if code != 0 {
@@ -27,7 +27,7 @@ func TestShellSanitisesServiceTextForTheTerminal(t *testing.T) {
 			t.Errorf("the service sent no hostile %s: the test proves nothing about it", key)
 		}
 	}
-	e2etest.MustBeInertTerminal(t, "shell", out)
+	apptest.MustBeInertTerminal(t, "shell", out)
 	// The card, and both answers, show the service's words, made inert.
-	e2etest.InOrder(t, out, "── card #1 ──", "[U+202E]gnp.exe", "» File", "[U+202E]gnp.exe", "» Sandbox task", "[U+202E]gnp.exe")
+	apptest.InOrder(t, out, "── card #1 ──", "[U+202E]gnp.exe", "» File", "[U+202E]gnp.exe", "» Sandbox task", "[U+202E]gnp.exe")
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
 )
@@ -25,7 +25,7 @@ func runCheckArgs(env map[string]string, args ...string) (code int, stdout, stde
 func TestCheckExitStatusIsTheWorstVerdict(t *testing.T) {
 	t.Parallel()
 	env := checkEnv(nil)
-	eicarFile := e2etest.WriteFile(t, "eicar.com", e2etest.Eicar)
+	eicarFile := apptest.WriteFile(t, "eicar.com", apptest.Eicar)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -100,7 +100,7 @@ func TestCheckUsageErrorsExit4(t *testing.T) {
 func TestCheckJSON(t *testing.T) {
 	t.Parallel()
 	env := checkEnv(nil)
-	file := e2etest.WriteFile(t, "dropper.bin", "SIM:MALSCORE=4.5 SIM:FAMILY=Dropper")
+	file := apptest.WriteFile(t, "dropper.bin", "SIM:MALSCORE=4.5 SIM:FAMILY=Dropper")
 	code, out, errOut := runCheckArgs(env, "--json", "--sim", "https://login.phish.test/verify", file, "http://localhost:8080/x",
 		"--timeout", "2s", "https://pending.test/j")
 	if code != 2 {
@@ -135,10 +135,10 @@ func TestCheckJSON(t *testing.T) {
 // never reach the service.
 func TestCheckAgainstConfiguredServices(t *testing.T) {
 	t.Parallel()
-	srv, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickSandbox()})
+	srv, base := simtest.Start(t, sim.Config{Profile: apptest.QuickSandbox()})
 	env := checkEnv(map[string]string{"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "SANDBOX_URL": base, "SANDBOX_API_KEY": e2eKey})
-	sample := e2etest.WriteFile(t, "eicar.txt", e2etest.Eicar)
-	page := e2etest.WriteFile(t, "page.txt", "<!DOCTYPE html><html><body>hello</body></html>")
+	sample := apptest.WriteFile(t, "eicar.txt", apptest.Eicar)
+	page := apptest.WriteFile(t, "page.txt", "<!DOCTYPE html><html><body>hello</body></html>")
 	code, out, errOut := runCheckArgs(env, sample, page, "http://10.0.0.7/admin", "https://example.com/")
 	if code != 2 || !strings.Contains(out, "family EICAR") || strings.Contains(out, "already analysed") {
 		t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)

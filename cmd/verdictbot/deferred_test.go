@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
@@ -126,8 +126,8 @@ func deferredMetric(t *testing.T, addr, result string) string {
 func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 	t.Parallel()
 	const alerts = "C0ALERTS"
-	addr := e2etest.FreeAddr(t)
-	h := e2etest.StartQuarantine(t, map[string]string{
+	addr := apptest.FreeAddr(t)
+	h := apptest.StartQuarantine(t, map[string]string{
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
 		"VERDICTBOT_ALERT_CHANNEL":       alerts,
 		"VERDICTBOT_RECHECK_SCHEDULE":    "@every 1s",
@@ -142,14 +142,14 @@ func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 	card := h.WaitCard(d.TS, func(b string) bool {
 		return strings.Contains(b, "Quarantined:") && strings.Contains(b, "at low priority")
 	})
-	if b := e2etest.BlocksText(card.Blocks); !strings.Contains(b, "found malicious") {
+	if b := apptest.BlocksText(card.Blocks); !strings.Contains(b, "found malicious") {
 		t.Errorf("the tombstone does not say why:\n%s", b)
 	}
 	posts, versions := cardWrites(h.Slack, secChannel, d.TS)
 	if posts != 1 {
 		t.Errorf("%d cards posted in the thread, want one, updated in place", posts)
 	}
-	waiting, malicious := firstWith(versions, e2etest.DeferredWords), firstWith(versions, "Malicious")
+	waiting, malicious := firstWith(versions, apptest.DeferredWords), firstWith(versions, "Malicious")
 	if waiting < 0 || malicious < 0 || waiting > malicious {
 		t.Fatalf("the card did not say the link was not checked yet (version %d) before it said malicious (version %d):\n%s",
 			waiting, malicious, strings.Join(versions, "\n"))
@@ -194,7 +194,7 @@ func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 func TestDeferredLinksReachEveryCardAndStayQuietWhenClean(t *testing.T) {
 	t.Parallel()
 	const other = "C0RANDOM"
-	h := e2etest.StartQuarantine(t, map[string]string{
+	h := apptest.StartQuarantine(t, map[string]string{
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
 		"VERDICTBOT_RECHECK_SCHEDULE":    "@every 1s",
 	}, adminUser)
@@ -225,11 +225,11 @@ func TestDeferredLinksReachEveryCardAndStayQuietWhenClean(t *testing.T) {
 		t.Errorf("the phishing link was submitted %d times, want once", n)
 	}
 	card := h.WaitCard(harmless.TS, func(b string) bool { return strings.Contains(b, "at low priority") && strings.Contains(b, "is clean") })
-	if b := e2etest.BlocksText(card.Blocks); strings.Contains(b, e2etest.DeferredWords) {
+	if b := apptest.BlocksText(card.Blocks); strings.Contains(b, apptest.DeferredWords) {
 		t.Errorf("the harmless link's card still says it is not checked:\n%s", b)
 	}
 	_, versions := cardWrites(h.Slack, secChannel, harmless.TS)
-	if firstWith(versions, e2etest.DeferredWords) < 0 {
+	if firstWith(versions, apptest.DeferredWords) < 0 {
 		t.Errorf("the harmless link's card never said it was not checked yet:\n%s", strings.Join(versions, "\n"))
 	}
 	if m, _ := h.Slack.Message(secChannel, harmless.TS); m.Deleted {
@@ -252,13 +252,13 @@ func TestDeferredLinkSurvivesAKill(t *testing.T) {
 		t.Skip("starts real processes")
 	}
 	fake := slackfaketest.Start(t,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+		slackfake.WithUserToken(slackfake.UserToken{Token: apptest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
 	fake.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
 	fake.AddUser(slackfake.User{ID: alice, Name: "alice"})
-	srv, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickProfile()})
+	srv, base := simtest.Start(t, sim.Config{Profile: apptest.QuickProfile()})
 	env := map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
-		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_ADMINS": adminUser, "SLACK_ADMIN_USER_TOKEN": e2etest.AdminToken,
+		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_ADMINS": adminUser, "SLACK_ADMIN_USER_TOKEN": apptest.AdminToken,
 		"VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_LOG_FORMAT": "json", "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0",
 		"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_QUARANTINE": "malicious", "VERDICTBOT_USER_LINKS_PER_HOUR": "3",
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1h",
@@ -277,7 +277,7 @@ func TestDeferredLinkSurvivesAKill(t *testing.T) {
 	}
 	err = fake.WaitFor(ctx, func(st *slackfake.State) bool {
 		for _, m := range st.Messages(secChannel, d.TS) {
-			if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), e2etest.DeferredWords) {
+			if m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), apptest.DeferredWords) {
 				return true
 			}
 		}

@@ -7,7 +7,7 @@ import (
 )
 
 // TestBinaryLinksNoTestCode: the test helpers (sim/simtest,
-// internal/slackfake/slackfaketest, internal/testutil, internal/e2etest)
+// internal/slackfake/slackfaketest, internal/testutil, app/apptest)
 // stay out of the production binary, and with them the testing and httptest packages.
 func TestBinaryLinksNoTestCode(t *testing.T) {
 	t.Parallel()
@@ -25,7 +25,7 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 	for _, pkg := range strings.Fields(string(out)) {
 		switch {
 		case pkg == "testing", pkg == "net/http/httptest", strings.HasPrefix(pkg, "testing/"),
-			strings.HasSuffix(pkg, "/internal/testutil"), strings.HasSuffix(pkg, "/internal/e2etest"),
+			strings.HasSuffix(pkg, "/internal/testutil"), strings.HasSuffix(pkg, "/app/apptest"),
 			strings.HasSuffix(pkg, "/simtest"), strings.HasSuffix(pkg, "/slackfaketest"):
 			t.Errorf("the binary links %s", pkg)
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg/pgtest"
@@ -101,7 +101,7 @@ func TestEventRefused20TimesIsSetAsideAndRetried(t *testing.T) {
 }
 
 func deadLetterFlow(t *testing.T, databaseURL string) {
-	opts := e2etest.Options()
+	opts := apptest.Options()
 	opts.EventsMinBackoff, opts.EventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	const secret = "whsec-dead-letters-31"
 	rcv := &refusingReceiver{t: t, secret: []byte(secret), refusing: true}
@@ -115,7 +115,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 	if databaseURL != "" {
 		env["VERDICTBOT_DATABASE_URL"] = databaseURL
 	}
-	h := e2etest.StartBotOptions(t, env, sim.Config{}, opts)
+	h := apptest.StartBotOptions(t, env, sim.Config{}, opts)
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -210,7 +210,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 // the redirect pointed without the Location's path or query.
 func TestEventsWebhookRedirectIsNotFollowed(t *testing.T) {
 	t.Parallel()
-	opts := e2etest.Options()
+	opts := apptest.Options()
 	opts.EventsMinBackoff, opts.EventsMaxBackoff = 10*time.Millisecond, 20*time.Millisecond
 	var mu sync.Mutex
 	var elsewhere []string
@@ -239,7 +239,7 @@ func TestEventsWebhookRedirectIsNotFollowed(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	h := e2etest.StartBotOptions(t, map[string]string{"VERDICTBOT_EVENTS_URL": srv.URL + "/hook", "VERDICTBOT_EVENTS_SECRET": secret}, sim.Config{}, opts)
+	h := apptest.StartBotOptions(t, map[string]string{"VERDICTBOT_EVENTS_URL": srv.URL + "/hook", "VERDICTBOT_EVENTS_SECRET": secret}, sim.Config{}, opts)
 	h.Post("the docs <https://docs.clean.test/redirected>")
 	deadline := time.Now().Add(20 * time.Second)
 	for {

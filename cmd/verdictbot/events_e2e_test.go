@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/notify"
@@ -164,9 +164,9 @@ func eventsOutageKill9(t *testing.T, databaseURL string) {
 
 	waitLines := func(p *process, n int) {
 		t.Helper()
-		for len(e2etest.FileLines(file)) < n {
+		for len(apptest.FileLines(file)) < n {
 			if ctx.Err() != nil {
-				t.Fatalf("%d of %d events in the file\n%s", len(e2etest.FileLines(file)), n, p.logs.String())
+				t.Fatalf("%d of %d events in the file\n%s", len(apptest.FileLines(file)), n, p.logs.String())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -240,7 +240,7 @@ func eventsOutageKill9(t *testing.T, databaseURL string) {
 			t.Fatalf("events out of order or missing: %v", seqs)
 		}
 	}
-	lines := e2etest.FileLines(file)
+	lines := apptest.FileLines(file)
 	if len(lines) != total {
 		t.Fatalf("%d lines in the file, want %d", len(lines), total)
 	}
@@ -304,7 +304,7 @@ type findingLine struct {
 
 func readFindings(t *testing.T, path string) []findingLine {
 	var out []findingLine
-	for _, l := range e2etest.FileLines(path) {
+	for _, l := range apptest.FileLines(path) {
 		var f findingLine
 		if err := json.Unmarshal([]byte(l), &f); err != nil {
 			t.Fatalf("%v: %s", err, l)
@@ -321,7 +321,7 @@ func readFindings(t *testing.T, path string) []findingLine {
 func TestEventsOfAFlipAReportAndSettings(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "events.jsonl")
-	h := e2etest.StartBot(t, map[string]string{
+	h := apptest.StartBot(t, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":     "quiet",
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
 		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
@@ -365,7 +365,7 @@ func TestEventsOfAFlipAReportAndSettings(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if len(want) != 5 {
-		t.Fatalf("events seen %v; lines:\n%s", want, strings.Join(e2etest.FileLines(file), "\n"))
+		t.Fatalf("events seen %v; lines:\n%s", want, strings.Join(apptest.FileLines(file), "\n"))
 	}
 	for _, f := range got {
 		if f.ClassUID != 2004 {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -40,7 +40,7 @@ func BenchmarkAckLatencyUnderLoad(b *testing.B) {
 	)
 	for b.Loop() {
 		syncs := startFsyncLoad(b, b.TempDir())
-		h := e2etest.StartBot(b, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_LOG_LEVEL": "warn"},
+		h := apptest.StartBot(b, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_LOG_LEVEL": "warn"},
 			sim.Config{Profile: sim.Profile{Name: "load", URLPending: 200 * time.Millisecond, URLProcessing: time.Second}},
 			slackfake.WithEchoOwnMessages(false))
 		ctx, cancel := context.WithTimeout(context.Background(), (seconds+30)*time.Second)

@@ -5,23 +5,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/testutil"
 )
 
 // The shared harness's people, channel and service key (package
-// internal/e2etest), by their short names.
+// app/apptest), by their short names.
 const (
-	e2eKey     = e2etest.Key
-	secChannel = e2etest.Channel
-	alice      = e2etest.Alice
-	adminUser  = e2etest.Admin
-	bob        = e2etest.Bob
+	e2eKey     = apptest.Key
+	secChannel = apptest.Channel
+	alice      = apptest.Alice
+	adminUser  = apptest.Admin
+	bob        = apptest.Bob
 )
 
 // testOptions are the options every test starts from: the wiring as in
-// production, but for the DNS (e2etest.Hosts).
-func testOptions() Options { return Options{Options: e2etest.Options()} }
+// production, but for the DNS (apptest.Hosts).
+func testOptions() Options { return Options{Options: apptest.Options()} }
 
 // TestMain lets the test binary act as verdictbot itself when
 // GO_TEST_AS_VERDICTBOT=1, so tests can run (and kill) a real process, and

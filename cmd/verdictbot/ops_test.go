@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
@@ -30,7 +30,7 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	fake := slackfaketest.Start(t)
 	// Analyses take 30 s: they are in flight when SIGTERM arrives.
 	srv, base := simtest.Start(t, sim.Config{Profile: sim.Profile{Name: "slow", URLPending: 10 * time.Second, URLProcessing: 20 * time.Second}})
-	addr := e2etest.FreeAddr(t)
+	addr := apptest.FreeAddr(t)
 	env := map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": t.TempDir(),
@@ -54,13 +54,13 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Fatalf("/healthz: %d %q", code, body)
 	}
-	e2etest.WaitFor(t, func() bool { code, _ := get("/readyz"); return code == 200 })
+	apptest.WaitFor(t, func() bool { code, _ := get("/readyz"); return code == 200 })
 	d, err := fake.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "<https://evil.test/slow>"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fake.WaitAcked(ctx, d.EnvelopeID)
-	e2etest.WaitFor(t, func() bool { return srv.Count(sim.ServiceReputation, sim.OpScan) == 1 })
+	apptest.WaitFor(t, func() bool { return srv.Count(sim.ServiceReputation, sim.OpScan) == 1 })
 	// The simulator counts the scan when its handler returns; the bot's
 	// client counts it once it has read the answer, a moment later. So
 	// /metrics is read until every series is there, within the bound.
@@ -89,7 +89,7 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	}
 	// The verbose card is posted once its grace period (cards.DefaultPostGrace)
 	// has passed without a verdict: then Slack calls are counted.
-	e2etest.WaitFor(t, func() bool {
+	apptest.WaitFor(t, func() bool {
 		_, m = get("/metrics")
 		return strings.Contains(m, "verdictbot_slack_api_calls_total")
 	})
@@ -121,7 +121,7 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	}
 	// The next start resumes the analysis rather than submitting it again.
 	p2 := startProcess(t, env)
-	e2etest.WaitFor(t, func() bool { return strings.Contains(p2.logs.String(), "resuming an analysis submitted earlier") })
+	apptest.WaitFor(t, func() bool { return strings.Contains(p2.logs.String(), "resuming an analysis submitted earlier") })
 	if n := srv.Count(sim.ServiceReputation, sim.OpScan); n != 1 {
 		t.Fatalf("%d submissions after the restart", n)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
@@ -63,7 +63,7 @@ func TestStateInPostgresSurvivesARestart(t *testing.T) {
 	}
 	cardIsMalicious := func() bool {
 		for _, m := range fake.Messages(secChannel, d.TS) {
-			if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), "Malicious") {
+			if m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), "Malicious") {
 				return true
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 )
 
 func TestCheckWithholdsNamesThatResolvePrivateAndStripsQueries(t *testing.T) {
@@ -14,7 +14,7 @@ func TestCheckWithholdsNamesThatResolvePrivateAndStripsQueries(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, want 0 (skipped and clean)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	e2etest.MustContain(t, out,
+	apptest.MustContain(t, out,
 		"SKIPPED          hxxps://sso[.]phish-intranet[.]test/login  not checked: resolves to a private address",
 		"CLEAN            hxxps://example[.]com/reset  phishing 0%",
 		"query not sent")

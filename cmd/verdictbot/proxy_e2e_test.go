@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/internal/testutil"
@@ -46,7 +46,7 @@ func TestEveryOutboundConnectionGoesThroughHTTPSProxy(t *testing.T) {
 	t.Cleanup(func() { _ = proxy.Close() })
 
 	fake := slackfaketest.Start(t, slackfake.WithTLS(serverTLS, slackHost))
-	srv := sim.New(sim.Config{Profile: e2etest.QuickSandbox()})
+	srv := sim.New(sim.Config{Profile: apptest.QuickSandbox()})
 	ts := httptest.NewUnstartedServer(srv)
 	ts.TLS = serverTLS
 	ts.StartTLS()
@@ -75,14 +75,14 @@ func TestEveryOutboundConnectionGoesThroughHTTPSProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fake.AddFile(slackfake.File{Name: "invoice.exe", Content: []byte(e2etest.Eicar + " SIM:SHOTS=1")})
+	f := fake.AddFile(slackfake.File{Name: "invoice.exe", Content: []byte(apptest.Eicar + " SIM:SHOTS=1")})
 	shared, err := fake.ShareFile(secChannel, alice, f.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cardWith := func(st *slackfake.State, threadTS, want string) bool {
 		for _, m := range st.Messages(secChannel, threadTS) {
-			if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), want) {
+			if m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), want) {
 				return true
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/quarantine"
@@ -28,7 +28,7 @@ func flipEnv(extra map[string]string) map[string]string {
 	env := map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":     "quiet",
 		"VERDICTBOT_QUARANTINE":       "malicious",
-		"SLACK_ADMIN_USER_TOKEN":      e2etest.AdminToken,
+		"SLACK_ADMIN_USER_TOKEN":      apptest.AdminToken,
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
 		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
 	}
@@ -110,13 +110,13 @@ func TestQuarantineFlipRemovalsArePacedAndSurviveAKill(t *testing.T) {
 		t.Skip("starts real processes")
 	}
 	fake := slackfaketest.Start(t,
-		slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}),
+		slackfake.WithUserToken(slackfake.UserToken{Token: apptest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}),
 		// Slack's Tier 3 bucket on chat.delete (the others off, so the
 		// announcement is quick and the kill comes amid the removals).
 		slackfake.WithRateLimits(slackfake.RateLimits{PostInterval: -1, UpdatesPerMinute: -1, DeletesPerMinute: 50, DeleteBurst: 1}))
 	fake.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
 	fake.AddUser(slackfake.User{ID: alice, Name: "alice"})
-	_, base := simtest.Start(t, sim.Config{Profile: e2etest.QuickProfile()})
+	_, base := simtest.Start(t, sim.Config{Profile: apptest.QuickProfile()})
 	env := flipEnv(map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_ADMINS": adminUser,
@@ -171,7 +171,7 @@ func TestQuarantineFlipRemovalsArePacedAndSurviveAKill(t *testing.T) {
 		ok := false
 		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !ok; time.Sleep(20 * time.Millisecond) {
 			for _, m := range fake.Messages(th[0], th[1]) {
-				if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), "Quarantined:") {
+				if m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), "Quarantined:") {
 					ok = true
 				}
 			}
@@ -223,7 +223,7 @@ func TestQuarantineFlipRemovalsArePacedAndSurviveAKill(t *testing.T) {
 func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 	t.Parallel()
 	const alerts, other = "C0ALERTS", "C0OTHER"
-	h := e2etest.StartQuarantine(t, flipEnv(map[string]string{
+	h := apptest.StartQuarantine(t, flipEnv(map[string]string{
 		"VERDICTBOT_QUARANTINE_FLIP_MAX": "3",
 		"VERDICTBOT_ALERT_CHANNEL":       alerts,
 		"VERDICTBOT_ADMINS":              adminUser + ",U0ADMIN2",
@@ -234,7 +234,7 @@ func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 	var request slackfake.Message
 	err := h.Slack.WaitFor(h.Ctx(20*time.Second), func(st *slackfake.State) bool {
 		for _, m := range st.Messages(alerts, "") {
-			if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), quarantine.ActionQuarantineRemoveAll) {
+			if m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), quarantine.ActionQuarantineRemoveAll) {
 				request = m
 				return true
 			}
@@ -244,7 +244,7 @@ func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no Remove all request in the alert channel: %v\n%s", err, h.Logs.String())
 	}
-	req := e2etest.BlocksText(request.Blocks)
+	req := apptest.BlocksText(request.Blocks)
 	for _, want := range []string{"hxxps://promo[.]flip[.]test/many", "4 messages", "3 in <#" + secChannel + ">", "1 in <#" + other + ">", "FLIP_MAX=3"} {
 		if !strings.Contains(req, want) {
 			t.Errorf("the request lacks %q: %s", want, req)
@@ -253,7 +253,7 @@ func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 	for _, th := range threads {
 		h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
 			for _, m := range st.Messages(th[0], th[1]) {
-				if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), "waits for an admin's approval") {
+				if m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), "waits for an admin's approval") {
 					return true
 				}
 			}
@@ -319,7 +319,7 @@ func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 // removals are counted.
 func TestQuarantineFlipAboveFlipMaxWithoutAlertChannelWaitsAndSaysSo(t *testing.T) {
 	t.Parallel()
-	h := e2etest.StartQuarantine(t, flipEnv(map[string]string{"VERDICTBOT_QUARANTINE_FLIP_MAX": "0"}), adminUser)
+	h := apptest.StartQuarantine(t, flipEnv(map[string]string{"VERDICTBOT_QUARANTINE_FLIP_MAX": "0"}), adminUser)
 	threads := postFlips(t, h.Slack, "https://promo.flip.test/none", []string{secChannel}, 1)
 	h.WaitCard(threads[0][1], func(b string) bool {
 		return strings.Contains(b, "waits for an admin's approval") && strings.Contains(b, "no alert channel is set (VERDICTBOT_ALERT_CHANNEL)")
@@ -348,10 +348,10 @@ func TestQuarantineFlipAboveFlipMaxWithoutAlertChannelWaitsAndSaysSo(t *testing.
 func TestQuarantineFlipOnTwoReplicasRemovesEachMessageOnce(t *testing.T) {
 	t.Parallel()
 	const alerts = "C0ALERTS"
-	c := startCluster(t, sim.Config{Profile: e2etest.QuickProfile()}, flipEnv(map[string]string{
+	c := startCluster(t, sim.Config{Profile: apptest.QuickProfile()}, flipEnv(map[string]string{
 		"VERDICTBOT_QUARANTINE_FLIP_MAX": "2",
 		"VERDICTBOT_ALERT_CHANNEL":       alerts,
-	}), slackfake.WithUserToken(slackfake.UserToken{Token: e2etest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
+	}), slackfake.WithUserToken(slackfake.UserToken{Token: apptest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))
 	c.slack.AddUser(slackfake.User{ID: adminUser, Name: "secadmin", IsAdmin: true})
 	c.slack.AddUser(slackfake.User{ID: alice, Name: "alice"})
 	c.slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
@@ -362,7 +362,7 @@ func TestQuarantineFlipOnTwoReplicasRemovesEachMessageOnce(t *testing.T) {
 	var request slackfake.Message
 	err := c.slack.WaitFor(ctx, func(st *slackfake.State) bool {
 		for _, m := range st.Messages(alerts, "") {
-			if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), quarantine.ActionQuarantineRemoveAll) {
+			if m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), quarantine.ActionQuarantineRemoveAll) {
 				request = m
 				return true
 			}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/notify"
@@ -140,7 +140,7 @@ func (c *cluster) spawn() *replica {
 	c.t.Helper()
 	env := maps.Clone(c.env)
 	env["VERDICTBOT_DATA_DIR"] = c.t.TempDir() // a pod's own disk
-	addr := e2etest.FreeAddr(c.t)
+	addr := apptest.FreeAddr(c.t)
 	env["VERDICTBOT_HTTP_ADDR"] = addr
 	r := &replica{process: startProcess(c.t, env), name: fmt.Sprintf("r%d", len(c.replicas)+1), addr: addr}
 	c.replicas = append(c.replicas, r)
@@ -287,7 +287,7 @@ func (c *cluster) cardState(threads []*thread, want string) cardState {
 					continue
 				}
 				st.cards[i]++
-				b := e2etest.BlocksText(m.Blocks)
+				b := apptest.BlocksText(m.Blocks)
 				st.texts[i] = append(st.texts[i], fmt.Sprintf("deleted=%v %.200s", m.Deleted, b))
 				if !m.Deleted && strings.Contains(b, want) {
 					done = true
@@ -502,7 +502,7 @@ func TestThreeReplicasAreOneBot(t *testing.T) {
 	var files []slackfake.File
 	for k := range 6 {
 		f := c.slack.AddFile(slackfake.File{Name: fmt.Sprintf("invoice-%d.exe", k),
-			Content: fmt.Appendf(nil, "%s SIM:SHOTS=0 SIM:DURATION=3 sample %d", e2etest.Eicar, k)})
+			Content: fmt.Appendf(nil, "%s SIM:SHOTS=0 SIM:DURATION=3 sample %d", apptest.Eicar, k)})
 		files = append(files, f)
 	}
 
@@ -742,7 +742,7 @@ func TestClickOnAnotherReplicasCard(t *testing.T) {
 	if got := c.connsOf(th); !slices.Equal(got, []int{rs[0].conn}) {
 		t.Fatalf("the message went to connections %v, want only %d", got, rs[0].conn)
 	}
-	card := e2etest.BotMessages(c.slack.Messages(secChannel, th.ts))[0]
+	card := apptest.BotMessages(c.slack.Messages(secChannel, th.ts))[0]
 
 	click := func(r *replica, user string) {
 		t.Helper()
@@ -761,12 +761,12 @@ func TestClickOnAnotherReplicasCard(t *testing.T) {
 	click(rs[1], bob) // alice posted it: bob reports
 	err := c.slack.WaitFor(ctx, func(st *slackfake.State) bool {
 		m, ok := st.Message(secChannel, card.TS)
-		b := e2etest.BlocksText(m.Blocks)
+		b := apptest.BlocksText(m.Blocks)
 		return ok && strings.Contains(b, "<@"+bob+">") && strings.Contains(b, "false positive")
 	})
 	if err != nil {
 		m, _ := c.slack.Message(secChannel, card.TS)
-		t.Fatalf("the card does not show the report: %v\n%s\n%s: %s", err, e2etest.BlocksText(m.Blocks), rs[1].name, rs[1].tail(20))
+		t.Fatalf("the card does not show the report: %v\n%s\n%s: %s", err, apptest.BlocksText(m.Blocks), rs[1].name, rs[1].tail(20))
 	}
 	if _, err := c.slack.WaitEphemerals(ctx, secChannel, bob, 1); err != nil {
 		t.Fatalf("no confirmation to the reporter: %v", err)
@@ -794,7 +794,7 @@ func TestClickOnAnotherReplicasCard(t *testing.T) {
 	if len(task.Dispositions) != 1 {
 		t.Errorf("reported %d times to the service", len(task.Dispositions))
 	}
-	if n := len(e2etest.BotMessages(c.slack.Messages(secChannel, th.ts))); n != 1 {
+	if n := len(apptest.BotMessages(c.slack.Messages(secChannel, th.ts))); n != 1 {
 		t.Errorf("%d bot messages in the thread, want the one card, updated", n)
 	}
 	if n := len(c.slack.Ephemerals(secChannel, bob)); n != 2 {
@@ -898,7 +898,7 @@ func TestPostgresRestartLosesNothing(t *testing.T) {
 	defer cancel()
 	rs := []*replica{c.start(ctx), c.start(ctx)}
 	for _, r := range rs {
-		e2etest.WaitFor(t, func() bool { code, _ := r.get("/readyz"); return code == 200 })
+		apptest.WaitFor(t, func() bool { code, _ := r.get("/readyz"); return code == 200 })
 	}
 
 	var threads []*thread
@@ -920,7 +920,7 @@ func TestPostgresRestartLosesNothing(t *testing.T) {
 	}
 	// Every analysis is submitted and none is done (2 to 5 s): they are
 	// all in flight across the outage.
-	e2etest.WaitFor(t, func() bool { return c.sim.Count(sim.ServiceReputation, sim.OpScan) >= len(urls) })
+	apptest.WaitFor(t, func() bool { return c.sim.Count(sim.ServiceReputation, sim.OpScan) >= len(urls) })
 
 	// The outage: stop, then start. A bare restart is over in well under
 	// a second, too short to deliver into and to watch /readyz.
@@ -974,7 +974,7 @@ func TestPostgresRestartLosesNothing(t *testing.T) {
 	up := time.Now()
 	t.Logf("PostgreSQL down for %s", up.Sub(down).Round(time.Millisecond))
 	for _, r := range rs {
-		e2etest.WaitFor(t, func() bool { code, _ := r.get("/readyz"); return code == 200 })
+		apptest.WaitFor(t, func() bool { code, _ := r.get("/readyz"); return code == 200 })
 	}
 	ready := time.Since(up)
 	for i := 50; i < 60; i++ {

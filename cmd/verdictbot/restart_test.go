@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/internal/testutil"
@@ -103,7 +103,7 @@ func TestKill9InTheMiddleOf100AnalysesThenRestart(t *testing.T) {
 		done := 0
 		for _, th := range threads {
 			for _, m := range fake.Messages(th.channel, th.ts) {
-				if m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), "Malicious") {
+				if m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), "Malicious") {
 					done++
 					break
 				}
@@ -148,7 +148,7 @@ func TestKill9InTheMiddleOf100AnalysesThenRestart(t *testing.T) {
 			for i, th := range threads {
 				ok := false
 				for _, m := range fake.Messages(th.channel, th.ts) {
-					ok = ok || (m.Bot && strings.Contains(e2etest.BlocksText(m.Blocks), "Malicious"))
+					ok = ok || (m.Bot && strings.Contains(apptest.BlocksText(m.Blocks), "Malicious"))
 				}
 				if !ok {
 					url := fmt.Sprintf("https://d%ds.test/crash/%d", 1+i%6, i)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verdictbot/verdictbot/internal/e2etest"
+	"github.com/verdictbot/verdictbot/app/apptest"
 )
 
 // The shell's CLI contract: its exit statuses and what it prints on
@@ -23,7 +23,7 @@ func runShellScript(t *testing.T, env map[string]string, script string, args ...
 // runShellScriptWith is runShellScript with the wiring's options.
 func runShellScriptWith(t *testing.T, opts Options, env map[string]string, script string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	settings := e2etest.ShellSettings(t, env)
+	settings := apptest.ShellSettings(t, env)
 	var out, errOut bytes.Buffer
 	code = runCLI(mapEnv(settings), opts, append([]string{"shell"}, args...), strings.NewReader(script), &out, &errOut)
 	return code, out.String(), errOut.String()
@@ -37,7 +37,7 @@ func TestShellGivesUpWaitingAfterTheBound(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "verdictbot shell: gave up waiting after 2s: 1 card(s) still being analysed") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	e2etest.InOrder(t, out, "── card #1 ──", "SCANNING…", "hxxps://pending[.]test/forever")
+	apptest.InOrder(t, out, "── card #1 ──", "SCANNING…", "hxxps://pending[.]test/forever")
 }
 
 func TestShellRefusesAURLWithoutItsKey(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package e2etest is the end-to-end test harness the tests of app,
+// Package apptest is the end-to-end test harness the tests of app,
 // cmd/verdictbot, shell and deploy share: it starts the bot's real wiring
 // (app.New, Run) from a settings map, loaded with package config as
 // `verdictbot run` loads the environment, against the fake Slack (package
@@ -12,4 +12,4 @@
 // side by side. Like sim/simtest and internal/slackfake/slackfaketest it
 // imports testing and is never linked into the binary (cmd/verdictbot's
 // TestBinaryLinksNoTestCode).
-package e2etest
+package apptest
