@@ -174,7 +174,7 @@ func TestAnnouncerGivesADeferredCheckToTheCardsWaitingForIt(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s is not deferred", u)
 		}
-		_, end, ok, err := mem.ClaimDeferred(u, d.DueAt, time.Now().Add(time.Second), 0)
+		_, _, end, ok, err := mem.ClaimDeferred(u, d.DueAt, time.Now().Add(time.Second), 0)
 		if err != nil || !ok {
 			t.Fatalf("claim %s: %v %v", u, ok, err)
 		}

@@ -151,6 +151,57 @@ func TestDeferredCheckIsMadeByTheNextRunForNobody(t *testing.T) {
 	}
 }
 
+// deferMeanwhile is the recheck's memory, with another card deferring
+// the same link right after the run listed the due deferred checks, before
+// it claims them (a message posted at that moment).
+type deferMeanwhile struct {
+	*scanstore.URLMemory
+	rig  *deferRig
+	t    *testing.T
+	once sync.Once
+}
+
+func (d *deferMeanwhile) DueDeferred(now time.Time, limit int) ([]scan.DueURL, error) {
+	due, err := d.URLMemory.DueDeferred(now, limit)
+	d.once.Do(func() {
+		for _, tg := range due {
+			d.rig.refuse(d.t, tg.Target, "1.2")
+		}
+	})
+	return due, err
+}
+
+// TestAClaimedDeferredCheckReachesACardDeferredMeanwhile: a card that
+// defers a link after the run listed it as due but before the run claimed
+// it is told the outcome with the first card: the claim takes its
+// deferral too, so no later run will make the check for it.
+func TestAClaimedDeferredCheckReachesACardDeferredMeanwhile(t *testing.T) {
+	t.Parallel()
+	rig := newDeferRig(t, 10, nil)
+	rig.r.Store = &deferMeanwhile{URLMemory: rig.mem, rig: rig, t: t}
+	const u = "https://secure-login.phish.test/meanwhile"
+	rig.refuse(t, u, "1.1")
+	rig.clock.Set(rig.t0.Add(time.Minute))
+	if st, err := rig.r.Run(t.Context()); err != nil || st.Deferred != 1 {
+		t.Fatalf("run: %+v %v; want one deferred check", st, err)
+	}
+	ch := rig.changes()
+	if len(ch) != 1 {
+		t.Fatalf("changes %+v", ch)
+	}
+	var told []string
+	for _, c := range ch[0].Target.Cards {
+		told = append(told, c.SourceTS)
+	}
+	slices.Sort(told)
+	if !slices.Equal(told, []string{"1.1", "1.2"}) {
+		t.Fatalf("the outcome went to the cards %v, want both 1.1 and the one deferred meanwhile, 1.2", told)
+	}
+	if tg, err := rig.db.Target(u); err != nil || !tg.Deferred.IsZero() {
+		t.Fatalf("after the run: deferred %v %v; want none pending", tg.Deferred, err)
+	}
+}
+
 // TestDeferredChecksAndRechecksShareARun: a flood of deferred checks,
 // due before any recheck, takes half of a run, not all of it, and the
 // scheduled rechecks the other half; a kind with fewer due leaves its

@@ -52,8 +52,11 @@ type DeferredTargets interface {
 	// gives the claim back when the check does not happen (shutdown): due
 	// at dueAt again. done ends it once its outcome was announced: no
 	// longer pending, unless the URL was deferred again meanwhile (for a
-	// card the check may have missed). An error ends the run.
-	ClaimDeferred(url string, dueAt, dueBy time.Time, token uint64) (release, done func(), ok bool, err error)
+	// card the check may have missed). cards are the cards that show url,
+	// read after the claim: a card deferred between DueDeferred and the
+	// claim is among them (one deferred after the claim makes the check
+	// due again). An error ends the run.
+	ClaimDeferred(url string, dueAt, dueBy time.Time, token uint64) (cards []card.Ref, release, done func(), ok bool, err error)
 }
 
 // Lease is a term of this process's lead of the recheck (the state
@@ -257,7 +260,13 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 		ok, err := true, error(nil)
 		switch {
 		case tg.Deferred:
-			release, done, ok, err = deferrer.ClaimDeferred(tg.Target, tg.DueAt, began, token)
+			var cards []card.Ref
+			cards, release, done, ok, err = deferrer.ClaimDeferred(tg.Target, tg.DueAt, began, token)
+			if ok {
+				// The cards deferred up to the claim, not only those
+				// DueDeferred saw.
+				tg.Cards = cards
+			}
 		case claimer != nil:
 			release, ok, err = claimer.ClaimRecheck(tg.Target, tg.DueAt, began, token)
 		}

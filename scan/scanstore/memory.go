@@ -301,22 +301,31 @@ func (m *URLMemory) DueDeferred(now time.Time, limit int) ([]scan.DueURL, error)
 }
 
 // ClaimDeferred claims url's deferred check under the term token of the
-// lead RecheckJob, for as long as a recheck's claim (scan.DeferredTargets).
-func (m *URLMemory) ClaimDeferred(url string, dueAt, dueBy time.Time, token uint64) (release, done func(), ok bool, err error) {
+// lead RecheckJob, for as long as a recheck's claim, and reads the cards
+// that show url once it is claimed (scan.DeferredTargets).
+func (m *URLMemory) ClaimDeferred(url string, dueAt, dueBy time.Time, token uint64) (cards []card.Ref, release, done func(), ok bool, err error) {
 	var f store.Fence
 	if token > 0 {
 		f = store.Fence{Job: RecheckJob, Token: token}
 	}
 	until, ok, err := m.DB.ClaimDeferred(url, dueBy, m.recheckHold(), f)
 	if err != nil || !ok {
-		return func() {}, func() {}, false, err
+		return nil, func() {}, func() {}, false, err
 	}
 	end := func(next time.Time, what string) {
 		if err := retry(m.Stop, func() error { return m.DB.EndDeferred(url, until, next) }); err != nil && m.Log != nil {
 			m.Log.Warn("recheck: could not "+what+" a deferred check; it is due again after the hold", "error", err)
 		}
 	}
-	return func() { end(dueAt, "give back") }, func() { end(time.Time{}, "end") }, true, nil
+	release, done = func() { end(dueAt, "give back") }, func() { end(time.Time{}, "end") }
+	// Read after the claim: a card deferred since DueDeferred is linked by
+	// now; one deferred from here on makes the check due again.
+	var tg store.Target
+	if err := retry(m.Stop, func() (err error) { tg, err = m.DB.Target(url); return err }); err != nil && !errors.Is(err, store.ErrNotFound) {
+		release()
+		return nil, func() {}, func() {}, false, err
+	}
+	return tg.Cards, release, done, true, nil
 }
 
 // RecheckFailed advances url's recheck schedule (scan.DueTargets).
