@@ -90,12 +90,11 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		bob    = "U0BOB"
 		hook   = "B0HOOK"
 	)
-	addr := apptest.FreeAddr(t)
 	h := startBot(t, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":        "quiet",
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
 		"VERDICTBOT_ALERT_CHANNEL":       alerts,
-		"VERDICTBOT_HTTP_ADDR":           addr,
+		"VERDICTBOT_HTTP_ADDR":           apptest.ListenAnywhere,
 		"VERDICTBOT_RECHECK_SCHEDULE":    "@every 1h",
 		// The budgets are not what this test is about.
 		"VERDICTBOT_REPUTATION_RUN_RATE": "50",
@@ -180,7 +179,7 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		t.Errorf("%d alert lines, want 2", n)
 	}
 
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := http.Get("http://" + apptest.OpsAddr(t, h.Logs) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

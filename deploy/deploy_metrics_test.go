@@ -70,7 +70,7 @@ func exportedSeriesNames(t *testing.T) (series map[string]bool, families []strin
 	cfg := apptest.MustConfig(t, map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": apptest.Key, "SANDBOX_URL": base, "SANDBOX_API_KEY": apptest.Key,
-		"VERDICTBOT_CHANNEL_MODE": "verbose", "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": apptest.FreeAddr(t),
+		"VERDICTBOT_CHANNEL_MODE": "verbose", "VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_HTTP_ADDR": apptest.ListenAnywhere,
 		// A receiver for the events, so that their metrics are registered.
 		"VERDICTBOT_EVENTS_URL": eventsReceiver(t),
 	})

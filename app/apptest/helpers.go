@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,18 +78,6 @@ func WriteFile(t *testing.T, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// FreeAddr returns a free loopback address.
-func FreeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // WaitFor waits up to 15 s for ok.

@@ -126,12 +126,11 @@ func deferredMetric(t *testing.T, addr, result string) string {
 func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 	t.Parallel()
 	const alerts = "C0ALERTS"
-	addr := apptest.FreeAddr(t)
 	h := apptest.StartQuarantine(t, map[string]string{
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
 		"VERDICTBOT_ALERT_CHANNEL":       alerts,
 		"VERDICTBOT_RECHECK_SCHEDULE":    "@every 1s",
-		"VERDICTBOT_HTTP_ADDR":           addr,
+		"VERDICTBOT_HTTP_ADDR":           apptest.ListenAnywhere,
 	}, adminUser)
 	h.Slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})
 	spendCap(t, h.Slack, secChannel, 3)
@@ -180,7 +179,7 @@ func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 			t.Errorf("a live link in %q", m.Text)
 		}
 	}
-	if got := deferredMetric(t, addr, "checked"); got != "1" {
+	if got := deferredMetric(t, apptest.OpsAddr(t, h.Logs), "checked"); got != "1" {
 		t.Errorf("verdictbot_recheck_deferred_checks_total{result=\"checked\"} = %q, want 1", got)
 	}
 }

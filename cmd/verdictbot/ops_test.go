@@ -30,11 +30,11 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	fake := slackfaketest.Start(t)
 	// Analyses take 30 s: they are in flight when SIGTERM arrives.
 	srv, base := simtest.Start(t, sim.Config{Profile: sim.Profile{Name: "slow", URLPending: 10 * time.Second, URLProcessing: 20 * time.Second}})
-	addr := apptest.FreeAddr(t)
 	env := map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey, "VERDICTBOT_DATA_DIR": t.TempDir(),
-		"VERDICTBOT_HTTP_ADDR": addr, "VERDICTBOT_CHANNEL_MODE": "verbose",
+		"VERDICTBOT_HTTP_ADDR": apptest.ListenAnywhere, "VERDICTBOT_CHANNEL_MODE": "verbose",
+		"VERDICTBOT_LOG_FORMAT": "json",
 	}
 	p := startProcess(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -42,6 +42,7 @@ func TestHealthReadinessMetricsAndShutdown(t *testing.T) {
 	if err := fake.WaitConnected(ctx, 1); err != nil {
 		t.Fatalf("not connected: %v\n%s", err, p.logs.String())
 	}
+	addr := apptest.OpsAddr(t, p.logs)
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {

@@ -64,7 +64,7 @@ type cluster struct {
 type replica struct {
 	*process
 	name string // r1, r2…: for the test's messages
-	addr string // VERDICTBOT_HTTP_ADDR
+	addr func() (string, bool) // of its ops server, read from its log once there
 	conn int    // the fake's ID of its first Socket Mode connection (0 if started with others)
 	dead bool
 }
@@ -140,9 +140,9 @@ func (c *cluster) spawn() *replica {
 	c.t.Helper()
 	env := maps.Clone(c.env)
 	env["VERDICTBOT_DATA_DIR"] = c.t.TempDir() // a pod's own disk
-	addr := apptest.FreeAddr(c.t)
-	env["VERDICTBOT_HTTP_ADDR"] = addr
-	r := &replica{process: startProcess(c.t, env), name: fmt.Sprintf("r%d", len(c.replicas)+1), addr: addr}
+	env["VERDICTBOT_HTTP_ADDR"] = apptest.ListenAnywhere
+	r := &replica{process: startProcess(c.t, env), name: fmt.Sprintf("r%d", len(c.replicas)+1)}
+	r.addr = sync.OnceValues(func() (string, bool) { return apptest.FindOpsAddr(r.logs, 15*time.Second) })
 	c.replicas = append(c.replicas, r)
 	return r
 }
@@ -160,8 +160,12 @@ func (c *cluster) live() []*replica {
 
 // get fetches path from the replica's ops server.
 func (r *replica) get(path string) (int, string) {
+	addr, ok := r.addr()
+	if !ok {
+		return 0, "no ops address in " + r.name + "'s log"
+	}
 	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + r.addr + path)
+	resp, err := client.Get("http://" + addr + path)
 	if err != nil {
 		return 0, err.Error()
 	}
