@@ -63,9 +63,9 @@ type cluster struct {
 // replica is one `verdictbot run` process of a cluster.
 type replica struct {
 	*process
-	name string // r1, r2…: for the test's messages
+	name string                // r1, r2…: for the test's messages
 	addr func() (string, bool) // of its ops server, read from its log once there
-	conn int    // the fake's ID of its first Socket Mode connection (0 if started with others)
+	conn int                   // the fake's ID of its first Socket Mode connection (0 if started with others)
 	dead bool
 }
 
