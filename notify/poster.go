@@ -32,8 +32,9 @@ var _ SlackAPI = (*slack.Client)(nil)
 // PosterOptions tune a Poster. Zero values take the defaults.
 type PosterOptions struct {
 	// MinUpdateInterval is the least time between two chat.update calls
-	// for one card, and between its chat.postMessage and its first update
-	// (default 1s). See Poster.Update.
+	// for one card's progress, and between its chat.postMessage and its
+	// first progress update (default 1s). A final state does not wait it
+	// out. See Poster.Update.
 	MinUpdateInterval time.Duration
 	// PostInterval and PostBurst pace chat.postMessage (and uploads) per
 	// channel: Slack allows "one message per second per channel", with
@@ -224,6 +225,7 @@ type updateSlot struct {
 	written uint64        // seq of the newest state written (or failed)
 	err     error         // that write's result
 	wake    chan struct{} // closed, then replaced, when written changes
+	kick    chan struct{} // a final state was queued: the writer stops waiting
 }
 
 // slot returns the card's slot, creating it. p.mu must be held.
@@ -242,7 +244,7 @@ func (p *Poster) slot(channel, ts string) *updateSlot {
 			}
 		}
 	}
-	s = &updateSlot{wake: make(chan struct{})}
+	s = &updateSlot{wake: make(chan struct{}), kick: make(chan struct{}, 1)}
 	p.slots[key] = s
 	return s
 }
@@ -252,13 +254,17 @@ func (p *Poster) slot(channel, ts string) *updateSlot {
 //
 //   - Each call renders c at once, so the caller may change c as soon as
 //     Update returns.
-//   - For each card, chat.update is called at most once per
+//   - For each card, progress (c.Final false) is written at most once per
 //     MinUpdateInterval (counted from the start of the previous write, or
 //     from Post). A state submitted while the card is inside its interval,
 //     or while a write is in flight, is queued; a newer state replaces the
 //     queued one, which is then never written. When the interval ends, the
 //     newest queued state is written. So the latest state always lands,
 //     and intermediate ones may be skipped.
+//   - A final state never waits for the interval: it takes the place of
+//     the progress queued (if any) and is written as soon as the write in
+//     flight (if any) returns. The interval keeps progress from crowding
+//     the card, never the verdict behind a progress edit just made.
 //   - Writes are done by one background goroutine per card with pending
 //     states, paced by the workspace-wide chat.update limiter and retried
 //     on 429 (see MaxAttempts); an update Slack rejects for its blocks is
@@ -291,6 +297,12 @@ func (p *Poster) Update(ctx context.Context, c *card.Card) error {
 	p.seq++
 	snap.seq = p.seq
 	s.pending = snap
+	if snap.final {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
 	if !s.writer {
 		s.writer = true
 		p.wg.Add(1)
@@ -317,8 +329,9 @@ func (p *Poster) Update(ctx context.Context, c *card.Card) error {
 	}
 }
 
-// flush writes a card's queued states until none is left, each at least
-// MinUpdateInterval after the previous write started.
+// flush writes a card's queued states until none is left: progress at
+// least MinUpdateInterval after the previous write started, a final state
+// at once.
 func (p *Poster) flush(s *updateSlot) {
 	defer p.wg.Done()
 	for {
@@ -329,15 +342,24 @@ func (p *Poster) flush(s *updateSlot) {
 			return
 		}
 		wait := time.Until(s.last.Add(p.opts.MinUpdateInterval))
+		if s.pending.final {
+			wait = 0
+		}
 		p.mu.Unlock()
 		if wait > 0 {
 			t := time.NewTimer(wait)
+			kicked := false
 			select {
 			case <-t.C:
 			case <-p.hurry:
 			case <-p.ctx.Done():
+			case <-s.kick:
+				kicked = true // a final state replaced the progress queued
 			}
 			t.Stop()
+			if kicked {
+				continue
+			}
 		}
 		p.mu.Lock()
 		snap := s.pending

@@ -380,7 +380,9 @@ func TestPostFallsBackToMinimalCard(t *testing.T) {
 }
 
 // TestUpdateCoalesces: ten rapid updates of one card make few chat.update
-// calls, spaced by MinUpdateInterval, and the final state lands.
+// calls, spaced by MinUpdateInterval, and the newest state lands; the
+// final state that follows them is written at once, in place of the
+// progress still queued.
 func TestUpdateCoalesces(t *testing.T) {
 	t.Parallel()
 	const interval = 300 * time.Millisecond
@@ -392,22 +394,28 @@ func TestUpdateCoalesces(t *testing.T) {
 	posted := f.callsTo("chat.postMessage")[0].at
 	for i := 1; i <= 10; i++ {
 		c.Notes = []string{fmt.Sprintf("state %d", i)}
-		if i == 10 {
-			c.Lines[0].Level = verdict.Malicious
-			c.Final = true
-		}
 		if err := p.Update(t.Context(), c); err != nil {
 			t.Fatalf("update %d: %v", i, err)
 		}
+		time.Sleep(interval / 5)
+	}
+	// The tenth state lands once its interval has passed.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		calls := f.callsTo("chat.update")
+		if len(calls) > 0 && strings.Contains(calls[len(calls)-1].form.Get("blocks"), "state 10") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state 10 never written; %d calls", len(calls))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	calls := f.callsTo("chat.update")
-	if len(calls) == 0 || len(calls) > 2 {
-		t.Fatalf("%d chat.update calls for 10 rapid updates, want 1 or 2", len(calls))
+	if len(calls) < 2 || len(calls) > 3 {
+		t.Fatalf("%d chat.update calls for 10 updates over %v, want 2 or 3", len(calls), 2*interval)
 	}
 	last := calls[len(calls)-1]
-	if !strings.Contains(last.form.Get("blocks"), "state 10") || !strings.Contains(last.form.Get("blocks"), ":red_circle: *Malicious*") {
-		t.Errorf("last update lacks the final state: %s", last.form.Get("blocks"))
-	}
 	if last.form.Get("ts") != c.CardTS || last.form.Get("channel") != "C1" {
 		t.Errorf("update of %s/%s", last.form.Get("channel"), last.form.Get("ts"))
 	}
@@ -418,6 +426,63 @@ func TestUpdateCoalesces(t *testing.T) {
 		if gap := calls[i].at.Sub(calls[i-1].at); gap < interval-20*time.Millisecond {
 			t.Errorf("updates %v apart, want ≥ %v", gap, interval)
 		}
+	}
+}
+
+// TestFinalStateDoesNotWaitBehindProgress: a verdict that comes just after
+// a progress edit ("Scanning… (completed)") is written at once, not a
+// MinUpdateInterval after that edit; and a verdict that comes while
+// progress is queued takes its place (one call, the verdict's).
+func TestFinalStateDoesNotWaitBehindProgress(t *testing.T) {
+	t.Parallel()
+	const interval = time.Second
+	p, f := newTestPoster(t, PosterOptions{MinUpdateInterval: interval})
+	c := testCard("C1")
+	if err := p.Post(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	// Progress queued inside the post's interval, then the verdict.
+	c.Lines[0].Status = "processing"
+	if err := p.Update(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	c.Lines[0].Level, c.Final = verdict.Malicious, true
+	start := time.Now()
+	if err := p.Update(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > interval/2 {
+		t.Errorf("the verdict waited %v behind queued progress", took)
+	}
+	if calls := f.callsTo("chat.update"); len(calls) != 1 || !strings.Contains(calls[0].form.Get("blocks"), "*Malicious*") {
+		t.Fatalf("%d calls; want the verdict's only", len(calls))
+	}
+
+	// A second card: progress written, then the verdict 50 ms later.
+	c2 := testCard("C2")
+	if err := p.Post(t.Context(), c2); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(interval + 50*time.Millisecond) // the post's interval is over
+	c2.Lines[0].Status = "completed"
+	if err := p.Update(t.Context(), c2); err != nil {
+		t.Fatal(err)
+	}
+	for len(f.callsTo("chat.update")) < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	c2.Lines[0].Level, c2.Final = verdict.Clean, true
+	start = time.Now()
+	if err := p.Update(t.Context(), c2); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > interval/2 {
+		t.Errorf("the verdict waited %v behind the progress edit written just before it", took)
+	}
+	calls := f.callsTo("chat.update")
+	if len(calls) != 3 || !strings.Contains(calls[2].form.Get("blocks"), "*Clean*") {
+		t.Fatalf("%d calls; want the progress edit and the verdict", len(calls))
 	}
 }
 
@@ -512,7 +577,8 @@ func TestUpdateErrors(t *testing.T) {
 }
 
 // TestUpdateConcurrent hammers two cards from many goroutines: each card's
-// final state lands, and updates of one card never overlap or crowd.
+// final state lands, and progress updates of one card never overlap or
+// crowd (the final state, last, does not wait for the interval).
 func TestUpdateConcurrent(t *testing.T) {
 	t.Parallel()
 	const interval = 150 * time.Millisecond // long enough that request transit jitter under load stays inside the tolerance below
@@ -552,7 +618,7 @@ func TestUpdateConcurrent(t *testing.T) {
 		if len(calls) > 5 {
 			t.Errorf("%s: %d writes for 81 updates", ts, len(calls))
 		}
-		for i := 1; i < len(calls); i++ {
+		for i := 1; i < len(calls)-1; i++ {
 			// Times are taken where the fake receives the writes, so a
 			// write delayed in transit shortens the next gap: a third of
 			// the interval is allowed for it (unpaced writes are ~1 ms apart).

@@ -707,7 +707,9 @@ func (f *Files) task(ctx context.Context, id string, reported, fresh bool, call 
 		user := f.opt.Wait.OnStatus
 		wo.OnStatus = func(s sandbox.Status, changed bool) {
 			out.polls++
-			if changed {
+			// "reported" ends the wait and the report is fetched at once:
+			// the verdict follows (see URLs.wait).
+			if changed && !s.IsSuccess() {
 				call.setStatus(string(s))
 			}
 			if user != nil {

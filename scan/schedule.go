@@ -40,7 +40,10 @@ func (u *URLs) wait(ctx context.Context, taskID string, fresh bool, call *urlCal
 	var stats reputation.PollStats
 	wo := u.opt.Wait
 	wo.OnStatus = func(s reputation.Status, changed bool) {
-		if changed {
+		// "completed" ends the wait and the result is fetched at once: the
+		// verdict follows, and a card edit saying "completed" would only
+		// spend the card's next edit before it.
+		if changed && s != reputation.StatusCompleted {
 			call.setStatus(string(s))
 		}
 	}
