@@ -146,7 +146,7 @@ func TestStateInPostgresSurvivesARestart(t *testing.T) {
 }
 
 // stop sends SIGTERM and waits for a clean exit.
-func stop(t *testing.T, p *process) {
+func stop(t testing.TB, p *process) {
 	t.Helper()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)

@@ -26,7 +26,7 @@ type process struct {
 	logs *testutil.SyncBuffer
 }
 
-func startProcess(t *testing.T, env map[string]string) *process {
+func startProcess(t testing.TB, env map[string]string) *process {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "run")
 	cmd.Env = []string{"GO_TEST_AS_VERDICTBOT=1", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
