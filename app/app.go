@@ -67,9 +67,11 @@ type App struct {
 	// submitted (nil when VERDICTBOT_RESOLVE_HOSTS=false); policy decides
 	// which links are scanned; access says who may do what.
 	memory *scanstore.URLMemory
-	hosts  *links.HostResolver
-	policy *links.Policy
-	access *commands.Access
+	// durations keeps what the polling schedules learn (both services).
+	durations *scanstore.Durations
+	hosts     *links.HostResolver
+	policy    *links.Policy
+	access    *commands.Access
 	// adminGroup resolves VERDICTBOT_ADMIN_GROUP (nil when not set).
 	adminGroup *commands.AdminGroup
 	recheck    *scan.Recheck
@@ -228,6 +230,7 @@ func (a *App) wireURLs() error {
 	cfg, log, db := a.cfg, a.log, a.db
 	// A URL claimed for its recheck is held off the other replicas' runs
 	// for as long as an analysis may take.
+	a.durations = scanstore.NewDurations(db, 0, log.With("component", "store"))
 	a.memory = &scanstore.URLMemory{DB: db, Schedule: store.Schedule(cfg.RecheckAfter), Log: log.With("component", "store"), Stop: a.stopping,
 		RecheckHold: cfg.URLDeadline + time.Minute}
 	a.hosts = NewHostResolver(cfg, a.opts.Resolver, log)
@@ -246,7 +249,16 @@ func (a *App) wireURLs() error {
 		MaxConcurrent: cfg.EffectiveMaxConcurrent(),
 		Logger:        log.With("component", "scan"),
 		OnDone:        a.metrics.URLDone,
+		OnLearned:     a.durations.Observed("reputation"),
 	})
+	// The polling plan starts from the durations learned before a restart
+	// (and, on PostgreSQL, by the other replicas).
+	if l := a.urls.LearnedSchedule(); l != nil {
+		if err := a.durations.Learn("reputation", l); err != nil {
+			log.Warn("the analysis durations kept could not be read: the polling plan starts from the prior", "service", "reputation", "error", err)
+		}
+		a.metrics.WatchLearned("reputation", func() (int, bool) { st := l.Stats(); return st.Samples, st.Learning })
+	}
 	return nil
 }
 
@@ -478,11 +490,18 @@ func (a *App) wireFiles() error {
 		Allowance: a.userCap,
 		MaxBytes:  cfg.MaxFileBytes, MaxScreenshots: shots, ScreenshotTimeout: cfg.ScreenshotTimeout, TTL: cfg.FileVerdictTTL,
 		SkipTypes: cfg.SkipFiletypes, TempDir: tmp,
-		Wait:   sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
-		Memory: &scanstore.FileMemory{DB: a.db, Log: log.With("component", "store"), Stop: a.stopping},
-		Logger: log.With("component", "files"),
-		OnDone: a.metrics.FileDone,
+		Wait:      sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
+		Memory:    &scanstore.FileMemory{DB: a.db, Log: log.With("component", "store"), Stop: a.stopping},
+		Logger:    log.With("component", "files"),
+		OnDone:    a.metrics.FileDone,
+		OnLearned: a.durations.Observed("sandbox"),
 	})
+	if l := a.files.LearnedSchedule(); l != nil {
+		if err := a.durations.Learn("sandbox", l); err != nil {
+			log.Warn("the analysis durations kept could not be read: the polling plan starts from the prior", "service", "sandbox", "error", err)
+		}
+		a.metrics.WatchLearned("sandbox", func() (int, bool) { st := l.Stats(); return st.Samples, st.Learning })
+	}
 	files.Check = a.files
 	a.scan.Sandbox = a.files
 	return nil
@@ -575,6 +594,8 @@ func (a *App) Run(ctx context.Context) error {
 	go func() { defer bgDone.Done(); a.runEvents(bg) }()
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.quarantine.RunRemovals(bg) }()
+	bgDone.Add(1)
+	go func() { defer bgDone.Done(); a.durations.Run(bg, time.Minute) }()
 	waitRecheck := a.startRecheck(bg)
 	if cfg.HTTPAddr != "off" {
 		ops, err := startOps(cfg.HTTPAddr, a.metrics, a.ready, log)

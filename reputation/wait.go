@@ -271,6 +271,14 @@ func (l *LearnedSchedule) NextStatus(status string, inStatus time.Duration, poll
 // submission).
 func (l *LearnedSchedule) Observe(d time.Duration) { l.s.Observe(d) }
 
+// Seed replaces the remembered durations with ds, oldest first, and plans
+// from them at once (kept from before a restart, or shared by replicas);
+// it reports whether they changed. See apiclient.LearnedSchedule.Seed.
+func (l *LearnedSchedule) Seed(ds []time.Duration) bool { return l.s.Seed(ds) }
+
+// Samples returns the remembered durations, oldest first.
+func (l *LearnedSchedule) Samples() []time.Duration { return l.s.Samples() }
+
 // Stats returns what the schedule currently believes.
 func (l *LearnedSchedule) Stats() LearnedStats { return LearnedStats(l.s.Stats()) }
 

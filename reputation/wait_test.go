@@ -157,3 +157,36 @@ func TestProbeThatFindsTheTaskQueuedSkipsThePriorsFirstCheck(t *testing.T) {
 		t.Errorf("the probe costs %.2f calls per analysis (%.2f against %.2f)", with-without, with, without)
 	}
 }
+
+// TestSeededScheduleKeepsItsPlan: a schedule seeded with the durations
+// another one learned (kept across a restart) plans as that one does at
+// once, without going back to the prior; Samples gives them back oldest
+// first, bounded by the schedule's memory; seeding the same durations
+// again changes nothing.
+func TestSeededScheduleKeepsItsPlan(t *testing.T) {
+	learned := reputation.NewLearnedSchedule()
+	for i := range 70 {
+		learned.Observe(time.Duration(60+i) * time.Second)
+	}
+	kept := learned.Samples()
+	if len(kept) != 64 || kept[0] != 66*time.Second || kept[63] != 129*time.Second {
+		t.Fatalf("samples: %d, %v … %v; want the latest 64, oldest first", len(kept), kept[0], kept[len(kept)-1])
+	}
+	restarted := reputation.NewLearnedSchedule()
+	if d := restarted.Next(0, 0); d != reputation.LearnedProbe {
+		t.Fatalf("a fresh schedule's first check after %v, want the prior's probe", d)
+	}
+	if !restarted.Seed(kept) {
+		t.Fatal("seeding a fresh schedule changed nothing")
+	}
+	st, want := restarted.Stats(), learned.Stats()
+	if !st.Learning || st.Samples != 64 || st.Median != want.Median || st.P95 != want.P95 {
+		t.Fatalf("seeded: %+v; learned: %+v", st, want)
+	}
+	if d := restarted.Next(0, 0); d <= 2*reputation.LearnedProbe {
+		t.Errorf("a schedule seeded with 66-129 s analyses is probed after %v, as if it knew nothing", d)
+	}
+	if restarted.Seed(kept) {
+		t.Error("seeding the same durations again reported a change")
+	}
+}

@@ -152,8 +152,10 @@ type FileOptions struct {
 	OnSubmitted func(sha256, taskID string)
 	// OnDone is called with every fresh (non-cached) verdict of a hash.
 	OnDone func(FileVerdict)
-	Logger *slog.Logger
-	Now    func() time.Time
+	// OnLearned is URLOptions.OnLearned for the sandbox's durations.
+	OnLearned func(time.Duration)
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // FileCheckOptions tunes one Check.
@@ -724,7 +726,13 @@ func (f *Files) task(ctx context.Context, id string, reported, fresh bool, call 
 		// teaches the schedule how long the sandbox takes, once the report
 		// is fetched (rebuilding the plan takes milliseconds).
 		if fresh && f.learned != nil {
-			defer f.learned.Observe(stats.Completion())
+			defer func() {
+				d := stats.Completion()
+				f.learned.Observe(d)
+				if f.opt.OnLearned != nil && d > 0 {
+					f.opt.OnLearned(d)
+				}
+			}()
 		}
 	}
 	rep, err := f.sb.SimpleReport(ctx, id)

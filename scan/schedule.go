@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
 )
 
 // learnedSchedule settles the URL polling schedule of NewURLs and returns
@@ -29,6 +30,11 @@ func learnedSchedule(w *reputation.WaitOptions) *reputation.LearnedSchedule {
 // URL analyses take (nil when URLOptions.Wait set a fixed one). Its Stats
 // say what it currently believes, for metrics.
 func (u *URLs) LearnedSchedule() *reputation.LearnedSchedule { return u.learned }
+
+// LearnedSchedule returns the schedule that learns how long this
+// pipeline's sandbox analyses take (nil when FileOptions.Wait set a fixed
+// one).
+func (f *Files) LearnedSchedule() *sandbox.LearnedSchedule { return f.learned }
 
 // wait polls taskID to its end, reporting status changes to call, and
 // returns how many status calls it made. A task submitted by this wait's
@@ -63,7 +69,13 @@ func (u *URLs) wait(ctx context.Context, taskID string, fresh bool, call *urlCal
 	_, err = u.rep.Wait(ctx, taskID, wo)
 	learn = func() {}
 	if err == nil && fresh && u.learned != nil {
-		learn = func() { u.learned.Observe(stats.Completion()) }
+		learn = func() {
+			d := stats.Completion()
+			u.learned.Observe(d)
+			if u.opt.OnLearned != nil && d > 0 {
+				u.opt.OnLearned(d)
+			}
+		}
 	}
 	return stats.Polls, learn, err
 }

@@ -113,6 +113,11 @@ type URLOptions struct {
 	OnSubmitted func(url, taskID string)
 	// OnDone is called with every fresh (non-cached) verdict.
 	OnDone func(URLVerdict)
+	// OnLearned, if set, is called with every duration the learned
+	// schedule learns (an analysis this process submitted, from submission
+	// to completion), so that it can be kept (scanstore.Durations). It must
+	// not block.
+	OnLearned func(time.Duration)
 	// Memory, if set, keeps submissions and verdicts across restarts.
 	Memory Memory[URLVerdict]
 	// Hosts, if set, is asked right before a URL is submitted whether its

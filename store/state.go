@@ -174,6 +174,20 @@ type State interface {
 	// counts are shared by the replicas.
 	TakeAllowance(key string, limit int, window time.Duration) (ok bool, err error)
 
+	// Analysis durations: what the learned polling schedules learn from,
+	// kept so that a restart, or another replica, plans from them rather
+	// than from the prior. service names the learner ("reputation",
+	// "sandbox").
+	//
+	// RecordDuration records that an analysis of service took d, keeping
+	// the latest keep durations of service (the older ones are dropped in
+	// the same write). Atomic against concurrent callers; on PostgreSQL the
+	// replicas share one list per service.
+	RecordDuration(service string, d time.Duration, keep int) error
+	// Durations returns up to keep of service's latest durations, oldest
+	// first (none recorded: empty, no error).
+	Durations(service string, keep int) ([]time.Duration, error)
+
 	// Replicas sharing the state. The embedded file is opened by one
 	// process: it claims every analysis, has no orphans, and counts one
 	// replica.

@@ -357,16 +357,68 @@ func (s *LearnedSchedule) Observe(d time.Duration) {
 	if !s.rebuildDue(len(s.samples) == s.cfg.MinSamples) {
 		return
 	}
-	if len(s.samples) >= s.cfg.MinSamples {
-		oldest := s.observed - len(s.samples) // seq of a wait begun before the oldest sample
-		var censored []time.Duration
-		for r := range s.running {
-			if a := time.Duration(r.age.Load()); r.seq >= oldest && a > 0 {
-				censored = append(censored, a)
-			}
-		}
-		s.plan.Store(buildPlan(s.cfg, s.samples, censored, false))
+	s.rebuild()
+}
+
+// rebuild builds the plan from the remembered durations and the waits
+// running, once there are MinSamples (the prior or Fallback until then).
+// s.mu is held.
+func (s *LearnedSchedule) rebuild() {
+	if len(s.samples) < s.cfg.MinSamples {
+		s.plan.Store(nil)
+		return
 	}
+	oldest := s.observed - len(s.samples) // seq of a wait begun before the oldest sample
+	var censored []time.Duration
+	for r := range s.running {
+		if a := time.Duration(r.age.Load()); r.seq >= oldest && a > 0 {
+			censored = append(censored, a)
+		}
+	}
+	s.plan.Store(buildPlan(s.cfg, s.samples, censored, false))
+}
+
+// Seed replaces the remembered durations with ds (oldest first; the
+// latest Memory of them are kept, non-positive ones skipped) and plans
+// from them at once: a schedule that starts with durations kept from
+// before a restart, or learned by other replicas, does not go back to its
+// prior. It reports whether they differ from those remembered (nothing
+// was rebuilt when they do not).
+func (s *LearnedSchedule) Seed(ds []time.Duration) bool {
+	keep := make([]time.Duration, 0, min(len(ds), s.cfg.Memory))
+	for _, d := range ds {
+		if d > 0 {
+			keep = append(keep, d)
+		}
+	}
+	if len(keep) > s.cfg.Memory {
+		keep = keep[len(keep)-s.cfg.Memory:]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Equal(keep, s.ordered()) {
+		return false
+	}
+	s.samples, s.next = keep, 0
+	s.observed = max(s.observed, len(keep))
+	s.pending, s.built = 0, time.Now()
+	s.rebuild()
+	return true
+}
+
+// Samples returns the remembered durations, oldest first.
+func (s *LearnedSchedule) Samples() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ordered()
+}
+
+// ordered returns the ring of samples oldest first. s.mu is held.
+func (s *LearnedSchedule) ordered() []time.Duration {
+	if len(s.samples) < s.cfg.Memory {
+		return slices.Clone(s.samples)
+	}
+	return append(slices.Clone(s.samples[s.next:]), s.samples[:s.next]...)
 }
 
 // LearnedStats is what a LearnedSchedule currently believes, for metrics

@@ -66,6 +66,7 @@ var cases = []testCase{
 	{"QuarantinedMessagesAreKeptUntilTheirRetention", quarantined},
 	{"ClaimAnalysisOfOneProcess", claimAnalysis},
 	{"AllowanceIsASlidingWindowPerKey", allowance},
+	{"DurationsKeepTheLatestPerService", durations},
 }
 
 // Run runs the conformance suite, each case in its own subtest (in
