@@ -21,6 +21,12 @@ type CardRecord struct {
 	// Deleted is set when the source message was deleted.
 	Deleted bool      `json:"deleted,omitempty"`
 	Updated time.Time `json:"updated"`
+
+	// Outbox holds the events a write of this record queues in its own
+	// transaction (see Outgoing): a card write's fn appends them; the
+	// record the write returns has them with their sequence numbers. Never
+	// stored with the record.
+	Outbox []*Outgoing `json:"-"`
 }
 
 // Ref returns the record's card reference.

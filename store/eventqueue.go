@@ -2,6 +2,23 @@ package store
 
 import "time"
 
+// Outgoing is an event queued by the write that reports it (the outbox):
+// a card write (CardRecord.Outbox) queues its events in the same
+// transaction as the card's new state, so the state and the events that
+// report it are kept or lost together; a process killed between two
+// writes loses no event of the state it kept. Build makes the body under
+// the sequence number given (it may run more than once: a write may be
+// retried); Max bounds the queue as EnqueueEvent's max does. Once the
+// write has committed, Seq, Body and Dropped say what was queued.
+type Outgoing struct {
+	Build func(seq uint64) ([]byte, error)
+	Max   int
+
+	Seq     uint64
+	Body    []byte
+	Dropped int
+}
+
 // QueuedEvent is one event waiting to be sent (package events): its
 // sequence number, monotonic across restarts, and its body as it will be
 // sent.

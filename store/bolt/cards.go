@@ -18,6 +18,9 @@ func putCard(t txn, rec *store.CardRecord) error {
 	if err := t.put(bCards, key, encodeCard(rec)); err != nil {
 		return err
 	}
+	if err := enqueueOutbox(t, rec); err != nil {
+		return err
+	}
 	if rec.Card.CardTS != "" {
 		return t.put(bCardTS, rec.Card.Channel+"/"+rec.Card.CardTS, []byte(key))
 	}

@@ -21,48 +21,62 @@ const metaEventSeq = "event_seq"
 
 // EnqueueEvent: see EventQueue.
 func (db *DB) EnqueueEvent(build func(seq uint64) ([]byte, error), max int) (uint64, int, error) {
+	o := &store.Outgoing{Build: build, Max: max}
+	if err := db.update(func(t txn) error { return enqueue(t, o) }); err != nil {
+		return 0, 0, err
+	}
+	return o.Seq, o.Dropped, nil
+}
+
+// enqueue queues o in t under the next sequence number (EnqueueEvent, and
+// the outbox of a card write), setting its Seq, Body and Dropped.
+func enqueue(t txn, o *store.Outgoing) error {
+	o.Seq, o.Body, o.Dropped = 0, nil, 0
 	var seq uint64
-	var dropped int
-	err := db.update(func(t txn) error {
-		seq, dropped = 0, 0
-		if v := t.get(bMeta, metaEventSeq); v != nil {
-			n, err := strconv.ParseUint(string(v), 10, 64)
-			if err != nil {
-				return err
-			}
-			seq = n
-		}
-		seq++
-		body, err := build(seq)
+	if v := t.get(bMeta, metaEventSeq); v != nil {
+		n, err := strconv.ParseUint(string(v), 10, 64)
 		if err != nil {
 			return err
 		}
-		if err := t.put(bMeta, metaEventSeq, []byte(strconv.FormatUint(seq, 10))); err != nil {
-			return err
-		}
-		if err := t.put(bEventQueue, seqKey(seq), body); err != nil {
-			return err
-		}
-		if max <= 0 || seq <= uint64(max) {
-			return nil
-		}
-		var old []string
-		t.scan(bEventQueue, "", seqKey(seq-uint64(max)+1), func(k string, _ []byte) bool {
-			old = append(old, k)
-			return true
-		})
-		for _, k := range old {
-			if err := t.del(bEventQueue, k); err != nil {
-				return err
-			}
-		}
-		dropped = len(old)
-		return nil
-	})
-	if err != nil {
-		return 0, 0, err
+		seq = n
 	}
-	return seq, dropped, nil
+	seq++
+	body, err := o.Build(seq)
+	if err != nil {
+		return err
+	}
+	if err := t.put(bMeta, metaEventSeq, []byte(strconv.FormatUint(seq, 10))); err != nil {
+		return err
+	}
+	if err := t.put(bEventQueue, seqKey(seq), body); err != nil {
+		return err
+	}
+	o.Seq, o.Body = seq, body
+	if o.Max <= 0 || seq <= uint64(o.Max) {
+		return nil
+	}
+	var old []string
+	t.scan(bEventQueue, "", seqKey(seq-uint64(o.Max)+1), func(k string, _ []byte) bool {
+		old = append(old, k)
+		return true
+	})
+	for _, k := range old {
+		if err := t.del(bEventQueue, k); err != nil {
+			return err
+		}
+	}
+	o.Dropped = len(old)
+	return nil
+}
+
+// enqueueOutbox queues the events of rec's outbox in t, in order.
+func enqueueOutbox(t txn, rec *store.CardRecord) error {
+	for _, o := range rec.Outbox {
+		if err := enqueue(t, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // QueuedEvents: see EventQueue.

@@ -15,35 +15,38 @@ var _ store.EventQueue = (*DB)(nil)
 // commits: enqueuers (of every replica) commit one after the other, in
 // sequence order.
 func (db *DB) EnqueueEvent(build func(seq uint64) ([]byte, error), max int) (uint64, int, error) {
-	var seq uint64
-	var dropped int
-	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
-		var last int64
-		if err := tx.QueryRow(ctx, `UPDATE event_seq SET last = last + 1 WHERE id = 1 RETURNING last`).Scan(&last); err != nil {
-			return err
-		}
-		seq = uint64(last)
-		body, err := build(seq)
-		if err != nil {
-			return errCallback{err}
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO event_queue (seq, body) VALUES ($1, $2)`, last, body); err != nil {
-			return err
-		}
-		dropped = 0
-		if max > 0 && last > int64(max) {
-			tag, err := tx.Exec(ctx, `DELETE FROM event_queue WHERE seq <= $1`, last-int64(max))
-			if err != nil {
-				return err
-			}
-			dropped = int(tag.RowsAffected())
-		}
-		return nil
-	})
-	if err != nil {
+	o := &store.Outgoing{Build: build, Max: max}
+	if err := db.tx(func(ctx context.Context, tx pgx.Tx) error { return enqueue(ctx, tx, o) }); err != nil {
 		return 0, 0, err
 	}
-	return seq, dropped, nil
+	return o.Seq, o.Dropped, nil
+}
+
+// enqueue queues o in the transaction tx under the next sequence number
+// (EnqueueEvent, and the outbox of a card write), setting its Seq, Body
+// and Dropped. The lock on event_seq's row is held until tx commits.
+func enqueue(ctx context.Context, tx querier, o *store.Outgoing) error {
+	o.Seq, o.Body, o.Dropped = 0, nil, 0
+	var last int64
+	if err := tx.QueryRow(ctx, `UPDATE event_seq SET last = last + 1 WHERE id = 1 RETURNING last`).Scan(&last); err != nil {
+		return err
+	}
+	body, err := o.Build(uint64(last))
+	if err != nil {
+		return errCallback{err}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO event_queue (seq, body) VALUES ($1, $2)`, last, body); err != nil {
+		return err
+	}
+	o.Seq, o.Body = uint64(last), body
+	if o.Max > 0 && last > int64(o.Max) {
+		tag, err := tx.Exec(ctx, `DELETE FROM event_queue WHERE seq <= $1`, last-int64(o.Max))
+		if err != nil {
+			return err
+		}
+		o.Dropped = int(tag.RowsAffected())
+	}
+	return nil
 }
 
 // QueuedEvents: see store.EventQueue.

@@ -425,7 +425,17 @@ func putCard(ctx context.Context, q querier, rec *store.CardRecord) error {
 		ON CONFLICT (channel, source_ts) DO UPDATE SET card_ts = excluded.card_ts, unfinished = excluded.unfinished,
 			record = excluded.record, updated = excluded.updated`,
 		rec.Card.Channel, rec.Card.SourceTS, rec.Card.CardTS, !rec.Card.Final || rec.PostStarted, string(doc), rec.Updated)
-	return err
+	if err != nil {
+		return err
+	}
+	// The outbox: q is the card write's transaction (PutCard opens one
+	// when there is an outbox).
+	for _, o := range rec.Outbox {
+		if err := enqueue(ctx, q, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func decodeCard(doc []byte) (*store.CardRecord, error) {
@@ -461,6 +471,9 @@ func collectCards(rows pgx.Rows) ([]*store.CardRecord, error) {
 // PutCard saves a card (and indexes it by its ts once posted).
 func (db *DB) PutCard(rec *store.CardRecord) error {
 	rec.Updated = db.now()
+	if len(rec.Outbox) > 0 {
+		return db.tx(func(ctx context.Context, tx pgx.Tx) error { return putCard(ctx, tx, rec) })
+	}
 	ctx, cancel := db.ctx()
 	defer cancel()
 	return db.result(putCard(ctx, db.pool, rec))
