@@ -190,7 +190,10 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 			was     verdict.Level
 			reports []card.Report
 		)
+		// The change's event rides in the card's write (the outbox).
+		var outs []*store.Outgoing
 		flip := func(rec *store.CardRecord) {
+			outs = nil
 			kind, reports = changeNone, reports[:0]
 			for i := range rec.Card.Lines {
 				l := &rec.Card.Lines[i]
@@ -223,6 +226,12 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 			if !ch.Target.Deferred {
 				rec.Card.Final = true
 			}
+			if f, ok := a.finding(&rec.Card, url, kind, was, ch); ok {
+				if o := events.Prepare(a.Messages.Events, f); o != nil {
+					rec.Outbox = append(rec.Outbox, o)
+					outs = rec.Outbox
+				}
+			}
 		}
 		var snap card.Card
 		ok := false
@@ -254,7 +263,11 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 		if kind == changeNone {
 			continue // the card changed since it was read: nothing for it now
 		}
-		a.emit(ctx, &snap, url, kind, was, ch)
+		if len(outs) > 0 {
+			events.Committed(a.Messages.Events, outs)
+		} else if f, ok := a.finding(&snap, url, kind, was, ch); ok {
+			events.Emit(ctx, a.Messages.Events, f)
+		}
 		m.show(ctx, &snap)
 		if a.Remover == nil {
 			m.act(ctx, &snap)
@@ -274,24 +287,23 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 	return summary
 }
 
-// emit sends the change's finding for the card's line: a flip, or the
+// finding is the change's finding for the card's line: a flip, or the
 // first verdict of a deferred check (its failure was emitted already, as
-// the line's "could not check").
-func (a *Announcer) emit(ctx context.Context, snap *card.Card, url string, kind cardChange, was verdict.Level, ch scan.Change) {
-	if kind == changeDeferred && ch.Now.Err != nil {
-		return
+// the line's "could not check"); none for no change.
+func (a *Announcer) finding(snap *card.Card, url string, kind cardChange, was verdict.Level, ch scan.Change) (events.Finding, bool) {
+	if kind == changeNone || (kind == changeDeferred && ch.Now.Err != nil) {
+		return events.Finding{}, false
 	}
 	l, ok := lineOf(snap, url)
 	if !ok {
-		return
+		return events.Finding{}, false
 	}
 	if kind == changeDeferred {
-		events.Emit(ctx, a.Messages.Events, events.LineFinding(events.KindVerdict, snap, l))
-		return
+		return events.LineFinding(events.KindVerdict, snap, l), true
 	}
 	f := events.LineFinding(events.KindFlip, snap, l)
 	f.Previous = was
-	events.Emit(ctx, a.Messages.Events, f)
+	return f, true
 }
 
 // words returns the thread reply (mentioning whoever posted the link) and

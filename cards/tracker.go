@@ -157,20 +157,34 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 			if k.target != nil {
 				target = k.target(r.v)
 			}
-			var ok bool
+			// The verdict's event rides in the same write (the outbox):
+			// a process killed after it loses no event.
+			var ok, emit bool
+			var outs []*store.Outgoing
 			snap, ok = m.Cards.settle(ctx, channel, src, gen, target, func(rec *store.CardRecord) {
 				if r.line < len(rec.Card.Lines) {
 					rec.Card.Lines[r.line] = k.fill(rec.Card.Lines[r.line], r.v)
 				}
 				rec.Card.Final = left == 0
+				outs, emit = nil, false
+				if m.Events != nil && r.line < len(rec.Card.Lines) {
+					if l := rec.Card.Lines[r.line]; l.Level != verdict.Pending && !m.emitted(channel, src, gen, l) {
+						emit = true
+						if o := events.Prepare(m.Events, events.LineFinding(events.KindVerdict, &rec.Card, l)); o != nil {
+							rec.Outbox = append(rec.Outbox, o)
+							outs = rec.Outbox
+						}
+					}
+				}
 			})
 			if !ok {
 				return false // an edit started a newer scan of this message
 			}
-			if m.Events != nil && r.line < len(snap.Lines) {
-				if l := snap.Lines[r.line]; l.Level != verdict.Pending && !m.emitted(channel, src, gen, l) {
-					m.Events.Emit(ctx, events.LineFinding(events.KindVerdict, &snap, l))
-				}
+			switch {
+			case len(outs) > 0:
+				events.Committed(m.Events, outs)
+			case emit:
+				m.Events.Emit(ctx, events.LineFinding(events.KindVerdict, &snap, snap.Lines[r.line]))
 			}
 			if k.after != nil {
 				if fetch := k.after(ctx, snap, r.line, r.v); fetch != nil {

@@ -93,6 +93,59 @@ func (e *Emitter) Emit(_ context.Context, f Finding) {
 	}
 }
 
+var _ Outbox = (*Emitter)(nil)
+
+// Prepare implements Outbox: with a queue, f's event for the outbox of the
+// card write that reports it; nil without one (Emit writes the file after
+// the write, as before).
+func (e *Emitter) Prepare(f Finding) *store.Outgoing {
+	if e == nil || e.Queue == nil {
+		return nil
+	}
+	ev := Build(f, e.Product, NewUID())
+	max := e.MaxQueued
+	if max <= 0 {
+		max = DefaultMaxQueued
+	}
+	return &store.Outgoing{Max: max, Build: func(seq uint64) ([]byte, error) {
+		ev.Metadata.Sequence = seq
+		return json.Marshal(ev)
+	}}
+}
+
+// Committed implements Outbox: the events a committed write queued wake
+// the Sender, go to File (in sequence order within the write; writes that
+// commit at once may interleave their lines) and count what the queue's
+// bound dropped.
+func (e *Emitter) Committed(outs []*store.Outgoing) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	queued := false
+	for _, o := range outs {
+		if o == nil || o.Seq == 0 {
+			continue
+		}
+		queued = true
+		if o.Dropped > 0 {
+			e.log().Warn("the event queue is full (VERDICTBOT_EVENTS_MAX_QUEUED): the oldest events were dropped", "dropped", o.Dropped, "max", o.Max)
+			if e.OnDropped != nil {
+				e.OnDropped("queue_full", o.Dropped)
+			}
+		}
+		if e.File != nil {
+			if err := e.File.Write(o.Body); err != nil {
+				e.log().Warn("could not write an event to VERDICTBOT_EVENTS_FILE", "error", err)
+			}
+		}
+	}
+	if queued && e.OnQueued != nil {
+		e.OnQueued()
+	}
+}
+
 func (e *Emitter) log() *slog.Logger {
 	if e.Log == nil {
 		return slog.New(slog.DiscardHandler)

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -458,6 +459,35 @@ func NewUID() string {
 // allowed wherever one is taken: Emit(nil, …) does nothing.
 type Sink interface {
 	Emit(ctx context.Context, f Finding)
+}
+
+// Outbox is a Sink whose events can be queued by the card write that
+// reports them, in its transaction (store.CardRecord.Outbox), so that a
+// process killed after the write loses none: Emitter.
+type Outbox interface {
+	Sink
+	// Prepare returns f's event for a card write's outbox, or nil when
+	// nothing is queued (no receiver): the caller then Emits f after the
+	// write. The event's sequence number is given in the write.
+	Prepare(f Finding) *store.Outgoing
+	// Committed is told of the events a committed write queued.
+	Committed(outs []*store.Outgoing)
+}
+
+// Prepare returns f's event for the outbox of the card write that reports
+// it when s is an Outbox with a queue, else nil (Emit f after the write).
+func Prepare(s Sink, f Finding) *store.Outgoing {
+	if ob, ok := s.(Outbox); ok {
+		return ob.Prepare(f)
+	}
+	return nil
+}
+
+// Committed tells s of the events a committed write queued (Prepare).
+func Committed(s Sink, outs []*store.Outgoing) {
+	if ob, ok := s.(Outbox); ok && len(outs) > 0 {
+		ob.Committed(outs)
+	}
 }
 
 // Emit sends f to s unless s is nil.

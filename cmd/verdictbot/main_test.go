@@ -35,6 +35,11 @@ func TestMain(m *testing.M) {
 		if d, err := time.ParseDuration(os.Getenv(eventsBackoffEnv)); err == nil {
 			opts.EventsMaxBackoff = d
 		}
+		// The outbox test's failpoint: every store write is counted, and
+		// the process kills itself at the one named (see killAtWrite).
+		if fp := os.Getenv(failpointEnv); fp != "" {
+			opts.StoreWriteFault = killAtWrite(fp)
+		}
 		os.Exit(runCLI(processEnvironment(), opts, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if dir := os.Getenv(fsyncLoadEnv); dir != "" {
