@@ -66,6 +66,48 @@ func (b *Book) EditBySource(channel, sourceTS string, fn func(c *card.Card) erro
 	return err
 }
 
+// EditEmit is Edit whose fn may return an event to queue in the edit's
+// write (the outbox, store.CardRecord.Outbox; nil: none): the card's
+// change and its event are kept or lost together. It returns the event as
+// queued (its sequence set).
+func (b *Book) EditEmit(channel, cardTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
+	rec, err := b.Store.CardByTS(channel, cardTS)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, card.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.editEmit(rec.Ref(), fn)
+}
+
+// EditBySourceEmit is EditEmit for the card answering the message at
+// (channel, sourceTS), posted or not.
+func (b *Book) EditBySourceEmit(channel, sourceTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
+	return b.editEmit(card.Ref{Channel: channel, SourceTS: sourceTS}, fn)
+}
+
+func (b *Book) editEmit(ref card.Ref, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
+	var out *store.Outgoing
+	_, err := b.Store.UpdateCard(ref, func(r *store.CardRecord) error {
+		o, err := fn(&r.Card)
+		if err != nil {
+			return err
+		}
+		if out = o; o != nil {
+			r.Outbox = append(r.Outbox, o)
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, card.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TaskCards returns every card showing the analysis taskID (feedback: a
 // report already accepted through another card is not sent again).
 func (b *Book) TaskCards(taskID string) ([]card.Card, error) {

@@ -97,3 +97,37 @@ func TestTaskCardsListsTheCardsOfATask(t *testing.T) {
 		t.Fatalf("TaskCards(t9) = %+v, %v; want none", cs, err)
 	}
 }
+
+// TestAnEditsEventIsQueuedInItsWrite: the event an edit returns is queued
+// in the edit's own write (the outbox) and returned with its sequence; an
+// edit that fails queues nothing; an unknown card is not found.
+func TestAnEditsEventIsQueuedInItsWrite(t *testing.T) {
+	t.Parallel()
+	b, db := setup(t)
+	ev := func(what string) *store.Outgoing {
+		return &store.Outgoing{Build: func(seq uint64) ([]byte, error) { return []byte(what), nil }}
+	}
+	out, err := b.EditEmit("C1", "2.0", func(c *card.Card) (*store.Outgoing, error) {
+		c.Notes = append(c.Notes, "reported")
+		return ev("report"), nil
+	})
+	if err != nil || out == nil || out.Seq != 1 || string(out.Body) != "report" {
+		t.Fatalf("EditEmit = %+v, %v", out, err)
+	}
+	if _, err := b.EditBySourceEmit("C1", "3.0", func(c *card.Card) (*store.Outgoing, error) {
+		c.Notes = append(c.Notes, "never")
+		return ev("lost"), errors.New("refused")
+	}); err == nil {
+		t.Fatal("a failing edit returned no error")
+	}
+	if _, err := b.EditEmit("C1", "9.9", func(*card.Card) (*store.Outgoing, error) { return ev("x"), nil }); !errors.Is(err, card.ErrNotFound) {
+		t.Fatalf("unknown card: %v", err)
+	}
+	q, err := db.QueuedEvents(10)
+	if err != nil || len(q) != 1 || string(q[0].Body) != "report" {
+		t.Fatalf("queued %+v %v; want the report's event only", q, err)
+	}
+	if rec, _ := b.Get("C1", "3.0"); len(rec.Card.Notes) != 0 {
+		t.Fatalf("a failed edit was saved: %q", rec.Card.Notes)
+	}
+}

@@ -26,10 +26,13 @@ import (
 // posted at (channel, cardTS) while no one else changes it, and saves what
 // fn did. It returns ErrCardNotFound when there is no such card.
 type CardBook interface {
-	Edit(channel, cardTS string, fn func(c *card.Card) error) error
-	// EditBySource is Edit for the card answering the message at
+	// EditEmit applies fn to the card posted at (channel, cardTS) and
+	// saves it, with the event fn returns (nil: none) queued in the same
+	// write (the outbox); it returns that event as queued.
+	EditEmit(channel, cardTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error)
+	// EditBySourceEmit is EditEmit for the card answering the message at
 	// (channel, sourceTS), posted or not.
-	EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error
+	EditBySourceEmit(channel, sourceTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error)
 }
 
 // ErrCardNotFound is returned by CardBook.Edit for an unknown card.
@@ -211,21 +214,21 @@ const cardTSWait = 3 * time.Second
 
 // edit applies fn to the card r names. A card named by its ts that the
 // store does not know yet is waited for, up to cardTSWait.
-func (f *Feedback) edit(ctx context.Context, r ReportRequest, fn func(c *card.Card) error) error {
+func (f *Feedback) edit(ctx context.Context, r ReportRequest, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
 	if r.CardTS == "" {
-		return f.Cards.EditBySource(r.Channel, r.SourceTS, fn)
+		return f.Cards.EditBySourceEmit(r.Channel, r.SourceTS, fn)
 	}
 	deadline := time.Now().Add(cardTSWait)
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
-		err := f.Cards.Edit(r.Channel, r.CardTS, fn)
+		out, err := f.Cards.EditEmit(r.Channel, r.CardTS, fn)
 		if !errors.Is(err, ErrCardNotFound) || time.Now().Add(pause).After(deadline) {
-			return err
+			return out, err
 		}
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return nil, err
 		case <-t.C:
 		}
 	}
@@ -278,7 +281,9 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	key := fmt.Sprintf("%s|%s|%s", taskID, option, cat)
 	var target string
 	lineIdx := r.Line
-	err := f.edit(ctx, r, func(c *card.Card) error {
+	// claim checks the report may be sent and marks it pending, in the
+	// card's edit (no event: nothing is reported yet).
+	claim := func(c *card.Card) error {
 		if lineIdx < 0 || lineIdx >= len(c.Lines) || c.Lines[lineIdx].TaskID != taskID {
 			return errStale
 		}
@@ -306,7 +311,8 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		}
 		f.pending[key] = PendingReport{User: r.User, Channel: r.Channel, TaskID: taskID, Option: option, Category: cat, Since: f.now()}
 		return nil
-	})
+	}
+	_, err := f.edit(ctx, r, func(c *card.Card) (*store.Outgoing, error) { return nil, claim(c) })
 	var dup *duplicateError
 	switch {
 	case errors.As(err, &dup):
@@ -352,13 +358,16 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		f.logger().Warn("verdict report refused", "task_id", taskID, "option", option, "category", string(cat), "error", rerr)
 	}
 	var saved *card.Card
-	err = f.edit(ctx, r, func(c *card.Card) error {
-		if lineIdx < len(c.Lines) {
-			c.Lines[lineIdx].Reports = append(c.Lines[lineIdx].Reports, rep)
+	// The report's event rides in the write that adds it to the card.
+	out, err := f.edit(ctx, r, func(c *card.Card) (*store.Outgoing, error) {
+		saved = nil
+		if lineIdx >= len(c.Lines) {
+			return nil, nil
 		}
+		c.Lines[lineIdx].Reports = append(c.Lines[lineIdx].Reports, rep)
 		cp := *c
 		saved = &cp
-		return nil
+		return events.Prepare(f.Events, reportFinding(saved, lineIdx, rep)), nil
 	})
 	if err != nil {
 		f.logger().Warn("could not add a report to its card", "task_id", taskID, "error", err)
@@ -369,7 +378,7 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 				f.logger().Warn("card update after a report failed", "error", uerr)
 			}
 		}
-		f.recorded(saved, lineIdx, rep)
+		f.recorded(saved, lineIdx, rep, out)
 	}
 	if rerr != nil {
 		return fmt.Sprintf("The URL service did not accept the report: %s.", notify.Prose(rep.Outcome, 300))
@@ -380,9 +389,16 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	return fmt.Sprintf("Thanks: %s (%s) was reported to the URL service for task %s.", capitalise(optionWords[option]), cat, notify.Code(taskID, 40))
 }
 
+// reportFinding is the finding of a report added to line of card c.
+func reportFinding(c *card.Card, line int, r card.Report) events.Finding {
+	e := events.LineFinding(events.KindReport, c, c.Lines[line])
+	e.At, e.Actor, e.Option, e.Outcome, e.Category = r.At, r.User, r.Option, r.Outcome, r.Category
+	return e
+}
+
 // recorded writes a report added to line of card c to the audit trail and
-// sends its finding.
-func (f *Feedback) recorded(c *card.Card, line int, r card.Report) {
+// sends its finding, unless it was queued with the card's write (out).
+func (f *Feedback) recorded(c *card.Card, line int, r card.Report, out *store.Outgoing) {
 	l := c.Lines[line]
 	if f.Audit != nil {
 		err := f.Audit.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
@@ -391,9 +407,11 @@ func (f *Feedback) recorded(c *card.Card, line int, r card.Report) {
 			f.logger().Warn("could not record a report in the audit trail", "error", err)
 		}
 	}
-	e := events.LineFinding(events.KindReport, c, l)
-	e.At, e.Actor, e.Option, e.Outcome, e.Category = r.At, r.User, r.Option, r.Outcome, r.Category
-	events.Emit(context.Background(), f.Events, e)
+	if out != nil {
+		events.Committed(f.Events, []*store.Outgoing{out})
+		return
+	}
+	events.Emit(context.Background(), f.Events, reportFinding(c, line, r))
 }
 
 var (

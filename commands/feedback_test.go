@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -21,20 +22,20 @@ type lateBook struct {
 	known time.Time
 }
 
-func (b *lateBook) Edit(channel, cardTS string, fn func(c *card.Card) error) error {
+func (b *lateBook) EditEmit(channel, cardTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if time.Now().Before(b.known) || channel != b.c.Channel || cardTS != b.c.CardTS {
-		return ErrCardNotFound
+		return nil, ErrCardNotFound
 	}
 	return fn(&b.c)
 }
 
-func (b *lateBook) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
+func (b *lateBook) EditBySourceEmit(channel, sourceTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if channel != b.c.Channel || sourceTS != b.c.SourceTS {
-		return ErrCardNotFound
+		return nil, ErrCardNotFound
 	}
 	return fn(&b.c)
 }

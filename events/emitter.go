@@ -93,9 +93,7 @@ func (e *Emitter) Emit(_ context.Context, f Finding) {
 	}
 }
 
-var _ Outbox = (*Emitter)(nil)
-
-// Prepare implements Outbox: with a queue, f's event for the outbox of the
+// Prepare implements Sink: with a queue, f's event for the outbox of the
 // card write that reports it; nil without one (Emit writes the file after
 // the write, as before).
 func (e *Emitter) Prepare(f Finding) *store.Outgoing {
@@ -113,7 +111,7 @@ func (e *Emitter) Prepare(f Finding) *store.Outgoing {
 	}}
 }
 
-// Committed implements Outbox: the events a committed write queued wake
+// Committed implements Sink: the events a committed write queued wake
 // the Sender, go to File (in sequence order within the write; writes that
 // commit at once may interleave their lines) and count what the queue's
 // bound dropped.

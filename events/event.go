@@ -457,36 +457,32 @@ func NewUID() string {
 // Sink receives findings. Emit must not block on the network: it records
 // the event durably (or writes the file) and returns. A nil Sink is
 // allowed wherever one is taken: Emit(nil, …) does nothing.
+//
+// A finding whose state change is a card write rides in that write (the
+// outbox, store.CardRecord.Outbox), so a process killed after the write
+// loses no event: Prepare returns its event for the write's outbox (nil
+// when nothing is queued: no receiver; the caller then Emits it after the
+// write) and Committed is told of the events a committed write queued.
 type Sink interface {
 	Emit(ctx context.Context, f Finding)
-}
-
-// Outbox is a Sink whose events can be queued by the card write that
-// reports them, in its transaction (store.CardRecord.Outbox), so that a
-// process killed after the write loses none: Emitter.
-type Outbox interface {
-	Sink
-	// Prepare returns f's event for a card write's outbox, or nil when
-	// nothing is queued (no receiver): the caller then Emits f after the
-	// write. The event's sequence number is given in the write.
 	Prepare(f Finding) *store.Outgoing
-	// Committed is told of the events a committed write queued.
 	Committed(outs []*store.Outgoing)
 }
 
 // Prepare returns f's event for the outbox of the card write that reports
-// it when s is an Outbox with a queue, else nil (Emit f after the write).
+// it (Sink.Prepare), or nil when s is nil or queues nothing: Emit f after
+// the write then.
 func Prepare(s Sink, f Finding) *store.Outgoing {
-	if ob, ok := s.(Outbox); ok {
-		return ob.Prepare(f)
+	if s == nil {
+		return nil
 	}
-	return nil
+	return s.Prepare(f)
 }
 
-// Committed tells s of the events a committed write queued (Prepare).
+// Committed tells s, unless nil, of the events a committed write queued.
 func Committed(s Sink, outs []*store.Outgoing) {
-	if ob, ok := s.(Outbox); ok && len(outs) > 0 {
-		ob.Committed(outs)
+	if s != nil && len(outs) > 0 {
+		s.Committed(outs)
 	}
 }
 
