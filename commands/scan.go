@@ -65,13 +65,15 @@ type State interface {
 	Target(target string) (store.Target, error)
 	Card(ref card.Ref) (*store.CardRecord, error)
 	ChannelMode(channel string) (string, error)
-	SetChannelMode(channel, mode string) error
+	// The setting writes queue out, the change's event, in their own
+	// transaction (the outbox).
+	SetChannelMode(channel, mode string, out ...*store.Outgoing) error
 	ChannelFiles(channel string) (string, error)
-	SetChannelFiles(channel, v string) error
+	SetChannelFiles(channel, v string, out ...*store.Outgoing) error
 	ChannelQuarantine(channel string) (string, error)
-	SetChannelQuarantine(channel, level string) error
-	Allow(domain, by string) error
-	Disallow(domain string) (bool, error)
+	SetChannelQuarantine(channel, level string, out ...*store.Outgoing) error
+	Allow(domain, by string, out ...*store.Outgoing) error
+	Disallow(domain string, out ...*store.Outgoing) (bool, error)
 	AllowList() ([]store.AllowEntry, error)
 }
 
@@ -122,10 +124,36 @@ func (s *Scan) respond(ctx context.Context, req *Request, text string) error {
 	return s.Respond(ctx, req, text)
 }
 
+// settingFinding is the finding of a setting changed to value (domain:
+// the allowlist's).
+func settingFinding(req *Request, setting, value, domain string) events.Finding {
+	return events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: setting, Domain: domain, Value: value}
+}
+
+// settingEvent returns the change's event for the outbox of the write
+// that makes it (none: no receiver; emitSetting emits it after).
+func (s *Scan) settingEvent(req *Request, setting, value, domain string) []*store.Outgoing {
+	if o := events.Prepare(s.Events, settingFinding(req, setting, value, domain)); o != nil {
+		return []*store.Outgoing{o}
+	}
+	return nil
+}
+
+// emitSetting tells the events of a committed setting write (out), or
+// emits the change's finding when it was not queued with the write.
+func (s *Scan) emitSetting(ctx context.Context, req *Request, setting, value, domain string, out []*store.Outgoing) {
+	if len(out) > 0 {
+		events.Committed(s.Events, out)
+		return
+	}
+	events.Emit(ctx, s.Events, settingFinding(req, setting, value, domain))
+}
+
 // audit writes the audit line of a channel setting changed by an admin,
-// whether from /scan channel or from the App Home, and emits its event.
-func (s *Scan) audit(ctx context.Context, req *Request, setting, from, to string) {
-	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: setting, Value: to})
+// whether from /scan channel or from the App Home, and sends its event
+// (queued with the write: out).
+func (s *Scan) audit(ctx context.Context, req *Request, setting, from, to string, out []*store.Outgoing) {
+	s.emitSetting(ctx, req, setting, to, "", out)
 	if s.Log == nil {
 		return
 	}
@@ -649,14 +677,15 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 	if !s.Access.IsAdmin(req.User) {
 		return userErr("Only admins can change this channel's mode.")
 	}
-	if err := s.State.SetChannelMode(req.Channel, mode); err != nil {
+	out := s.settingEvent(req, "mode", mode, "")
+	if err := s.State.SetChannelMode(req.Channel, mode, out...); err != nil {
 		return err
 	}
 	prev := current
 	if isDefault {
 		prev = "default"
 	}
-	s.audit(ctx, req, "mode", prev, mode)
+	s.audit(ctx, req, "mode", prev, mode, out)
 	return s.respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
 }
 
@@ -697,10 +726,11 @@ func (s *Scan) channelFiles(ctx context.Context, req *Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.State.SetChannelFiles(req.Channel, v); err != nil {
+	out := s.settingEvent(req, "files", v, "")
+	if err := s.State.SetChannelFiles(req.Channel, v, out...); err != nil {
 		return err
 	}
-	s.audit(ctx, req, "files", cmp.Or(prev, "default"), v)
+	s.audit(ctx, req, "files", cmp.Or(prev, "default"), v, out)
 	if v == "off" {
 		return s.respond(ctx, req, "Files shared in this channel are now *not scanned*: they are not downloaded and not sent to the sandbox.")
 	}
@@ -774,10 +804,11 @@ func (s *Scan) channelQuarantine(ctx context.Context, req *Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.State.SetChannelQuarantine(req.Channel, v); err != nil {
+	out := s.settingEvent(req, "quarantine", v, "")
+	if err := s.State.SetChannelQuarantine(req.Channel, v, out...); err != nil {
 		return err
 	}
-	s.audit(ctx, req, "quarantine", cmp.Or(prev, "default"), v)
+	s.audit(ctx, req, "quarantine", cmp.Or(prev, "default"), v, out)
 	line, err := s.quarantineLine(req.Channel)
 	if err != nil {
 		return err
@@ -819,12 +850,14 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 	if ps, _ := publicsuffix.PublicSuffix(domain); ps == domain {
 		return userErr("%s is not a domain I can allow: it is a public suffix, which would allow every site under it.", notify.Code(domain, 120))
 	}
+	change := map[string]string{"add": "added", "remove": "removed"}[verb]
+	out := s.settingEvent(req, "allowlist", change, domain)
 	if verb == "add" {
-		if err := s.State.Allow(domain, req.User); err != nil {
+		if err := s.State.Allow(domain, req.User, out...); err != nil {
 			return err
 		}
 	} else {
-		found, err := s.State.Disallow(domain)
+		found, err := s.State.Disallow(domain, out...)
 		if err != nil {
 			return err
 		}
@@ -833,8 +866,7 @@ func (s *Scan) allow(ctx context.Context, req *Request) error {
 		}
 	}
 	s.settings().LoadAllowlist()
-	change := map[string]string{"add": "added", "remove": "removed"}[verb]
-	events.Emit(ctx, s.Events, events.Finding{Kind: events.KindSetting, Channel: req.Channel, Actor: req.User, Setting: "allowlist", Domain: domain, Value: change})
+	s.emitSetting(ctx, req, "allowlist", change, domain, out)
 	if verb == "add" {
 		return s.respond(ctx, req, fmt.Sprintf("Links to %s and its subdomains are no longer sent for scanning.", notify.Code(domain, 120)))
 	}

@@ -68,15 +68,18 @@ type State interface {
 	RecheckFailed(target string, schedule Schedule) error
 	TargetOfTask(taskID string) (string, error)
 
-	// Reports, channel settings, the runtime allowlist (audit.go).
+	// Reports, channel settings, the runtime allowlist (audit.go). A
+	// setting's change queues the events out in its own transaction (the
+	// outbox, see Outgoing).
 	RecordReport(r Report) error
 	Reports(target string) ([]Report, error)
 	ChannelMode(channel string) (string, error)
-	SetChannelMode(channel, mode string) error
+	SetChannelMode(channel, mode string, out ...*Outgoing) error
 	ChannelFiles(channel string) (string, error)
-	SetChannelFiles(channel, v string) error
-	Allow(domain, by string) error
-	Disallow(domain string) (bool, error)
+	SetChannelFiles(channel, v string, out ...*Outgoing) error
+	Allow(domain, by string, out ...*Outgoing) error
+	// Disallow queues out only when it removed the domain.
+	Disallow(domain string, out ...*Outgoing) (bool, error)
 	AllowList() ([]AllowEntry, error)
 
 	// Quarantine: messages removed and kept for release, and each
@@ -85,7 +88,7 @@ type State interface {
 	Quarantined(channel, ts string) (Quarantined, error)
 	PruneQuarantined(cutoff time.Time) (int, error)
 	ChannelQuarantine(channel string) (string, error)
-	SetChannelQuarantine(channel, level string) error
+	SetChannelQuarantine(channel, level string, out ...*Outgoing) error
 
 	// Removals a recheck flip decided, paced, claimed one at a time, and
 	// the batches that wait for an admin's Remove all (removals.go).

@@ -43,27 +43,46 @@ func (db *DB) ChannelMode(channel string) (string, error) {
 }
 
 // SetChannelMode sets a channel's mode; "" removes the setting.
-func (db *DB) SetChannelMode(channel, mode string) error {
+func (db *DB) SetChannelMode(channel, mode string, out ...*store.Outgoing) error {
 	return db.update(func(t txn) error {
-		if mode == "" {
-			return t.del(bChannels, channel)
+		if err := setOrDel(t, bChannels, channel, mode); err != nil {
+			return err
 		}
-		return t.put(bChannels, channel, []byte(mode))
+		return enqueueAll(t, out)
 	})
 }
 
+// setOrDel sets key to v, or removes it for "".
+func setOrDel(t txn, bucket, key, v string) error {
+	if v == "" {
+		return t.del(bucket, key)
+	}
+	return t.put(bucket, key, []byte(v))
+}
+
 // Allow adds a domain to the runtime allowlist.
-func (db *DB) Allow(domain, by string) error {
+func (db *DB) Allow(domain, by string, out ...*store.Outgoing) error {
 	e := store.AllowEntry{Domain: domain, By: by, At: db.now()}
-	return db.update(func(t txn) error { return t.put(bAllow, domain, enc(e)) })
+	return db.update(func(t txn) error {
+		if err := t.put(bAllow, domain, enc(e)); err != nil {
+			return err
+		}
+		return enqueueAll(t, out)
+	})
 }
 
 // Disallow removes a domain; it reports whether it was there.
-func (db *DB) Disallow(domain string) (bool, error) {
+func (db *DB) Disallow(domain string, out ...*store.Outgoing) (bool, error) {
 	found := false
 	err := db.update(func(t txn) error {
 		found = t.get(bAllow, domain) != nil
-		return t.del(bAllow, domain)
+		if !found {
+			return nil // nothing changed: no event
+		}
+		if err := t.del(bAllow, domain); err != nil {
+			return err
+		}
+		return enqueueAll(t, out)
 	})
 	return found, err
 }

@@ -1,5 +1,7 @@
 package bolt
 
+import "github.com/verdictbot/verdictbot/store"
+
 // bChannelFiles holds each channel's file-scanning switch ("/scan channel
 // files on|off"), apart from its mode: channel → "on" or "off".
 const bChannelFiles = "channel_files"
@@ -19,11 +21,11 @@ func (db *DB) ChannelFiles(channel string) (string, error) {
 
 // SetChannelFiles sets a channel's file-scanning switch ("on" or "off");
 // "" removes it.
-func (db *DB) SetChannelFiles(channel, v string) error {
+func (db *DB) SetChannelFiles(channel, v string, out ...*store.Outgoing) error {
 	return db.update(func(t txn) error {
-		if v == "" {
-			return t.del(bChannelFiles, channel)
+		if err := setOrDel(t, bChannelFiles, channel, v); err != nil {
+			return err
 		}
-		return t.put(bChannelFiles, channel, []byte(v))
+		return enqueueAll(t, out)
 	})
 }

@@ -70,8 +70,14 @@ func enqueue(t txn, o *store.Outgoing) error {
 }
 
 // enqueueOutbox queues the events of rec's outbox in t, in order.
-func enqueueOutbox(t txn, rec *store.CardRecord) error {
-	for _, o := range rec.Outbox {
+func enqueueOutbox(t txn, rec *store.CardRecord) error { return enqueueAll(t, rec.Outbox) }
+
+// enqueueAll queues the events out in t, in order (nil ones skipped).
+func enqueueAll(t txn, out []*store.Outgoing) error {
+	for _, o := range out {
+		if o == nil {
+			continue
+		}
 		if err := enqueue(t, o); err != nil {
 			return err
 		}

@@ -102,11 +102,11 @@ func (db *DB) ChannelQuarantine(channel string) (string, error) {
 }
 
 // SetChannelQuarantine sets a channel's quarantine level; "" removes it.
-func (db *DB) SetChannelQuarantine(channel, level string) error {
+func (db *DB) SetChannelQuarantine(channel, level string, out ...*store.Outgoing) error {
 	return db.update(func(t txn) error {
-		if level == "" {
-			return t.del(bChannelQuar, channel)
+		if err := setOrDel(t, bChannelQuar, channel, level); err != nil {
+			return err
 		}
-		return t.put(bChannelQuar, channel, []byte(level))
+		return enqueueAll(t, out)
 	})
 }

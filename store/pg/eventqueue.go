@@ -22,6 +22,19 @@ func (db *DB) EnqueueEvent(build func(seq uint64) ([]byte, error), max int) (uin
 	return o.Seq, o.Dropped, nil
 }
 
+// enqueueAll queues the events out in tx, in order (nil ones skipped).
+func enqueueAll(ctx context.Context, tx querier, out []*store.Outgoing) error {
+	for _, o := range out {
+		if o == nil {
+			continue
+		}
+		if err := enqueue(ctx, tx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // enqueue queues o in the transaction tx under the next sequence number
 // (EnqueueEvent, and the outbox of a card write), setting its Seq, Body
 // and Dropped. The lock on event_seq's row is held until tx commits.

@@ -430,12 +430,7 @@ func putCard(ctx context.Context, q querier, rec *store.CardRecord) error {
 	}
 	// The outbox: q is the card write's transaction (PutCard opens one
 	// when there is an outbox).
-	for _, o := range rec.Outbox {
-		if err := enqueue(ctx, q, o); err != nil {
-			return err
-		}
-	}
-	return nil
+	return enqueueAll(ctx, q, rec.Outbox)
 }
 
 func decodeCard(doc []byte) (*store.CardRecord, error) {
@@ -1154,14 +1149,16 @@ func (db *DB) channelSetting(column, channel string) (string, error) {
 	return v, db.result(err)
 }
 
-func (db *DB) setChannelSetting(column, channel, v string) error {
+func (db *DB) setChannelSetting(column, channel, v string, out []*store.Outgoing) error {
 	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO channels (channel, `+column+`) VALUES ($1, $2)
 			ON CONFLICT (channel) DO UPDATE SET `+column+` = excluded.`+column, channel, v); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM channels WHERE channel = $1 AND mode = '' AND files = '' AND quarantine = ''`, channel)
-		return err
+		if _, err := tx.Exec(ctx, `DELETE FROM channels WHERE channel = $1 AND mode = '' AND files = '' AND quarantine = ''`, channel); err != nil {
+			return err
+		}
+		return enqueueAll(ctx, tx, out)
 	})
 }
 
@@ -1169,8 +1166,8 @@ func (db *DB) setChannelSetting(column, channel, v string) error {
 func (db *DB) ChannelMode(channel string) (string, error) { return db.channelSetting("mode", channel) }
 
 // SetChannelMode sets a channel's mode; "" removes the setting.
-func (db *DB) SetChannelMode(channel, mode string) error {
-	return db.setChannelSetting("mode", channel, mode)
+func (db *DB) SetChannelMode(channel, mode string, out ...*store.Outgoing) error {
+	return db.setChannelSetting("mode", channel, mode, out)
 }
 
 // ChannelFiles returns a channel's file-scanning switch ("on", "off", or "").
@@ -1179,28 +1176,35 @@ func (db *DB) ChannelFiles(channel string) (string, error) {
 }
 
 // SetChannelFiles sets a channel's file-scanning switch; "" removes it.
-func (db *DB) SetChannelFiles(channel, v string) error {
-	return db.setChannelSetting("files", channel, v)
+func (db *DB) SetChannelFiles(channel, v string, out ...*store.Outgoing) error {
+	return db.setChannelSetting("files", channel, v, out)
 }
 
 // Allow adds a domain to the runtime allowlist.
-func (db *DB) Allow(domain, by string) error {
-	ctx, cancel := db.ctx()
-	defer cancel()
-	_, err := db.pool.Exec(ctx, `INSERT INTO allowlist (domain, added_by, added_at) VALUES ($1, $2, $3)
-		ON CONFLICT (domain) DO UPDATE SET added_by = excluded.added_by, added_at = excluded.added_at`, domain, by, micro(db.now()))
-	return db.result(err)
+func (db *DB) Allow(domain, by string, out ...*store.Outgoing) error {
+	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO allowlist (domain, added_by, added_at) VALUES ($1, $2, $3)
+		ON CONFLICT (domain) DO UPDATE SET added_by = excluded.added_by, added_at = excluded.added_at`, domain, by, micro(db.now())); err != nil {
+			return err
+		}
+		return enqueueAll(ctx, tx, out)
+	})
 }
 
 // Disallow removes a domain; it reports whether it was there.
-func (db *DB) Disallow(domain string) (bool, error) {
-	ctx, cancel := db.ctx()
-	defer cancel()
-	tag, err := db.pool.Exec(ctx, `DELETE FROM allowlist WHERE domain = $1`, domain)
-	if err != nil {
-		return false, db.result(err)
-	}
-	return tag.RowsAffected() > 0, nil
+func (db *DB) Disallow(domain string, out ...*store.Outgoing) (bool, error) {
+	found := false
+	err := db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM allowlist WHERE domain = $1`, domain)
+		if err != nil {
+			return err
+		}
+		if found = tag.RowsAffected() > 0; !found {
+			return nil // nothing changed: no event
+		}
+		return enqueueAll(ctx, tx, out)
+	})
+	return found, err
 }
 
 // AllowList returns the runtime allowlist, sorted by domain.

@@ -66,6 +66,6 @@ func (db *DB) ChannelQuarantine(channel string) (string, error) {
 }
 
 // SetChannelQuarantine sets a channel's quarantine level; "" removes it.
-func (db *DB) SetChannelQuarantine(channel, level string) error {
-	return db.setChannelSetting("quarantine", channel, level)
+func (db *DB) SetChannelQuarantine(channel, level string, out ...*store.Outgoing) error {
+	return db.setChannelSetting("quarantine", channel, level, out)
 }

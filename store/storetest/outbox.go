@@ -125,3 +125,48 @@ func outbox(t *testing.T, db store.State, _ *Clock) {
 		t.Fatalf("after the bound: %q", q)
 	}
 }
+
+func init() {
+	cases = append(cases, testCase{"SettingWritesQueueTheirEventsInTheSameTransaction", settingsOutbox})
+}
+
+// settingsOutbox: a channel setting's write and an allowlist change queue
+// the events they carry in their transaction; removing a domain that is
+// not on the list changes nothing and queues nothing.
+func settingsOutbox(t *testing.T, db store.State, _ *Clock) {
+	writes := []struct {
+		what  string
+		write func(o *store.Outgoing) error
+	}{
+		{"mode", func(o *store.Outgoing) error { return db.SetChannelMode("C1", "verbose", o) }},
+		{"files", func(o *store.Outgoing) error { return db.SetChannelFiles("C1", "off", o) }},
+		{"quarantine", func(o *store.Outgoing) error { return db.SetChannelQuarantine("C1", "malicious", o) }},
+		{"allow", func(o *store.Outgoing) error { return db.Allow("example.org", "U1", o) }},
+		{"disallow", func(o *store.Outgoing) error {
+			found, err := db.Disallow("example.org", o)
+			if err == nil && !found {
+				err = errors.New("not found")
+			}
+			return err
+		}},
+	}
+	for i, w := range writes {
+		o := out(w.what, 0)
+		must(t, w.write(o))
+		if o.Seq != uint64(i+1) {
+			t.Fatalf("%s: seq %d, want %d", w.what, o.Seq, i+1)
+		}
+	}
+	o := out("absent", 0)
+	if found, err := db.Disallow("never.example", o); err != nil || found || o.Seq != 0 {
+		t.Fatalf("removing an absent domain: found %v, err %v, seq %d; want nothing queued", found, err, o.Seq)
+	}
+	if m, _ := db.ChannelMode("C1"); m != "verbose" {
+		t.Fatalf("mode %q", m)
+	}
+	evs, err := db.QueuedEvents(10)
+	must(t, err)
+	if len(evs) != 5 || string(evs[4].Body) != `{"seq":5,"what":"disallow"}` {
+		t.Fatalf("queued %d: %+v", len(evs), evs)
+	}
+}
