@@ -34,12 +34,12 @@ func (s *cardSet) Get(channel, sourceTS string) (*store.CardRecord, bool) {
 	return &store.CardRecord{Card: c.Clone()}, true
 }
 
-func (s *cardSet) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
+func (s *cardSet) EditBySourceEmit(channel, sourceTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.cards[card.Ref{Channel: channel, SourceTS: sourceTS}]
 	if !ok {
-		return card.ErrNotFound
+		return nil, card.ErrNotFound
 	}
 	return fn(c)
 }

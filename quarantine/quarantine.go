@@ -114,7 +114,10 @@ type ChannelLevels interface {
 // store transaction (*cardbook.Book).
 type CardBook interface {
 	Get(channel, sourceTS string) (*store.CardRecord, bool)
-	EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error
+	// EditBySourceEmit edits the card and queues the event fn returns
+	// (nil: none) in the same write (the outbox); it returns that event
+	// as queued.
+	EditBySourceEmit(channel, sourceTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error)
 }
 
 // Poster updates cards and answers people privately (*notify.Poster).
@@ -375,7 +378,7 @@ func (q *Quarantine) act(ctx context.Context, c card.Card, queued bool) (outcome
 	// message_deleted event that follows is not taken for a person's
 	// deletion, and a second Act (a recheck, another replica) does nothing.
 	claimed := false
-	err = q.Cards.EditBySource(c.Channel, c.SourceTS, func(cc *card.Card) error {
+	err = q.edit(c.Channel, c.SourceTS, func(cc *card.Card) error {
 		if s := cc.Quarantine; s != nil && (s.State == card.QuarantineReleased || (s.State == card.QuarantineRemoved && !queued)) {
 			return nil
 		}
@@ -451,7 +454,11 @@ func (q *Quarantine) act(ctx context.Context, c card.Card, queued bool) (outcome
 	if q.OnAction != nil {
 		q.OnAction("removed")
 	}
-	snap := q.show(ctx, c.Channel, c.SourceTS, nil)
+	// The card and the removal's event in one write: the original is kept
+	// until its removal plus Retention.
+	q.showEmit(ctx, c.Channel, c.SourceTS, nil, func(c card.Card) (events.Finding, bool) {
+		return q.removedFinding(rec, c), true
+	})
 	if rec.User != "" {
 		what := "Your message was removed"
 		if deleteFiles {
@@ -470,7 +477,6 @@ func (q *Quarantine) act(ctx context.Context, c card.Card, queued bool) (outcome
 			q.log().Warn("quarantine: could not tell the author", "channel", c.Channel, "error", err)
 		}
 	}
-	q.removedEvent(ctx, rec, snap)
 	return outcomeRemoved, ""
 }
 
@@ -513,7 +519,9 @@ func (q *Quarantine) removedBefore(ctx context.Context, c card.Card, ts string, 
 	if !fileCard {
 		names = nil
 	}
-	snap := q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
+	// The events are at least once: the stop may have come before the
+	// removal's event was queued, so it is queued again with the card.
+	q.showEmit(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
 		if cc.Quarantine != nil && (cc.Quarantine.State == card.QuarantineRemoved || cc.Quarantine.State == card.QuarantineReleased) {
 			return
 		}
@@ -522,28 +530,54 @@ func (q *Quarantine) removedBefore(ctx context.Context, c card.Card, ts string, 
 			st.State, st.ReleasedBy, st.ReleasedAt = card.QuarantineReleased, rec.ReleasedBy, rec.ReleasedAt
 		}
 		cc.Quarantine = st
+	}, func(c card.Card) (events.Finding, bool) {
+		return q.removedFinding(rec, c), !rec.Released()
 	})
 	q.log().Info("quarantine: removed before a restart; the card says so again", "channel", c.Channel, "ts", ts,
 		"released", rec.Released())
-	// The events are at least once: the stop may have come before the
-	// removal's event was queued.
-	if !rec.Released() {
-		q.removedEvent(ctx, rec, snap)
-	}
 	return true
+}
+
+// edit applies fn to the card, with no event.
+func (q *Quarantine) edit(channel, sourceTS string, fn func(c *card.Card) error) error {
+	_, err := q.Cards.EditBySourceEmit(channel, sourceTS, func(c *card.Card) (*store.Outgoing, error) { return nil, fn(c) })
+	return err
 }
 
 // show applies fn (if any) to the card and updates it in Slack; it returns
 // the card as saved.
 func (q *Quarantine) show(ctx context.Context, channel, sourceTS string, fn func(c *card.Card)) card.Card {
+	return q.showEmit(ctx, channel, sourceTS, fn, nil)
+}
+
+// showEmit is show whose edit also queues the event of the finding ev
+// makes of the edited card (ok false: none), in the same write (the
+// outbox), and sends it. Without a receiver, or when the edit fails (the
+// card is gone), the finding is emitted after.
+func (q *Quarantine) showEmit(ctx context.Context, channel, sourceTS string, fn func(c *card.Card), ev func(c card.Card) (events.Finding, bool)) card.Card {
 	var snap card.Card
-	err := q.Cards.EditBySource(channel, sourceTS, func(c *card.Card) error {
+	out, err := q.Cards.EditBySourceEmit(channel, sourceTS, func(c *card.Card) (*store.Outgoing, error) {
 		if fn != nil {
 			fn(c)
 		}
 		snap = c.Clone()
-		return nil
+		if ev == nil {
+			return nil, nil
+		}
+		f, ok := ev(snap)
+		if !ok {
+			return nil, nil
+		}
+		return events.Prepare(q.Events, f), nil
 	})
+	switch {
+	case out != nil:
+		events.Committed(q.Events, []*store.Outgoing{out})
+	case ev != nil:
+		if f, ok := ev(snap); ok {
+			events.Emit(ctx, q.Events, f)
+		}
+	}
 	if err != nil {
 		q.log().Warn("quarantine: card edit failed", "channel", channel, "error", err)
 		return snap
@@ -563,11 +597,12 @@ func (q *Quarantine) fail(ctx context.Context, c card.Card, level verdict.Level,
 	if q.OnFailure != nil {
 		q.OnFailure(reason)
 	}
-	q.notRemovedEvent(ctx, c, level, reason)
 	at := q.now()
-	q.show(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
+	q.showEmit(ctx, c.Channel, c.SourceTS, func(cc *card.Card) {
 		cc.Quarantine = &card.Quarantine{State: card.QuarantineFailed, Level: level, At: at, Problem: problem,
 			Files: strings.HasSuffix(c.SourceTS, "/files") && q.FilesMode == FilesDelete}
+	}, func(cc card.Card) (events.Finding, bool) {
+		return finding(events.KindQuarantine, cc, &events.Quarantine{Removed: false, Reason: reason, Level: level.Key()}), true
 	})
 }
 

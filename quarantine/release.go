@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -73,7 +74,7 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 	}
 	at := q.now()
 	// Claim the release on the card, so two clicks post once.
-	err = q.Cards.EditBySource(channel, sourceTS, func(c *card.Card) error {
+	err = q.edit(channel, sourceTS, func(c *card.Card) error {
 		if c.Quarantine == nil || c.Quarantine.State != card.QuarantineRemoved {
 			return errNotRemoved
 		}
@@ -101,11 +102,14 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 	if q.OnAction != nil {
 		q.OnAction("released")
 	}
-	snap := q.show(ctx, channel, sourceTS, func(c *card.Card) {
+	// The card's note and the release's event in one write.
+	snap := q.showEmit(ctx, channel, sourceTS, func(c *card.Card) {
 		// Notes are shown as plain text: the user id, not a mention (the
 		// tombstone above mentions the admin).
 		c.Notes = append(c.Notes, fmt.Sprintf("Released from quarantine %s by admin %s; the original was posted again.",
 			at.UTC().Format("2006-01-02 15:04 UTC"), user))
+	}, func(c card.Card) (events.Finding, bool) {
+		return finding(events.KindRelease, c, &events.Quarantine{Removed: true, Level: rec.Level, ReleasedBy: rec.ReleasedBy, ReleasedTS: rec.ReleasedTS}), true
 	})
 	// The message's other card (its links', or its files') shows the
 	// release too.
@@ -119,7 +123,6 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 		}
 	})
 	reported := q.reportFalsePositive(ctx, snap, user, rec)
-	q.releasedEvent(ctx, rec, snap)
 	answer := "Released: the original message was posted again in its place."
 	if len(rec.Files) > 0 {
 		answer = "Released: the original message's text was posted again in its place; its files were not (the bot cannot share them again: their author can)."

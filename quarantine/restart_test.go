@@ -25,11 +25,11 @@ type oneCard struct {
 	c  card.Card
 }
 
-func (b *oneCard) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
+func (b *oneCard) EditBySourceEmit(channel, sourceTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if channel != b.c.Channel || sourceTS != b.c.SourceTS {
-		return card.ErrNotFound
+		return nil, card.ErrNotFound
 	}
 	return fn(&b.c)
 }
