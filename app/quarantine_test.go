@@ -588,13 +588,17 @@ func (h *harness) shareFiles(text string, files ...slackfake.File) (string, []sl
 // screenshots wait for the card to be final; quarantine then removes the
 // message, so none is posted in its thread, and the card says they were
 // withheld. A file card that is not quarantined still gets its
-// screenshots (the quiet channel's quarantine is then turned off).
+// screenshots (the quiet channel's quarantine is then turned off). Both
+// files are submitted at once (the sandbox's run budget is not what this
+// is about): the malicious one's report and screenshots are in after the
+// bot's first status check (about 1 s), the clean one's 2 s analysis
+// after its third (about 2.4 s).
 func TestQuarantinedCardPostsNoScreenshots(t *testing.T) {
 	t.Parallel()
-	h := startFileQuarantine(t, nil)
+	h := startFileQuarantine(t, map[string]string{"VERDICTBOT_SANDBOX_RUN_RATE": "50"})
 	ts, _ := h.shareFiles("two files",
 		slackfake.File{Name: "dropper.exe", Content: []byte(apptest.Eicar + " SIM:SHOTS=2")},
-		slackfake.File{Name: "notes.pdf", Content: []byte("%PDF-1.4 notes SIM:DURATION=4s SIM:SHOTS=1")})
+		slackfake.File{Name: "notes.pdf", Content: []byte("%PDF-1.4 notes SIM:DURATION=2s SIM:SHOTS=1")})
 	h.WaitCardIn(secChannel, ts, func(b string) bool {
 		return strings.Contains(b, "Quarantined:") && strings.Contains(b, "Screenshots withheld")
 	})
