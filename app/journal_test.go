@@ -108,7 +108,7 @@ func TestAckedEnvelopesSurviveAFailingJournalWrite(t *testing.T) {
 	t.Parallel()
 	var broken atomic.Bool
 	var failures atomic.Int64
-	opts := apptest.Options()
+	opts := apptest.QuickPolling()
 	opts.StoreWriteFault = func() error {
 		if broken.Load() {
 			failures.Add(1)

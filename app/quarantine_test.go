@@ -656,7 +656,7 @@ func TestReSharingAQuarantinedFileIsRemovedAgain(t *testing.T) {
 
 // TestAFloodOfCardsDoesNotDelayARemoval: in a verbose channel every
 // message gets a card, and Slack takes about one post a second in a
-// channel, so one person's 16 harmless links queue 16 cards there. Another
+// channel, so one person's 12 harmless links queue 12 cards there. Another
 // person's phishing message posted behind them is removed as soon as its
 // verdict is in, not after the queue of cards: the removal never waits for
 // the card's post (the tombstone is what is posted), even when its verdict
@@ -668,12 +668,12 @@ func TestAFloodOfCardsDoesNotDelayARemoval(t *testing.T) {
 	// turn behind the flood's cards when the verdict comes in.
 	slow := sim.Config{Profile: sim.Profile{Name: "past the grace", URLPending: time.Second, URLProcessing: 2 * time.Second}}
 	h := startQuarantineSim(t, withEnv(fastBudgets, map[string]string{"VERDICTBOT_CHANNEL_MODE": "verbose"}), adminUser, slow)
-	// The phishing message's verdict comes about 7.5 s after the flood's
-	// (2 s of grace, then its 3 s analysis seen at the learned schedule's
-	// second check), while its pending card waits behind the flood's, due
-	// at about flood seconds: 16 leaves 8 s of margin, for a test that
-	// waits its tombstone out (25 took 26 s).
-	const flood = 16
+	// The phishing message's verdict comes about 5.5 s after the flood's
+	// (2 s of grace, then its 3 s analysis, polled every 0.5 s), while its
+	// pending card waits behind the flood's, due at about flood seconds:
+	// 12 leaves 6 s of margin, for a test that waits its tombstone out
+	// (25 took 26 s).
+	const flood = 12
 	for i := range flood {
 		if _, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: alice,
 			Text: fmt.Sprintf("<https://example.com/flood/%d>", i)}); err != nil {

@@ -20,13 +20,10 @@ import (
 // message whoever asked.
 
 // slowURL makes a URL analysis take about 3 s, so a request can arrive
-// while the message's own card is still scanning. The task is processing
-// (no longer pending) at the bot's first status check, 1 s after the
-// submission (reputation.LearnedProbe), so the next check is the learned
-// schedule's first, 4 s after it (reputation.LearnedFirst), which finds
-// it done: a task still pending at the probe would be checked next only
-// at the cold prior's first check, about 12 s after the submission, which
-// is the schedule's business, not these tests'.
+// while the message's own card is still scanning. Its task is pending for
+// 0.2 s only: on the production's learned schedule a task still pending
+// at the first check (1 s) is checked next about 12 s after its
+// submission, which is the schedule's business, not these tests'.
 var slowURL = sim.Profile{Name: "e2e-slow", URLPending: 200 * time.Millisecond, URLProcessing: 2800 * time.Millisecond}
 
 // startQuarantineWith is startQuarantine with the simulator's profile.
@@ -38,7 +35,7 @@ func startQuarantineWith(t *testing.T, env map[string]string, profile sim.Profil
 		f.AddUser(slackfake.User{ID: bob, Name: "bob"})
 		f.AddChannel(slackfake.Channel{ID: secChannel, Name: "security", Members: []string{alice, bob, adminUser}})
 	}
-	return &harness{apptest.StartQuarantineWith(t, env, sim.Config{Profile: profile}, seed, adminUser)}
+	return &harness{apptest.StartQuarantineOptions(t, env, sim.Config{Profile: profile}, seed, adminUser, apptest.QuickPolling())}
 }
 
 // waitSubmitted waits until the URL service has a task for url: the
