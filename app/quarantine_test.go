@@ -247,7 +247,7 @@ func TestQuarantineRecheckFlipRemovesAnEarlierMessage(t *testing.T) {
 	t.Parallel()
 	h := startQuarantine(t, map[string]string{
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
-		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
+		"VERDICTBOT_RECHECK_AFTER":    "1s,1h",
 	}, adminUser)
 	d := h.Post("our new landing page <https://promo.flip.test/spring>")
 	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {

@@ -167,7 +167,7 @@ func TestRecheckActsOnAMessageSomeoneAskedToScan(t *testing.T) {
 	t.Parallel()
 	h := startQuarantineWith(t, map[string]string{
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
-		"VERDICTBOT_RECHECK_AFTER":    "3s,1h",
+		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
 	}, sim.Profile{})
 	d := h.Post("our new landing page <https://promo.flip.test/asked>")
 	err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
