@@ -244,7 +244,7 @@ func (a *App) wireURLs() error {
 		Hosts:      HostGate(a.hosts),
 		TTL:        cfg.VerdictTTL,
 		Thresholds: cfg.Thresholds(),
-		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline},
+		Wait:       reputation.WaitOptions{Deadline: cfg.URLDeadline, Backoff: a.opts.URLPolling},
 		// Analyses in flight follow the budgets (VERDICTBOT_MAX_CONCURRENT).
 		MaxConcurrent: cfg.EffectiveMaxConcurrent(),
 		Logger:        log.With("component", "scan"),
@@ -490,7 +490,7 @@ func (a *App) wireFiles() error {
 		Allowance: a.userCap,
 		MaxBytes:  cfg.MaxFileBytes, MaxScreenshots: shots, ScreenshotTimeout: cfg.ScreenshotTimeout, TTL: cfg.FileVerdictTTL,
 		SkipTypes: cfg.SkipFiletypes, TempDir: tmp,
-		Wait:      sandbox.WaitOptions{Deadline: cfg.SandboxDeadline},
+		Wait:      sandbox.WaitOptions{Deadline: cfg.SandboxDeadline, Backoff: a.opts.SandboxPolling},
 		Memory:    &scanstore.FileMemory{DB: a.db, Log: log.With("component", "store"), Stop: a.stopping},
 		Logger:    log.With("component", "files"),
 		OnDone:    a.metrics.FileDone,

@@ -93,7 +93,7 @@ func TestBacktickURLStaysInItsCodeSpan(t *testing.T) {
 		"VERDICTBOT_QUARANTINE":       "malicious",
 		"SLACK_ADMIN_USER_TOKEN":      apptest.AdminToken,
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
-		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
+		"VERDICTBOT_RECHECK_AFTER":    "1s,1h",
 		"VERDICTBOT_ALERT_CHANNEL":    alerts,
 	}, sim.Config{}, false, seed,
 		slackfake.WithUserToken(slackfake.UserToken{Token: apptest.AdminToken, User: adminUser, Scopes: []string{"chat:write", "files:write"}}))

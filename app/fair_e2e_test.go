@@ -131,8 +131,14 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		}
 	}
 
+	// The links within an allowance are posted together and checked side
+	// by side: the cap counts them whatever their order.
+	var within []slackfake.Delivery
 	for i := range 3 {
-		clean(secChannel, h.Post(fmt.Sprintf("docs <https://example.com/guide/%d>", i)))
+		within = append(within, h.Post(fmt.Sprintf("docs <https://example.com/guide/%d>", i)))
+	}
+	for _, d := range within {
+		clean(secChannel, d)
 	}
 	// Past the cap, here and in another channel.
 	over := send(slackfake.MessageEvent{Channel: secChannel, User: alice, Text: "and <https://example.com/guide/3>"})
@@ -145,15 +151,18 @@ func TestUserLinksPerHourCap(t *testing.T) {
 		}
 	}
 	// A link checked before: its cached verdict costs nothing.
-	clean(secChannel, h.Post("again <https://example.com/guide/0>"))
+	checked := []slackfake.Delivery{h.Post("again <https://example.com/guide/0>")}
 	// Someone else, and an admin past three links, are checked.
-	clean(secChannel, send(slackfake.MessageEvent{Channel: secChannel, User: bob, Text: "<https://example.com/bob/1>"}))
-	clean(secChannel, send(slackfake.MessageEvent{Channel: secChannel, User: adminUser,
+	checked = append(checked, send(slackfake.MessageEvent{Channel: secChannel, User: bob, Text: "<https://example.com/bob/1>"}))
+	checked = append(checked, send(slackfake.MessageEvent{Channel: secChannel, User: adminUser,
 		Text: "<https://example.com/a/1> <https://example.com/a/2> <https://example.com/a/3> <https://example.com/a/4>"}))
 	// An integration is counted by its bot id.
 	for i := range 3 {
-		clean(secChannel, send(slackfake.MessageEvent{Channel: secChannel, SubType: "bot_message", BotID: hook, Username: "mail-gateway",
+		checked = append(checked, send(slackfake.MessageEvent{Channel: secChannel, SubType: "bot_message", BotID: hook, Username: "mail-gateway",
 			Text: fmt.Sprintf("reported: <https://example.com/hook/%d>", i)}))
+	}
+	for _, d := range checked {
+		clean(secChannel, d)
 	}
 	notChecked(secChannel, send(slackfake.MessageEvent{Channel: secChannel, SubType: "bot_message", BotID: hook, Username: "mail-gateway",
 		Text: "reported: <https://example.com/hook/3>"}))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/sim"
 )
 
@@ -20,7 +21,9 @@ func TestAPollingPlanSurvivesARestart(t *testing.T) {
 	const series = `verdictbot_poll_learned_durations{service="reputation"}`
 	const learned = `verdictbot_poll_plan_learned{service="reputation"}`
 
-	h := startBot(t, env, sim.Config{})
+	// The production polling (the learned schedule), not the package's
+	// quick one.
+	h := startBotOptions(t, env, sim.Config{}, apptest.Options())
 	if got := h.Metric(learned); got != "0" {
 		t.Fatalf("a new bot's plan: %s = %q, want 0 (the prior)", learned, got)
 	}
@@ -43,7 +46,7 @@ func TestAPollingPlanSurvivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	h2 := startBot(t, env, sim.Config{})
+	h2 := startBotOptions(t, env, sim.Config{}, apptest.Options())
 	if got := h2.Metric(learned); got != "1" {
 		t.Fatalf("after the restart, before any analysis: %s = %q, want 1 (the plan kept)", learned, got)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/verdictbot/verdictbot/config"
 	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
 )
 
 // Options are what a caller may change in the wiring besides the
@@ -39,6 +41,13 @@ type Options struct {
 	// between failed attempts; 0: defaultEventsMinBackoff,
 	// defaultEventsMaxBackoff.
 	EventsMinBackoff, EventsMaxBackoff time.Duration
+	// URLPolling and SandboxPolling, when set, are fixed status-polling
+	// schedules for the URL and sandbox analyses; zero: the schedules
+	// that learn how long the services take (reputation.NewLearnedSchedule,
+	// sandbox.NewLearnedSchedule), first checking after about a second.
+	// End-to-end tests whose subject is not the polling set them short.
+	URLPolling     reputation.Backoff
+	SandboxPolling sandbox.Backoff
 }
 
 // logger is o.Logger, or the settings' logger on stderr.

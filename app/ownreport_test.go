@@ -109,9 +109,10 @@ func TestOwnLinkFalsePositiveIsRefused(t *testing.T) {
 // any message showing the task is refused on every card of it; an edit
 // keeps the poster; a card in someone's DM with the bot is theirs; a
 // /scan card is its requester's, a shortcut's is the message author's.
+// (Its links are submitted at once: fastBudgets.)
 func TestOwnLinkFalsePositiveAcrossMessagesEditsAndDMs(t *testing.T) {
 	t.Parallel()
-	h := startBotSeeded(t, nil, sim.Config{}, false, seedReporters)
+	h := startBotSeeded(t, fastBudgets, sim.Config{}, false, seedReporters)
 	const url = "https://login.phish.test/twice"
 	post := func(user, text string) (string, string) {
 		t.Helper()

@@ -15,7 +15,7 @@ func TestRecheckFlipUpdatesCardRepliesAndAlerts(t *testing.T) {
 	h := startBot(t, map[string]string{
 		"VERDICTBOT_CHANNEL_MODE":     "quiet",
 		"VERDICTBOT_RECHECK_SCHEDULE": "@every 1s",
-		"VERDICTBOT_RECHECK_AFTER":    "2s,1h",
+		"VERDICTBOT_RECHECK_AFTER":    "1s,1h",
 		"VERDICTBOT_ALERT_CHANNEL":    alerts,
 	}, sim.Config{})
 	h.Slack.AddChannel(slackfake.Channel{ID: alerts, Name: "sec-alerts"})

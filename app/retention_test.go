@@ -78,7 +78,7 @@ func retentionAfterStart(t *testing.T, env map[string]string, open func(now func
 	db.Close()
 
 	env["VERDICTBOT_RETENTION"] = "720h"
-	opts := apptest.Options()
+	opts := apptest.QuickPolling()
 	opts.FirstPruneDelay = 200 * time.Millisecond
 	h := startBotOptions(t, env, sim.Config{}, opts)
 	deadline := time.Now().Add(10 * time.Second)

@@ -42,9 +42,12 @@ func seedScope(f *slackfake.Server) {
 }
 
 // startScopeBot runs the bot with both services and seedScope's channels.
+// The services' budgets are lifted (fastBudgets, and the sandbox's 5
+// reads a second): who sees what is the subject, not the vendors' pace.
 func startScopeBot(t *testing.T, env map[string]string) *harness {
 	t.Helper()
-	settings := map[string]string{"SANDBOX_API_KEY": e2eKey}
+	settings := withEnv(fastBudgets, map[string]string{"SANDBOX_API_KEY": e2eKey,
+		"VERDICTBOT_SANDBOX_RUN_RATE": "50", "VERDICTBOT_SANDBOX_REPORT_RATE": "500"})
 	for k, v := range env {
 		settings[k] = v
 	}

@@ -23,8 +23,10 @@ func TestVerdictIsPostedBeforeScreenshots(t *testing.T) {
 	// long after the bot asked for them (the hanging endpoint), so the
 	// first card must come before it, counted from the share: that bound
 	// holds however long the upload and the analysis take on a loaded
-	// machine (up to 4.6 s seen with -race in a full parallel run).
-	const timeout = 10 * time.Second
+	// machine (about 0.5 s alone, the analysis polled on
+	// apptest.QuickPolling; up to 4.6 s was seen with -race in a full
+	// parallel run when the first status check came after a second).
+	const timeout = 6 * time.Second
 	for _, tc := range []struct {
 		name   string
 		faults sim.Faults

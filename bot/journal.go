@@ -79,6 +79,7 @@ func (b *Bot) runJournal(ctx context.Context, in <-chan pendingAck, done chan<- 
 	backoff := spoolRetryMin
 	for {
 		batch = batch[:0]
+		retried := false // this round is the retry timer's, not an arrival's
 		if len(sp.jobs) == 0 {
 			first, ok := <-in
 			if !ok {
@@ -97,6 +98,7 @@ func (b *Bot) runJournal(ctx context.Context, in <-chan pendingAck, done chan<- 
 				}
 				batch = append(batch, p)
 			case <-retry.C:
+				retried = true
 			}
 		}
 	fill:
@@ -116,7 +118,13 @@ func (b *Bot) runJournal(ctx context.Context, in <-chan pendingAck, done chan<- 
 			b.spoolAdd(sp, batch)
 			if b.flushSpool(sp) {
 				backoff = spoolRetryMin
-			} else {
+				retry.Stop()
+			} else if retried {
+				// The backoff grows with the retries, not with the
+				// envelopes arriving meanwhile: each of those tries the
+				// disk too, but a burst of them must not push the next
+				// retry to spoolRetryMax, or a disk that is back at once
+				// would wait 5 s for it.
 				retry.Reset(backoff)
 				backoff = min(2*backoff, spoolRetryMax)
 			}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/verdictbot/verdictbot/app"
+	"github.com/verdictbot/verdictbot/reputation"
+	"github.com/verdictbot/verdictbot/sandbox"
 )
 
 // HostTable is a DNS resolver (app.Options.Resolver) answering from a
@@ -45,3 +48,16 @@ func Hosts() HostTable {
 // Options are the options every test starts from: the wiring as in
 // production, but for the DNS (Hosts).
 func Options() app.Options { return app.Options{Resolver: Hosts()} }
+
+// QuickPolling is Options with the analyses' status checked every 0.1 s
+// at first, then up to every 0.5 s (app.Options.URLPolling and
+// SandboxPolling), instead of on the learned schedules, whose first
+// check comes after about a second: for the tests whose subject is not
+// how the bot polls. A QuickProfile analysis is then seen done after
+// about 0.5 s, not 1 s.
+func QuickPolling() app.Options {
+	o := Options()
+	o.URLPolling = reputation.Backoff{Initial: 100 * time.Millisecond, Factor: 1.5, Max: 500 * time.Millisecond}
+	o.SandboxPolling = sandbox.Backoff{Initial: 100 * time.Millisecond, Factor: 1.5, Max: 500 * time.Millisecond}
+	return o
+}

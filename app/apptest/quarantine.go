@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verdictbot/verdictbot/app"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -57,7 +58,14 @@ func StartQuarantine(t *testing.T, env map[string]string, tokenUser string) *Har
 // and the fake Slack seeded by seed.
 func StartQuarantineWith(t *testing.T, env map[string]string, simCfg sim.Config, seed Seed, tokenUser string) *Harness {
 	t.Helper()
-	h := StartBotSeeded(t, QuarantineSettings(env), simCfg, false, seed, WithAdminToken(tokenUser))
+	return StartQuarantineOptions(t, env, simCfg, seed, tokenUser, Options())
+}
+
+// StartQuarantineOptions is StartQuarantineWith with the wiring's
+// options o (start from Options() or QuickPolling()).
+func StartQuarantineOptions(t *testing.T, env map[string]string, simCfg sim.Config, seed Seed, tokenUser string, o app.Options) *Harness {
+	t.Helper()
+	h := StartBotFull(t, QuarantineSettings(env), simCfg, false, seed, o, WithAdminToken(tokenUser))
 	t.Cleanup(func() {
 		if strings.Contains(h.Logs.String(), AdminToken) {
 			t.Error("the admin token appears in the logs")
