@@ -139,7 +139,11 @@ func TestEventsSurviveAReceiverOutageAndKill9(t *testing.T) {
 
 func eventsOutageKill9(t *testing.T, databaseURL string) {
 	fake := slackfaketest.Start(t)
-	srv, base := simtest.Start(t, sim.Config{})
+	// The analyses end before the bot's first status check and the
+	// submissions are not paced (the vendor's default limits, 1 a second,
+	// would make the 13 events take 40 s): the outage and the kill are
+	// what the test is about.
+	srv, base := simtest.Start(t, sim.Config{Profile: apptest.QuickProfile()})
 	const secret = "whsec-e2e-Secret-4242"
 	rcv := &siem{t: t, secret: []byte(secret), addr: "127.0.0.1:0"}
 	rcv.up(t)
@@ -152,11 +156,16 @@ func eventsOutageKill9(t *testing.T, databaseURL string) {
 		"VERDICTBOT_DATA_DIR": dataDir, "VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_ADMINS": adminUser,
 		"VERDICTBOT_LOG_FORMAT": "json", "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0",
 		"VERDICTBOT_EVENTS_URL": "http://" + rcv.addr + "/hook/path-token-77", "VERDICTBOT_EVENTS_SECRET": secret,
-		"VERDICTBOT_EVENTS_FILE": file,
-		eventsBackoffEnv:         "2s",
+		"VERDICTBOT_EVENTS_FILE":         file,
+		"VERDICTBOT_REPUTATION_RUN_RATE": "500", "VERDICTBOT_REPUTATION_REPORT_RATE": "500",
+		eventsBackoffEnv: "2s",
 	}
 	if databaseURL != "" {
 		env["VERDICTBOT_DATABASE_URL"] = databaseURL
+		// The killed process's term of the event sender's lead holds
+		// until it expires: the shortest lease (the default, 30 s, would
+		// hold the second process's events 15 s past the outage).
+		env["VERDICTBOT_LEASE"] = "5s"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second+eventsOutage())
 	defer cancel()
