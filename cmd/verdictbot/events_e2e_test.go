@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -56,7 +55,7 @@ const retryLine = "event not delivered; retrying"
 type siem struct {
 	t      *testing.T
 	secret []byte
-	addr   string
+	port   *reservedPort // down: bound, not listening (connections refused)
 	mu     sync.Mutex
 	srv    *http.Server
 	bodies [][]byte
@@ -104,18 +103,12 @@ func signedBy(secret, body []byte, h http.Header) bool {
 	return hmac.Equal([]byte(h.Get("X-Verdictbot-Signature")), []byte(want))
 }
 
+// up serves on the reserved port; until then it refuses connections.
 func (s *siem) up(t *testing.T) {
-	ln, err := net.Listen("tcp", s.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.addr = ln.Addr().String()
 	s.srv = &http.Server{Handler: s}
-	go s.srv.Serve(ln)
+	go s.srv.Serve(s.port.listen(t))
 	t.Cleanup(func() { s.srv.Close() })
 }
-
-func (s *siem) down() { s.srv.Close() }
 
 func (s *siem) received() (seqs []uint64, bodies [][]byte, bad int) {
 	s.mu.Lock()
@@ -154,9 +147,12 @@ func eventsOutageKill9(t *testing.T, databaseURL string) {
 	// what the test is about.
 	srv, base := simtest.Start(t, sim.Config{Profile: apptest.QuickProfile()})
 	const secret = "whsec-e2e-Secret-4242"
-	rcv := &siem{t: t, secret: []byte(secret), addr: "127.0.0.1:0"}
-	rcv.up(t)
-	rcv.down() // the port is known and refuses connections
+	// Down from the start: the port is known, held by this test (no other
+	// test's listener can take it during the outage), and refuses
+	// connections. (It was served, closed, and served again after the
+	// outage, when another test's listener had once taken it: "bind:
+	// address already in use".)
+	rcv := &siem{t: t, secret: []byte(secret), port: reservePort(t)}
 	dataDir := t.TempDir()
 	file := filepath.Join(dataDir, "events.jsonl")
 	env := map[string]string{
@@ -164,7 +160,7 @@ func eventsOutageKill9(t *testing.T, databaseURL string) {
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey,
 		"VERDICTBOT_DATA_DIR": dataDir, "VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_ADMINS": adminUser,
 		"VERDICTBOT_LOG_FORMAT": "json", "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0",
-		"VERDICTBOT_EVENTS_URL": "http://" + rcv.addr + "/hook/path-token-77", "VERDICTBOT_EVENTS_SECRET": secret,
+		"VERDICTBOT_EVENTS_URL": "http://" + rcv.port.addr + "/hook/path-token-77", "VERDICTBOT_EVENTS_SECRET": secret,
 		"VERDICTBOT_EVENTS_FILE":         file,
 		"VERDICTBOT_REPUTATION_RUN_RATE": "500", "VERDICTBOT_REPUTATION_REPORT_RATE": "500",
 		eventsBackoffEnv: "2s",
