@@ -158,6 +158,9 @@ func TestKillingTheLeadersSessionRepeatsNothing(t *testing.T) {
 	go func() {
 		defer close(posted)
 		for i := range 40 {
+			if ctx.Err() != nil {
+				return
+			}
 			url := fmt.Sprintf("https://docs%02d.clean.test/page", i)
 			if i%9 == 0 {
 				url = fmt.Sprintf("https://promo%02d.flip.test/spring", i)
@@ -181,6 +184,7 @@ func TestKillingTheLeadersSessionRepeatsNothing(t *testing.T) {
 			}
 		}
 	}()
+	defer func() { cancel(); <-posted }() // no post after the test
 
 	// Wait for both leads to be held while events flow and a recheck run
 	// has been going for a while (announcing flips), then kill the
