@@ -42,7 +42,7 @@ type arrival struct {
 
 func (r *orderedReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	time.Sleep(120 * time.Millisecond) // slower than the links come: a backlog
+	time.Sleep(250 * time.Millisecond) // slower than the links come: a backlog that outlasts the kill
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !signedBy(r.secret, body, req.Header) {
@@ -102,11 +102,12 @@ func liveTerms(ctx context.Context, conn *pgx.Conn) (map[string]leadTerm, error)
 
 // TestKillingTheLeadersSessionRepeatsNothing runs 2 replicas on one
 // database with VERDICTBOT_LEASE=5s. Links stream in (their verdicts and,
-// for half of them, a recheck flip become events) while the events and
+// for one in 9 of them, a recheck flip become events) while the events and
 // the recheck are led and rechecks fall due every second; in the middle,
 // the leaders' database sessions are terminated (pg_terminate_backend on
-// the pids in leaders). The receiver's log of event sequence numbers is
-// 1…N, each once, in order, with the senders' terms never going back;
+// the pids in leaders), and links keep coming until their terms are over.
+// The receiver's log of event sequence numbers is 1…N, each once, in
+// order, with the senders' terms never going back;
 // every link was scanned once and rechecked once (the simulator's tasks,
 // and one recheck verdict each in the database); each flip was announced
 // once. It reports how long each job went without a leader.
@@ -141,16 +142,27 @@ func TestKillingTheLeadersSessionRepeatsNothing(t *testing.T) {
 	}
 	defer db.Close(context.Background())
 
-	// 40 links over 4 s; the *.flip.test ones (one in 4) are clean at the
+	// 40 links: 28 over 2.8 s, then, once the lead sessions are killed,
+	// one every 500 ms, so that events are queued until the killed terms
+	// are over (expired, or released by a holder that stepped down) and
+	// the next term of the event sender begins as soon as one may (with
+	// nothing queued no replica asks for the lead: the next term began
+	// with the next flip, up to 18 s after the kill). The
+	// *.flip.test ones (one in 9, over the 4 channels) are clean at the
 	// first scan and phishing at the second (the recheck): a flip,
-	// announced in the thread (paced as Slack wants: a few seconds each).
+	// announced in the thread (Slack's pace, shared by the 2 replicas,
+	// allows a post every 2 s per channel: a card and a reply each).
 	var urls, flips []string
 	posted := make(chan struct{})
+	killedNow := make(chan struct{})
 	go func() {
 		defer close(posted)
 		for i := range 40 {
+			if ctx.Err() != nil {
+				return
+			}
 			url := fmt.Sprintf("https://docs%02d.clean.test/page", i)
-			if i%4 == 0 {
+			if i%9 == 0 {
 				url = fmt.Sprintf("https://promo%02d.flip.test/spring", i)
 				flips = append(flips, url)
 			}
@@ -158,9 +170,21 @@ func TestKillingTheLeadersSessionRepeatsNothing(t *testing.T) {
 			if _, err := c.slack.DeliverMessage(slackfake.MessageEvent{Channel: fmt.Sprintf("C0LEAD%d", i%4), User: alice, Text: "have a look <" + url + ">"}); err != nil {
 				t.Error(err)
 			}
-			time.Sleep(100 * time.Millisecond)
+			switch {
+			case i < 27:
+				time.Sleep(100 * time.Millisecond)
+			case i == 27:
+				select {
+				case <-killedNow:
+				case <-ctx.Done():
+					return
+				}
+			default:
+				time.Sleep(500 * time.Millisecond)
+			}
 		}
 	}()
+	defer func() { cancel(); <-posted }() // no post after the test
 
 	// Wait for both leads to be held while events flow and a recheck run
 	// has been going for a while (announcing flips), then kill the
@@ -187,6 +211,7 @@ func TestKillingTheLeadersSessionRepeatsNothing(t *testing.T) {
 		}
 	}
 	kill := time.Now()
+	close(killedNow)
 	arrivedAtKill, _ := rcv.arrivals()
 
 	// When each job has a new term.

@@ -40,7 +40,10 @@ func TestStateInPostgresSurvivesARestart(t *testing.T) {
 		schemaURL = strings.Replace(schemaURL, "postgres://postgres@", "postgres://postgres:"+pw+"@", 1)
 	}
 	fake := slackfaketest.Start(t)
-	srv, base := simtest.Start(t, sim.Config{})
+	// The analysis ends before the bot's first status check (the
+	// simulator's default moves a task one status per poll, and the bot's
+	// second poll comes 15 s later).
+	srv, base := simtest.Start(t, sim.Config{Profile: apptest.QuickProfile()})
 	dataDir := t.TempDir()
 	env := map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),

@@ -358,7 +358,11 @@ func TestQuarantineFlipOnTwoReplicasRemovesEachMessageOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rs := []*replica{c.start(ctx), c.start(ctx)}
-	threads := postFlips(t, c.slack, "https://promo.flip.test/replicas", []string{secChannel, "C0FLIP2"}, 6)
+	// One message per channel: a flip's card and reply are posted at the
+	// replicas' share of Slack's per-channel pace (a post per 2 s each),
+	// and a removal goes once its card shows the flip; 3 messages in a
+	// channel held the last removal 12 s.
+	threads := postFlips(t, c.slack, "https://promo.flip.test/replicas", []string{secChannel, "C0FLIP2", "C0FLIP3", "C0FLIP4", "C0FLIP5", "C0FLIP6"}, 6)
 	var request slackfake.Message
 	err := c.slack.WaitFor(ctx, func(st *slackfake.State) bool {
 		for _, m := range st.Messages(alerts, "") {

@@ -463,7 +463,7 @@ func replicaURL(i int) string {
 }
 
 // TestThreeReplicasAreOneBot runs 3 replicas on one database and one Slack
-// app. 200 links over 20 channels (40 of them repeating a link posted in
+// app. 200 links over 50 channels (40 of them repeating a link posted in
 // another channel) and 6 files each shared in 2 channels; some events are
 // redelivered to another replica; one replica is killed (-9) mid-run and
 // restarted later. Every message ends with exactly one final card, every
@@ -484,7 +484,7 @@ func TestThreeReplicasAreOneBot(t *testing.T) {
 	var threads []*thread
 	urls := map[string]bool{}
 	links := 0
-	channel := func(i int) string { return fmt.Sprintf("C0REP%02d", i%20) }
+	channel := func(i int) string { return fmt.Sprintf("C0REP%02d", i%50) }
 	// Links: message i (i%5 == 4) repeats the link of message i-3, which
 	// went to another channel; after the kill, i%10 == 9 repeats one of
 	// the first 77 (some of them in flight on the killed replica).
