@@ -66,14 +66,14 @@ func newOutboxRig(t *testing.T) *outboxRig {
 	fake := slackfaketest.Start(t)
 	_, base := simtest.Start(t, sim.Config{Profile: sim.QuickProfile()})
 	const secret = "whsec-outbox-Secret-77"
-	rcv := &siem{t: t, secret: []byte(secret), addr: "127.0.0.1:0"}
+	rcv := &siem{t: t, secret: []byte(secret), port: reservePort(t)}
 	rcv.up(t)
 	return &outboxRig{slack: fake, rcv: rcv, env: map[string]string{
 		"SLACK_BOT_TOKEN": fake.BotToken(), "SLACK_APP_TOKEN": fake.AppToken(), "SLACK_API_URL": fake.APIURL(),
 		"REPUTATION_URL": base, "REPUTATION_API_KEY": e2eKey,
 		"VERDICTBOT_DATA_DIR": t.TempDir(), "VERDICTBOT_CHANNEL_MODE": "quiet",
 		"VERDICTBOT_LOG_FORMAT": "json", "VERDICTBOT_HTTP_ADDR": "127.0.0.1:0",
-		"VERDICTBOT_EVENTS_URL": "http://" + rcv.addr + "/hook/outbox", "VERDICTBOT_EVENTS_SECRET": secret,
+		"VERDICTBOT_EVENTS_URL": "http://" + rcv.port.addr + "/hook/outbox", "VERDICTBOT_EVENTS_SECRET": secret,
 		"VERDICTBOT_REPUTATION_RUN_RATE": "50", "VERDICTBOT_REPUTATION_REPORT_RATE": "200",
 		eventsBackoffEnv: "1s",
 	}}
