@@ -667,6 +667,7 @@ func (a *App) releasePipelines() {
 			a.files.Close()
 		}
 		if a.events != nil {
+			a.events.Flush()
 			a.events.File.Close()
 		}
 	})

@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/verdictbot/verdictbot/store"
 )
@@ -39,7 +41,18 @@ type Emitter struct {
 	OnQueued func()
 
 	mu sync.Mutex // orders the file's lines as the queue's
+	// The file's lines in sequence order (see line): the next sequence
+	// expected, lines that came before it, and the timer that stops
+	// waiting for it.
+	next uint64
+	held map[uint64][]byte
+	wait *time.Timer
 }
+
+// fileHold is how long a line waits in the file for the lines of lower
+// sequence: writes that commit at once report in any order, and another
+// replica's sequences are never seen here.
+const fileHold = 250 * time.Millisecond
 
 var _ Sink = (*Emitter)(nil)
 
@@ -52,12 +65,13 @@ func (e *Emitter) Emit(_ context.Context, f Finding) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var body []byte
+	var seq uint64 // 0: not queued
 	if e.Queue != nil {
 		max := e.MaxQueued
 		if max <= 0 {
 			max = DefaultMaxQueued
 		}
-		_, dropped, err := e.Queue.EnqueueEvent(func(seq uint64) ([]byte, error) {
+		s, dropped, err := e.Queue.EnqueueEvent(func(seq uint64) ([]byte, error) {
 			ev.Metadata.Sequence = seq
 			b, err := json.Marshal(ev)
 			body = b
@@ -66,6 +80,8 @@ func (e *Emitter) Emit(_ context.Context, f Finding) {
 		if err != nil {
 			e.log().Warn("could not queue an event for VERDICTBOT_EVENTS_URL; it is lost", "kind", f.Kind, "error", err)
 			body = nil
+		} else {
+			seq = s
 		}
 		if dropped > 0 {
 			e.log().Warn("the event queue is full (VERDICTBOT_EVENTS_MAX_QUEUED): the oldest events were dropped", "dropped", dropped, "max", max)
@@ -88,8 +104,87 @@ func (e *Emitter) Emit(_ context.Context, f Finding) {
 		}
 		body = b
 	}
+	e.line(seq, body)
+}
+
+// line writes an event's line to File in sequence order: a line whose
+// sequence comes after the next expected is held until the lines before
+// it are written, or fileHold has passed (they are another replica's, or
+// lost). seq 0 (no queue) is written at once. e.mu is held.
+func (e *Emitter) line(seq uint64, body []byte) {
+	if e.File == nil {
+		return
+	}
+	if seq == 0 || e.next == 0 || seq <= e.next {
+		e.write(body)
+		if seq >= e.next && seq > 0 {
+			e.next = seq + 1
+		}
+		e.release()
+		return
+	}
+	if e.held == nil {
+		e.held = map[uint64][]byte{}
+	}
+	e.held[seq] = body
+	if e.wait == nil {
+		e.wait = time.AfterFunc(fileHold, func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.wait = nil
+			e.flushHeld()
+		})
+	}
+}
+
+// release writes the held lines that follow the last written. e.mu is held.
+func (e *Emitter) release() {
+	for {
+		body, ok := e.held[e.next]
+		if !ok {
+			break
+		}
+		delete(e.held, e.next)
+		e.write(body)
+		e.next++
+	}
+	if len(e.held) == 0 && e.wait != nil {
+		e.wait.Stop()
+		e.wait = nil
+	}
+}
+
+// flushHeld writes every held line, in sequence order. e.mu is held.
+func (e *Emitter) flushHeld() {
+	seqs := make([]uint64, 0, len(e.held))
+	for s := range e.held {
+		seqs = append(seqs, s)
+	}
+	slices.Sort(seqs)
+	for _, s := range seqs {
+		e.write(e.held[s])
+		delete(e.held, s)
+		e.next = s + 1
+	}
+}
+
+// Flush writes the lines still held (at shutdown, before File closes).
+func (e *Emitter) Flush() {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.wait != nil {
+		e.wait.Stop()
+		e.wait = nil
+	}
+	e.flushHeld()
+}
+
+func (e *Emitter) write(body []byte) {
 	if err := e.File.Write(body); err != nil {
-		e.log().Warn("could not write an event to VERDICTBOT_EVENTS_FILE", "kind", f.Kind, "error", err)
+		e.log().Warn("could not write an event to VERDICTBOT_EVENTS_FILE", "error", err)
 	}
 }
 
@@ -112,9 +207,8 @@ func (e *Emitter) Prepare(f Finding) *store.Outgoing {
 }
 
 // Committed implements Sink: the events a committed write queued wake
-// the Sender, go to File (in sequence order within the write; writes that
-// commit at once may interleave their lines) and count what the queue's
-// bound dropped.
+// the Sender, go to File (in sequence order: see line) and count what the
+// queue's bound dropped.
 func (e *Emitter) Committed(outs []*store.Outgoing) {
 	if e == nil {
 		return
@@ -133,11 +227,7 @@ func (e *Emitter) Committed(outs []*store.Outgoing) {
 				e.OnDropped("queue_full", o.Dropped)
 			}
 		}
-		if e.File != nil {
-			if err := e.File.Write(o.Body); err != nil {
-				e.log().Warn("could not write an event to VERDICTBOT_EVENTS_FILE", "error", err)
-			}
-		}
+		e.line(o.Seq, o.Body)
 	}
 	if queued && e.OnQueued != nil {
 		e.OnQueued()
