@@ -26,7 +26,7 @@ func testOptions() Options { return Options{Options: apptest.Options()} }
 // TestMain lets the test binary act as verdictbot itself when
 // GO_TEST_AS_VERDICTBOT=1, so tests can run (and kill) a real process, and
 // as a disk load (see startFsyncLoad) when GO_TEST_FSYNC_LOAD names a
-// directory. Otherwise it runs the tests, testutil.EndToEndParallel at once (or
+// directory. Otherwise it runs the tests, testutil.ProcessParallel at once (or
 // GOMAXPROCS if more) unless -parallel says otherwise.
 func TestMain(m *testing.M) {
 	if os.Getenv("GO_TEST_AS_VERDICTBOT") == "1" {
@@ -45,6 +45,6 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(fsyncLoadEnv); dir != "" {
 		os.Exit(fsyncLoad(dir))
 	}
-	testutil.RaiseParallel(testutil.EndToEndParallel)
+	testutil.RaiseParallel(testutil.ProcessParallel)
 	os.Exit(m.Run())
 }
