@@ -3,18 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
@@ -61,6 +66,12 @@ const (
 //
 //	go test -run '^$' -bench ThroughputEndToEnd -benchtime 1x ./cmd/verdictbot/
 //
+// Two rows: plain (the bot as above), and events+quarantine (issue 23
+// item 6): everything on, the events sent signed to a webhook receiver in
+// this process and written to a JSON-lines file, quarantine on at
+// "malicious" with an admin token, the links spread over 10 channels and
+// one in 20 of them phishing (done when its message is removed).
+//
 // Linux only (/proc). Skipped with -short.
 func BenchmarkThroughputEndToEnd(b *testing.B) {
 	if testing.Short() {
@@ -82,9 +93,30 @@ func BenchmarkThroughputEndToEnd(b *testing.B) {
 			b.Fatalf("go build: %v\n%s", err, out)
 		}
 	}
-	for i := 0; i < b.N; i++ {
-		runThroughput(b, bin, i)
+	for _, everything := range []bool{false, true} {
+		name := "plain"
+		if everything {
+			name = "events+quarantine"
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				runThroughput(b, bin, i, everything)
+			}
+		})
 	}
+}
+
+// throughputChannels are the channels of the events+quarantine row.
+const throughputChannels = 10
+
+// hookCounter is the events row's webhook receiver: it counts what it is
+// sent and answers 204.
+type hookCounter struct{ n atomic.Int64 }
+
+func (h *hookCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	h.n.Add(1)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // throughputProfile is a fast service whose tasks take 100 ms of real
@@ -96,8 +128,19 @@ func BenchmarkThroughputEndToEnd(b *testing.B) {
 // of the pipeline this benchmark is about.
 var throughputProfile = sim.Profile{Name: "fast-timed", URLPending: 50 * time.Millisecond, URLProcessing: 50 * time.Millisecond}
 
-func runThroughput(b *testing.B, bin string, iter int) {
-	fake := slackfaketest.Start(b, slackfake.WithEchoOwnMessages(false))
+func runThroughput(b *testing.B, bin string, iter int, everything bool) {
+	opts := []slackfake.Option{slackfake.WithEchoOwnMessages(false)}
+	if everything {
+		opts = append(opts, apptest.WithAdminToken(adminUser))
+	}
+	fake := slackfaketest.Start(b, opts...)
+	channel := func(i int) string { return secChannel }
+	if everything {
+		for c := range throughputChannels {
+			fake.AddChannel(slackfake.Channel{ID: fmt.Sprintf("C0TP%d", c), Name: fmt.Sprintf("tp-%d", c)})
+		}
+		channel = func(i int) string { return fmt.Sprintf("C0TP%d", i%throughputChannels) }
+	}
 	_, base := simtest.Start(b, sim.Config{Profile: throughputProfile, MaxLog: 1000})
 	dataDir := b.TempDir()
 	env := []string{
@@ -110,6 +153,14 @@ func runThroughput(b *testing.B, bin string, iter int) {
 		// One user sends all 1,500 links: no per-user cap (it would stop
 		// them at 300).
 		"VERDICTBOT_USER_LINKS_PER_HOUR=0",
+	}
+	hook := &hookCounter{}
+	if everything {
+		srv := httptest.NewServer(hook)
+		b.Cleanup(srv.Close)
+		env = append(env, "VERDICTBOT_QUARANTINE=malicious", "SLACK_ADMIN_USER_TOKEN="+apptest.AdminToken,
+			"VERDICTBOT_EVENTS_URL="+srv.URL+"/hook", "VERDICTBOT_EVENTS_SECRET=whsec-throughput-0001",
+			"VERDICTBOT_EVENTS_FILE="+filepath.Join(dataDir, "events.jsonl"))
 	}
 	for _, name := range []string{"VERDICTBOT_MAX_CONCURRENT", "GOGC", "GOMEMLIMIT"} {
 		if v := os.Getenv(name); v != "" {
@@ -161,8 +212,12 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	deliverErr := make(chan error, 1)
 	go func() {
 		_, err := fake.DeliverEvents(dctx, n, throughputRate, func(i int) any {
-			return slackfake.MessageEvent{Channel: secChannel, User: alice,
-				Text: fmt.Sprintf("have a look at <https://t%d-%d.example.com/page|the page>", iter, i)}
+			host := fmt.Sprintf("t%d-%d.example.com", iter, i)
+			if everything && i%20 == 19 {
+				host = fmt.Sprintf("t%d-%d.phish.test", iter, i)
+			}
+			return slackfake.MessageEvent{Channel: channel(i), User: alice,
+				Text: fmt.Sprintf("have a look at <https://%s/page|the page>", host)}
 		})
 		deliverErr <- err
 	}()
@@ -170,7 +225,7 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	for time.Since(start) < throughputWindow && done < n {
 		time.Sleep(100 * time.Millisecond)
 		fake.Inspect(func(st *slackfake.State) {
-			if c := len(st.Calls("reactions.add")); c > done {
+			if c := len(st.Calls("reactions.add")) + len(st.Calls("chat.delete")); c > done {
 				done, last = c, time.Now()
 			}
 		})
@@ -196,6 +251,10 @@ func runThroughput(b *testing.B, bin string, iter int) {
 	b.ReportMetric(perLink, "cpu-ms-per-link")
 	b.ReportMetric(float64(done), "done")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
+	if everything {
+		b.Logf("%d events delivered to the webhook, %d messages removed", hook.n.Load(), len(fake.Calls("chat.delete")))
+		b.ReportMetric(float64(hook.n.Load())/float64(done), "events-per-link")
+	}
 	// The store's commits (each with its fsync), from its last
 	// transaction id once the bot has stopped: the whole run, startup and
 	// shutdown included, per done link.
