@@ -182,11 +182,12 @@ type State interface {
 	// than from the prior. service names the learner ("reputation",
 	// "sandbox").
 	//
-	// RecordDuration records that an analysis of service took d, keeping
-	// the latest keep durations of service (the older ones are dropped in
-	// the same write). Atomic against concurrent callers; on PostgreSQL the
-	// replicas share one list per service.
-	RecordDuration(service string, d time.Duration, keep int) error
+	// RecordDurations records that analyses of service took ds (oldest
+	// first), in one write, keeping the latest keep durations of service
+	// (the older ones are dropped in the same write). Atomic against
+	// concurrent callers; on PostgreSQL the replicas share one list per
+	// service.
+	RecordDurations(service string, ds []time.Duration, keep int) error
 	// Durations returns up to keep of service's latest durations, oldest
 	// first (none recorded: empty, no error).
 	Durations(service string, keep int) ([]time.Duration, error)

@@ -10,7 +10,7 @@ import (
 // DurationStore is the part of the state layer that keeps analysis
 // durations (store.State.RecordDuration, Durations).
 type DurationStore interface {
-	RecordDuration(service string, d time.Duration, keep int) error
+	RecordDurations(service string, ds []time.Duration, keep int) error
 	Durations(service string, keep int) ([]time.Duration, error)
 }
 
@@ -28,18 +28,23 @@ const DefaultKeep = 64
 // down for long loses the oldest, which only costs the plan freshness).
 const maxQueued = 256
 
+// flushEvery is how often the queued durations are written: one write per
+// service a second, not one per analysis (a busy bot completes dozens a
+// second, and each write is a commit).
+const flushEvery = time.Second
+
 // Durations keeps what the learned polling schedules learn in the state
 // layer, so that a restart plans from the durations learned before it
 // rather than from the prior, and replicas sharing PostgreSQL plan from
 // one another's. A duration is queued by the hook Observed returns (it
-// never blocks the verdict it follows) and written by Run, which also
-// seeds the schedules with the list kept, now and then: on PostgreSQL that
-// list holds every replica's latest durations. Make one with NewDurations.
+// never blocks the verdict it follows) and written by Run, a second's
+// worth in one write per service, which also seeds the schedules with the
+// list kept, now and then: on PostgreSQL that list holds every replica's
+// latest durations. Make one with NewDurations.
 type Durations struct {
 	db   DurationStore
 	keep int
 	log  *slog.Logger
-	wake chan struct{}
 
 	mu       sync.Mutex
 	queue    []observed
@@ -61,7 +66,7 @@ func NewDurations(db DurationStore, keep int, log *slog.Logger) *Durations {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Durations{db: db, keep: keep, log: log, wake: make(chan struct{}, 1), learners: map[string]Learner{}}
+	return &Durations{db: db, keep: keep, log: log, learners: map[string]Learner{}}
 }
 
 // Learn seeds l with the durations kept for service and keeps seeding it
@@ -100,25 +105,24 @@ func (k *Durations) Observed(service string) func(time.Duration) {
 		}
 		k.queue = append(k.queue, observed{service, d})
 		k.mu.Unlock()
-		select {
-		case k.wake <- struct{}{}:
-		default:
-		}
 	}
 }
 
-// Run writes the queued durations as they come and, every `every`, seeds
-// the learners with the lists kept, until ctx ends; it then writes what is
-// still queued (one try each) and returns.
+// Run writes the queued durations every second (or every `every`, if
+// shorter) and, every `every`, seeds the learners with the lists kept,
+// until ctx ends; it then writes what is still queued (one try) and
+// returns.
 func (k *Durations) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	f := time.NewTicker(min(every, flushEvery))
+	defer f.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			k.flush()
 			return
-		case <-k.wake:
+		case <-f.C:
 			k.flush()
 		case <-t.C:
 			k.flush()
@@ -137,8 +141,8 @@ func (k *Durations) Run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// flush writes the queued durations, oldest first; on an error the rest
-// stay queued for the next try.
+// flush writes the queued durations, one write per service, oldest
+// first; what a failed write held stays queued for the next try.
 func (k *Durations) flush() {
 	k.mu.Lock()
 	queue, dropped := k.queue, k.dropped
@@ -147,16 +151,30 @@ func (k *Durations) flush() {
 	if dropped > 0 {
 		k.log.Warn("analysis durations not kept: the store took none for a while", "dropped", dropped)
 	}
-	for i, o := range queue {
-		if err := k.db.RecordDuration(o.service, o.d, k.keep); err != nil {
-			k.log.Debug("could not keep an analysis duration; retried later", "service", o.service, "error", err)
-			k.mu.Lock()
-			k.queue = append(queue[i:len(queue):len(queue)], k.queue...)
-			if n := len(k.queue) - maxQueued; n > 0 {
-				k.queue, k.dropped = k.queue[n:], k.dropped+n
+	var services []string
+	by := map[string][]time.Duration{}
+	for _, o := range queue {
+		if _, ok := by[o.service]; !ok {
+			services = append(services, o.service)
+		}
+		by[o.service] = append(by[o.service], o.d)
+	}
+	var failed []observed
+	for _, s := range services {
+		if err := k.db.RecordDurations(s, by[s], k.keep); err != nil {
+			k.log.Debug("could not keep analysis durations; retried later", "service", s, "error", err)
+			for _, d := range by[s] {
+				failed = append(failed, observed{s, d})
 			}
-			k.mu.Unlock()
-			return
 		}
 	}
+	if len(failed) == 0 {
+		return
+	}
+	k.mu.Lock()
+	k.queue = append(failed, k.queue...)
+	if n := len(k.queue) - maxQueued; n > 0 {
+		k.queue, k.dropped = k.queue[n:], k.dropped+n
+	}
+	k.mu.Unlock()
 }

@@ -19,11 +19,11 @@ type flakyDurations struct {
 	down atomic.Bool
 }
 
-func (f *flakyDurations) RecordDuration(service string, d time.Duration, keep int) error {
+func (f *flakyDurations) RecordDurations(service string, ds []time.Duration, keep int) error {
 	if f.down.Load() {
 		return errors.New("database unavailable")
 	}
-	return f.DurationStore.RecordDuration(service, d, keep)
+	return f.DurationStore.RecordDurations(service, ds, keep)
 }
 
 func waitUntil(t *testing.T, what string, ok func() bool) {
@@ -69,7 +69,7 @@ func TestDurationsSurviveARestartAndAreShared(t *testing.T) {
 		t.Fatalf("%d durations written while the store was down", len(ds))
 	}
 	flaky.down.Store(false)
-	learn(50 * time.Second) // a new duration, and the tick, retry the rest
+	learn(50 * time.Second) // the next flush writes it after the rest
 	waitUntil(t, "11 durations kept", func() bool { ds, _ := db.Durations("reputation", 64); return len(ds) == 11 })
 	cancel()
 	wg.Wait()

@@ -13,14 +13,17 @@ const bDurations = "durations"
 
 func init() { buckets = append(buckets, bDurations) }
 
-// RecordDuration records that an analysis of service took d, keeping the
+// RecordDurations records that analyses of service took ds, keeping the
 // latest keep (store.State).
-func (db *DB) RecordDuration(service string, d time.Duration, keep int) error {
+func (db *DB) RecordDurations(service string, add []time.Duration, keep int) error {
 	if keep < 1 {
 		keep = 1
 	}
+	if len(add) == 0 {
+		return nil
+	}
 	return db.update(func(t txn) error {
-		ds := append(decodeDurations(t.get(bDurations, service)), d)
+		ds := append(decodeDurations(t.get(bDurations, service)), add...)
 		if len(ds) > keep {
 			ds = ds[len(ds)-keep:]
 		}

@@ -7,21 +7,29 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// recordDuration appends a duration to a service's list in one statement,
+// recordDurations appends durations to a service's list in one statement,
 // keeping the latest $3: ON CONFLICT DO UPDATE locks the row, so
 // concurrent writers, in any replica, append one after the other.
-const recordDuration = `
-INSERT INTO learned_durations AS l (service, durations) VALUES ($1, ARRAY[$2::bigint])
+const recordDurations = `
+INSERT INTO learned_durations AS l (service, durations)
+	VALUES ($1, ($2::bigint[])[greatest(cardinality($2::bigint[]) + 1 - $3::int, 1):])
 ON CONFLICT (service) DO UPDATE
-	SET durations = (l.durations || $2::bigint)[greatest(cardinality(l.durations) + 2 - $3::int, 1):]`
+	SET durations = (l.durations || $2::bigint[])[greatest(cardinality(l.durations) + cardinality($2::bigint[]) + 1 - $3::int, 1):]`
 
-// RecordDuration records that an analysis of service took d, keeping the
+// RecordDurations records that analyses of service took ds, keeping the
 // latest keep (store.State). The list is shared by the replicas.
-func (db *DB) RecordDuration(service string, d time.Duration, keep int) error {
+func (db *DB) RecordDurations(service string, ds []time.Duration, keep int) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	ns := make([]int64, len(ds))
+	for i, d := range ds {
+		ns[i] = int64(d)
+	}
 	ctx, cancel := db.ctx()
 	defer cancel()
-	if _, err := db.pool.Exec(ctx, recordDuration, service, int64(d), max(keep, 1)); err != nil {
-		return db.wrap("postgres: record a duration", err)
+	if _, err := db.pool.Exec(ctx, recordDurations, service, ns, max(keep, 1)); err != nil {
+		return db.wrap("postgres: record durations", err)
 	}
 	return nil
 }
