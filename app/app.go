@@ -315,7 +315,7 @@ func (a *App) wireQuarantine() error {
 		Events: a.sink(), Retention: cfg.QuarantineRetention,
 		TeamID:    func() string { return a.bot.Identity().TeamID },
 		OnFailure: a.metrics.QuarantineFailure, OnAction: a.metrics.Quarantine,
-		Queue: db, FlipMax: cfg.QuarantineFlipMax, AlertChannel: cfg.AlertChannel,
+		Queue: db, FlipMax: cfg.QuarantineFlipMax, AlertChannel: cfg.AlertChannel, PostWait: a.opts.FlipPostWait,
 		OnFlip: a.metrics.QuarantineFlip, OnCounts: a.metrics.QuarantineQueue,
 		FalsePositive: func(ctx context.Context, user, channel, sourceTS string, line int, taskID string, cat verdict.Category) string {
 			return a.feedback.Report(ctx, commands.ReportRequest{User: user, Channel: channel, SourceTS: sourceTS, Line: line,

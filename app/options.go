@@ -48,6 +48,10 @@ type Options struct {
 	// End-to-end tests whose subject is not the polling set them short.
 	URLPolling     reputation.Backoff
 	SandboxPolling sandbox.Backoff
+	// FlipPostWait, when set, is how long a recheck flip's removal waits
+	// for its card to be shown (quarantine.Quarantine.PostWait; 0: a
+	// minute).
+	FlipPostWait time.Duration
 }
 
 // logger is o.Logger, or the settings' logger on stderr.

@@ -216,7 +216,7 @@ func (q *Quarantine) Plan(ctx context.Context, url string, level verdict.Level, 
 		// Due once its card is shown (Shown), so the tombstone updates the
 		// card rather than racing its post; at the latest after postWait.
 		out[card.Ref{Channel: c.Channel, SourceTS: c.SourceTS}] = &store.Removal{Target: url, Level: level.Key(), Batch: batch,
-			Held: held, Queued: now, NextAt: now.Add(postWait)}
+			Held: held, Queued: now, NextAt: now.Add(cmp.Or(q.PostWait, postWait))}
 	}
 	if q.OnFlip != nil {
 		event := "queued"

@@ -174,6 +174,11 @@ type Quarantine struct {
 	// (VERDICTBOT_ALERT_CHANNEL, "" for none).
 	FlipMax      int
 	AlertChannel string
+	// PostWait is how long a flip's removal waits for the announcement to
+	// show its card before it is due anyway (0: a minute). Tests shorten
+	// it; a process killed between the flip and the card's show leaves
+	// its removals waiting this long.
+	PostWait time.Duration
 	// DeletesPerMinute paces the queued removals (default
 	// DefaultDeletesPerMinute), shared by the replicas (ShareBudgets).
 	DeletesPerMinute float64

@@ -40,6 +40,10 @@ func TestMain(m *testing.M) {
 		if fp := os.Getenv(failpointEnv); fp != "" {
 			opts.StoreWriteFault = killAtWrite(fp)
 		}
+		// The flip kill test: a removal waits this long for its card.
+		if d, err := time.ParseDuration(os.Getenv(flipPostWaitEnv)); err == nil {
+			opts.FlipPostWait = d
+		}
 		os.Exit(runCLI(processEnvironment(), opts, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if dir := os.Getenv(fsyncLoadEnv); dir != "" {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -22,14 +23,22 @@ import (
 // failpointEnv names the store write at which the process kills itself
 // (SIGKILL, before that write commits), or "count" to only count them.
 // Each write announces itself on standard error ("failpoint: write N").
+// "N@path" (or "count@path") counts only the writes made once the file
+// path exists: the test creates it when the flow it studies begins.
 const failpointEnv = "GO_TEST_FAILPOINT_WRITE"
 
 // killAtWrite returns the embedded store's write hook of the failpoint:
 // it runs at the end of each update transaction, before its commit.
 func killAtWrite(spec string) func() error {
+	spec, trigger, _ := strings.Cut(spec, "@")
 	at, _ := strconv.Atoi(spec) // "count": 0, never
 	var n atomic.Int64
 	return func() error {
+		if trigger != "" {
+			if _, err := os.Stat(trigger); err != nil {
+				return nil // the flow has not begun
+			}
+		}
 		k := n.Add(1)
 		fmt.Fprintf(os.Stderr, "failpoint: write %d\n", k)
 		if at > 0 && k == int64(at) {
