@@ -108,14 +108,17 @@ func (e *Emitter) Emit(_ context.Context, f Finding) {
 }
 
 // line writes an event's line to File in sequence order: a line whose
-// sequence comes after the next expected is held until the lines before
-// it are written, or fileHold has passed (they are another replica's, or
-// lost). seq 0 (no queue) is written at once. e.mu is held.
+// sequence comes after the next expected (or the process's first line,
+// when none is expected yet) is held until the lines before it are
+// written, or fileHold has passed (they are another replica's, or lost).
+// seq 0 (no queue) is written at once. e.mu is held.
 func (e *Emitter) line(seq uint64, body []byte) {
 	if e.File == nil {
 		return
 	}
-	if seq == 0 || e.next == 0 || seq <= e.next {
+	// The first line a process writes waits too: the next sequence is not
+	// known yet, and a write that committed just before may report after.
+	if seq == 0 || (e.next != 0 && seq <= e.next) {
 		e.write(body)
 		if seq >= e.next && seq > 0 {
 			e.next = seq + 1

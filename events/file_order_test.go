@@ -41,22 +41,29 @@ func TestFileLinesFollowTheSequence(t *testing.T) {
 			e.Committed([]*store.Outgoing{{Seq: s, Body: fmt.Appendf(nil, `{"seq":%d}`, s)}})
 		}
 	}
-	committed(1, 3, 2)
-	if got := strings.Join(fileLines(t, path), " "); got != `{"seq":1} {"seq":2} {"seq":3}` {
+	// A process's first lines: 11 reports before 10 (a restart: the
+	// sequences before were the last process's).
+	committed(11, 10)
+	time.Sleep(fileHold + 100*time.Millisecond)
+	if got := strings.Join(fileLines(t, path), " "); got != `{"seq":10} {"seq":11}` {
+		t.Fatalf("the first lines: %s", got)
+	}
+	committed(12, 14, 13)
+	if got := strings.Join(fileLines(t, path), " "); got != `{"seq":10} {"seq":11} {"seq":12} {"seq":13} {"seq":14}` {
 		t.Fatalf("file %s", got)
 	}
-	// 4 is another replica's: 5 and 6 wait for it, then go.
-	committed(6, 5)
-	if n := len(fileLines(t, path)); n != 3 {
-		t.Fatalf("%d lines before the hold ended, want 3", n)
+	// 15 is another replica's: 16 and 17 wait for it, then go.
+	committed(17, 16)
+	if n := len(fileLines(t, path)); n != 5 {
+		t.Fatalf("%d lines before the hold ended, want 5", n)
 	}
 	time.Sleep(fileHold + 100*time.Millisecond)
-	if got := strings.Join(fileLines(t, path), " "); got != `{"seq":1} {"seq":2} {"seq":3} {"seq":5} {"seq":6}` {
+	if got := strings.Join(fileLines(t, path)[5:], " "); got != `{"seq":16} {"seq":17}` {
 		t.Fatalf("after the hold: %s", got)
 	}
-	committed(8)
+	committed(19)
 	e.Flush()
-	if got := fileLines(t, path); len(got) != 6 || got[5] != `{"seq":8}` {
+	if got := fileLines(t, path); len(got) != 8 || got[7] != `{"seq":19}` {
 		t.Fatalf("after Flush: %q", got)
 	}
 }

@@ -47,6 +47,9 @@ func keyTime(k string) time.Time {
 // setDeferred sets the due time of the deferred check of the target with
 // this id (zero: none pending), and its index entry.
 func setDeferred(t txn, id string, at time.Time) error {
+	if err := dropClaim(t, claimDeferred, id); err != nil {
+		return err
+	}
 	if old := t.get(bDeferredAt, id); len(old) == 8 {
 		if err := t.del(bDeferred, string(old)+id); err != nil {
 			return err
@@ -131,7 +134,11 @@ func (db *DB) ClaimDeferred(target string, dueBy time.Time, hold time.Duration, 
 			return nil
 		}
 		claimed = true
-		return setDeferred(t, id, until)
+		due := deferredAt(t, id)
+		if err := setDeferred(t, id, until); err != nil {
+			return err
+		}
+		return putClaim(t, claimDeferred, id, until, due)
 	})
 	if err != nil || !claimed {
 		return time.Time{}, false, err

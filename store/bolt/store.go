@@ -96,6 +96,12 @@ func Open(dir string, opt Options) (*DB, error) {
 		be.close()
 		return nil, err
 	}
+	// One process opens the file: the checks it finds claimed were a dead
+	// process's (see bClaims).
+	if _, err := db.releaseStaleClaims(); err != nil {
+		be.close()
+		return nil, fmt.Errorf("store %s: giving back the checks a stopped process had claimed: %w", path, err)
+	}
 	return db, nil
 }
 

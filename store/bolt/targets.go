@@ -109,6 +109,9 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, ref *card.Ref, sch
 				return err
 			}
 		}
+		if err := dropClaim(t, claimRecheck, id); err != nil {
+			return err
+		}
 		tg.Checked, tg.Level, tg.Category, tg.TaskID = v.At, v.Level, v.Category, v.TaskID
 		if ref != nil && !slices.Contains(tg.Cards, *ref) {
 			tg.Cards = append(tg.Cards, *ref)
@@ -229,6 +232,9 @@ func (db *DB) RecheckFailed(target string, schedule store.Schedule) error {
 				return err
 			}
 		}
+		if err := dropClaim(t, claimRecheck, id); err != nil {
+			return err
+		}
 		tg.Rechecks++
 		schedule.PlanNext(tg, now)
 		if !tg.NextCheck.IsZero() {
@@ -257,7 +263,11 @@ func (db *DB) ClaimRecheck(target string, dueBy time.Time, hold time.Duration, _
 			return nil
 		}
 		claimed = true
-		return moveDue(t, id, &rec, until)
+		due := rec.Target.NextCheck
+		if err := moveDue(t, id, &rec, until); err != nil {
+			return err
+		}
+		return putClaim(t, claimRecheck, id, until, due)
 	})
 	if err != nil || !claimed {
 		return time.Time{}, false, err
@@ -278,6 +288,9 @@ func (db *DB) ReleaseRecheck(target string, until, dueAt time.Time) error {
 
 // moveDue sets a target's due time and its entry in the due index.
 func moveDue(t txn, id string, rec *targetRecord, at time.Time) error {
+	if err := dropClaim(t, claimRecheck, id); err != nil {
+		return err
+	}
 	tg := &rec.Target
 	if !tg.NextCheck.IsZero() {
 		if err := t.del(bDue, timeKey(tg.NextCheck)+id); err != nil {
