@@ -37,6 +37,13 @@ func (a *App) wireEvents() error {
 		wake := make(chan struct{}, 1)
 		minBackoff, maxBackoff := a.opts.eventsBackoff()
 		em.Queue = a.db
+		// The file's lines follow the queue's order from this process's
+		// first (events.Emitter.StartAt).
+		if last, err := a.db.LastEventSeq(); err == nil {
+			em.StartAt(last)
+		} else {
+			log.Warn("the event queue's last sequence could not be read: the events file's first lines may come out of order", "error", err)
+		}
 		em.OnDropped = hooks.Dropped
 		em.OnQueued = func() {
 			select {

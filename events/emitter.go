@@ -108,17 +108,15 @@ func (e *Emitter) Emit(_ context.Context, f Finding) {
 }
 
 // line writes an event's line to File in sequence order: a line whose
-// sequence comes after the next expected (or the process's first line,
-// when none is expected yet) is held until the lines before it are
-// written, or fileHold has passed (they are another replica's, or lost).
-// seq 0 (no queue) is written at once. e.mu is held.
+// sequence comes after the next expected is held until the lines before
+// it are written, or fileHold has passed (they are another replica's, or
+// lost). seq 0 (no queue) is written at once; so is the first line when
+// StartAt did not say which comes first. e.mu is held.
 func (e *Emitter) line(seq uint64, body []byte) {
 	if e.File == nil {
 		return
 	}
-	// The first line a process writes waits too: the next sequence is not
-	// known yet, and a write that committed just before may report after.
-	if seq == 0 || (e.next != 0 && seq <= e.next) {
+	if seq == 0 || e.next == 0 || seq <= e.next {
 		e.write(body)
 		if seq >= e.next && seq > 0 {
 			e.next = seq + 1
@@ -169,6 +167,19 @@ func (e *Emitter) flushHeld() {
 		delete(e.held, s)
 		e.next = s + 1
 	}
+}
+
+// StartAt says that the events this process queues follow last, the
+// queue's last sequence number when it starts (store.EventQueue's
+// LastEventSeq): its first line waits for last+1's, which a write that
+// committed just before it may report after it. Call it before any event.
+func (e *Emitter) StartAt(last uint64) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.next = last + 1
 }
 
 // Flush writes the lines still held (at shutdown, before File closes).

@@ -36,6 +36,7 @@ func TestFileLinesFollowTheSequence(t *testing.T) {
 	db := bolt.Memory(bolt.Options{})
 	defer db.Close()
 	e := &Emitter{Queue: db, File: f}
+	e.StartAt(9) // a restart: the last process queued up to 9
 	committed := func(seqs ...uint64) {
 		for _, s := range seqs {
 			e.Committed([]*store.Outgoing{{Seq: s, Body: fmt.Appendf(nil, `{"seq":%d}`, s)}})

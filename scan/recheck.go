@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,19 @@ type DeferredTargets interface {
 	// claim is among them (one deferred after the claim makes the check
 	// due again). An error ends the run.
 	ClaimDeferred(url string, dueAt, dueBy time.Time, token uint64) (cards []card.Ref, release, done func(), ok bool, err error)
+}
+
+// FlipJournal is implemented by DueTargets that keep a recheck's flip
+// until it is announced (scanstore.URLMemory over the store: the flip is
+// recorded in the write of the verdict that makes it). A run that died
+// after the verdict and before its announcement leaves the flip pending,
+// and the next run announces it with its own changes.
+type FlipJournal interface {
+	// PendingFlips returns up to limit flips not announced, as changes
+	// (Target.Level and Was the level before, Now the verdict recorded).
+	PendingFlips(limit int) ([]Change, error)
+	// FlipAnnounced says url's flip to level is announced.
+	FlipAnnounced(url string, level verdict.Level) error
 }
 
 // Lease is a term of this process's lead of the recheck (the state
@@ -197,6 +211,16 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 	}
 	claimer, _ := r.Store.(RecheckClaimer)
 	deferrer, _ := r.Store.(DeferredTargets)
+	journal, _ := r.Store.(FlipJournal)
+	// The flips a run that died did not announce (listed before this
+	// run's checks: its own are announced below).
+	var unannounced []Change
+	if journal != nil {
+		var err error
+		if unannounced, err = journal.PendingFlips(200); err != nil && r.Log != nil {
+			r.Log.Warn("recheck: the flips not announced could not be read; the next run tries again", "error", err)
+		}
+	}
 	log := r.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -327,10 +351,27 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 		}()
 	}
 	wg.Wait()
+	// A flip not announced by the run that made it, unless this run
+	// rechecked the URL again (its change, if any, says where it stands).
+	for _, ch := range unannounced {
+		if !slices.ContainsFunc(changes, func(c Change) bool { return c.Target.Target == ch.Target.Target }) {
+			changes = append(changes, ch)
+		}
+	}
 	st.Changed = len(changes) - st.Deferred
 	st.Took = time.Since(start)
 	if len(changes) > 0 && r.OnChange != nil {
 		r.OnChange(context.WithoutCancel(ctx), changes)
+	}
+	if journal != nil {
+		for _, ch := range changes {
+			if ch.Target.Deferred || ch.Now.Err != nil {
+				continue
+			}
+			if err := journal.FlipAnnounced(ch.Target.Target, ch.Now.Level); err != nil {
+				log.Warn("recheck: a flip announced could not be marked so; the next run announces it again", "error", err)
+			}
+		}
 	}
 	for _, end := range ends {
 		end()

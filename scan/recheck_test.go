@@ -371,3 +371,49 @@ func TestRecheckRunReportsItsLag(t *testing.T) {
 		t.Fatalf("nothing due: %+v", st)
 	}
 }
+
+// unannouncing is the recheck's memory of a process killed after a
+// flip's verdict was written and before its announcement was done: the
+// flips are never marked announced.
+type unannouncing struct{ *scanstore.URLMemory }
+
+func (unannouncing) FlipAnnounced(string, verdict.Level) error { return errors.New("killed") }
+
+// TestAFlipNotAnnouncedIsAnnouncedByTheNextRun: the verdict that flips a
+// URL records the flip with it; a run that did not announce it (killed)
+// leaves it pending, and the next run announces it, from the level the
+// cards show, with the verdict recorded, without checking the URL again;
+// once announced it is not announced again.
+func TestAFlipNotAnnouncedIsAnnouncedByTheNextRun(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 10)
+	const u = "https://example.org/flips-then-dies"
+	rig.urls.Check(t.Context(), u, scan.CheckOptions{})
+	rig.sim.FlipOnNextScan(u, sim.Scores{Phishing: 0.96})
+	rig.clock.Set(rig.t0.Add(61 * time.Minute))
+	// Killed before the announcement: no OnChange, never marked announced.
+	dying := &scan.Recheck{Store: unannouncing{rig.mem}, URLs: rig.urls, Max: 10, Now: rig.clock.Now}
+	if st, err := dying.Run(t.Context()); err != nil || st.Changed != 1 {
+		t.Fatalf("the run that dies: %+v %v", st, err)
+	}
+	if fs, _ := rig.db.PendingFlips(10); len(fs) != 1 || fs[0].Was != verdict.Clean {
+		t.Fatalf("pending after the dead run: %+v", fs)
+	}
+	st, err := rig.r.Run(t.Context())
+	if err != nil || st.Checked != 0 || st.Changed != 1 {
+		t.Fatalf("the next run: %+v %v; want the pending flip announced, nothing checked", st, err)
+	}
+	if len(rig.seen) != 1 || rig.seen[0].Target.Target != u || rig.seen[0].Was != verdict.Clean ||
+		rig.seen[0].Now.Level != verdict.Malicious || rig.seen[0].Now.Scores[verdict.CatPhishing] < 0.9 {
+		t.Fatalf("announced %+v", rig.seen)
+	}
+	if n := len(rig.sim.URLTasks(u)); n != 2 {
+		t.Fatalf("%d scans: the pending flip was checked again", n)
+	}
+	if fs, _ := rig.db.PendingFlips(10); len(fs) != 0 {
+		t.Fatalf("still pending after its announcement: %+v", fs)
+	}
+	if st, _ := rig.r.Run(t.Context()); st.Changed != 0 {
+		t.Fatalf("announced again: %+v", st)
+	}
+}

@@ -44,6 +44,8 @@ type EventQueue interface {
 	DeleteEvent(seq uint64, f Fence) error
 	// EventsQueued is how many events are queued.
 	EventsQueued() (int, error)
+	// LastEventSeq is the last sequence number given (0: none yet).
+	LastEventSeq() (uint64, error)
 
 	// DeadLetterEvent moves a queued event to the dead-letter list, with
 	// why it was not delivered (absent: no error); fenced as DeleteEvent.

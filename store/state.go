@@ -177,6 +177,20 @@ type State interface {
 	// counts are shared by the replicas.
 	TakeAllowance(key string, limit int, window time.Duration) (ok bool, err error)
 
+	// Flips not announced yet. A recheck's verdict that changes a URL's
+	// level (RecordVerdict or FinishAnalysis with recheck set, from a
+	// level other than pending) records the flip in the same write; the
+	// recheck job says it is announced (its cards updated, its removals
+	// queued) with FlipAnnounced. A process that died in between leaves it
+	// pending, and the next run announces it. A flip already pending keeps
+	// its level before (the cards still show that one).
+	//
+	// PendingFlips returns up to limit flips not announced, oldest first.
+	PendingFlips(limit int) ([]PendingFlip, error)
+	// FlipAnnounced forgets target's pending flip if the target is still
+	// at level (a newer flip stays pending).
+	FlipAnnounced(target string, level verdict.Level) error
+
 	// Analysis durations: what the learned polling schedules learn from,
 	// kept so that a restart, or another replica, plans from them rather
 	// than from the prior. service names the learner ("reputation",

@@ -54,6 +54,15 @@ type Target struct {
 	Cards []card.Ref `json:"cards,omitempty"`
 }
 
+// PendingFlip is a recheck's change of a URL's level not announced yet
+// (State.PendingFlips): the target as it stands (its new level) and the
+// level it had before, since when.
+type PendingFlip struct {
+	Target Target
+	Was    verdict.Level
+	At     time.Time
+}
+
 // Schedule says when a URL is rechecked: at these ages after it was first
 // seen (VERDICTBOT_RECHECK_AFTER). A nil schedule plans no rechecks.
 type Schedule []time.Duration

@@ -20,8 +20,8 @@ import (
 
 // Durable is the part of the state layer that the pipelines' memories use
 // (store.State, both backends, implements it): targets and their verdict
-// history, reports, analyses in flight, the recheck queue and the deferred
-// checks.
+// history, reports, analyses in flight, the recheck queue, the deferred
+// checks and the flips not announced.
 type Durable interface {
 	Target(target string) (store.Target, error)
 	History(target string) ([]store.Verdict, error)
@@ -39,6 +39,8 @@ type Durable interface {
 	DueDeferred(now time.Time, limit int) ([]store.Target, error)
 	ClaimDeferred(target string, dueBy time.Time, hold time.Duration, f store.Fence) (time.Time, bool, error)
 	EndDeferred(target string, until, next time.Time) error
+	PendingFlips(limit int) ([]store.PendingFlip, error)
+	FlipAnnounced(target string, level verdict.Level) error
 }
 
 var _ Durable = store.State(nil)
@@ -326,6 +328,33 @@ func (m *URLMemory) ClaimDeferred(url string, dueAt, dueBy time.Time, token uint
 		return nil, func() {}, func() {}, false, err
 	}
 	return tg.Cards, release, done, true, nil
+}
+
+// PendingFlips returns the flips a recheck made and did not announce
+// (scan.FlipJournal), each with the verdict recorded.
+func (m *URLMemory) PendingFlips(limit int) ([]scan.Change, error) {
+	fs, err := m.DB.PendingFlips(limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]scan.Change, 0, len(fs))
+	for _, f := range fs {
+		tg := f.Target
+		now := scan.URLVerdict{URL: tg.Target, TaskID: tg.TaskID, Level: tg.Level, Category: tg.Category, CheckedAt: tg.Checked}
+		if h, err := m.DB.History(tg.Target); err == nil && len(h) > 0 {
+			last := h[len(h)-1]
+			now.TaskID, now.Level, now.Category, now.Scores, now.CheckedAt = last.TaskID, last.Level, last.Category, last.Scores, last.At
+		}
+		due := scan.DueURL{Target: tg.Target, Level: f.Was, DueAt: f.At}
+		due.Cards = append(due.Cards, tg.Cards...)
+		out = append(out, scan.Change{Target: due, Was: f.Was, Now: now})
+	}
+	return out, nil
+}
+
+// FlipAnnounced says url's flip to level is announced (scan.FlipJournal).
+func (m *URLMemory) FlipAnnounced(url string, level verdict.Level) error {
+	return retry(m.Stop, func() error { return m.DB.FlipAnnounced(url, level) })
 }
 
 // RecheckFailed advances url's recheck schedule (scan.DueTargets).

@@ -105,6 +105,22 @@ func (db *DB) DeleteEvent(seq uint64, _ store.Fence) error {
 }
 
 // EventsQueued: see EventQueue. The queue is contiguous: last - first + 1.
+// LastEventSeq: see EventQueue.
+func (db *DB) LastEventSeq() (uint64, error) {
+	var last uint64
+	err := db.be.view(func(t txn) error {
+		v := t.get(bMeta, metaEventSeq)
+		if v == nil {
+			return nil
+		}
+		n, err := strconv.ParseUint(string(v), 10, 64)
+		last = n
+		return err
+	})
+	return last, err
+}
+
+// EventsQueued: see EventQueue.
 func (db *DB) EventsQueued() (int, error) {
 	var first, last uint64
 	err := db.be.view(func(t txn) error {

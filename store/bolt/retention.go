@@ -216,6 +216,9 @@ func (db *DB) pruneTargets(cutoff time.Time) (verdicts, targets int, err error) 
 		if err := dropTargetID(t, k, id); err != nil {
 			return false, err
 		}
+		if err := t.del(bFlips, id); err != nil {
+			return false, err
+		}
 		return true, t.del(bTargets, id)
 	})
 	return verdicts, targets, err

@@ -118,6 +118,11 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, ref *card.Ref, sch
 		}
 		if recheck {
 			tg.Rechecks++
+			if ok && prev != verdict.Pending && prev != v.Level {
+				if err := putFlip(t, id, prev, v.At); err != nil {
+					return err
+				}
+			}
 		}
 		// Skip ages already passed (a long outage): plan the next one
 		// still ahead, counting the skipped as done.

@@ -201,6 +201,16 @@ func (db *DB) RequeueDeadEvents(seqs []uint64, rebuild func(body []byte, seq uin
 
 // EventsQueued: see store.EventQueue. The queue is contiguous (events
 // leave from the front), so it is last - first + 1.
+// LastEventSeq: see store.EventQueue.
+func (db *DB) LastEventSeq() (uint64, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	var last int64
+	err := db.pool.QueryRow(ctx, `SELECT last FROM event_seq WHERE id = 1`).Scan(&last)
+	return uint64(last), db.result(err)
+}
+
+// EventsQueued: see store.EventQueue.
 func (db *DB) EventsQueued() (int, error) {
 	ctx, cancel := db.ctx()
 	defer cancel()

@@ -868,6 +868,14 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, cardRef *card.Ref,
 		}
 		if recheck {
 			tg.Rechecks++
+			if !created && prev != verdict.Pending && prev != v.Level {
+				// The flip, to announce (State.PendingFlips); one
+				// already pending keeps the level its cards show.
+				if _, err := tx.Exec(ctx, `INSERT INTO pending_flips (target, was, at) VALUES ($1, $2, $3) ON CONFLICT (target) DO NOTHING`,
+					v.Target, int(prev), v.At); err != nil {
+					return err
+				}
+			}
 		}
 		schedule.PlanNext(&tg, v.At)
 		tg.NextCheck = micro(tg.NextCheck)

@@ -286,3 +286,24 @@ func claimRecheck(t *testing.T, db store.State, c *Clock) {
 		t.Fatalf("a file (never rechecked): %v %v", ok, err)
 	}
 }
+
+func init() {
+	cases = append(cases, testCase{"LastEventSeqIsTheLastGiven", lastEventSeq})
+}
+
+// lastEventSeq: LastEventSeq is 0 before any event, then the last
+// sequence given, whether or not its event is still queued.
+func lastEventSeq(t *testing.T, db store.State, _ *Clock) {
+	if n, err := db.LastEventSeq(); err != nil || n != 0 {
+		t.Fatalf("before any: %d %v", n, err)
+	}
+	for range 3 {
+		if _, _, err := db.EnqueueEvent(body, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, db.DeleteEvent(3, store.Fence{}))
+	if n, err := db.LastEventSeq(); err != nil || n != 3 {
+		t.Fatalf("after 3, the last sent: %d %v", n, err)
+	}
+}
