@@ -41,6 +41,7 @@ import (
 //	VERDICTBOT_SOAK_SEED    the fault schedule's and load's seed (printed at the start)
 //	VERDICTBOT_SOAK_FAULTS  the fault kinds to draw from, comma-separated (default: all);
 //	                        a leading "-" removes a kind ("-pgstop": all but stopping PostgreSQL)
+//	VERDICTBOT_SOAK_DRAIN   the bound on the drain after the load (default 4m)
 //	VERDICTBOT_TEST_DATABASE_URL  the PostgreSQL server (the soak needs it)
 //
 // pgstop stops the machine's PostgreSQL (pg_ctlcluster): never run the
@@ -49,6 +50,7 @@ const (
 	soakEnv       = "VERDICTBOT_SOAK"
 	soakSeedEnv   = "VERDICTBOT_SOAK_SEED"
 	soakFaultsEnv = "VERDICTBOT_SOAK_FAULTS"
+	soakDrainEnv  = "VERDICTBOT_SOAK_DRAIN"
 )
 
 // The fault kinds, keep in sync with soak.inject.
@@ -69,7 +71,7 @@ var soakFaultKinds = []string{faultKill9, faultDisconnect, faultChat429, faultUR
 const (
 	soakAckP99      = 20 * time.Millisecond // ack p99 outside fault windows (issue 23)
 	soakFaultMargin = 5 * time.Second       // a fault window's effects last this long after its end
-	soakDrainMax    = 4 * time.Minute       // the drain's bound
+	soakDrainMax    = 4 * time.Minute       // the drain's bound (VERDICTBOT_SOAK_DRAIN)
 	// soakFlatMin is the shortest life of a process over which RSS and
 	// goroutines are required flat (shorter ones are reported only);
 	// soakRSSSlope and soakGoroutineSlope are the slopes above which they
@@ -158,6 +160,7 @@ type soak struct {
 	c        *cluster
 	dur      time.Duration
 	interval time.Duration
+	drainMax time.Duration
 	seed     uint64
 	kinds    []string
 	rng      *rand.Rand // the conductor's (faults)
@@ -203,11 +206,24 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	drainMax := soakDrainMax
+	if d := os.Getenv(soakDrainEnv); d != "" {
+		if drainMax, err = time.ParseDuration(d); err != nil || drainMax <= 0 {
+			t.Fatalf("%s=%q: want a duration", soakDrainEnv, d)
+		}
+	}
 	interval := max(10*time.Second, dur/30)
 	t.Logf("soak: %s of load, a fault every %s from %v; %s=%d replays it", dur, interval, kinds, soakSeedEnv, seed)
 
+	// make soak runs go test without -timeout (it cannot add SOAK to
+	// the drain): the soak bounds itself, with the goroutines' stacks as
+	// go test's timeout prints them.
+	watchdog := time.AfterFunc(dur+drainMax+10*time.Minute, func() {
+		panic(fmt.Sprintf("TestSoak: still running %s after its start (load %s, drain bound %s)", dur+drainMax+10*time.Minute, dur, drainMax))
+	})
+	defer watchdog.Stop()
 	s := &soak{t: t, dur: dur, interval: interval, seed: seed, kinds: kinds, rng: rand.New(rand.NewPCG(seed, 1)),
-		load: map[string]int{}, samples: map[string][]soakSample{}}
+		load: map[string]int{}, samples: map[string][]soakSample{}, drainMax: drainMax}
 	if slices.Contains(kinds, faultPGStop) {
 		s.pg = newSoakPG(t)
 	}
@@ -272,7 +288,7 @@ func (s *soak) run() {
 	apptest.SeedQuarantine(c.slack)
 	c.slack.AddUser(slackfake.User{ID: bob, Name: "bob"})
 
-	ctx, cancel := context.WithTimeout(context.Background(), s.dur+soakDrainMax+5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), s.dur+s.drainMax+5*time.Minute)
 	defer cancel()
 	for range 3 {
 		s.spawn(true)
@@ -316,7 +332,7 @@ func (s *soak) run() {
 	for len(s.c.live()) < 3 {
 		s.spawn(false)
 	}
-	t.Logf("load stopped after %s; draining (at most %s)", loadEnd.Sub(s.begin).Round(time.Second), soakDrainMax)
+	t.Logf("load stopped after %s; draining (at most %s)", loadEnd.Sub(s.begin).Round(time.Second), s.drainMax)
 	drained := s.drain(ctx, loadEnd)
 	s.sample()
 	s.report(drained, loadEnd)
@@ -404,7 +420,7 @@ func (s *soak) try(kind string) bool {
 		}
 		r := live[s.rng.IntN(len(live))]
 		restart := s.between(5*time.Second, 20*time.Second)
-		f := s.newFault(kind, fmt.Sprintf("%s, restarted after %s", r.name, restart))
+		f := s.newFault(kind, fmt.Sprintf("%s, restarted after %s", r.name, restart.Round(100*time.Millisecond)))
 		r.kill9(s.t)
 		r.dead = true
 		s.after(restart, func() {
@@ -890,7 +906,7 @@ func (s *soak) drain(ctx context.Context, loadEnd time.Time) bool {
 	s.mu.Lock()
 	threads := slices.Clone(s.threads)
 	s.mu.Unlock()
-	deadline := time.Now().Add(soakDrainMax)
+	deadline := time.Now().Add(s.drainMax)
 	for {
 		st := s.cardState(threads)
 		settled := !slices.Contains(st.final, false)
@@ -915,7 +931,7 @@ func (s *soak) drain(ctx context.Context, loadEnd time.Time) bool {
 				}
 			}
 			s.t.Logf("not drained after %s: %d threads unsettled, %d journal jobs, %d unfinished cards (%v), events %d of %d received (%d dead, %v)",
-				soakDrainMax, n, jobs, unfinished, err, len(got), last, dead, qerr)
+				s.drainMax, n, jobs, unfinished, err, len(got), last, dead, qerr)
 			for _, r := range s.c.replicas {
 				s.t.Logf("=== %s (dead %v), last lines:\n%s", r.name, r.dead, r.tail(10))
 			}
@@ -967,15 +983,15 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 		if len(ex) == 0 {
 			return
 		}
-		more := ""
-		if len(ex) > 5 {
-			more = fmt.Sprintf(" … and %d more", len(ex)-5)
+		n, more := len(ex), ""
+		if n > 5 {
+			more = fmt.Sprintf(" … and %d more", n-5)
 			ex = ex[:5]
 		}
-		breakf("%s: %d: %s%s", name, len(ex), strings.Join(ex, "; "), more)
+		breakf("%s: %d: %s%s", name, n, strings.Join(ex, "; "), more)
 	}
 	if !drained {
-		breakf("drain: the cluster did not settle within %s of the load's end", soakDrainMax)
+		breakf("drain: the cluster did not settle within %s of the load's end", s.drainMax)
 	}
 
 	// Every message exactly one final card (none for a message without a
