@@ -176,6 +176,7 @@ type soak struct {
 	faults  []*soakFault   // every fault, in order
 	ends    []soakAction   // pending end (or restart) actions
 	samples map[string][]soakSample
+	exits   []soakExit
 	simBusy *soakFault // the simulator holds one fault at a time
 	pgDown  *soakFault
 }
@@ -313,6 +314,7 @@ func (s *soak) run() {
 	nextSample := s.begin.Add(warmup)
 	for time.Since(s.begin) < s.dur {
 		now := time.Now()
+		s.supervise()
 		s.runEnds(now, false)
 		if !now.Before(nextFault) {
 			s.inject()
@@ -329,6 +331,8 @@ func (s *soak) run() {
 	loadEnd := time.Now()
 	// The drain: every fault ended now, every replica up.
 	s.runEnds(time.Now(), true)
+	s.supervise()
+	s.runEnds(time.Now(), true)
 	for len(s.c.live()) < 3 {
 		s.spawn(false)
 	}
@@ -336,6 +340,46 @@ func (s *soak) run() {
 	drained := s.drain(ctx, loadEnd)
 	s.sample()
 	s.report(drained, loadEnd)
+}
+
+// soakExit is a replica process that ended by itself.
+type soakExit struct {
+	name     string
+	at       time.Time
+	pgOutage bool // during a PostgreSQL outage (or just after)
+	last     string
+}
+
+// supervise does what an orchestrator does: a replica that exited by
+// itself (one started while PostgreSQL is stopped cannot open its store)
+// is started again 2 s later. Each exit is recorded.
+func (s *soak) supervise() {
+	for _, r := range s.c.live() {
+		if !exited(r.process) {
+			continue
+		}
+		_ = r.cmd.Wait()
+		r.dead = true
+		e := soakExit{name: r.name, at: time.Now(), pgOutage: s.inFault(time.Now(), faultPGStop), last: r.tail(1)}
+		s.mu.Lock()
+		s.exits = append(s.exits, e)
+		s.mu.Unlock()
+		s.t.Logf("%7s %s exited by itself (%v): %.300s", time.Since(s.begin).Round(100*time.Millisecond), r.name, r.cmd.ProcessState, e.last)
+		s.after(2*time.Second, func() {
+			n := s.spawn(false)
+			s.t.Logf("%7s restart %s as %s", time.Since(s.begin).Round(100*time.Millisecond), r.name, n.name)
+		})
+	}
+}
+
+// exited reports whether the process ended (a zombie, not yet waited for).
+func exited(p *process) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
 }
 
 // spawn starts a replica (waiting for its connection when wait).
@@ -468,7 +512,7 @@ func (s *soak) try(kind string) bool {
 			what = "an HTML page with 200 to 70% of requests"
 		default:
 			faults = sim.Faults{Service: service, Delay: 40 * time.Second}
-			what = "no answer for 40 s (timeouts)"
+			what = "answers held 40 s (timeouts)"
 		}
 		f := s.newFault(kind, fmt.Sprintf("%s for %s", what, d))
 		s.mu.Lock()
@@ -1251,6 +1295,16 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 		}
 	}
 
+	// A replica exits by itself only when it starts during a PostgreSQL
+	// outage (it cannot open its store; the orchestrator restarts it).
+	var crashed []string
+	for _, e := range s.exits {
+		if !e.pgOutage {
+			crashed = append(crashed, fmt.Sprintf("%s at +%s: %.200s", e.name, e.at.Sub(s.begin).Round(100*time.Millisecond), e.last))
+		}
+	}
+	examples("replicas that exited by themselves outside a PostgreSQL outage", crashed)
+
 	// The table.
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n== chaos soak: %s of load, seed %d (%s=%d), faults every %s, load average %s\n", loadEnd.Sub(s.begin).Round(time.Second), s.seed, soakSeedEnv, s.seed, s.interval, loadAvg())
@@ -1267,6 +1321,7 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 		}
 	}
 	fmt.Fprintf(&b, "  %-26s %d (%s of fault time in all)\n", "total", len(s.faults), faultTime.Round(time.Second))
+	fmt.Fprintf(&b, "%-28s %d started in all, %d exited by themselves (%d during a PostgreSQL outage)\n", "replica processes", len(c.replicas), len(s.exits), len(s.exits)-len(crashed))
 	fmt.Fprintf(&b, "%-28s %d (links %d, repeats %d, no link %d, files %d, DMs %d); edits %d, slash commands %d, clicks %d\n", "messages", len(s.threads),
 		s.load["link"], s.load["repeat"], s.load["text"], s.load["file"], s.load["dm"], s.load["edit"], s.load["slash"], s.load["click"])
 	var lv []string
