@@ -985,6 +985,43 @@ func (s *soak) drain(ctx context.Context, loadEnd time.Time) bool {
 	}
 }
 
+// leftovers describes the work the database still holds: journal jobs
+// and unfinished cards (a few of each).
+func (s *soak) leftovers() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.c.schemaURL)
+	if err != nil {
+		return err.Error()
+	}
+	defer conn.Close(context.Background())
+	var out []string
+	rows, err := conn.Query(ctx, `SELECT kind, event_id, received FROM jobs ORDER BY id LIMIT 5`)
+	if err == nil {
+		for rows.Next() {
+			var kind, ev string
+			var at time.Time
+			if rows.Scan(&kind, &ev, &at) == nil {
+				out = append(out, fmt.Sprintf("job %s %s at +%s", kind, ev, at.Sub(s.begin).Round(100*time.Millisecond)))
+			}
+		}
+		rows.Close()
+	}
+	rows, err = conn.Query(ctx, `SELECT channel, source_ts, card_ts, left(record::text, 300) FROM cards WHERE unfinished LIMIT 5`)
+	if err == nil {
+		for rows.Next() {
+			var ch, src, cts, rec string
+			if rows.Scan(&ch, &src, &cts, &rec) == nil {
+				out = append(out, fmt.Sprintf("unfinished card %s/%s (card %q) %s", ch, src, cts, rec))
+			}
+		}
+		rows.Close()
+	}
+	var jobs, unfinished int
+	_ = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM cards WHERE unfinished)`).Scan(&jobs, &unfinished)
+	return fmt.Sprintf("%d journal jobs, %d unfinished cards: %s", jobs, unfinished, strings.Join(out, "; "))
+}
+
 // eventsQueued returns the last event sequence number given and how many
 // events were dead-lettered.
 func (s *soak) eventsQueued(ctx context.Context) (last, dead int64, err error) {
@@ -1035,7 +1072,7 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 		breakf("%s: %d: %s%s", name, n, strings.Join(ex, "; "), more)
 	}
 	if !drained {
-		breakf("drain: the cluster did not settle within %s of the load's end", s.drainMax)
+		breakf("drain: the cluster did not settle within %s of the load's end: %s", s.drainMax, s.leftovers())
 	}
 
 	// Every message exactly one final card (none for a message without a
