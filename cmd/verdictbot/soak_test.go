@@ -94,6 +94,15 @@ type soakThread struct {
 	clicked   bool
 }
 
+// soakClick is bob's False positive on a card.
+type soakClick struct {
+	envelope string
+	th       *soakThread
+	cardTS   string
+	url      string
+	first    bool // no earlier click reported this URL
+}
+
 // soakFault is one injected fault.
 type soakFault struct {
 	kind, detail string
@@ -171,7 +180,7 @@ type soak struct {
 	mu      sync.Mutex
 	threads []*soakThread
 	slashes []string       // envelope ids of slash commands
-	clicks  []string       // envelope ids of button clicks
+	clicks  []soakClick    // button clicks
 	load    map[string]int // what the load sent, by kind
 	faults  []*soakFault   // every fault, in order
 	ends    []soakAction   // pending end (or restart) actions
@@ -887,7 +896,8 @@ func (s *soak) act(rng *rand.Rand, n int, dm string) error {
 				}
 				s.mu.Lock()
 				th.clicked = true
-				s.clicks = append(s.clicks, d.EnvelopeID)
+				first := !slices.ContainsFunc(s.clicks, func(k soakClick) bool { return k.url == th.targets[0] })
+				s.clicks = append(s.clicks, soakClick{envelope: d.EnvelopeID, th: th, cardTS: m.TS, url: th.targets[0], first: first})
 				s.load["click"]++
 				s.mu.Unlock()
 				return nil
@@ -1284,12 +1294,22 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 		}
 	}
 	examples("acked slash commands never answered", lostSlash)
+	// A click acked is shown: the first report of a URL adds its audit
+	// line (who reported) to the card clicked.
 	clicksAcked := 0
-	for _, id := range s.clicks {
-		if e, _ := c.slack.Envelope(id); len(e.Acks) > 0 {
-			clicksAcked++
+	var unshown []string
+	for _, k := range s.clicks {
+		e, _ := c.slack.Envelope(k.envelope)
+		if len(e.Acks) == 0 {
+			continue
+		}
+		clicksAcked++
+		m, ok := c.slack.Message(k.th.channel, k.cardTS)
+		if k.first && (!ok || !strings.Contains(apptest.BlocksText(m.Blocks), "<@"+bob+">")) {
+			unshown = append(unshown, fmt.Sprintf("%s/%s (card %s, %s, clicked at +%s)", k.th.channel, k.th.ts, k.cardTS, k.url, e.SentAt.Sub(s.begin).Round(100*time.Millisecond)))
 		}
 	}
+	examples("acked clicks whose report the card does not show", unshown)
 	p50, p99 := soakPercentile(lat, 50), soakPercentile(lat, 99)
 	slices.SortFunc(slow, func(a, b slackfake.Envelope) int { return cmp.Compare(b.Acks[0].Latency, a.Acks[0].Latency) })
 	var slowest []string
