@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -988,6 +989,28 @@ func (s *soak) drain(ctx context.Context, loadEnd time.Time) bool {
 				s.drainMax, n, jobs, unfinished, err, len(got), last, dead, qerr)
 			for _, r := range s.c.replicas {
 				s.t.Logf("=== %s (dead %v), last lines:\n%s", r.name, r.dead, r.tail(10))
+			}
+			// Slack's view of the last minute, and every live replica's
+			// goroutines (SIGQUIT: Go prints them and exits) in its log,
+			// kept in the artifacts.
+			var calls []string
+			for _, m := range []string{"chat.postMessage", "chat.update"} {
+				n, failed := 0, 0
+				for _, call := range s.c.slack.Calls(m) {
+					if time.Since(call.Time) < time.Minute {
+						n++
+						if call.Error != "" {
+							failed++
+						}
+					}
+				}
+				calls = append(calls, fmt.Sprintf("%s %d (%d failed)", m, n, failed))
+			}
+			s.t.Logf("Slack calls in the last minute: %s", strings.Join(calls, ", "))
+			for _, r := range s.c.live() {
+				_ = r.cmd.Process.Signal(syscall.SIGQUIT)
+				_ = r.cmd.Wait()
+				r.dead = true
 			}
 			return false
 		}
