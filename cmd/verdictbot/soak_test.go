@@ -727,13 +727,18 @@ func seriesValue(body, series string) float64 {
 	return 0
 }
 
-// generate is the load: about three actions a second until ctx ends.
+// generate is the load: two actions a second until ctx ends, about one
+// message with a link a second. Verbose cards whose analysis outlasts the
+// 2 s grace are posted, then updated: with the edits, clicks and
+// tombstones that keeps the three replicas' chat.update budget (Slack's
+// tier 3, 50 a minute for the app, notify.PosterOptions) about half used,
+// so the backlog a kill or a 429 storm leaves is worked off in the run.
 func (s *soak) generate(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(s.seed, 2))
 	c := s.c
 	dm := c.slack.IMWith(alice)
 	n := 0
-	tick := time.NewTicker(330 * time.Millisecond)
+	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
