@@ -730,9 +730,10 @@ func seriesValue(body, series string) float64 {
 // generate is the load: two actions a second until ctx ends, about one
 // message with a link a second. Verbose cards whose analysis outlasts the
 // 2 s grace are posted, then updated: with the edits, clicks and
-// tombstones that keeps the three replicas' chat.update budget (Slack's
-// tier 3, 50 a minute for the app, notify.PosterOptions) about half used,
-// so the backlog a kill or a 429 storm leaves is worked off in the run.
+// tombstones that needs about 35 chat.update a minute, two thirds of the
+// three replicas' budget (Slack's tier 3, 50 a minute for the app,
+// notify.PosterOptions), so the backlog a kill or a 429 storm leaves is
+// worked off in the run.
 func (s *soak) generate(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(s.seed, 2))
 	c := s.c
@@ -754,13 +755,14 @@ func (s *soak) generate(ctx context.Context) {
 	}
 }
 
-// soakURL is the link of load item n: malicious, clean, or malicious and
-// slow (2 to 5 s, so analyses are in flight across faults).
+// soakURL is the link of load item n: malicious (half), clean (a third),
+// or malicious and slow (a sixth: 2 to 5 s, so analyses are in flight
+// across faults, and their verbose cards are posted, then updated).
 func soakURL(rng *rand.Rand, n int) string {
-	switch rng.IntN(3) {
-	case 0:
+	switch rng.IntN(6) {
+	case 0, 1, 2:
 		return fmt.Sprintf("https://login-%d.phish.test/verify", n)
-	case 1:
+	case 3, 4:
 		return fmt.Sprintf("https://docs-%d.example.com/page", n)
 	}
 	return fmt.Sprintf("https://u%d.d%ds.test/login/%d", n, 2+n%4, n)
@@ -811,9 +813,9 @@ func (s *soak) act(rng *rand.Rand, n int, dm string) error {
 			return post("link", channel, soakURL(rng, n))
 		}
 		return post("repeat", channel, recent[rng.IntN(len(recent))].targets[0])
-	case w < 50:
+	case w < 54:
 		return post("text", channel, "")
-	case w < 60: // a file: EICAR or a clean text, each distinct
+	case w < 64: // a file: EICAR or a clean text, each distinct
 		content := fmt.Sprintf("quarterly notes %d SIM:SHOTS=0 SIM:DURATION=%d", n, 1+n%3)
 		name := fmt.Sprintf("notes-%d.txt", n)
 		if rng.IntN(2) == 0 {
@@ -829,7 +831,7 @@ func (s *soak) act(rng *rand.Rand, n int, dm string) error {
 		s.add(&soakThread{kind: "file", channel: channel, ts: ds[0].TS, targets: []string{hex.EncodeToString(sum[:])},
 			envelopes: []string{ds[0].EnvelopeID, ds[1].EnvelopeID}, at: time.Now(), wantCard: true})
 		return nil
-	case w < 68: // an edit: a link message (not in the quarantine channel) gets a new link
+	case w < 69: // an edit: a link message (not in the quarantine channel) gets a new link
 		s.mu.Lock()
 		var th *soakThread
 		for _, x := range s.threads {
@@ -856,7 +858,7 @@ func (s *soak) act(rng *rand.Rand, n int, dm string) error {
 		s.load["edit"]++
 		s.mu.Unlock()
 		return nil
-	case w < 76: // a slash command
+	case w < 77: // a slash command
 		texts := []string{"recent 5", "help"}
 		s.mu.Lock()
 		for i := len(s.threads) - 1; i >= 0 && i >= len(s.threads)-20; i-- {
@@ -878,7 +880,7 @@ func (s *soak) act(rng *rand.Rand, n int, dm string) error {
 		s.load["slash"]++
 		s.mu.Unlock()
 		return nil
-	case w < 84: // bob reports a final malicious card as a false positive
+	case w < 82: // bob reports a final malicious card as a false positive
 		s.mu.Lock()
 		var cands []*soakThread
 		for _, th := range s.threads {
@@ -910,7 +912,7 @@ func (s *soak) act(rng *rand.Rand, n int, dm string) error {
 			}
 		}
 		return post("text", channel, "")
-	case w < 90: // a direct message to the bot
+	case w < 88: // a direct message to the bot
 		return post("dm", dm, soakURL(rng, n))
 	default:
 		return post("link", channel, soakURL(rng, n))
