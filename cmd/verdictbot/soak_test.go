@@ -32,7 +32,7 @@ import (
 
 // The chaos soak (issue 23): `make soak` (VERDICTBOT_SOAK=30m by default,
 // .ci/run runs 2m). Three `verdictbot run` replicas on PostgreSQL, the fake
-// Slack and the simulator, a steady mixed load, and every soakInterval a
+// Slack and the simulator, a steady mixed load, and every SOAK/30 (at least 10 s) a
 // random fault, several overlapping; the invariants are checked once the
 // load stops and the cluster has drained.
 //
@@ -54,7 +54,7 @@ const (
 	soakDrainEnv  = "VERDICTBOT_SOAK_DRAIN"
 )
 
-// The fault kinds, keep in sync with soak.inject.
+// The fault kinds, keep in sync with soak.try.
 const (
 	faultKill9      = "kill9"      // kill -9 of a replica, restarted 5–20 s later
 	faultDisconnect = "disconnect" // Slack's disconnect (refresh_requested) or a dropped socket
@@ -1118,7 +1118,7 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 	// Every message exactly one final card (none for a message without a
 	// link), no bot message at a channel's top level.
 	st := s.cardState(s.threads)
-	var noFinal, notOne, levels []string
+	var noFinal, notOne []string
 	levelCount := map[string]int{}
 	cards := 0
 	wantCards := 0
@@ -1140,7 +1140,6 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 	}
 	examples("messages without a final card", noFinal)
 	examples("messages without exactly one card", notOne)
-	_ = levels
 	var top []string
 	c.slack.Inspect(func(fs *slackfake.State) {
 		for _, ch := range append(slices.Clone(soakChannels), soakQuarantine) {
