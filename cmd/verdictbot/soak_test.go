@@ -203,6 +203,9 @@ func TestSoak(t *testing.T) {
 	if spec == "" {
 		t.Skip(soakEnv + " unset: the chaos soak is skipped (make soak)")
 	}
+	if testing.Short() {
+		t.Skip("-short: the chaos soak is skipped")
+	}
 	dur, err := time.ParseDuration(spec)
 	if err != nil || dur < 30*time.Second {
 		t.Fatalf("%s=%q: want a duration of at least 30s", soakEnv, spec)
