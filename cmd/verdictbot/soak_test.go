@@ -299,6 +299,10 @@ func (s *soak) run() {
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "0",
 	}, apptest.WithAdminToken(adminUser))
 	s.c = c
+	if s.pg != nil {
+		// Before the schema's cleanup (registered by startCluster) drops it.
+		t.Cleanup(func() { s.pg.ensureStarted(t) })
+	}
 	apptest.SeedQuarantine(c.slack)
 	c.slack.AddUser(slackfake.User{ID: bob, Name: "bob"})
 
@@ -679,17 +683,21 @@ func newSoakPG(t *testing.T) *soakPG {
 		t.Fatalf("the %s fault needs pg_ctlcluster: %v; %s=-%s leaves it out", faultPGStop, err, soakFaultsEnv, faultPGStop)
 	}
 	p := &soakPG{version: versions[0].Name()}
-	t.Cleanup(func() {
-		p.mu.Lock()
-		stopped := p.stopped
-		p.mu.Unlock()
-		if stopped {
-			if err := p.ctl("start"); err != nil {
-				t.Errorf("starting PostgreSQL again: %v", err)
-			}
-		}
-	})
+	t.Cleanup(func() { p.ensureStarted(t) })
 	return p
+}
+
+// ensureStarted starts the server if the soak stopped it (a test that
+// failed during an outage).
+func (p *soakPG) ensureStarted(t *testing.T) {
+	p.mu.Lock()
+	stopped := p.stopped
+	p.mu.Unlock()
+	if stopped {
+		if err := p.ctl("start"); err != nil {
+			t.Errorf("starting PostgreSQL again: %v", err)
+		}
+	}
 }
 
 func (p *soakPG) ctl(action string) error {
