@@ -10,10 +10,16 @@ SIM_ADDR ?= 127.0.0.1:8099
 BENCH    ?= .
 # Benchmarks that take minutes each: make bench-long, not make bench.
 LONG_BENCH ?= PollToVerdictLatency|RestartWith10kCards|Due100k
+# make soak SOAK=2m   runs the chaos soak's load that long (then its drain, up to 4 min);
+# the test bounds itself at SOAK + 10 min (go test's -timeout cannot add durations).
+# A failed soak leaves the replicas' logs under bin/soak/_artifacts/.
+SOAK     ?= 30m
+# make soak needs PostgreSQL (the replicas share it; one fault stops it).
+SOAK_DATABASE_URL ?= $(or $(VERDICTBOT_TEST_DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 # make docker tags the image $(IMAGE):$(VERSION).
 IMAGE    ?= verdictbot
 
-.PHONY: help build run demo test test-short lint readme bench bench-long cover fuzz sim docker clean
+.PHONY: help build run demo test test-short soak lint readme bench bench-long cover fuzz sim docker clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,6 +42,10 @@ test: ## vet, then every test with the race detector (fuzz seeds included)
 
 test-short: ## quick tests without the race detector
 	$(GO) test -short $(PKGS)
+
+soak: ## chaos soak: 3 replicas on PostgreSQL under load and random faults for SOAK (default 30m); stops the local PostgreSQL at times
+	VERDICTBOT_SOAK=$(SOAK) VERDICTBOT_TEST_DATABASE_URL='$(SOAK_DATABASE_URL)' \
+	  $(GO) test -count=1 -run '^TestSoak$$' -timeout 0 -v -artifacts -outputdir $(CURDIR)/bin/soak ./cmd/verdictbot/
 
 lint: ## gofmt, go vet, staticcheck (pinned in go.mod as a tool) and go mod tidy -diff
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

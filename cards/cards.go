@@ -231,6 +231,14 @@ func (cs *Cards) Get(channel, sourceTS string) (*store.CardRecord, bool) {
 	return rec, true
 }
 
+// newerGen reports whether the card's stored generation is past gen: a
+// newer scan of the message took it over. A card that cannot be read is
+// not.
+func (cs *Cards) newerGen(channel, sourceTS string, gen int) bool {
+	rec, ok := cs.Get(channel, sourceTS)
+	return ok && rec.Gen > gen
+}
+
 // Change applies fn to the card of generation gen (any generation when gen
 // is 0) and returns a copy; ok is false when a newer generation replaced it
 // or the card is gone, or the store failed.

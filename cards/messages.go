@@ -21,6 +21,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/scan"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
@@ -567,12 +568,12 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		}
 	}
 	if c.CardTS != "" {
-		if err := untilAdmitted(ctx, func() error { return m.Poster.Update(ctx, c) }); err != nil {
+		if err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, c) }); err != nil {
 			m.Log.Warn("card update failed", "channel", c.Channel, "error", err)
 		}
 		return
 	}
-	if err := untilAdmitted(ctx, func() error { return m.Poster.Post(ctx, c) }); err != nil {
+	if err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Post(ctx, c) }); err != nil {
 		m.Log.Error("card post failed", "channel", c.Channel, "thread", c.ThreadTS, "error", err)
 		m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.PostStarted = false })
 		return
@@ -593,28 +594,6 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 	if deletedMeanwhile {
 		if err := m.Poster.Update(ctx, &snap); err != nil {
 			m.Log.Warn("card update after deletion failed", "error", err)
-		}
-	}
-}
-
-// untilAdmitted calls write until it returns something other than Slack's
-// rate limit (HTTP 429, once the poster's own retries are spent): Slack
-// asks the app to wait, not to give up, and a card or verdict dropped for
-// it would never be shown. Each wait is the error's Retry-After (at least
-// 1 s); ctx ending returns the last error.
-func untilAdmitted(ctx context.Context, write func() error) error {
-	for {
-		err := write()
-		var rl *slack.RateLimitedError
-		if err == nil || !errors.As(err, &rl) {
-			return err
-		}
-		t := time.NewTimer(max(rl.RetryAfter, time.Second))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
 		}
 	}
 }

@@ -45,9 +45,11 @@ type lineKind[V any] struct {
 // cards (and on cards already posted), and shows the final card as the
 // channel's mode asks as soon as every verdict is in; work that follows a
 // verdict (screenshots) is awaited after that, and applied only once the
-// card is final and shown (quarantine has acted on it by then). It reports whether the card
-// reached its final state: false when a newer scan of the message took
-// over, or on shutdown (the job then resumes after the restart).
+// card is final and shown (quarantine has acted on it by then). It reports whether the
+// job's work is over: the card reached its final state, or a newer scan of
+// the message took it over (an edit: that scan's job finishes it); false
+// on shutdown or when the store could not be written (the job then
+// resumes after the restart).
 //
 // A non-zero hold is the end of the card's grace period (see
 // Messages.PostGrace): until then nothing is shown, so a card whose
@@ -178,7 +180,13 @@ func track[V any](ctx context.Context, m *Messages, k lineKind[V], channel, src 
 				}
 			})
 			if !ok {
-				return false // an edit started a newer scan of this message
+				// An edit started a newer scan of this message: that scan's
+				// job finishes the card, and this one's work is over (true:
+				// its job is done; left in the journal it was never taken
+				// out, and a restart would resume the edit's stale first
+				// version). Otherwise (the store stayed unwritable, the
+				// card is gone, shutdown) the job stays and resumes.
+				return ctx.Err() == nil && m.Cards.newerGen(channel, src, gen)
 			}
 			switch {
 			case len(outs) > 0:

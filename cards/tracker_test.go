@@ -626,3 +626,37 @@ func TestShareOfIsTheNewestShareInTheChannel(t *testing.T) {
 		}
 	}
 }
+
+// An edit that changes the links while the first scan is in flight
+// starts a newer scan; the first scan's job is done too once its verdict
+// comes back to a card the edit took over, not left in the journal
+// (the chaos soak found the job of every such message left behind: a
+// restart would have resumed the message's first version).
+func TestEditDuringTheScanFinishesBothJobs(t *testing.T) {
+	const slow, added = "https://slow.example.net/", "https://added.example.net/"
+	gate := make(chan struct{})
+	checker := &urlChecker{levels: map[string]verdict.Level{slow: verdict.Malicious, added: verdict.Clean},
+		gates: map[string]chan struct{}{slow: gate}}
+	e := newEnv(t, checker, ModeVerbose)
+	var first, second atomic.Int32
+	ts := e.deliver(t, "see <"+slow+">", func() { first.Add(1) })
+	waitUntil(t, "the first scan's card is posted", func() bool { return e.card(t, ts).Card.CardTS != "" })
+
+	text := "see <" + slow + "> and <" + added + ">"
+	prev := &slack.Msg{Type: "message", Channel: "C1", User: "U1", Text: "see <" + slow + ">", Timestamp: ts}
+	edited := &slack.Msg{Type: "message", Channel: "C1", User: "U1", Text: text, Timestamp: ts}
+	ev := &slackevents.MessageEvent{Type: "message", SubType: "message_changed", Channel: "C1", ChannelType: "channel",
+		TimeStamp: "9999999999.000001", Message: edited, PreviousMessage: prev}
+	e.messages.Handle(t.Context(), ev, bot.Meta{EventID: "Ev2", Done: func() { second.Add(1) }})
+	waitUntil(t, "the edit's scan took the card over", func() bool { return e.card(t, ts).Gen > 1 || len(e.card(t, ts).Card.Lines) == 2 })
+	close(gate)
+	e.messages.Wait()
+
+	rec := e.card(t, ts)
+	if !rec.Card.Final || len(rec.Card.Lines) != 2 {
+		t.Fatalf("final card: %+v", rec.Card)
+	}
+	if f, s := first.Load(), second.Load(); f != 1 || s != 1 {
+		t.Fatalf("jobs done: the first message's %d times, the edit's %d times; want each once", f, s)
+	}
+}

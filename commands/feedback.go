@@ -374,7 +374,10 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	}
 	if err == nil && saved != nil {
 		if saved.CardTS != "" { // a card never posted (quiet channel, clean link) has nothing to update
-			if uerr := f.Poster.Update(ctx, saved); uerr != nil {
+			// A 429 storm outlasting the poster's retries is waited out:
+			// the report is saved on the card, and nothing else would
+			// write its audit line to Slack.
+			if uerr := notify.UntilAdmitted(ctx, func() error { return f.Poster.Update(ctx, saved) }); uerr != nil {
 				f.logger().Warn("card update after a report failed", "error", uerr)
 			}
 		}

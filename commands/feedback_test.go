@@ -60,11 +60,18 @@ func (r *recordingReporter) Report(_ context.Context, taskID string, cat verdict
 type recordingPoster struct {
 	mu      sync.Mutex
 	updates []card.Card
+	limited int // the next updates refused with Slack's rate limit
+	refused int
 }
 
 func (p *recordingPoster) Update(_ context.Context, c *card.Card) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.limited > 0 {
+		p.limited--
+		p.refused++
+		return &slack.RateLimitedError{RetryAfter: 10 * time.Millisecond}
+	}
 	p.updates = append(p.updates, *c)
 	return nil
 }
@@ -184,5 +191,23 @@ func TestFalsePositiveFromTheLinksOwnPosterIsRefused(t *testing.T) {
 	f := &Feedback{Cards: &lateBook{c: c}, Rep: &recordingReporter{}, Poster: &recordingPoster{}, Access: &Access{}}
 	if a := f.Report(t.Context(), ReportRequest{User: "U1", Channel: "C1", CardTS: "1.2", TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"}); a != OwnLinkAnswer {
 		t.Errorf("without TaskCards: %q", a)
+	}
+}
+
+// The card's update after a report that Slack refuses with 429 once the
+// poster's retries are spent (a chat.* storm) is tried again after the
+// Retry-After (at least 1 s), not dropped: the audit line is saved on the
+// card and nothing else would show it (found by the chaos soak).
+func TestReportCardUpdateWaitsOutARateLimitStorm(t *testing.T) {
+	book := &lateBook{c: feedbackCard()}
+	rep, poster := &recordingReporter{}, &recordingPoster{limited: 1}
+	f := &Feedback{Cards: book, Rep: rep, Poster: poster, Access: &Access{}}
+	answer := f.Report(t.Context(), ReportRequest{User: "U1", Channel: "C1", CardTS: "1.2", Line: 0,
+		TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"})
+	if !strings.HasPrefix(answer, "Thanks") {
+		t.Fatalf("answer %q", answer)
+	}
+	if poster.refused != 1 || len(poster.updates) != 1 || len(poster.updates[0].Lines[0].Reports) != 1 {
+		t.Fatalf("%d refused, %d written (%+v): want the refused update, then the card with its audit line", poster.refused, len(poster.updates), poster.updates)
 	}
 }

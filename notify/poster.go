@@ -720,6 +720,28 @@ func (p *Poster) backOff(method string, lim *rate.Limiter) {
 	}
 }
 
+// UntilAdmitted calls write until it returns something other than Slack's
+// rate limit (HTTP 429, once the poster's own retries are spent): Slack
+// asks the app to wait, not to give up, and a card or verdict dropped for
+// it would never be shown. Each wait is the error's Retry-After (at least
+// 1 s); ctx ending returns the last error.
+func UntilAdmitted(ctx context.Context, write func() error) error {
+	for {
+		err := write()
+		var rl *slack.RateLimitedError
+		if err == nil || !errors.As(err, &rl) {
+			return err
+		}
+		t := time.NewTimer(max(rl.RetryAfter, time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
 // retryWait classifies an error: a 429 is retried after its Retry-After
 // (at least 1s); a 5xx, for idempotent methods, after attempt seconds;
 // nothing else is retried, nor anything once MaxAttempts calls are made.

@@ -588,7 +588,10 @@ func (q *Quarantine) showEmit(ctx context.Context, channel, sourceTS string, fn 
 		return snap
 	}
 	if snap.CardTS != "" {
-		if err := q.Poster.Update(ctx, &snap); err != nil {
+		// A 429 storm outlasting the poster's retries is waited out, as
+		// for the verdict's own card (cards.Messages): the card was saved
+		// final, so nothing would write it again.
+		if err := notify.UntilAdmitted(ctx, func() error { return q.Poster.Update(ctx, &snap) }); err != nil {
 			q.log().Warn("quarantine: card update failed", "channel", channel, "error", err)
 		}
 	}
