@@ -44,6 +44,7 @@ test-short: ## quick tests without the race detector
 	$(GO) test -short $(PKGS)
 
 soak: ## chaos soak: 3 replicas on PostgreSQL under load and random faults for SOAK (default 30m); stops the local PostgreSQL at times
+	@mkdir -p $(CURDIR)/bin/soak
 	VERDICTBOT_SOAK=$(SOAK) VERDICTBOT_TEST_DATABASE_URL='$(SOAK_DATABASE_URL)' \
 	  $(GO) test -count=1 -run '^TestSoak$$' -timeout 0 -v -artifacts -outputdir $(CURDIR)/bin/soak ./cmd/verdictbot/
 
