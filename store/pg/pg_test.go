@@ -281,7 +281,9 @@ func pausedLeader(t *testing.T, schema, base string) {
 // (a busy replica), the terms are still renewed: the lead session is not
 // the pool's.
 func renewalsHaveTheirOwnSession(t *testing.T, schema, base string) {
-	const lease = time.Second
+	// 2 s: a renewal every 400 ms; with 1 s one renewal held up 600 ms by
+	// a busy machine ended the term (seen in a loop of full runs).
+	const lease = 2 * time.Second
 	db, err := pg.Open(context.Background(), base, pg.Options{Schema: schema, Lease: lease, MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -291,6 +293,13 @@ func renewalsHaveTheirOwnSession(t *testing.T, schema, base string) {
 	defer l.Release()
 	ctx := context.Background()
 	var held []interface{ Release() }
+	// Given back however the test ends: db.Close waits for them (a
+	// failure left the test hanging until go test's timeout).
+	defer func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}()
 	for range 2 {
 		c, err := db.Pool().Acquire(ctx)
 		if err != nil {
@@ -306,9 +315,6 @@ func renewalsHaveTheirOwnSession(t *testing.T, schema, base string) {
 	}
 	if l.Remaining() <= 0 {
 		t.Fatal("no time left while the pool was busy")
-	}
-	for _, c := range held {
-		c.Release()
 	}
 }
 
