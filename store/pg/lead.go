@@ -155,7 +155,12 @@ func (l *leaders) renewAll() {
 	if len(jobs) == 0 || l.conn == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.every)
+	// Up to half the lease: a commit slowed by a busy disk must not end a
+	// term that has most of its lease left (with lease/5, a renewal held
+	// up 400 ms of a 2 s lease ended it). The term's own timer still ends
+	// it when renewals stop coming, and Remaining counts from when this
+	// one was sent.
+	ctx, cancel := context.WithTimeout(context.Background(), l.lease/2)
 	defer cancel()
 	sent := time.Now()
 	rows, err := l.conn.Query(ctx, renew, jobs, tokens, l.holder, l.lease.Seconds())
