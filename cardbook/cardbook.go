@@ -40,36 +40,13 @@ func (b *Book) Get(channel, sourceTS string) (rec *store.CardRecord, ok bool) {
 	return rec, true
 }
 
-// Edit calls fn with the card posted at (channel, cardTS) while no one
-// else changes it, and saves what fn did (nothing when fn returns an
-// error, which Edit returns). It returns card.ErrNotFound when there is no
-// such card.
-func (b *Book) Edit(channel, cardTS string, fn func(c *card.Card) error) error {
-	rec, err := b.Store.CardByTS(channel, cardTS)
-	if errors.Is(err, store.ErrNotFound) {
-		return card.ErrNotFound
-	}
-	if err != nil {
-		return err
-	}
-	_, err = b.Store.UpdateCard(rec.Ref(), func(r *store.CardRecord) error { return fn(&r.Card) })
-	return err
-}
-
-// EditBySource is Edit for the card answering the message at (channel,
-// sourceTS), posted or not.
-func (b *Book) EditBySource(channel, sourceTS string, fn func(c *card.Card) error) error {
-	_, err := b.Store.UpdateCard(card.Ref{Channel: channel, SourceTS: sourceTS}, func(r *store.CardRecord) error { return fn(&r.Card) })
-	if errors.Is(err, store.ErrNotFound) {
-		return card.ErrNotFound
-	}
-	return err
-}
-
-// EditEmit is Edit whose fn may return an event to queue in the edit's
-// write (the outbox, store.CardRecord.Outbox; nil: none): the card's
-// change and its event are kept or lost together. It returns the event as
-// queued (its sequence set).
+// EditEmit calls fn with the card posted at (channel, cardTS) while no
+// one else changes it, and saves what fn did (nothing when fn returns an
+// error, which EditEmit returns), with the event fn returns (nil: none)
+// queued in the same write (the outbox, store.CardRecord.Outbox): the
+// card's change and its event are kept or lost together. It returns the
+// event as queued (its sequence set), or card.ErrNotFound when there is
+// no such card.
 func (b *Book) EditEmit(channel, cardTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
 	rec, err := b.Store.CardByTS(channel, cardTS)
 	if errors.Is(err, store.ErrNotFound) {

@@ -53,10 +53,10 @@ func TestGetReadsTheCardOfAMessage(t *testing.T) {
 func TestEditsAreSavedAndAnUnknownCardIsNotFound(t *testing.T) {
 	t.Parallel()
 	b, db := setup(t)
-	if err := b.Edit("C1", "2.0", func(c *card.Card) error { c.Notes = append(c.Notes, "by card ts"); return nil }); err != nil {
+	if err := edit(b, "C1", "2.0", func(c *card.Card) error { c.Notes = append(c.Notes, "by card ts"); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.EditBySource("C1", "3.0", func(c *card.Card) error { c.Notes = append(c.Notes, "by source"); return nil }); err != nil {
+	if err := editBySource(b, "C1", "3.0", func(c *card.Card) error { c.Notes = append(c.Notes, "by source"); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for src, want := range map[string]string{"1.0": "by card ts", "3.0": "by source"} {
@@ -65,10 +65,10 @@ func TestEditsAreSavedAndAnUnknownCardIsNotFound(t *testing.T) {
 			t.Errorf("card %s after the edit: %+v, %v; want the note %q", src, rec, err, want)
 		}
 	}
-	if err := b.Edit("C1", "9.0", func(*card.Card) error { t.Error("fn called for no card"); return nil }); !errors.Is(err, card.ErrNotFound) {
+	if err := edit(b, "C1", "9.0", func(*card.Card) error { t.Error("fn called for no card"); return nil }); !errors.Is(err, card.ErrNotFound) {
 		t.Errorf("Edit of no card: %v, want card.ErrNotFound", err)
 	}
-	if err := b.EditBySource("C2", "1.0", func(*card.Card) error { t.Error("fn called for no card"); return nil }); !errors.Is(err, card.ErrNotFound) {
+	if err := editBySource(b, "C2", "1.0", func(*card.Card) error { t.Error("fn called for no card"); return nil }); !errors.Is(err, card.ErrNotFound) {
 		t.Errorf("EditBySource of no card: %v, want card.ErrNotFound", err)
 	}
 }
@@ -77,7 +77,7 @@ func TestAnEditThatFailsSavesNothing(t *testing.T) {
 	t.Parallel()
 	b, db := setup(t)
 	stop := errors.New("line changed")
-	err := b.EditBySource("C1", "1.0", func(c *card.Card) error { c.Notes = append(c.Notes, "half done"); return stop })
+	err := editBySource(b, "C1", "1.0", func(c *card.Card) error { c.Notes = append(c.Notes, "half done"); return stop })
 	if !errors.Is(err, stop) {
 		t.Fatalf("EditBySource: %v, want fn's error", err)
 	}
@@ -130,4 +130,15 @@ func TestAnEditsEventIsQueuedInItsWrite(t *testing.T) {
 	if rec, _ := b.Get("C1", "3.0"); len(rec.Card.Notes) != 0 {
 		t.Fatalf("a failed edit was saved: %q", rec.Card.Notes)
 	}
+}
+
+// edit and editBySource are EditEmit and EditBySourceEmit with no event.
+func edit(b *cardbook.Book, channel, cardTS string, fn func(c *card.Card) error) error {
+	_, err := b.EditEmit(channel, cardTS, func(c *card.Card) (*store.Outgoing, error) { return nil, fn(c) })
+	return err
+}
+
+func editBySource(b *cardbook.Book, channel, sourceTS string, fn func(c *card.Card) error) error {
+	_, err := b.EditBySourceEmit(channel, sourceTS, func(c *card.Card) (*store.Outgoing, error) { return nil, fn(c) })
+	return err
 }
