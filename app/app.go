@@ -378,8 +378,10 @@ func (a *App) wireMessages() error {
 		Quarantined:   a.quarantine.On,
 	}
 	if cfg.DatabaseURL != "" {
-		// Another replica may be posting a card this one is about to post.
-		a.messages.PeerPostWait = 5 * time.Second
+		// Another replica may be posting a card this one is about to post:
+		// its claim, renewed every 2.5 s while the post waits, is trusted
+		// for 10 s (a dead replica's is then taken over).
+		a.messages.PeerPostWait = 10 * time.Second
 	}
 	a.quarantine.ShowCard = a.messages.Show
 	a.bot.SetHandler(a.messages.Handle, a.messages.NeedsWork)

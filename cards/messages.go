@@ -110,9 +110,11 @@ type Messages struct {
 	// MaxTracked bounds the cards being analysed at once (default 20,000);
 	// beyond it the worker waits, and so the queue absorbs the burst.
 	MaxTracked int
-	// PeerPostWait is how long a card whose post is already started (by
-	// another replica sharing the database) is waited for before the
-	// thread is searched and the card posted (0 with one process: a
+	// PeerPostWait is how long the claim of a card's post (another
+	// replica's, sharing the database) is trusted without being renewed:
+	// the replica posting renews it every PeerPostWait/4 while its post
+	// waits, and a claim older than this is a dead replica's, taken over
+	// after the thread is searched for the card (0 with one process: a
 	// started post is one a crash interrupted).
 	PeerPostWait time.Duration
 	// PostGrace is how long a new card in a verbose channel (or a card
@@ -555,17 +557,11 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		}
 	}
 	if c.CardTS == "" {
-		// Claim the post: whoever sets PostStarted first posts. A post
-		// already started is another replica's, under way, or one that a
-		// process died in the middle of: its ts is waited for, then the
-		// card is looked for in the thread, before posting.
-		first := false
-		if _, ok := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
-			c.CardTS, first = r.Card.CardTS, !r.PostStarted
-			r.PostStarted = r.PostStarted || c.CardTS == ""
-		}); ok && c.CardTS == "" && !first {
-			c.CardTS = m.awaitPost(ctx, c)
+		ts, ok := m.claimPost(ctx, c)
+		if !ok {
+			return // shutting down: the job resumes after the restart
 		}
+		c.CardTS = ts
 	}
 	if c.CardTS != "" {
 		if err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, c) }); err != nil {
@@ -573,16 +569,21 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		}
 		return
 	}
-	if err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Post(ctx, c) }); err != nil {
+	stopRenew := m.renewPostClaim(ctx, c)
+	err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Post(ctx, c) })
+	stopRenew()
+	if err != nil {
 		m.Log.Error("card post failed", "channel", c.Channel, "thread", c.ThreadTS, "error", err)
-		m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.PostStarted = false })
+		m.Cards.settle(ctx, c.Channel, c.SourceTS, 0, "", func(r *store.CardRecord) { r.PostStarted = false })
 		return
 	}
 	// The message may have been deleted while the card was being posted:
 	// deleted found no ts to update then, and left its note on the record
-	// only. Whichever of the two writes comes second shows the note.
+	// only. Whichever of the two writes comes second shows the note. The
+	// ts is saved as a verdict is (retried while the store is down): until
+	// it is, another replica would take the claim for a dead one's.
 	deletedMeanwhile := false
-	snap, saved := m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
+	snap, saved := m.Cards.settle(ctx, c.Channel, c.SourceTS, 0, "", func(r *store.CardRecord) {
 		r.Card.CardTS, r.PostStarted = c.CardTS, false
 		deletedMeanwhile = r.Deleted && len(r.Card.Notes) != len(c.Notes)
 	})
@@ -598,30 +599,119 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 	}
 }
 
-// awaitPost returns the ts of a card whose post another replica started
-// (waiting up to PeerPostWait for it to be recorded), or of a card found
-// in the thread (a post a process died in the middle of); "" when there
-// is none: the caller posts it.
-func (m *Messages) awaitPost(ctx context.Context, c *card.Card) string {
-	for deadline := time.Now().Add(m.PeerPostWait); time.Now().Before(deadline); {
+// claimPost makes this process the one that posts c, or finds the card
+// someone else posted: it returns the card's ts ("" when this process is
+// to post it, the claim is then its own); ok is false when ctx ended. A
+// store that cannot be written is waited for (Cards.StoreRetry) before the
+// card is posted without a claim: posting at once without one is how a
+// message got two cards, one from each replica, after a database outage.
+//
+// Whoever sets PostStarted first posts. A claim found is another
+// replica's post under way, or one a process died in the middle of: it is
+// waited for while it is renewed (PostAt, every PeerPostWait/4 while the
+// post waits its turn or for a 429), and taken over once it has not been
+// for PeerPostWait; the thread is then searched for the card before
+// posting. With one process (PeerPostWait 0) every claim found is a dead
+// process's.
+func (m *Messages) claimPost(ctx context.Context, c *card.Card) (string, bool) {
+	for {
+		var ts string
+		var mine, takeOver bool
+		_, ok := m.Cards.settle(ctx, c.Channel, c.SourceTS, 0, "", func(r *store.CardRecord) {
+			ts, mine, takeOver = r.Card.CardTS, false, false
+			now := time.Now()
+			switch {
+			case ts != "":
+			case !r.PostStarted:
+				mine = true
+			case m.PeerPostWait <= 0 || now.Sub(r.PostAt) > m.PeerPostWait:
+				mine, takeOver = true, true
+			}
+			if mine {
+				r.PostStarted, r.PostAt = true, now
+			}
+		})
+		switch {
+		case !ok && ctx.Err() != nil:
+			return "", false
+		case !ok:
+			// The store stayed unwritable for StoreRetry, or the record is
+			// gone (retention): the card is posted all the same (a second
+			// card is less harm than none).
+			m.Log.Warn("could not claim the card's post in the store; posting it without the claim", "channel", c.Channel, "ts", c.SourceTS)
+			return "", true
+		case ts != "":
+			return ts, true
+		case takeOver:
+			return m.searchThread(ctx, c), ctx.Err() == nil
+		case mine:
+			return "", true
+		}
 		select {
 		case <-ctx.Done():
-			return ""
+			return "", false
 		case <-time.After(250 * time.Millisecond):
 		}
-		if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok && rec.Card.CardTS != "" {
-			return rec.Card.CardTS
-		}
 	}
+}
+
+// renewPostClaim renews c's post claim (PostAt) every PeerPostWait/4 until
+// the returned stop is called, so replicas waiting for the post do not
+// take it over while it waits its turn.
+func (m *Messages) renewPostClaim(ctx context.Context, c *card.Card) (stop func()) {
+	if m.PeerPostWait <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(m.PeerPostWait / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) {
+				if r.PostStarted && r.Card.CardTS == "" {
+					r.PostAt = time.Now()
+				}
+			})
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// searchThread returns the ts of c's card found in its thread (a post a
+// process died in the middle of), saved on the record; "" when there is
+// none: the caller posts it. A search that fails (Slack's errors, a 429
+// the client gave up on) is tried again a few times before the card is
+// posted: a second card is what a failed search costs.
+func (m *Messages) searchThread(ctx context.Context, c *card.Card) string {
 	if m.Finder == nil {
 		return ""
 	}
-	ts, err := m.Finder.FindCard(ctx, c.Channel, c.ThreadTS, c.SourceTS)
-	if err != nil || ts == "" {
+	var ts string
+	var err error
+	for attempt, wait := 0, time.Second; attempt < 4; attempt, wait = attempt+1, 2*wait {
+		if ts, err = m.Finder.FindCard(ctx, c.Channel, c.ThreadTS, c.SourceTS); err == nil {
+			break
+		}
+		m.Log.Warn("could not search the thread for a card whose post was interrupted", "channel", c.Channel, "attempt", attempt+1, "error", err)
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(wait):
+		}
+	}
+	if ts == "" {
 		return ""
 	}
 	m.Log.Info("found a card posted before a restart", "channel", c.Channel, "card_ts", ts)
-	m.Cards.Change(c.Channel, c.SourceTS, 0, func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = ts, false })
+	m.Cards.settle(ctx, c.Channel, c.SourceTS, 0, "", func(r *store.CardRecord) { r.Card.CardTS, r.PostStarted = ts, false })
 	return ts
 }
 

@@ -344,6 +344,8 @@ func TestCardWhoseTSCouldNotBeSavedIsNotPostedAgain(t *testing.T) {
 	e := newEnv(t, checker, ModeVerbose)
 	failing := &failTSOnce{CardStore: e.db}
 	e.messages.Cards = NewCards(failing)
+	// The claim is waited for this long, then the card posted without it.
+	e.messages.Cards.StoreRetry = 300 * time.Millisecond
 	ts := e.deliver(t, "see <"+bad+"> and <"+good+">", func() {})
 	waitUntil(t, "the first verdict is stored", func() bool {
 		return e.card(t, ts).Card.Lines[0].Level == verdict.Malicious
@@ -464,6 +466,76 @@ func TestTwoReplicasShowingOneCardPostItOnce(t *testing.T) {
 		if rec := e.card(t, src); rec.Card.CardTS == "" || rec.PostStarted {
 			t.Fatalf("card record %+v: want its ts saved and the post closed", rec)
 		}
+	}
+}
+
+// A replica whose post waits behind Slack's 429s for longer than
+// PeerPostWait keeps its claim (it renews it while it waits): another
+// replica showing the same card meanwhile waits for that post and updates
+// it, rather than taking the claim for a dead replica's and posting a
+// second card (the soak's edited message with two cards, one from each
+// replica). A claim nobody renews is taken over after PeerPostWait and the
+// thread searched first: the card a dead replica posted is updated, not
+// posted again.
+func TestAPostHeldBy429sKeepsItsClaim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &urlChecker{}, ModeVerbose)
+	const wait = 1500 * time.Millisecond
+	other := &Messages{Self: e.messages.Self, Links: e.messages.Links, Poster: e.poster, Cards: NewCards(e.db),
+		Finder: e.messages.Finder, Mode: e.messages.Mode, PeerPostWait: wait}
+	other.init()
+	e.messages.PeerPostWait = wait
+	d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "message"})
+	draft := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: d.TS, Lines: []card.Line{{Target: "https://a.test/", Level: verdict.Clean}}, Final: true}
+	if _, _, err := e.messages.Cards.Begin("C1", d.TS, draft, ModeVerbose); err != nil {
+		t.Fatal(err)
+	}
+	// The first post is refused twice, 2 s each: 4 s, past the wait.
+	e.fake.RateLimit("chat.postMessage", 2, 2*time.Second)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		c := draft.Clone()
+		e.messages.show(t.Context(), &c)
+	})
+	waitUntil(t, "the first replica claimed the post", func() bool { return e.card(t, d.TS).PostStarted })
+	began := time.Now()
+	wg.Go(func() {
+		c := draft.Clone()
+		c.Lines[0].Level = verdict.Malicious // a newer state, shown on the same card
+		other.show(t.Context(), &c)
+	})
+	wg.Wait()
+	if err := e.poster.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(began) < 2*time.Second {
+		t.Fatalf("the 429s held the post only %s: the test proves nothing", time.Since(began))
+	}
+	replies := e.botReplies(d.TS)
+	if len(replies) != 1 {
+		t.Fatalf("%d cards in the thread, want 1", len(replies))
+	}
+	if rec := e.card(t, d.TS); rec.Card.CardTS != replies[0].TS || rec.PostStarted {
+		t.Fatalf("card record: ts %q post started %v; want %q and closed", rec.Card.CardTS, rec.PostStarted, replies[0].TS)
+	}
+
+	// A claim left by a replica that died after its post went out: taken
+	// over once it is older than the wait, the card found in the thread.
+	cardTS := replies[0].TS
+	e.messages.Cards.Change("C1", d.TS, 0, func(r *store.CardRecord) {
+		r.Card.CardTS, r.PostStarted, r.PostAt = "", true, time.Now()
+	})
+	began = time.Now()
+	c := draft.Clone()
+	other.show(t.Context(), &c)
+	if took := time.Since(began); took < wait {
+		t.Fatalf("a fresh claim was taken over after %s, before the wait (%s)", took, wait)
+	}
+	if rec := e.card(t, d.TS); rec.Card.CardTS != cardTS || rec.PostStarted {
+		t.Fatalf("after the take-over: ts %q post started %v; want %q and closed", rec.Card.CardTS, rec.PostStarted, cardTS)
+	}
+	if n := len(e.botReplies(d.TS)); n != 1 {
+		t.Fatalf("%d cards in the thread after the take-over, want 1", n)
 	}
 }
 

@@ -18,6 +18,12 @@ type CardRecord struct {
 	// ts is saved: after a crash in between, the thread is searched for
 	// the card rather than posting a second one.
 	PostStarted bool `json:"post_started,omitempty"`
+	// PostAt is when the post's claim was last renewed: the replica
+	// posting renews it while its post waits (a 429, the channel's pace),
+	// so another replica waits for a claim that is renewed and searches
+	// the thread only after one that stopped being renewed (its replica
+	// died mid-post). Zero in records written before it existed.
+	PostAt time.Time `json:"post_at,omitzero"`
 	// Deleted is set when the source message was deleted.
 	Deleted bool      `json:"deleted,omitempty"`
 	Updated time.Time `json:"updated"`
