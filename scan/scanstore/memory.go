@@ -109,10 +109,18 @@ func (a analyses) submitting(target string) {
 }
 
 // claim makes this process the one that analyses target (scan.Claimer).
-// A store that cannot answer leaves the target to this process: a
-// duplicate submission is better than a link left unchecked.
+// A store that cannot answer is retried as a verdict's write is (a
+// database restart, a killed session: the claim is what keeps another
+// replica from submitting the same target meanwhile, and the verdict could
+// not be recorded before the store is back anyway); one that stays down
+// past that leaves the target to this process: a duplicate submission is
+// better than a link left unchecked.
 func (a analyses) claim(target string) (string, bool, bool) {
-	c, err := a.db.ClaimAnalysis(a.service, target)
+	var c store.Claim
+	err := retry(a.stop, func() (err error) {
+		c, err = a.db.ClaimAnalysis(a.service, target)
+		return err
+	})
 	if err != nil {
 		a.warn("could not claim an analysis; analysing it here", err)
 		return "", false, true

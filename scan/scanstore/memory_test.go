@@ -142,3 +142,43 @@ func TestStoreRetriesEndWhenTheProcessStops(t *testing.T) {
 		t.Fatalf("the unrecorded analysis must stay in flight for the restart: %v", err)
 	}
 }
+
+// claimRefuser refuses the first claims, as a database whose sessions
+// were just terminated or that is restarting does.
+type claimRefuser struct {
+	Durable
+	refuse int
+}
+
+func (f *claimRefuser) ClaimAnalysis(service, target string) (store.Claim, error) {
+	if f.refuse > 0 {
+		f.refuse--
+		return store.Claim{}, errors.New("FATAL: terminating connection due to administrator command (SQLSTATE 57P01)")
+	}
+	return f.Durable.ClaimAnalysis(service, target)
+}
+
+// A claim the store refuses for a moment is retried, not taken as this
+// replica's: another replica analysing the URL is followed, not submitted
+// again (the soak found a URL submitted twice, one replica's claim having
+// failed open on a killed database session).
+func TestAClaimTheStoreRefusesIsRetried(t *testing.T) {
+	db := bolt.Memory(bolt.Options{})
+	const url = "https://login.example.net/claimed"
+	other := &URLMemory{DB: db}
+	if _, existed, mine := other.Claim(url); existed || !mine {
+		t.Fatalf("the first claim: existed %v mine %v", existed, mine)
+	}
+	other.Submitted(url, "t1")
+	flaky := &claimRefuser{Durable: db, refuse: 3}
+	m := &URLMemory{DB: flaky}
+	task, existed, mine := m.Claim(url)
+	if flaky.refuse != 0 {
+		t.Fatalf("%d refusals left: the claim was not retried", flaky.refuse)
+	}
+	// One process on the embedded store: the claim is found, with its
+	// task, and resumed rather than submitted again.
+	if task != "t1" || !existed {
+		t.Fatalf("claim after the refusals: task %q existed %v mine %v; want the recorded task t1", task, existed, mine)
+	}
+}
