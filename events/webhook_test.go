@@ -5,9 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -300,17 +302,17 @@ func leadOnce(lease store.Lease) func(context.Context, string) (store.Lease, boo
 }
 
 // refusingQueue refuses, as a fenced store would once the term is over,
-// to remove the event seq.
+// to remove the event seq (and the others removed with it).
 type refusingQueue struct {
 	store.EventQueue
 	seq uint64
 }
 
-func (q refusingQueue) DeleteEvent(seq uint64, f store.Fence) error {
-	if seq == q.seq {
+func (q refusingQueue) DeleteEvents(seqs []uint64, f store.Fence) error {
+	if slices.Contains(seqs, q.seq) {
 		return store.ErrNotLeader
 	}
-	return q.EventQueue.DeleteEvent(seq, f)
+	return q.EventQueue.DeleteEvents(seqs, f)
 }
 
 // TestSenderStopsWhenItsTermEnds: a sender sends only within its term:
@@ -362,6 +364,10 @@ func TestSenderStopsWhenItsTermEnds(t *testing.T) {
 		waitFor(t, "the sender to notice", 2*time.Second, func() bool { return strings.Contains(r.logs.String(), "lead ended") })
 	})
 	t.Run("fenced removal refused", func(t *testing.T) {
+		// The 4 events are delivered in a row, then taken out of the
+		// queue in one write, which the store refuses (the term is over):
+		// the sender stops, and all 4 stay for the next leader. A 5th
+		// event queued afterwards is not sent by this term.
 		r := newRig(t, nil)
 		r.sender.Queue = refusingQueue{EventQueue: r.db, seq: 2}
 		r.sender.Lead = leadOnce(newFakeLease(3))
@@ -369,13 +375,15 @@ func TestSenderStopsWhenItsTermEnds(t *testing.T) {
 			r.em.Emit(context.Background(), findings[0])
 		}
 		r.run(t)
-		waitFor(t, "2 events", 5*time.Second, func() bool { return len(r.rcv.accepted()) == 2 })
+		waitFor(t, "4 events", 5*time.Second, func() bool { return len(r.rcv.accepted()) == 4 })
+		waitFor(t, "the sender to stop", 5*time.Second, func() bool { return strings.Contains(r.logs.String(), "lead ended") })
+		r.em.Emit(context.Background(), findings[0])
 		time.Sleep(200 * time.Millisecond)
-		if got := r.rcv.accepted(); len(got) != 2 {
+		if got := r.rcv.accepted(); len(got) != 4 {
 			t.Fatalf("accepted %v: the sender went on after the store refused its term", got)
 		}
-		if q, _ := r.db.QueuedEvents(10); len(q) != 3 || q[0].Seq != 2 {
-			t.Fatalf("queue %+v: event 2 stays for the next leader", q)
+		if q, _ := r.db.QueuedEvents(10); len(q) != 5 || q[0].Seq != 1 {
+			t.Fatalf("queue %+v: the events whose removal was refused stay for the next leader", q)
 		}
 	})
 	t.Run("attempt bounded by the term", func(t *testing.T) {
@@ -435,5 +443,52 @@ func TestSenderSignsEachAttemptAnew(t *testing.T) {
 	defer mu.Unlock()
 	if len(stamps) != 2 || stamps[0] == stamps[1] || r.rcv.bad != 0 {
 		t.Fatalf("timestamps %v, bad signatures %d", stamps, r.rcv.bad)
+	}
+}
+
+// countingQueue counts the writes that take sent events out of the queue.
+type countingQueue struct {
+	store.EventQueue
+	mu     sync.Mutex
+	writes [][]uint64
+}
+
+func (q *countingQueue) DeleteEvents(seqs []uint64, f store.Fence) error {
+	q.mu.Lock()
+	q.writes = append(q.writes, slices.Clone(seqs))
+	q.mu.Unlock()
+	return q.EventQueue.DeleteEvents(seqs, f)
+}
+
+// Events delivered in a row leave the queue in one write (issue 23: one
+// commit per event was a quarter of the commits per link); a failed
+// delivery first takes out the ones delivered before it, so an outage of
+// the receiver never holds delivered events in the queue.
+func TestEventsDeliveredInARowLeaveTheQueueInOneWrite(t *testing.T) {
+	r := newRig(t, func(n int) (int, string) {
+		if n == 21 { // the 21st attempt: event 21's first
+			return http.StatusServiceUnavailable, ""
+		}
+		return 0, ""
+	})
+	q := &countingQueue{EventQueue: r.db}
+	r.sender.Queue = q
+	var sent atomic.Int32
+	r.sender.OnSent = func() { sent.Add(1) }
+	for range 30 {
+		r.em.Emit(context.Background(), findings[0])
+	}
+	r.run(t)
+	waitFor(t, "30 events sent and out of the queue", 5*time.Second, func() bool {
+		n, _ := r.db.EventsQueued()
+		return sent.Load() == 30 && n == 0
+	})
+	if got := r.rcv.accepted(); !inOrder(got, 30) {
+		t.Fatalf("accepted %v, want 1-30 in order", got)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.writes) != 2 || len(q.writes[0]) != 20 || q.writes[0][0] != 1 || len(q.writes[1]) != 10 || q.writes[1][0] != 21 {
+		t.Fatalf("removal writes %v: want events 1-20 in one (before the retry of 21), then 21-30", q.writes)
 	}
 }

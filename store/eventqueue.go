@@ -38,17 +38,17 @@ type EventQueue interface {
 	EnqueueEvent(build func(seq uint64) ([]byte, error), max int) (seq uint64, dropped int, err error)
 	// QueuedEvents returns up to n of the oldest queued events, oldest first.
 	QueuedEvents(n int) ([]QueuedEvent, error)
-	// DeleteEvent removes a sent event (absent: no error). Under a Fence
-	// (not zero), only while that term of the sender's lead is live:
-	// ErrNotLeader otherwise, and the event stays.
-	DeleteEvent(seq uint64, f Fence) error
+	// DeleteEvents removes sent events in one transaction (absent ones:
+	// no error). Under a Fence (not zero), only while that term of the
+	// sender's lead is live: ErrNotLeader otherwise, and the events stay.
+	DeleteEvents(seqs []uint64, f Fence) error
 	// EventsQueued is how many events are queued.
 	EventsQueued() (int, error)
 	// LastEventSeq is the last sequence number given (0: none yet).
 	LastEventSeq() (uint64, error)
 
 	// DeadLetterEvent moves a queued event to the dead-letter list, with
-	// why it was not delivered (absent: no error); fenced as DeleteEvent.
+	// why it was not delivered (absent: no error); fenced as DeleteEvents.
 	// The sender moves the front event only, which keeps the queue
 	// contiguous.
 	DeadLetterEvent(seq uint64, why DeadLetter, f Fence) error

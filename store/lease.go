@@ -13,7 +13,7 @@ import (
 //
 // A leader acts (sends an event, rechecks a URL) only while Remaining is
 // above what the action takes, and makes the action's durable write under
-// the term's Fence (DeleteEvent, DeadLetterEvent, ClaimRecheck), which the
+// the term's Fence (DeleteEvents, DeadLetterEvent, ClaimRecheck), which the
 // store refuses with ErrNotLeader once the term is over. So a process that
 // lost the lead without noticing (its session killed, its process paused)
 // neither repeats nor reorders the new leader's work.

@@ -98,10 +98,20 @@ func (db *DB) QueuedEvents(n int) ([]store.QueuedEvent, error) {
 	return out, err
 }
 
-// DeleteEvent: see EventQueue. The file has one process: the fence is not
+// DeleteEvents: see EventQueue. The file has one process: the fence is not
 // checked.
-func (db *DB) DeleteEvent(seq uint64, _ store.Fence) error {
-	return db.update(func(t txn) error { return t.del(bEventQueue, seqKey(seq)) })
+func (db *DB) DeleteEvents(seqs []uint64, _ store.Fence) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	return db.update(func(t txn) error {
+		for _, seq := range seqs {
+			if err := t.del(bEventQueue, seqKey(seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // EventsQueued: see EventQueue. The queue is contiguous: last - first + 1.

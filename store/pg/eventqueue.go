@@ -80,20 +80,27 @@ func (db *DB) QueuedEvents(n int) ([]store.QueuedEvent, error) {
 	return out, db.result(err)
 }
 
-// DeleteEvent: see store.EventQueue. Under a fence, the transaction holds
-// the term's row, so the event leaves the queue before any new leader can
-// read it, or stays.
-func (db *DB) DeleteEvent(seq uint64, f store.Fence) error {
+// DeleteEvents: see store.EventQueue. Under a fence, the transaction holds
+// the term's row, so the events leave the queue before any new leader can
+// read them, or stay.
+func (db *DB) DeleteEvents(seqs []uint64, f store.Fence) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(seqs))
+	for i, seq := range seqs {
+		ids[i] = int64(seq)
+	}
 	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
 		if err := fence(ctx, tx, f); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM event_queue WHERE seq = $1`, int64(seq))
+		_, err := tx.Exec(ctx, `DELETE FROM event_queue WHERE seq = ANY($1)`, ids)
 		return err
 	})
 }
 
-// DeadLetterEvent: see store.EventQueue (fenced as DeleteEvent).
+// DeadLetterEvent: see store.EventQueue (fenced as DeleteEvents).
 func (db *DB) DeadLetterEvent(seq uint64, why store.DeadLetter, f store.Fence) error {
 	if why.At.IsZero() {
 		why.At = db.now()

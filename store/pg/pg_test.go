@@ -161,7 +161,7 @@ func waitLead(t *testing.T, db *pg.DB, job string, within time.Duration) (store.
 // fenced reports whether a fenced write under f is accepted.
 func fenced(t *testing.T, db *pg.DB, f store.Fence) bool {
 	t.Helper()
-	err := db.DeleteEvent(1, f)
+	err := db.DeleteEvents([]uint64{1}, f)
 	if err != nil && !errors.Is(err, store.ErrNotLeader) {
 		t.Fatalf("fenced write: %v", err)
 	}

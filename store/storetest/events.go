@@ -47,15 +47,15 @@ func eventQueueOrderAndBound(t *testing.T, db store.State, _ *Clock) {
 	if n, _ := db.EventsQueued(); n != 3 {
 		t.Fatalf("EventsQueued = %d, want 3", n)
 	}
-	must(t, db.DeleteEvent(3, store.Fence{}))
-	must(t, db.DeleteEvent(3, store.Fence{})) // absent: no error
+	must(t, db.DeleteEvents([]uint64{3}, store.Fence{}))
+	must(t, db.DeleteEvents([]uint64{3}, store.Fence{})) // absent: no error
 	got, err = db.QueuedEvents(1)
 	must(t, err)
 	if len(got) != 1 || got[0].Seq != 4 {
 		t.Fatalf("oldest after delete: %+v", got)
 	}
-	must(t, db.DeleteEvent(4, store.Fence{}))
-	must(t, db.DeleteEvent(5, store.Fence{}))
+	must(t, db.DeleteEvents([]uint64{4, 5, 99}, store.Fence{})) // several at once, one absent
+	must(t, db.DeleteEvents(nil, store.Fence{}))
 	if n, _ := db.EventsQueued(); n != 0 {
 		t.Fatalf("EventsQueued = %d after sending all, want 0", n)
 	}
@@ -111,7 +111,7 @@ func deadLetters(t *testing.T, db store.State, c *Clock) {
 	}
 	must(t, db.DeadLetterEvent(1, store.DeadLetter{Failures: 20, Status: 400, Error: "POST to https://siem.test: 400 Bad Request"}, store.Fence{}))
 	must(t, db.DeadLetterEvent(1, store.DeadLetter{Failures: 20}, store.Fence{})) // gone from the queue: no error
-	must(t, db.DeleteEvent(2, store.Fence{}))
+	must(t, db.DeleteEvents([]uint64{2}, store.Fence{}))
 	must(t, db.DeadLetterEvent(3, store.DeadLetter{Failures: 20, Status: 422, Error: "422"}, store.Fence{}))
 	if q, err := db.QueuedEvents(10); err != nil || len(q) != 2 || q[0].Seq != 4 {
 		t.Fatalf("queue after two dead letters: %+v, %v", q, err)
@@ -191,7 +191,7 @@ func fencedWrites(t *testing.T, db store.State, c *Clock) {
 		_, _, err := db.EnqueueEvent(body, 0)
 		must(t, err)
 	}
-	must(t, db.DeleteEvent(1, lease.Fence()))
+	must(t, db.DeleteEvents([]uint64{1}, lease.Fence()))
 	must(t, db.DeadLetterEvent(2, store.DeadLetter{Failures: 20, Status: 400}, lease.Fence()))
 	if q, _ := db.QueuedEvents(10); len(q) != 1 || q[0].Seq != 3 {
 		t.Fatalf("queue: %+v", q)
@@ -302,7 +302,7 @@ func lastEventSeq(t *testing.T, db store.State, _ *Clock) {
 			t.Fatal(err)
 		}
 	}
-	must(t, db.DeleteEvent(3, store.Fence{}))
+	must(t, db.DeleteEvents([]uint64{3}, store.Fence{}))
 	if n, err := db.LastEventSeq(); err != nil || n != 3 {
 		t.Fatalf("after 3, the last sent: %d %v", n, err)
 	}
