@@ -593,7 +593,7 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		return
 	}
 	if deletedMeanwhile {
-		if err := m.Poster.Update(ctx, &snap); err != nil {
+		if err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, &snap) }); err != nil {
 			m.Log.Warn("card update after deletion failed", "error", err)
 		}
 	}
@@ -986,7 +986,10 @@ func (m *Messages) deleted(ctx context.Context, ev *slackevents.MessageEvent) {
 		q := rec.Card.Quarantine
 		byFiles = q != nil && q.State == card.QuarantineRemoved && !q.Files
 	}
-	snap, ok := m.Cards.Change(ev.Channel, ts, 0, func(r *store.CardRecord) {
+	// Written as a verdict is (retried while the store is down): the
+	// deletion's event is not delivered again.
+	snap, ok := m.Cards.settle(ctx, ev.Channel, ts, 0, "", func(r *store.CardRecord) {
+		noted = false
 		if r.Deleted {
 			return
 		}
@@ -1005,7 +1008,8 @@ func (m *Messages) deleted(ctx context.Context, ev *slackevents.MessageEvent) {
 		r.Card.Notes = append(r.Card.Notes, "The message this card is about was deleted "+time.Now().UTC().Format("2006-01-02 15:04 UTC")+"; the verdict is kept for the record.")
 	})
 	if ok && noted && snap.CardTS != "" {
-		if err := m.Poster.Update(ctx, &snap); err != nil {
+		// A 429 storm is waited out: the note is the card's last word.
+		if err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, &snap) }); err != nil {
 			m.Log.Warn("card update after deletion failed", "error", err)
 		}
 	}

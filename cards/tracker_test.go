@@ -732,3 +732,34 @@ func TestEditDuringTheScanFinishesBothJobs(t *testing.T) {
 		t.Fatalf("jobs done: the first message's %d times, the edit's %d times; want each once", f, s)
 	}
 }
+
+// The note a deletion adds to a posted card outlasts a 429 storm on
+// chat.update (more 429s than the poster's own retries): it is the card's
+// last word, and the deletion's event is not delivered again.
+func TestDeletionNoteOutlastsA429Storm(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &urlChecker{}, ModeVerbose)
+	e.messages.init()
+	d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "message"})
+	draft := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: d.TS, Lines: []card.Line{{Target: "https://a.test/", Level: verdict.Malicious}}, Final: true}
+	if _, _, err := e.messages.Cards.Begin("C1", d.TS, draft, ModeVerbose); err != nil {
+		t.Fatal(err)
+	}
+	c := draft.Clone()
+	e.messages.show(t.Context(), &c)
+	cardTS := e.card(t, d.TS).Card.CardTS
+	if cardTS == "" {
+		t.Fatal("the card was not posted")
+	}
+	e.fake.RateLimit("chat.update", 5, 100*time.Millisecond)
+	ev := &slackevents.MessageEvent{Type: "message", SubType: "message_deleted", Channel: "C1", ChannelType: "channel", DeletedTimeStamp: d.TS,
+		Message: &slack.Msg{Type: "message", SubType: "message_deleted"}}
+	e.messages.Handle(t.Context(), ev, bot.Meta{EventID: "Ev2"})
+	m, _ := e.fake.Message("C1", cardTS)
+	if !bytes.Contains(m.Blocks, []byte("was deleted")) {
+		t.Fatalf("the card does not carry the deletion's note after the 429s: %s", m.Blocks)
+	}
+	if !e.card(t, d.TS).Deleted {
+		t.Fatal("the card record is not marked deleted")
+	}
+}
