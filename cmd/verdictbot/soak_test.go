@@ -1073,6 +1073,32 @@ func (s *soak) leftovers() string {
 	return fmt.Sprintf("%d journal jobs, %d unfinished cards: %s", jobs, unfinished, strings.Join(out, "; "))
 }
 
+// storedCard is what the database holds of a thread's card (its links'
+// card, or its file card): the record's state, for a message the soak
+// found without a final card.
+func (s *soak) storedCard(th *soakThread) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.c.schemaURL)
+	if err != nil {
+		return err.Error()
+	}
+	defer conn.Close(context.Background())
+	src := th.ts
+	if th.kind == "file" {
+		src += "/files"
+	}
+	var cardTS, rec string
+	var unfinished bool
+	var updated time.Time
+	err = conn.QueryRow(ctx, `SELECT card_ts, unfinished, updated, left(record::text, 600) FROM cards WHERE channel = $1 AND source_ts = $2`,
+		th.channel, src).Scan(&cardTS, &unfinished, &updated, &rec)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("card_ts %q unfinished %v updated %s %s", cardTS, unfinished, updated.Format("15:04:05.000"), rec)
+}
+
 // eventsQueued returns the last event sequence number given and how many
 // events were dead-lettered.
 func (s *soak) eventsQueued(ctx context.Context) (last, dead int64, err error) {
@@ -1142,7 +1168,7 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 		desc := fmt.Sprintf("%s %s/%s %v", th.kind, th.channel, th.ts, th.targets)
 		switch {
 		case !st.final[i] && th.wantCard:
-			noFinal = append(noFinal, fmt.Sprintf("%s: %q", desc, st.texts[i]))
+			noFinal = append(noFinal, fmt.Sprintf("%s: %q; stored: %s", desc, st.texts[i], s.storedCard(th)))
 		case th.wantCard && st.cards[i] != 1:
 			notOne = append(notOne, fmt.Sprintf("%s: %d bot messages %q", desc, st.cards[i], st.texts[i]))
 		case !th.wantCard && st.cards[i] != 0:
