@@ -109,6 +109,10 @@ type soakFault struct {
 	kind, detail string
 	start, end   time.Time
 	done         bool
+	// reach is how long after its end the fault's effects can appear:
+	// a request the service held 40 s creates its task when the hold
+	// ends.
+	reach time.Duration
 }
 
 // soakSample is one reading of a replica's /metrics.
@@ -533,6 +537,7 @@ func (s *soak) try(kind string) bool {
 		}
 		f := s.newFault(kind, fmt.Sprintf("%s for %s", what, d))
 		s.mu.Lock()
+		f.reach = faults.Delay
 		s.simBusy = f
 		s.mu.Unlock()
 		c.sim.SetFaults(faults)
@@ -1113,6 +1118,21 @@ func (s *soak) eventsQueued(ctx context.Context) (last, dead int64, err error) {
 	return last, dead, err
 }
 
+// overlapsFault reports whether [from, to] meets a fault window of a kind
+// in kinds, its reach and margin included.
+func (s *soak) overlapsFault(from, to time.Time, kinds ...string) bool {
+	for _, f := range s.faults {
+		end := f.end
+		if !f.done {
+			end = time.Now()
+		}
+		if slices.Contains(kinds, f.kind) && !to.Before(f.start) && from.Before(end.Add(f.reach+soakFaultMargin)) {
+			return true
+		}
+	}
+	return false
+}
+
 // inFault reports whether at falls in a fault window (of a kind in kinds,
 // or any when none are given), its margin included.
 func (s *soak) inFault(at time.Time, kinds ...string) bool {
@@ -1194,7 +1214,16 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 	// its session, the service's timeouts) covers the first one, and
 	// expected when a report was made on the first one before it (a
 	// reported verdict is checked again, not reused: scanstore's Recall).
+	//
+	// A service fault hides the answer of every analysis it meets, not
+	// only of those it saw created: the bot polls a URL's task for up to
+	// its deadline (VERDICTBOT_URL_DEADLINE, 20 s here), and one whose
+	// polls all failed or timed out ends "could not check" with nothing
+	// recorded, so the next message with the URL submits it again (the
+	// first soaks' duplicates). A task a held request created is created
+	// when the hold ends (the fault's reach).
 	hiding := []string{faultKill9, faultPGStop, faultPGSession, faultURLService, faultSandbox}
+	const urlDeadline = 20 * time.Second // VERDICTBOT_URL_DEADLINE below
 	urls, files := map[string]bool{}, map[string]bool{}
 	for _, th := range s.threads {
 		for _, tg := range th.targets {
@@ -1218,7 +1247,7 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 				afterReport++
 				continue
 			}
-			if s.inFault(prev.Created, hiding...) {
+			if s.inFault(prev.Created, hiding...) || s.overlapsFault(prev.Created, prev.Created.Add(urlDeadline), faultURLService) {
 				excused++
 				continue
 			}
