@@ -256,7 +256,8 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	// link posted twice) counts too: the service keeps one verdict per task.
 	var earlier []cardReport
 	if f.TaskCards != nil {
-		cards, err := f.TaskCards(taskID)
+		var cards []card.Card
+		err := f.untilStored(ctx, func() (err error) { cards, err = f.TaskCards(taskID); return err })
 		if err != nil {
 			f.logger().Error("feedback: task lookup failed", "error", err)
 			return "Something went wrong on our side; the report was not sent."
@@ -281,6 +282,16 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	key := fmt.Sprintf("%s|%s|%s", taskID, option, cat)
 	var target string
 	lineIdx := r.Line
+	// claimedHere: this request marked the report pending (a claim
+	// retried after a failed commit finds its own mark, not another's).
+	claimedHere := false
+	defer func() {
+		if claimedHere {
+			f.mu.Lock()
+			delete(f.pending, key)
+			f.mu.Unlock()
+		}
+	}()
 	// claim checks the report may be sent and marks it pending, in the
 	// card's edit (no event: nothing is reported yet).
 	claim := func(c *card.Card) error {
@@ -306,13 +317,20 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		if f.pending == nil {
 			f.pending = map[string]PendingReport{}
 		}
+		if claimedHere {
+			return nil
+		}
 		if _, busy := f.pending[key]; busy {
 			return &duplicateError{}
 		}
 		f.pending[key] = PendingReport{User: r.User, Channel: r.Channel, TaskID: taskID, Option: option, Category: cat, Since: f.now()}
+		claimedHere = true
 		return nil
 	}
-	_, err := f.edit(ctx, r, func(c *card.Card) (*store.Outgoing, error) { return nil, claim(c) })
+	err := f.untilStored(ctx, func() error {
+		_, err := f.edit(ctx, r, func(c *card.Card) (*store.Outgoing, error) { return nil, claim(c) })
+		return err
+	})
 	var dup *duplicateError
 	switch {
 	case errors.As(err, &dup):
@@ -335,11 +353,6 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		f.logger().Error("feedback: card lookup failed", "error", err)
 		return "Something went wrong on our side; the report was not sent."
 	}
-	defer func() {
-		f.mu.Lock()
-		delete(f.pending, key)
-		f.mu.Unlock()
-	}()
 
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	rerr := f.Rep.Report(rctx, taskID, cat, option)
@@ -358,16 +371,31 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		f.logger().Warn("verdict report refused", "task_id", taskID, "option", option, "category", string(cat), "error", rerr)
 	}
 	var saved *card.Card
-	// The report's event rides in the write that adds it to the card.
-	out, err := f.edit(ctx, r, func(c *card.Card) (*store.Outgoing, error) {
-		saved = nil
-		if lineIdx >= len(c.Lines) {
-			return nil, nil
-		}
-		c.Lines[lineIdx].Reports = append(c.Lines[lineIdx].Reports, rep)
-		cp := *c
-		saved = &cp
-		return events.Prepare(f.Events, reportFinding(saved, lineIdx, rep)), nil
+	var out *store.Outgoing
+	// The report's event rides in the write that adds it to the card. The
+	// service has the report now: a store that fails (a database restart,
+	// a killed session) is waited for, or the card would never show it.
+	// A commit whose answer was lost may have been made: the report is
+	// not added twice.
+	err = f.untilStored(ctx, func() (err error) {
+		out, err = f.edit(ctx, r, func(c *card.Card) (*store.Outgoing, error) {
+			saved = nil
+			if lineIdx >= len(c.Lines) {
+				return nil, nil
+			}
+			if slices.ContainsFunc(c.Lines[lineIdx].Reports, func(x card.Report) bool {
+				return x.User == rep.User && x.Option == rep.Option && x.Category == rep.Category && x.At.Equal(rep.At)
+			}) {
+				cp := *c
+				saved = &cp
+				return nil, nil
+			}
+			c.Lines[lineIdx].Reports = append(c.Lines[lineIdx].Reports, rep)
+			cp := *c
+			saved = &cp
+			return events.Prepare(f.Events, reportFinding(saved, lineIdx, rep)), nil
+		})
+		return err
 	})
 	if err != nil {
 		f.logger().Warn("could not add a report to its card", "task_id", taskID, "error", err)
@@ -404,8 +432,10 @@ func reportFinding(c *card.Card, line int, r card.Report) events.Finding {
 func (f *Feedback) recorded(c *card.Card, line int, r card.Report, out *store.Outgoing) {
 	l := c.Lines[line]
 	if f.Audit != nil {
-		err := f.Audit.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
-			Category: r.Category, At: r.At, Outcome: r.Outcome, Card: card.Ref{Channel: c.Channel, SourceTS: c.SourceTS}})
+		err := f.untilStored(context.Background(), func() error {
+			return f.Audit.RecordReport(store.Report{Target: l.Target, TaskID: l.TaskID, User: r.User, Option: r.Option,
+				Category: r.Category, At: r.At, Outcome: r.Outcome, Card: card.Ref{Channel: c.Channel, SourceTS: c.SourceTS}})
+		})
 		if err != nil {
 			f.logger().Warn("could not record a report in the audit trail", "error", err)
 		}
@@ -415,6 +445,34 @@ func (f *Feedback) recorded(c *card.Card, line int, r card.Report, out *store.Ou
 		return
 	}
 	events.Emit(context.Background(), f.Events, reportFinding(c, line, r))
+}
+
+// storeRetry bounds how long a report waits for a store that fails.
+const storeRetry = 2 * time.Minute
+
+// untilStored runs op until it succeeds or fails for a reason of its own
+// (a card not found or changed, a duplicate, the reporter's own link: the
+// answers), retrying a store that fails with backoff for up to storeRetry
+// or until ctx ends: a click is acked before it is handled, so a database
+// restart or a killed session must delay its report, not lose it.
+func (f *Feedback) untilStored(ctx context.Context, op func() error) error {
+	start := time.Now()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := op()
+		var dup *duplicateError
+		if err == nil || errors.Is(err, ErrCardNotFound) || errors.Is(err, errStale) || errors.Is(err, errOwnLink) || errors.As(err, &dup) ||
+			time.Since(start)+wait > storeRetry {
+			return err
+		}
+		f.logger().Warn("feedback: the store failed; retrying", "in", wait, "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 var (

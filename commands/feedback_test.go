@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -209,5 +210,86 @@ func TestReportCardUpdateWaitsOutARateLimitStorm(t *testing.T) {
 	}
 	if poster.refused != 1 || len(poster.updates) != 1 || len(poster.updates[0].Lines[0].Reports) != 1 {
 		t.Fatalf("%d refused, %d written (%+v): want the refused update, then the card with its audit line", poster.refused, len(poster.updates), poster.updates)
+	}
+}
+
+// outageBook is lateBook behind a store that fails: the first edits
+// refused (the database stopped), and one edit whose commit went through
+// but whose answer was lost (the session killed during COMMIT).
+type outageBook struct {
+	lateBook
+	refuse    int  // edits refused before they run
+	lostReply bool // the next edit that adds a report commits, then fails
+}
+
+func (b *outageBook) EditEmit(channel, cardTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
+	b.mu.Lock()
+	if b.refuse > 0 {
+		b.refuse--
+		b.mu.Unlock()
+		return nil, errors.New("postgres: failed to connect to `user=postgres database=test`: connection refused")
+	}
+	b.mu.Unlock()
+	before := len(b.c.Lines[0].Reports)
+	out, err := b.lateBook.EditEmit(channel, cardTS, fn)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil && b.lostReply && len(b.c.Lines[0].Reports) > before {
+		b.lostReply = false
+		return nil, errors.New("FATAL: terminating connection due to administrator command (SQLSTATE 57P01)")
+	}
+	return out, err
+}
+
+type flakyAudit struct {
+	mu      sync.Mutex
+	refuse  int
+	reports []store.Report
+}
+
+func (a *flakyAudit) RecordReport(r store.Report) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.refuse > 0 {
+		a.refuse--
+		return errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	}
+	a.reports = append(a.reports, r)
+	return nil
+}
+
+// A click handled while the store fails (PostgreSQL stopped, a killed
+// session) is delayed, not lost: the report is sent once, the card shows
+// it once (a commit whose answer was lost is not made twice), the audit
+// trail has it, and the report is not left "being sent" (found by the
+// chaos soak: two clicks acked during a PostgreSQL outage never reached
+// their cards).
+func TestReportWaitsForAStoreThatFails(t *testing.T) {
+	book := &outageBook{lateBook: lateBook{c: feedbackCard()}, refuse: 3, lostReply: true}
+	audit := &flakyAudit{refuse: 2}
+	rep, poster := &recordingReporter{}, &recordingPoster{}
+	f := &Feedback{Cards: book, Rep: rep, Poster: poster, Access: &Access{}, Audit: audit}
+	req := ReportRequest{User: "U1", Channel: "C1", CardTS: "1.2", Line: 0, TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"}
+	answer := f.Report(t.Context(), req)
+	if !strings.HasPrefix(answer, "Thanks") {
+		t.Fatalf("answer %q", answer)
+	}
+	if len(rep.sent) != 1 {
+		t.Fatalf("sent %d reports to the service, want 1", len(rep.sent))
+	}
+	if n := len(book.c.Lines[0].Reports); n != 1 {
+		t.Fatalf("the card holds %d reports, want 1: %+v", n, book.c.Lines[0].Reports)
+	}
+	if len(poster.updates) != 1 || len(poster.updates[0].Lines[0].Reports) != 1 {
+		t.Fatalf("card updates %+v: want one, with its report", poster.updates)
+	}
+	if len(audit.reports) != 1 {
+		t.Fatalf("audit trail %+v: want the report once", audit.reports)
+	}
+	// Not left pending: the same report again is a duplicate of the one
+	// made, not one "being sent".
+	again := f.Report(t.Context(), ReportRequest{User: "U2", Channel: "C1", CardTS: "1.2", Line: 0, TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"})
+	if !strings.Contains(again, "already reported") {
+		t.Fatalf("the report again: %q", again)
 	}
 }
