@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,16 +140,21 @@ func (s *Sender) drainLeading(ctx context.Context) error {
 }
 
 // flushAfter bounds how long a delivered event waits for the write that
-// takes it out of the queue (see drain).
-const flushAfter = time.Second
+// takes it out of the queue, and flushMax how many wait (see drain).
+const (
+	flushAfter = 250 * time.Millisecond
+	flushMax   = 32
+)
 
 // drain sends queued events until the queue is empty or ctx ends.
 //
-// The events delivered in a row leave the queue in one write (DeleteEvents)
-// at the end of each batch read, before any wait for a retry or a dead
-// letter, at most flushAfter after the first of them was delivered, and
-// when the drain ends: one commit per batch rather than per event (issue
-// 23: it was a quarter of the store's commits per link). A process that
+// The events delivered in a row leave the queue in one write
+// (DeleteEvents): flushAfter after the first of them was delivered (the
+// drain waits that long for more events before it ends), once flushMax
+// are waiting, before any wait for a retry or a dead letter, and when the
+// drain ends: one commit for the events of a quarter second rather than
+// one per event (issue 23: it was a quarter of the store's commits per
+// link). A process that
 // dies before that write sends those events again, as it would have sent
 // the one event whose write it had not made: receivers see each event at
 // least once, in order, with its sequence number to drop a repeat by.
@@ -190,15 +196,43 @@ func (s *Sender) drain(ctx context.Context, lease store.Lease) (err error) {
 	backoff := time.Duration(0)
 	lastErr := ""
 	for ctx.Err() == nil {
-		if err := flush(); err != nil {
-			return err
+		if len(sent) >= flushMax {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
-		batch, err := s.Queue.QueuedEvents(64)
+		batch, err := s.Queue.QueuedEvents(flushMax + 64)
 		if err != nil {
 			return err
 		}
+		// Skip what was delivered and waits for its write.
+		if len(sent) > 0 {
+			last := sent[len(sent)-1]
+			batch = slices.DeleteFunc(batch, func(ev store.QueuedEvent) bool { return ev.Seq <= last })
+		}
 		if len(batch) == 0 {
-			return nil
+			if len(sent) == 0 {
+				return nil
+			}
+			// Wait a little for more events, then take the delivered
+			// ones out of the queue in one write.
+			t := time.NewTimer(time.Until(since.Add(flushAfter)))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-ended:
+				t.Stop()
+				return errLeadLost
+			case <-s.Wake:
+				t.Stop()
+				continue
+			case <-t.C:
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+			continue
 		}
 		for _, ev := range batch {
 			refusals := 0
