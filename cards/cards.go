@@ -73,7 +73,7 @@ type Cards struct {
 
 // NewCards returns the card registry over st.
 func NewCards(st CardStore) *Cards {
-	return &Cards{st: st, StoreRetry: 2 * time.Minute, scanning: map[card.Ref]time.Time{}}
+	return &Cards{st: st, StoreRetry: store.RetryWindow, scanning: map[card.Ref]time.Time{}}
 }
 
 // Scanning returns how many cards this process started are still waiting
@@ -261,21 +261,12 @@ func (cs *Cards) Settle(ctx context.Context, channel, sourceTS string, gen int, 
 // settle is Settle; target, if not "", is linked to the card in the same
 // write (CardSettler).
 func (cs *Cards) settle(ctx context.Context, channel, sourceTS string, gen int, target string, fn func(rec *store.CardRecord)) (card.Card, bool) {
-	start := time.Now()
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		c, err := cs.change(channel, sourceTS, gen, target, fn, true)
-		if err == nil {
-			return c, true
-		}
-		if errors.Is(err, errStaleGen) || errors.Is(err, store.ErrNotFound) || time.Since(start)+wait > cs.StoreRetry {
-			return card.Card{}, false
-		}
-		select {
-		case <-ctx.Done():
-			return card.Card{}, false
-		case <-time.After(wait):
-		}
-	}
+	var c card.Card
+	err := store.Retry(ctx.Done(), cs.StoreRetry, func() (err error) {
+		c, err = cs.change(channel, sourceTS, gen, target, fn, true)
+		return err
+	}, func(err error) bool { return errors.Is(err, errStaleGen) })
+	return c, err == nil
 }
 
 // change applies fn to the card of generation gen; shared lets the write

@@ -424,16 +424,15 @@ func (m *Messages) begin(ctx context.Context, channel, src string, draft card.Ca
 			m.remember(channel, src, gen, prev.Card.Lines)
 		}
 	}()
-	for wait := 100 * time.Millisecond; err != nil; wait = min(2*wait, 5*time.Second) {
-		if wait == 100*time.Millisecond {
-			m.Log.Error("could not save the card; retrying until the store can be written", "channel", channel, "ts", src, "error", err)
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
+	if err != nil {
+		m.Log.Error("could not save the card; retrying until the store can be written", "channel", channel, "ts", src, "error", err)
+		err = store.Retry(ctx.Done(), -1, func() (err error) {
+			gen, snap, err = m.Cards.Begin(channel, src, draft, mode)
+			return err
+		}, nil)
+		if err != nil {
 			return 0, card.Card{}, false
 		}
-		gen, snap, err = m.Cards.Begin(channel, src, draft, mode)
 	}
 	return gen, snap, true
 }

@@ -447,32 +447,29 @@ func (f *Feedback) recorded(c *card.Card, line int, r card.Report, out *store.Ou
 	events.Emit(context.Background(), f.Events, reportFinding(c, line, r))
 }
 
-// storeRetry bounds how long a report waits for a store that fails.
-const storeRetry = 2 * time.Minute
-
 // untilStored runs op until it succeeds or fails for a reason of its own
 // (a card not found or changed, a duplicate, the reporter's own link: the
-// answers), retrying a store that fails with backoff for up to storeRetry
-// or until ctx ends: a click is acked before it is handled, so a database
+// answers), retrying a store that fails with backoff for up to
+// store.RetryWindow or until ctx ends: a click is acked before it is handled, so a database
 // restart or a killed session must delay its report, not lose it.
 func (f *Feedback) untilStored(ctx context.Context, op func() error) error {
-	start := time.Now()
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+	told := false
+	return store.Retry(ctx.Done(), store.RetryWindow, func() error {
 		err := op()
-		var dup *duplicateError
-		if err == nil || errors.Is(err, ErrCardNotFound) || errors.Is(err, errStale) || errors.Is(err, errOwnLink) || errors.As(err, &dup) ||
-			time.Since(start)+wait > storeRetry {
-			return err
+		if err != nil && !told && !feedbackAnswer(err) {
+			f.logger().Warn("feedback: the store failed; retrying", "error", err)
+			told = true
 		}
-		f.logger().Warn("feedback: the store failed; retrying", "in", wait, "error", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
+		return err
+	}, feedbackAnswer)
+}
+
+// feedbackAnswer reports whether err is an answer to a report (a card not
+// found or changed, a duplicate, the reporter's own link), not a failure
+// of the store.
+func feedbackAnswer(err error) bool {
+	var dup *duplicateError
+	return errors.Is(err, ErrCardNotFound) || errors.Is(err, errStale) || errors.Is(err, errOwnLink) || errors.As(err, &dup)
 }
 
 var (

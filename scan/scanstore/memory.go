@@ -62,27 +62,14 @@ type analyses struct {
 // when the store fails (a database restart of up to a minute, a disk
 // freed): the verdict of an analysis in flight is recorded afterwards, not
 // lost.
-const storeRetry = 2 * time.Minute
+const storeRetry = store.RetryWindow
 
 // retry runs write until it succeeds, with backoff, for up to storeRetry
 // or until stop is closed (a stopping process gives up at once: what it did
 // not record is resumed from the journal after the restart); ErrNotFound is
 // an answer, not a failure.
 func retry(stop <-chan struct{}, write func() error) error {
-	start := time.Now()
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		err := write()
-		if err == nil || errors.Is(err, store.ErrNotFound) || time.Since(start)+wait > storeRetry {
-			return err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-stop:
-			t.Stop()
-			return err
-		}
-	}
+	return store.Retry(stop, storeRetry, write, nil)
 }
 
 func (a analyses) warn(msg string, err error) {
