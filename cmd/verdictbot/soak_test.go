@@ -1044,6 +1044,12 @@ func (s *soak) drain(ctx context.Context, loadEnd time.Time) bool {
 // leftovers describes the work the database still holds: journal jobs
 // and unfinished cards (a few of each).
 func (s *soak) leftovers() string {
+	return s.inspectDB(func(ctx context.Context, conn *pgx.Conn) string { return leftoversIn(ctx, conn, s.begin) })
+}
+
+// inspectDB runs a description of the database on a connection of its
+// own, within 5 s; a connection that fails describes itself.
+func (s *soak) inspectDB(describe func(ctx context.Context, conn *pgx.Conn) string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, s.c.schemaURL)
@@ -1051,6 +1057,10 @@ func (s *soak) leftovers() string {
 		return err.Error()
 	}
 	defer conn.Close(context.Background())
+	return describe(ctx, conn)
+}
+
+func leftoversIn(ctx context.Context, conn *pgx.Conn, begin time.Time) string {
 	var out []string
 	rows, err := conn.Query(ctx, `SELECT kind, event_id, received FROM jobs ORDER BY id LIMIT 5`)
 	if err == nil {
@@ -1058,7 +1068,7 @@ func (s *soak) leftovers() string {
 			var kind, ev string
 			var at time.Time
 			if rows.Scan(&kind, &ev, &at) == nil {
-				out = append(out, fmt.Sprintf("job %s %s at +%s", kind, ev, at.Sub(s.begin).Round(100*time.Millisecond)))
+				out = append(out, fmt.Sprintf("job %s %s at +%s", kind, ev, at.Sub(begin).Round(100*time.Millisecond)))
 			}
 		}
 		rows.Close()
@@ -1082,13 +1092,10 @@ func (s *soak) leftovers() string {
 // card, or its file card): the record's state, for a message the soak
 // found without a final card.
 func (s *soak) storedCard(th *soakThread) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.c.schemaURL)
-	if err != nil {
-		return err.Error()
-	}
-	defer conn.Close(context.Background())
+	return s.inspectDB(func(ctx context.Context, conn *pgx.Conn) string { return storedCardIn(ctx, conn, th) })
+}
+
+func storedCardIn(ctx context.Context, conn *pgx.Conn, th *soakThread) string {
 	src := th.ts
 	if th.kind == "file" {
 		src += "/files"
@@ -1096,7 +1103,7 @@ func (s *soak) storedCard(th *soakThread) string {
 	var cardTS, rec string
 	var unfinished bool
 	var updated time.Time
-	err = conn.QueryRow(ctx, `SELECT card_ts, unfinished, updated, left(record::text, 600) FROM cards WHERE channel = $1 AND source_ts = $2`,
+	err := conn.QueryRow(ctx, `SELECT card_ts, unfinished, updated, left(record::text, 600) FROM cards WHERE channel = $1 AND source_ts = $2`,
 		th.channel, src).Scan(&cardTS, &unfinished, &updated, &rec)
 	if err != nil {
 		return err.Error()
