@@ -613,7 +613,22 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 // posting. With one process (PeerPostWait 0) every claim found is a dead
 // process's.
 func (m *Messages) claimPost(ctx context.Context, c *card.Card) (string, bool) {
-	for {
+	for first := true; ; first = false {
+		// A claim being renewed is watched with reads; the write below
+		// claims (or takes over) only what a read found free or stale.
+		if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok && !first {
+			switch {
+			case rec.Card.CardTS != "":
+				return rec.Card.CardTS, true
+			case rec.PostStarted && m.PeerPostWait > 0 && time.Since(rec.PostAt) <= m.PeerPostWait:
+				select {
+				case <-ctx.Done():
+					return "", false
+				case <-time.After(250 * time.Millisecond):
+				}
+				continue
+			}
+		}
 		var ts string
 		var mine, takeOver bool
 		_, ok := m.Cards.settle(ctx, c.Channel, c.SourceTS, 0, "", func(r *store.CardRecord) {
