@@ -115,6 +115,29 @@ func (f *Files) unfinished(channel, ts string) bool {
 	return ok && (!rec.Card.Final || rec.PostStarted || rec.Card.CardTS == "")
 }
 
+// reshowFinal shows once more the final file card of the message at ts,
+// when it is final and posted, for a job resumed after its process stopped:
+// the process may have stopped while the final update waited its turn
+// (Slack's chat.update budget after a 429 storm), so the card in Slack
+// may still show an earlier state though the store holds the final one
+// (the 30-minute soak's one file card left at "Scanning…"). One chat.update
+// of what the card already shows costs nothing more. It calls done once
+// the card is shown and reports whether it took the job on.
+func (f *Files) reshowFinal(ctx context.Context, channel, ts string, done func()) bool {
+	m := f.Messages
+	rec, ok := m.Cards.Get(channel, fileCardTS(ts))
+	if !ok || !rec.Card.Final || rec.Card.CardTS == "" || rec.PostStarted {
+		return false
+	}
+	c := rec.Card.Clone()
+	return m.launch(ctx, func() {
+		m.show(ctx, &c)
+		if ctx.Err() == nil {
+			done() // otherwise the job stays, and resumes again
+		}
+	}) == nil
+}
+
 // shareOf finds the message that shared file in channel: the newest of
 // its shares there (a file_shared event is about a new share; the file may
 // have been shared in the channel before).
@@ -218,6 +241,9 @@ func (f *Files) handle(ctx context.Context, channel string, msg *slack.Msg, job 
 		refs = append(refs, f.ref(ctx, sf))
 	}
 	if len(refs) == 0 {
+		if job.resumed && f.reshowFinal(ctx, channel, msg.Timestamp, done) {
+			return false, nil
+		}
 		done()
 		return false, nil
 	}

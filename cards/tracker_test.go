@@ -763,3 +763,47 @@ func TestDeletionNoteOutlastsA429Storm(t *testing.T) {
 		t.Fatal("the card record is not marked deleted")
 	}
 }
+
+// The process stopped while the file card's final update waited its turn
+// (Slack's chat.update budget after a 429 storm): the store holds the
+// final card, posted, but Slack still shows "Scanning…". The resumed job
+// shows the final card once more (the 30-minute soak's file card left at
+// "Scanning…").
+func TestResumedFileJobShowsAFinalCardSlackMissed(t *testing.T) {
+	e := newEnv(t, &urlChecker{}, ModeVerbose)
+	checker := &fileChecker{release: make(chan struct{})}
+	close(checker.release)
+	files := &Files{Messages: e.messages, Check: checker, Uploader: e.poster,
+		FirstTime: func(string) (bool, error) { return false, nil }} // announced before the stop
+	e.messages.Files = files
+	e.messages.init()
+	d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "invoice"})
+	msg := &slack.Msg{Channel: "C1", User: "U1", Timestamp: d.TS, Files: []slack.File{{ID: "F1", Name: "invoice.exe",
+		Filetype: "exe", Size: 1024, URLPrivateDownload: e.fake.URL() + "/files/F1"}}}
+	src := fileCardTS(d.TS)
+	scanning := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: src, Lines: []card.Line{{Kind: card.KindFile,
+		Target: "invoice.exe", Level: verdict.Pending, Status: "running", File: &card.FileInfo{Name: "invoice.exe"}}}}
+	if _, _, err := e.messages.Cards.Begin("C1", src, scanning, ModeVerbose); err != nil {
+		t.Fatal(err)
+	}
+	c := scanning.Clone()
+	e.messages.show(t.Context(), &c) // posted while scanning
+	// The verdict is stored, final; its update never reached Slack.
+	e.messages.Cards.Change("C1", src, 0, func(r *store.CardRecord) {
+		r.Card.Lines[0].Level, r.Card.Lines[0].Status, r.Card.Final = verdict.Malicious, "", true
+	})
+	cardTS := e.card(t, src).Card.CardTS
+	if m, _ := e.fake.Message("C1", cardTS); !bytes.Contains(m.Blocks, []byte("Scanning")) {
+		t.Fatalf("the card in Slack before the restart: %s", m.Blocks)
+	}
+	var done atomic.Int32
+	files.handle(t.Context(), "C1", msg, fileJob{who: requesterOf("C1", msg, ""), mode: ModeVerbose, resumed: true}, func() { done.Add(1) })
+	e.messages.Wait()
+	m, _ := e.fake.Message("C1", cardTS)
+	if bytes.Contains(m.Blocks, []byte("Scanning")) || !bytes.Contains(m.Blocks, []byte("Malicious")) {
+		t.Fatalf("the resumed job left the card at: %s", m.Blocks)
+	}
+	if done.Load() != 1 || len(e.botReplies(d.TS)) != 1 {
+		t.Fatalf("done %d, %d cards in the thread; want 1 and 1", done.Load(), len(e.botReplies(d.TS)))
+	}
+}
