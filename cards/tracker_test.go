@@ -588,22 +588,30 @@ func TestResumedFileJobFinishesItsCard(t *testing.T) {
 	}
 }
 
+// resumedFileJob is a message in #C1 sharing invoice.exe, announced
+// before the process stopped, and the Files handler that resumes its job.
+func resumedFileJob(t *testing.T, mode string) (*env, *Files, *slack.Msg) {
+	t.Helper()
+	e := newEnv(t, &urlChecker{}, mode)
+	checker := &fileChecker{release: make(chan struct{})}
+	close(checker.release)
+	files := &Files{Messages: e.messages, Check: checker, Uploader: e.poster,
+		FirstTime: func(string) (bool, error) { return false, nil }} // announced before the stop
+	e.messages.Files = files
+	e.messages.init()
+	d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "invoice"})
+	msg := &slack.Msg{Channel: "C1", User: "U1", Timestamp: d.TS, Files: []slack.File{{ID: "F1", Name: "invoice.exe",
+		Filetype: "exe", Size: 1024, URLPrivateDownload: e.fake.URL() + "/files/F1"}}}
+	return e, files, msg
+}
+
 // The process stopped after the file card's last verdict was saved but
 // before (or while) it was posted: the resumed job posts it.
 func TestResumedFileJobPostsAFinalCardNeverPosted(t *testing.T) {
 	for _, postStarted := range []bool{false, true} {
-		e := newEnv(t, &urlChecker{}, ModeQuiet)
-		checker := &fileChecker{release: make(chan struct{})}
-		close(checker.release)
-		files := &Files{Messages: e.messages, Check: checker, Uploader: e.poster,
-			FirstTime: func(string) (bool, error) { return false, nil }} // announced before the crash
-		e.messages.Files = files
-		e.messages.init()
-		d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "invoice"})
-		msg := &slack.Msg{Channel: "C1", User: "U1", Timestamp: d.TS, Files: []slack.File{{ID: "F1", Name: "invoice.exe",
-			Filetype: "exe", Size: 1024, URLPrivateDownload: e.fake.URL() + "/files/F1"}}}
-		src := fileCardTS(d.TS)
-		draft := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: src, Final: true, Lines: []card.Line{{Kind: card.KindFile,
+		e, files, msg := resumedFileJob(t, ModeQuiet)
+		d, src := msg.Timestamp, fileCardTS(msg.Timestamp)
+		draft := card.Card{Channel: "C1", ThreadTS: d, SourceTS: src, Final: true, Lines: []card.Line{{Kind: card.KindFile,
 			Target: "invoice.exe", Level: verdict.Malicious, File: &card.FileInfo{Name: "invoice.exe"}}}}
 		if _, _, err := e.messages.Cards.Begin("C1", src, draft, ModeQuiet); err != nil {
 			t.Fatal(err)
@@ -615,7 +623,7 @@ func TestResumedFileJobPostsAFinalCardNeverPosted(t *testing.T) {
 		files.handle(t.Context(), "C1", msg, fileJob{who: requesterOf("C1", msg, ""), mode: ModeQuiet, resumed: true}, func() { done.Add(1) })
 		waitUntil(t, "the resumed file card is posted", func() bool { return e.card(t, src).Card.CardTS != "" })
 		e.messages.Wait()
-		if replies := e.botReplies(d.TS); len(replies) != 1 || done.Load() != 1 {
+		if replies := e.botReplies(d); len(replies) != 1 || done.Load() != 1 {
 			t.Fatalf("post started %v: %d cards in the thread, done %d; want 1 and 1", postStarted, len(replies), done.Load())
 		}
 	}
@@ -770,18 +778,9 @@ func TestDeletionNoteOutlastsA429Storm(t *testing.T) {
 // shows the final card once more (the 30-minute soak's file card left at
 // "Scanning…").
 func TestResumedFileJobShowsAFinalCardSlackMissed(t *testing.T) {
-	e := newEnv(t, &urlChecker{}, ModeVerbose)
-	checker := &fileChecker{release: make(chan struct{})}
-	close(checker.release)
-	files := &Files{Messages: e.messages, Check: checker, Uploader: e.poster,
-		FirstTime: func(string) (bool, error) { return false, nil }} // announced before the stop
-	e.messages.Files = files
-	e.messages.init()
-	d, _ := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "invoice"})
-	msg := &slack.Msg{Channel: "C1", User: "U1", Timestamp: d.TS, Files: []slack.File{{ID: "F1", Name: "invoice.exe",
-		Filetype: "exe", Size: 1024, URLPrivateDownload: e.fake.URL() + "/files/F1"}}}
-	src := fileCardTS(d.TS)
-	scanning := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: src, Lines: []card.Line{{Kind: card.KindFile,
+	e, files, msg := resumedFileJob(t, ModeVerbose)
+	d, src := msg.Timestamp, fileCardTS(msg.Timestamp)
+	scanning := card.Card{Channel: "C1", ThreadTS: d, SourceTS: src, Lines: []card.Line{{Kind: card.KindFile,
 		Target: "invoice.exe", Level: verdict.Pending, Status: "running", File: &card.FileInfo{Name: "invoice.exe"}}}}
 	if _, _, err := e.messages.Cards.Begin("C1", src, scanning, ModeVerbose); err != nil {
 		t.Fatal(err)
@@ -803,7 +802,7 @@ func TestResumedFileJobShowsAFinalCardSlackMissed(t *testing.T) {
 	if bytes.Contains(m.Blocks, []byte("Scanning")) || !bytes.Contains(m.Blocks, []byte("Malicious")) {
 		t.Fatalf("the resumed job left the card at: %s", m.Blocks)
 	}
-	if done.Load() != 1 || len(e.botReplies(d.TS)) != 1 {
-		t.Fatalf("done %d, %d cards in the thread; want 1 and 1", done.Load(), len(e.botReplies(d.TS)))
+	if done.Load() != 1 || len(e.botReplies(d)) != 1 {
+		t.Fatalf("done %d, %d cards in the thread; want 1 and 1", done.Load(), len(e.botReplies(d)))
 	}
 }

@@ -154,10 +154,10 @@ const (
 // are waiting, before any wait for a retry or a dead letter, and when the
 // drain ends: one commit for the events of a quarter second rather than
 // one per event (issue 23: it was a quarter of the store's commits per
-// link). A process that
-// dies before that write sends those events again, as it would have sent
-// the one event whose write it had not made: receivers see each event at
-// least once, in order, with its sequence number to drop a repeat by.
+// link). A process that dies before that write sends those events again,
+// as it would have sent the one event whose write it had not made:
+// receivers see each event at least once, in order, with its sequence
+// number to drop a repeat by.
 func (s *Sender) drain(ctx context.Context, lease store.Lease) (err error) {
 	var fence store.Fence
 	var ended <-chan struct{} // the term's end stops a wait for a retry
@@ -171,8 +171,10 @@ func (s *Sender) drain(ctx context.Context, lease store.Lease) (err error) {
 			return nil
 		}
 		if err := s.settle(ctx, lease, func() error { return s.Queue.DeleteEvents(sent, fence) }); err != nil {
-			// Sent: the next leader (or this one) sends them again.
+			// Sent: the next leader (or this one) sends them again. They
+			// are not tried again here (the drain ends).
 			s.log().Warn("events sent but still queued: they will be sent again", "events", len(sent), "first_seq", sent[0], "error", err)
+			sent = sent[:0]
 			if errors.Is(err, store.ErrNotLeader) {
 				return errLeadLost
 			}
