@@ -73,13 +73,13 @@ func (db *DB) updateFirst(fn func(t txn) error) error {
 // recordFirst is updateFirst for the journal (RecordJobs): when shared
 // writes (batch) are under way, as they are whenever links are being
 // analysed, it joins them and saves a commit and its fsync a message (the
-// shared commit waits at most the batch delay, 2 ms, for company, and
-// does not queue behind the ordinary writes at the gate either); when
+// shared commit starts at once, without waiting out the batch delay,
+// and does not queue behind the ordinary writes at the gate either); when
 // none are, it goes first at the gate as before. fn may run more than
 // once, as with batch.
 func (db *DB) recordFirst(fn func(t txn) error) error {
 	if db.be.sharing() > 0 {
-		return db.be.batch(fn)
+		return db.be.batchFirst(fn)
 	}
 	return db.updateFirst(fn)
 }

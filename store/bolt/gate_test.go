@@ -1,7 +1,10 @@
 package bolt
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,7 +104,7 @@ func TestJournalWritesShareTheLinksCommits(t *testing.T) {
 	be := db.be.(*boltBackend)
 	// A batch waits this long for company: long enough that the writes
 	// below all join the one batch.
-	be.db.MaxBatchDelay = time.Second
+	be.group.delay = time.Second
 	old := &store.Job{Kind: "message", EventID: "Ev0"}
 	if _, err := db.RecordJobs([]*store.Job{old}); err != nil {
 		t.Fatal(err)
@@ -181,7 +184,7 @@ func TestLoneWriteWaitsForCompanyOnlyUnderLoad(t *testing.T) {
 	// busy with other tests), so "at once" and "waited for company" stay
 	// apart however slow the disk is.
 	const delay = 2 * time.Second
-	be.db.MaxBatchDelay = delay
+	be.group.delay = delay
 	put := func(k string) error { return be.batch(func(tx txn) error { return tx.put(bMeta, k, []byte("1")) }) }
 	// two writes the second of which starts gap after the first; it
 	// returns the commits they made and how long the first took.
@@ -237,5 +240,116 @@ func TestLoneWriteWaitsForCompanyOnlyUnderLoad(t *testing.T) {
 	time.Sleep(companyWindow + delay)
 	if n, took := two(delay / 4); n != 2 || took >= delay/2 {
 		t.Fatalf("quiet again: %d commits, the first write took %v; want 2, at once", n, took)
+	}
+}
+
+// TestAJournalWriteCommitsTheGatheredWritesAtOnce: under load, ordinary
+// shared writes wait for company (here a minute), but the journal's write
+// (the ack waits for it) commits them with it at once: one commit, no
+// waiting out the delay.
+func TestAJournalWriteCommitsTheGatheredWritesAtOnce(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	be := db.be.(*boltBackend)
+	be.group.delay = time.Minute
+	// Under load: batched writes overlapped a moment ago.
+	be.company.Store(time.Now().UnixNano())
+	before := commits(t, db)
+	start := time.Now()
+	cardDone := make(chan error, 1)
+	go func() {
+		_, err := db.UpsertCardShared(card.Ref{Channel: "C1", SourceTS: "1.0"}, func(rec *store.CardRecord, _ bool) error {
+			rec.Card.Channel, rec.Card.SourceTS = "C1", "1.0"
+			return nil
+		})
+		cardDone <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); be.sharing() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the card write did not start")
+		}
+	}
+	fresh, err := db.RecordJobs([]*store.Job{{Kind: "message", EventID: "Ev1"}})
+	if err != nil || !slices.Equal(fresh, []bool{true}) {
+		t.Fatalf("RecordJobs: %v, %v", fresh, err)
+	}
+	if err := <-cardDone; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("the writes took %v: the journal waited out the delay", took)
+	}
+	if n := commits(t, db) - before; n != 1 {
+		t.Errorf("%d commits, want 1 (the card and the journal together)", n)
+	}
+	if rec, err := db.Card(card.Ref{Channel: "C1", SourceTS: "1.0"}); err != nil || rec == nil {
+		t.Errorf("the card record was not stored: %+v, %v", rec, err)
+	}
+}
+
+// TestAWriteThatFailsInARoundFailsAlone: writes gathered into one commit
+// where one fails (or panics): that caller gets its error, the others
+// commit, and nothing of the failed write is stored.
+func TestAWriteThatFailsInARoundFailsAlone(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	be := db.be.(*boltBackend)
+	be.group.delay = 200 * time.Millisecond
+	be.company.Store(time.Now().UnixNano())
+	boom := errors.New("boom")
+	writes := map[string]func(tx txn) error{
+		"a": func(tx txn) error { return tx.put(bMeta, "a", []byte("1")) },
+		"b": func(tx txn) error {
+			if err := tx.put(bMeta, "b", []byte("1")); err != nil {
+				return err
+			}
+			return boom
+		},
+		"c": func(tx txn) error { return tx.put(bMeta, "c", []byte("1")) },
+		"d": func(tx txn) error {
+			_ = tx.put(bMeta, "d", []byte("1"))
+			panic("d panicked")
+		},
+	}
+	var mu sync.Mutex
+	got := map[string]error{}
+	var wg sync.WaitGroup
+	for k, fn := range writes {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					mu.Lock()
+					got[k] = fmt.Errorf("panic: %v", p)
+					mu.Unlock()
+				}
+			}()
+			err := be.batch(fn)
+			mu.Lock()
+			got[k] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if got["a"] != nil || got["c"] != nil || !errors.Is(got["b"], boom) || got["d"] == nil || !strings.Contains(got["d"].Error(), "d panicked") {
+		t.Fatalf("results %v: want a and c nil, b boom, d its panic", got)
+	}
+	err = db.be.view(func(tx txn) error {
+		for k, want := range map[string]bool{"a": true, "b": false, "c": true, "d": false} {
+			if have := tx.get(bMeta, k) != nil; have != want {
+				t.Errorf("key %s stored %v, want %v", k, have, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

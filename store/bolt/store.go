@@ -268,6 +268,15 @@ func (f faultBackend) batch(fn func(t txn) error) error {
 	})
 }
 
+func (f faultBackend) batchFirst(fn func(t txn) error) error {
+	return f.backend.batchFirst(func(t txn) error {
+		if err := fn(t); err != nil {
+			return err
+		}
+		return f.fault()
+	})
+}
+
 func (f faultBackend) update(fn func(t txn) error) error {
 	return f.backend.update(func(t txn) error {
 		if err := fn(t); err != nil {
