@@ -11,6 +11,12 @@ type CardRecord struct {
 	Card card.Card `json:"card"`
 	// Mode is the channel mode the card was made under.
 	Mode string `json:"mode"`
+	// TeamID is the workspace (team) the card's channel was reached
+	// through on an Enterprise Grid install (see Workspace). "" on a
+	// single-workspace install, in records written before it existed, and
+	// in records that a replica of an earlier release rewrote during a
+	// rolling upgrade (it drops the field it does not know).
+	TeamID string `json:"team,omitempty"`
 	// Gen counts rescans of the message (edits); older analyses' results
 	// are ignored.
 	Gen int `json:"gen"`

@@ -15,9 +15,9 @@ import (
 //
 // Each method is one transaction: what it changes is changed entirely or
 // not at all, and the read-modify-write methods (UpdateCard, UpsertCard,
-// RecordJobs, RecordVerdict, FinishAnalysis, RecheckFailed, AddCard) are
-// atomic against concurrent callers, in this process or, on PostgreSQL, in
-// another replica.
+// RecordJobs, RecordVerdict, FinishAnalysis, RecheckFailed, AddCard,
+// PutWorkspaces) are atomic against concurrent callers, in this process
+// or, on PostgreSQL, in another replica.
 //
 // What only one backend can do is declared here too, with a neutral value
 // on the other (Ping, Size, OnReplicas, SweepEvery, the shared commits), so
@@ -205,6 +205,20 @@ type State interface {
 	// Durations returns up to keep of service's latest durations, oldest
 	// first (none recorded: empty, no error).
 	Durations(service string, keep int) ([]time.Duration, error)
+
+	// The workspaces of an Enterprise Grid install (workspaces.go), shared
+	// by the replicas on PostgreSQL.
+	//
+	// PutWorkspaces records ws (by TeamID, replacing what was there) in one
+	// transaction. A record whose Granted is unchanged keeps its Changed.
+	// Changed is the store's to set: the store's clock for a record new or
+	// whose Granted changed, the stored one otherwise (ws's is ignored).
+	// Of two entries of ws with one TeamID the last is recorded. A
+	// workspace without a TeamID is ErrNoTeamID, and nothing is recorded.
+	PutWorkspaces(ws []Workspace) error
+	// Workspaces returns every workspace recorded, by TeamID (bytewise;
+	// none: empty, no error).
+	Workspaces() ([]Workspace, error)
 
 	// Replicas sharing the state. The embedded file is opened by one
 	// process: it claims every analysis, has no orphans, and counts one

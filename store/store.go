@@ -3,10 +3,11 @@
 // it. It holds the domain records (jobs acked to Slack but not finished,
 // analyses in flight, targets and their verdict history, cards and where
 // they are, reports, channel settings, the runtime allowlist, quarantined
-// messages and the removals a recheck decided, the outgoing events), the
-// State and EventQueue interfaces, the recheck Schedule, the leases of the
-// periodic jobs, and the errors every backend returns. It stores nothing
-// itself and imports nothing of Slack.
+// messages and the removals a recheck decided, the outgoing events, the
+// workspaces of an Enterprise Grid install), the State and EventQueue
+// interfaces, the recheck Schedule, the leases of the periodic jobs, and
+// the errors every backend returns. It stores nothing itself and imports
+// nothing of Slack.
 //
 // Each backend is a package of its own that implements State: store/bolt,
 // the embedded bbolt file (the default: one process, nothing to install),

@@ -103,7 +103,7 @@ func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
 	// Schema 3: no history bucket (history lives in the target records),
 	// one id per target and the id sequence in meta.
 	want := map[string]int{"allow": 2, "analyses": 3, "card_ts": 2, "cards": 3, "channel_files": 1, "channel_quarantine": 0, "channels": 2, "check_claims": 0, "deferred": 0, "deferred_at": 0, "due": 1, "durations": 0,
-		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "targets": 2, "tasks": 5}
+		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "targets": 2, "tasks": 5, "workspaces": 0}
 	if got := db.Counts(); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts after migration:\n got %v\nwant %v", got, want)
 	}
@@ -314,5 +314,87 @@ func checkAllSet(t *testing.T, v reflect.Value, path string) {
 		if v.IsZero() {
 			t.Errorf("%s is zero", path)
 		}
+	}
+}
+
+// The values below are those testdata/gen_v3_test.go.txt wrote.
+var (
+	v3At  = time.Date(2026, 11, 28, 9, 30, 0, 0, time.UTC)
+	v3URL = "https://evil.test/login?x=1"
+	v3Ref = card.Ref{Channel: "C1", SourceTS: "1764322200.000100"}
+)
+
+func v3Card() card.Card {
+	return card.Card{Channel: "C1", ThreadTS: "1764322200.000100", SourceTS: "1764322200.000100", CardTS: "1764322201.000200",
+		Poster: "U1", Final: true, MaxLinks: 10,
+		Lines: []card.Line{{Kind: card.KindURL, Target: v3URL, Level: verdict.Malicious, Category: "phishing",
+			Scores: verdict.Scores{"phishing": 0.97}, Service: "reputation", TaskID: "rt-1", CheckedAt: v3At, Actions: true}}}
+}
+
+// TestV3FileOfBeforeIssue24GetsWorkspaces opens a store of schema 3
+// written by the code before issue 24 (testdata/v3.db: no workspaces
+// bucket, cards without a team) with this code: it is not migrated, its
+// card reads with no team, its job, target and durations are there, it
+// has no workspaces; a workspace put and a card given a team are found
+// after the store is reopened.
+func TestV3FileOfBeforeIssue24GetsWorkspaces(t *testing.T) {
+	db, dir := openFixture(t, "testdata/v3.db")
+	defer func() { db.Close() }()
+	var hasBucket bool
+	_ = db.be.view(func(t txn) error { hasBucket = t.(boltTxn).tx.Bucket([]byte(bWorkspaces)) != nil; return nil })
+	if hasBucket {
+		t.Fatal("the fixture has a workspaces bucket: it is not of the code before issue 24")
+	}
+	if baks, _ := filepath.Glob(filepath.Join(dir, "*.bak")); len(baks) != 0 {
+		t.Errorf("a schema 3 file was migrated (backups %v)", baks)
+	}
+
+	rec, err := db.Card(v3Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.TeamID != "" || rec.Mode != "verbose" || rec.Gen != 1 || rec.Updated.IsZero() || !reflect.DeepEqual(rec.Card, v3Card()) {
+		t.Fatalf("card: team %q mode %q gen %d updated %v\n got %+v\nwant %+v", rec.TeamID, rec.Mode, rec.Gen, rec.Updated, rec.Card, v3Card())
+	}
+	jobs, err := db.PendingJobs()
+	if err != nil || len(jobs) != 1 || jobs[0].EventID != "Ev1" || string(jobs[0].Payload) != `{"text":"see https://evil.test/login?x=1"}` {
+		t.Errorf("pending jobs: %+v, %v", jobs, err)
+	}
+	tg, err := db.Target(v3URL)
+	if err != nil || tg.Level != verdict.Malicious || tg.TaskID != "rt-1" || !reflect.DeepEqual(tg.Cards, []card.Ref{v3Ref}) || tg.NextCheck.IsZero() {
+		t.Errorf("target: %+v, %v", tg, err)
+	}
+	if ds, err := db.Durations("reputation", 64); err != nil || !reflect.DeepEqual(ds, []time.Duration{3 * time.Second, 4 * time.Second}) {
+		t.Errorf("durations: %v, %v", ds, err)
+	}
+	if ws, err := db.Workspaces(); err != nil || len(ws) != 0 {
+		t.Fatalf("workspaces: %+v, %v", ws, err)
+	}
+
+	w := store.Workspace{TeamID: "T1", EnterpriseID: "E1", Name: "Alpha", Domain: "alpha", Granted: true}
+	if err := db.PutWorkspaces([]store.Workspace{w}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UpdateCard(v3Ref, func(rec *store.CardRecord) error { rec.TeamID = "T1"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Changed = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC) // openFixture's clock
+	if ws, err := db.Workspaces(); err != nil || len(ws) != 1 || !ws[0].Changed.Equal(w.Changed) {
+		t.Fatalf("workspaces after reopening: %+v, %v; want %+v", ws, err, w)
+	} else if ws[0].Changed = w.Changed; ws[0] != w {
+		t.Fatalf("workspace after reopening: %+v, want %+v", ws[0], w)
+	}
+	if rec, err := db.Card(v3Ref); err != nil || rec.TeamID != "T1" || !reflect.DeepEqual(rec.Card, v3Card()) {
+		t.Fatalf("card after reopening: %+v, %v", rec, err)
+	}
+	var schema string
+	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
+	if schema != "3" {
+		t.Errorf("schema %q after reopening, want 3 (the bucket changed no schema)", schema)
 	}
 }

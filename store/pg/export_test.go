@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -56,4 +57,16 @@ func (db *DB) PauseRenewals() {
 	db.lead.done = make(chan struct{})
 	db.lead.start = sync.Once{}
 	db.lead.start.Do(func() { close(db.lead.done) })
+}
+
+// MigrateTo brings the database's schema up to version only (under the
+// migration lock), with the embedded migrations: the schema a release
+// whose last migration was version leaves.
+func MigrateTo(ctx context.Context, rawURL string, opt Options, version int64) error {
+	db, err := connect(ctx, rawURL, opt)
+	if err != nil {
+		return err
+	}
+	defer db.pool.Close()
+	return db.migrateUpTo(ctx, version)
 }

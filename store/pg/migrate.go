@@ -21,7 +21,7 @@ var migrationsFS embed.FS
 
 // SchemaVersion is the newest schema this code knows: the number of the
 // last file in migrations/.
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 // NewerSchemaError is returned for a database migrated by a newer verdictbot.
 type NewerSchemaError struct{ Database, Binary int64 }
@@ -49,30 +49,8 @@ func (db *DB) migrate(ctx context.Context) (int64, error) {
 	} else if v > SchemaVersion {
 		return v, &NewerSchemaError{v, SchemaVersion}
 	}
-	var database, schema string
-	if err := db.pool.QueryRow(ctx, `SELECT current_database(), COALESCE(current_schema(), '')`).Scan(&database, &schema); err != nil {
-		return 0, db.wrap("postgres", err)
-	}
-	if schema == "" {
-		return 0, fmt.Errorf("postgres: no schema to create the tables in (check search_path)")
-	}
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(database, schema)), lock.WithLockTimeout(1, 300))
-	if err != nil {
+	if err := db.migrateUpTo(ctx, goose.MaxVersion); err != nil {
 		return 0, err
-	}
-	sub, err := fs.Sub(migrationsFS, "migrations")
-	if err != nil {
-		return 0, err
-	}
-	sqlDB := stdlib.OpenDBFromPool(db.pool)
-	defer sqlDB.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub,
-		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		return 0, fmt.Errorf("migrations: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return 0, db.wrap("postgres: migrating the schema", err)
 	}
 	v, err := db.dbVersion(ctx)
 	if err != nil {
@@ -82,4 +60,35 @@ func (db *DB) migrate(ctx context.Context) (int64, error) {
 		return v, &NewerSchemaError{v, SchemaVersion}
 	}
 	return v, nil
+}
+
+// migrateUpTo applies the embedded migrations up to version (goose.MaxVersion:
+// all of them) under the migration lock.
+func (db *DB) migrateUpTo(ctx context.Context, version int64) error {
+	var database, schema string
+	if err := db.pool.QueryRow(ctx, `SELECT current_database(), COALESCE(current_schema(), '')`).Scan(&database, &schema); err != nil {
+		return db.wrap("postgres", err)
+	}
+	if schema == "" {
+		return fmt.Errorf("postgres: no schema to create the tables in (check search_path)")
+	}
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(database, schema)), lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return err
+	}
+	sub, err := fs.Sub(migrationsFS, "migrations")
+	if err != nil {
+		return err
+	}
+	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	defer sqlDB.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub,
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.UpTo(ctx, version); err != nil {
+		return db.wrap("postgres: migrating the schema", err)
+	}
+	return nil
 }

@@ -567,7 +567,7 @@ func cardRoundTrip(t *testing.T, db store.State, c *Clock) {
 					Family: "fam", AddedOn: "x", StartedOn: "y", DoneOn: "z", Screenshots: 2, ScreenshotsFailed: true},
 				Reports: []card.Report{{User: "U3", Option: "fp", Category: verdict.CatPhishing, At: at, Outcome: "ok"}}}},
 			Skipped: []card.Skip{{Kind: card.KindURL, Target: "http://10.0.0.1/", Reason: "private"}}},
-		Mode: "quiet", Gen: 3, PostStarted: true, Deleted: true,
+		Mode: "quiet", TeamID: "T2", Gen: 3, PostStarted: true, Deleted: true,
 	}
 	must(t, db.PutCard(in))
 	out, err := db.Card(in.Ref())

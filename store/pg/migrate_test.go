@@ -1,0 +1,125 @@
+package pg_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/pg"
+	"github.com/verdictbot/verdictbot/store/pg/pgtest"
+)
+
+// schema11Card is a card record as the code of schema 11 (commit c4c4db9,
+// before issue 24) marshals it: no "team".
+const schema11Card = `{"card":{"channel":"C1","thread_ts":"1764322200.000100","source_ts":"1764322200.000100","card_ts":"1764322201.000200","poster":"U1","final":true,"lines":[{"kind":"url","target":"https://evil.test/login?x=1","level":5,"category":"phishing","scores":null,"service":"reputation","task_id":"rt-1","checked_at":"2026-11-28T09:30:00Z","reports":null}],"skipped":null,"max_links":10,"notes":null},"mode":"verbose","gen":1,"updated":"2026-11-28T09:31:00Z"}`
+
+// putCard11 and recordJob11 are the statements with which the code of
+// schema 11 writes a card and a job (pg.go's putCard and recordJob at
+// commit c4c4db9).
+const (
+	putCard11 = `INSERT INTO cards (channel, source_ts, card_ts, unfinished, record, updated)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (channel, source_ts) DO UPDATE SET card_ts = excluded.card_ts, unfinished = excluded.unfinished,
+			record = excluded.record, updated = excluded.updated`
+	recordJob11 = `WITH seen AS (
+	INSERT INTO events (event_id, seen_at) SELECT $2, $4 WHERE $2 <> '' ON CONFLICT DO NOTHING RETURNING 1
+)
+INSERT INTO jobs (kind, event_id, payload, received, owner)
+SELECT $1, $2, $3, $5, $6 WHERE $2 = '' OR EXISTS (SELECT 1 FROM seen)
+RETURNING id`
+)
+
+// fromSchema11: a database of the release before issue 24 (schema 11),
+// with a card and a job written as that release writes them, is migrated
+// by this code to schema 12 at Open: the card reads with no team, the job
+// is pending, there are no workspaces and they can be put; a card written
+// with a team keeps it, until the schema-11 code rewrites the record
+// (what a replica of the old release does during a rolling upgrade).
+func fromSchema11(t *testing.T) {
+	schema, schemaURL := pgtest.Schema(t)
+	ctx := context.Background()
+	if err := pg.MigrateTo(ctx, schemaURL, pg.Options{}, 11); err != nil {
+		t.Fatal(err)
+	}
+	if v, rows := schemaVersion(t, schemaURL); v != 11 || rows != 12 {
+		t.Fatalf("before: schema %d (%d rows), want 11", v, rows)
+	}
+	conn, err := pgx.Connect(ctx, schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var has bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('workspaces') IS NOT NULL`).Scan(&has); err != nil || has {
+		t.Fatalf("schema 11 has a workspaces table (%v, %v)", has, err)
+	}
+	at := time.Date(2026, 11, 28, 9, 31, 0, 0, time.UTC)
+	if _, err := conn.Exec(ctx, putCard11, "C1", "1764322200.000100", "1764322201.000200", false, schema11Card, at); err != nil {
+		t.Fatal(err)
+	}
+	var jobID int64
+	if err := conn.QueryRow(ctx, recordJob11, "message", "Ev1", []byte(`{"text":"see https://evil.test/login?x=1"}`), at, at, "").Scan(&jobID); err != nil {
+		t.Fatal(err)
+	}
+
+	db := open(t, schema, pgtest.URL(t), func() time.Time { return at.Add(time.Hour) })
+	if v, rows := schemaVersion(t, schemaURL); v != 12 || rows != 13 {
+		t.Fatalf("after Open: schema %d (%d rows), want 12", v, rows)
+	}
+	ref := card.Ref{Channel: "C1", SourceTS: "1764322200.000100"}
+	rec, err := db.Card(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.TeamID != "" || rec.Mode != "verbose" || rec.Gen != 1 || !rec.Updated.Equal(at) || rec.Card.CardTS != "1764322201.000200" ||
+		len(rec.Card.Lines) != 1 || rec.Card.Lines[0].Target != "https://evil.test/login?x=1" {
+		t.Fatalf("card of schema 11: %+v", rec)
+	}
+	if byTS, err := db.CardByTS("C1", "1764322201.000200"); err != nil || byTS.Ref() != ref {
+		t.Fatalf("CardByTS: %v, %v", byTS, err)
+	}
+	jobs, err := db.PendingJobs()
+	if err != nil || len(jobs) != 1 || jobs[0].ID != uint64(jobID) || jobs[0].EventID != "Ev1" || string(jobs[0].Payload) != `{"text":"see https://evil.test/login?x=1"}` {
+		t.Fatalf("pending jobs: %+v, %v", jobs, err)
+	}
+	if fresh, err := db.SeenEvent("Ev1"); err != nil || fresh {
+		t.Fatalf("Ev1 is new after the migration (%v, %v): its redelivery would run again", fresh, err)
+	}
+
+	if ws, err := db.Workspaces(); err != nil || len(ws) != 0 {
+		t.Fatalf("workspaces after the migration: %+v, %v", ws, err)
+	}
+	w := store.Workspace{TeamID: "T1", EnterpriseID: "E1", Name: "Alpha", Domain: "alpha", Granted: true}
+	if err := db.PutWorkspaces([]store.Workspace{w}); err != nil {
+		t.Fatal(err)
+	}
+	w.Changed = at.Add(time.Hour)
+	if ws, err := db.Workspaces(); err != nil || !reflect.DeepEqual(ws, []store.Workspace{w}) {
+		t.Fatalf("workspaces: %+v, %v; want %+v", ws, err, w)
+	}
+
+	// The card written with its team keeps it in the record.
+	if _, err := db.UpdateCard(ref, func(rec *store.CardRecord) error { rec.TeamID = "T1"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var team string
+	if err := conn.QueryRow(ctx, `SELECT record->>'team' FROM cards WHERE channel = 'C1'`).Scan(&team); err != nil || team != "T1" {
+		t.Fatalf("the record's team: %q, %v", team, err)
+	}
+	if rec, err := db.Card(ref); err != nil || rec.TeamID != "T1" {
+		t.Fatalf("card with its team: %+v, %v", rec, err)
+	}
+	// A replica of schema 11 still writes cards on schema 12; the record it
+	// writes has no team.
+	if _, err := conn.Exec(ctx, putCard11, "C1", "1764322200.000100", "1764322201.000200", false, schema11Card, at); err != nil {
+		t.Fatalf("schema 11's card write on schema 12: %v", err)
+	}
+	if rec, err := db.Card(ref); err != nil || rec.TeamID != "" {
+		t.Fatalf("card rewritten by schema 11: %+v, %v", rec, err)
+	}
+}
