@@ -419,14 +419,15 @@ type responseTarget struct {
 }
 
 // newTargetLocked makes a response_url with Slack's shape:
-// /commands/<team>/<n>/<secret> or /actions/<team>/<n>/<secret>.
-func (s *Server) newTargetLocked(kind, channel, user string) *responseTarget {
+// /commands/<team>/<n>/<secret> or /actions/<team>/<n>/<secret>, team the
+// workspace the command or interaction comes from.
+func (s *Server) newTargetLocked(kind, team, channel, user string) *responseTarget {
 	seg := "commands"
 	if kind == EnvelopeInteractive {
 		seg = "actions"
 	}
 	return &responseTarget{
-		path: "/" + seg + "/" + s.cfg.teamID + "/" + strconv.Itoa(1000000+s.nextSeqLocked()) + "/" + randomHex(12),
+		path: "/" + seg + "/" + team + "/" + strconv.Itoa(1000000+s.nextSeqLocked()) + "/" + randomHex(12),
 		kind: kind, channel: channel, user: user,
 	}
 }
@@ -477,7 +478,7 @@ func (s *Server) DeliverSlashCommand(c SlashCommand) (Delivery, error) {
 	if err != nil {
 		return Delivery{}, err
 	}
-	t := s.newTargetLocked(EnvelopeSlashCommands, c.ChannelID, c.UserID)
+	t := s.newTargetLocked(EnvelopeSlashCommands, team, c.ChannelID, c.UserID)
 	trigger := s.newTriggerIDLocked()
 	p := map[string]any{
 		"token": verificationToken, "team_id": s.cfg.teamID, "team_domain": s.cfg.teamName,
@@ -602,7 +603,7 @@ func (s *Server) DeliverBlockAction(a BlockAction) (Delivery, error) {
 	if err != nil {
 		return Delivery{}, err
 	}
-	t := s.newTargetLocked(EnvelopeInteractive, a.Channel, a.UserID)
+	t := s.newTargetLocked(EnvelopeInteractive, team, a.Channel, a.UserID)
 	t.messageTS, t.ephemeral = a.MessageTS, ephemeral
 	trigger := s.newTriggerIDLocked()
 	container := map[string]any{"type": "message", "message_ts": a.MessageTS, "channel_id": a.Channel, "is_ephemeral": ephemeral}
@@ -677,7 +678,7 @@ func (s *Server) DeliverMessageShortcut(sc MessageShortcut) (Delivery, error) {
 	if err != nil {
 		return Delivery{}, err
 	}
-	t := s.newTargetLocked(EnvelopeInteractive, sc.Channel, sc.UserID)
+	t := s.newTargetLocked(EnvelopeInteractive, team, sc.Channel, sc.UserID)
 	trigger := s.newTriggerIDLocked()
 	p := map[string]any{
 		"type": "message_action", "token": verificationToken, "action_ts": s.nextTSLocked(),
