@@ -32,8 +32,14 @@ type Delivery struct {
 	Withheld bool
 }
 
-// eventCallback is the events_api payload, fields in Slack's order. The
-// enterprise and context fields are sent under an Org only (WithOrg).
+// eventCallback is the events_api payload, fields in Slack's order.
+// enterprise_id, context_team_id and context_enterprise_id are sent under
+// an Org only (WithOrg), so a fake without one sends what it always did.
+// Slack's event reference pages do not show the context fields; payloads
+// captured from Slack do (token, team_id, context_team_id,
+// context_enterprise_id, api_app_id…: Bolt's test fixtures, and
+// learn.microsoft.com's Slack EventEnvelope.context_team_id, "the
+// workspace through which the app receives this event").
 type eventCallback struct {
 	Token               string          `json:"token"`
 	TeamID              *string         `json:"team_id"` // null for an organisation-level event
