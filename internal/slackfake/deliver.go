@@ -26,25 +26,39 @@ type Delivery struct {
 	// ResponseURL and TriggerID of a slash command or interaction.
 	ResponseURL string
 	TriggerID   string
+	// Withheld is set, and nothing delivered, when the event happened in a
+	// conversation none of whose workspaces the org-wide app is granted
+	// (WithOrg): see State.Withheld.
+	Withheld bool
 }
 
 // eventCallback is the events_api payload, fields in Slack's order.
+// enterprise_id, context_team_id and context_enterprise_id are sent under
+// an Org only (WithOrg), so a fake without one sends what it always did.
+// Slack's event reference pages do not show the context fields; payloads
+// captured from Slack do (token, team_id, context_team_id,
+// context_enterprise_id, api_app_id…: Bolt's test fixtures, and
+// learn.microsoft.com's Slack EventEnvelope.context_team_id, "the
+// workspace through which the app receives this event").
 type eventCallback struct {
-	Token              string          `json:"token"`
-	TeamID             string          `json:"team_id"`
-	APIAppID           string          `json:"api_app_id"`
-	Event              json.RawMessage `json:"event"`
-	Type               string          `json:"type"`
-	EventID            string          `json:"event_id"`
-	EventTime          int64           `json:"event_time"`
-	Authorizations     []authorization `json:"authorizations"`
-	IsExtSharedChannel bool            `json:"is_ext_shared_channel"`
-	EventContext       string          `json:"event_context"`
+	Token               string          `json:"token"`
+	TeamID              *string         `json:"team_id"` // null for an organisation-level event
+	EnterpriseID        string          `json:"enterprise_id,omitempty"`
+	ContextTeamID       string          `json:"context_team_id,omitempty"`
+	ContextEnterpriseID string          `json:"context_enterprise_id,omitempty"`
+	APIAppID            string          `json:"api_app_id"`
+	Event               json.RawMessage `json:"event"`
+	Type                string          `json:"type"`
+	EventID             string          `json:"event_id"`
+	EventTime           int64           `json:"event_time"`
+	Authorizations      []authorization `json:"authorizations"`
+	IsExtSharedChannel  bool            `json:"is_ext_shared_channel"`
+	EventContext        string          `json:"event_context"`
 }
 
 type authorization struct {
 	EnterpriseID        *string `json:"enterprise_id"`
-	TeamID              string  `json:"team_id"`
+	TeamID              *string `json:"team_id"`
 	UserID              string  `json:"user_id"`
 	IsBot               bool    `json:"is_bot"`
 	IsEnterpriseInstall bool    `json:"is_enterprise_install"`
@@ -96,13 +110,24 @@ func (s *Server) deliverEventLocked(inner json.RawMessage, echo bool) (Delivery,
 		SubType string `json:"subtype"`
 	}
 	_ = json.Unmarshal(inner, &head)
+	site := s.eventSiteLocked(head.Type, inner)
+	if s.grid() && !site.org && site.ours == "" {
+		s.withholdLocked(site, head.Type, head.SubType, inner, echo)
+		return Delivery{Withheld: true}, nil
+	}
 	eventID := randomID("Ev", 10)
-	payload, _ := json.Marshal(eventCallback{
-		Token: verificationToken, TeamID: s.cfg.teamID, APIAppID: s.cfg.appID, Event: inner,
+	team := s.cfg.teamID
+	cb := eventCallback{
+		Token: verificationToken, TeamID: &team, APIAppID: s.cfg.appID, Event: inner,
 		Type: "event_callback", EventID: eventID, EventTime: time.Now().Unix(),
-		Authorizations: []authorization{{TeamID: s.cfg.teamID, UserID: s.cfg.botUserID, IsBot: true}},
-		EventContext:   "4-" + randomID("", 24),
-	})
+		Authorizations:     []authorization{{TeamID: &team, UserID: s.cfg.botUserID, IsBot: true}},
+		IsExtSharedChannel: site.ext,
+		EventContext:       "4-" + randomID("", 24),
+	}
+	if s.grid() {
+		s.orgEnvelope(&cb, site)
+	}
+	payload, _ := json.Marshal(cb)
 	env := &Envelope{
 		ID: newUUID(), Type: EnvelopeEventsAPI, EventID: eventID, InnerType: head.Type, SubType: head.SubType,
 		Echo: echo, Payload: payload, Created: time.Now(),
@@ -121,7 +146,8 @@ type MessageEvent struct {
 	User    string // registered on first use
 	// Team is the author's team id when it is another organisation's (a
 	// Slack Connect channel): such a message cannot be deleted by this
-	// workspace's admins. "" is this workspace.
+	// workspace's admins. "" is this workspace, or for an external user
+	// (User.HomeTeam) their team.
 	Team     string
 	Text     string // as Slack sends it: <https://x|label>, &amp; escaped
 	TS       string // assigned when empty
@@ -147,7 +173,13 @@ type MessageEvent struct {
 // returns the message's ts in Delivery.TS. A message in a conversation
 // the bot is not in (Channel.NotMember: someone else's DM, say) is stored
 // but not delivered, as Slack sends an app the events of its own
-// conversations only; a shortcut may still be used on it.
+// conversations only; a shortcut may still be used on it. With an Org, a
+// message in a conversation none of whose workspaces is granted is stored
+// and withheld (Delivery.Withheld, State.Withheld); one in a channel
+// shared between several workspaces of the org is delivered once: Slack
+// sends an org-wide install one event with one authorization, not one per
+// workspace ("authorizations is truncated to one item",
+// api.slack.com/enterprise/apps/reference).
 func (s *Server) DeliverMessage(e MessageEvent) (Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -179,9 +211,13 @@ func (s *Server) DeliverMessage(e MessageEvent) (Delivery, error) {
 			ch.IMUser = e.User
 		}
 	}
+	team := e.Team
+	if u := s.st.users[e.User]; team == "" && s.isExternalLocked(u) {
+		team = cmp.Or(u.HomeTeam, ch.ExternalTeam)
+	}
 	m := &Message{
 		Channel: e.Channel, TS: e.TS, ThreadTS: e.ThreadTS, User: e.User, BotID: e.BotID, AppID: e.AppID,
-		Username: e.Username, SubType: e.SubType, Team: e.Team, Via: "event", Text: e.Text, Blocks: e.Blocks,
+		Username: e.Username, SubType: e.SubType, Team: team, Via: "event", Text: e.Text, Blocks: e.Blocks,
 		Attachments: e.Attachments, Files: e.Files, PostedAt: time.Now(), Reactions: map[string][]string{},
 	}
 	if m.TS == "" {
@@ -389,14 +425,15 @@ type responseTarget struct {
 }
 
 // newTargetLocked makes a response_url with Slack's shape:
-// /commands/<team>/<n>/<secret> or /actions/<team>/<n>/<secret>.
-func (s *Server) newTargetLocked(kind, channel, user string) *responseTarget {
+// /commands/<team>/<n>/<secret> or /actions/<team>/<n>/<secret>, team the
+// workspace the command or interaction comes from.
+func (s *Server) newTargetLocked(kind, team, channel, user string) *responseTarget {
 	seg := "commands"
 	if kind == EnvelopeInteractive {
 		seg = "actions"
 	}
 	return &responseTarget{
-		path: "/" + seg + "/" + s.cfg.teamID + "/" + strconv.Itoa(1000000+s.nextSeqLocked()) + "/" + randomHex(12),
+		path: "/" + seg + "/" + team + "/" + strconv.Itoa(1000000+s.nextSeqLocked()) + "/" + randomHex(12),
 		kind: kind, channel: channel, user: user,
 	}
 }
@@ -422,12 +459,19 @@ type SlashCommand struct {
 	UserName    string // default: the registered user's name
 	ChannelID   string
 	ChannelName string // default: the registered channel's name
+	// TeamID is the workspace the command is run from, with an Org: one
+	// of the channel's granted workspaces, by default its first. Without
+	// an Org it is ignored (the workspace).
+	TeamID string
 }
 
 // DeliverSlashCommand delivers a slash_commands envelope
 // (accepts_response_payload true). Its response_url points at the fake; an
 // ack payload or a POST there is shown like Slack: ephemeral to the user by
-// default, a channel message with response_type "in_channel".
+// default, a channel message with response_type "in_channel". With an Org
+// the payload names the workspace (team_id, team_domain) and the org
+// (enterprise_id, enterprise_name, is_enterprise_install "true"); in a
+// conversation with no granted workspace it fails with ErrNoAccess.
 func (s *Server) DeliverSlashCommand(c SlashCommand) (Delivery, error) {
 	if c.Command == "" || c.UserID == "" || c.ChannelID == "" {
 		return Delivery{}, errors.New("slackfake: SlashCommand needs Command, UserID and ChannelID")
@@ -436,9 +480,13 @@ func (s *Server) DeliverSlashCommand(c SlashCommand) (Delivery, error) {
 	defer s.mu.Unlock()
 	ch := s.ensureChannelLocked(c.ChannelID)
 	u := s.ensureUserLocked(c.UserID)
-	t := s.newTargetLocked(EnvelopeSlashCommands, c.ChannelID, c.UserID)
+	team, err := s.interactionTeamLocked(ch, c.TeamID)
+	if err != nil {
+		return Delivery{}, err
+	}
+	t := s.newTargetLocked(EnvelopeSlashCommands, team, c.ChannelID, c.UserID)
 	trigger := s.newTriggerIDLocked()
-	payload, _ := json.Marshal(map[string]any{
+	p := map[string]any{
 		"token": verificationToken, "team_id": s.cfg.teamID, "team_domain": s.cfg.teamName,
 		"channel_id": c.ChannelID, "channel_name": cmp.Or(c.ChannelName, ch.Name),
 		"user_id": c.UserID, "user_name": cmp.Or(c.UserName, u.Name),
@@ -446,7 +494,13 @@ func (s *Server) DeliverSlashCommand(c SlashCommand) (Delivery, error) {
 		// Slack may send this one as a string ("false"); slack-go accepts both.
 		"is_enterprise_install": "false",
 		"response_url":          s.base + t.path, "trigger_id": trigger,
-	})
+	}
+	if o := s.cfg.org; o != nil {
+		w, _ := s.workspace(team)
+		p["team_id"], p["team_domain"] = w.ID, w.Domain
+		p["enterprise_id"], p["enterprise_name"], p["is_enterprise_install"] = o.ID, o.Name, "true"
+	}
+	payload, _ := json.Marshal(p)
 	env := &Envelope{ID: newUUID(), Type: EnvelopeSlashCommands, InnerType: c.Command,
 		AcceptsResponsePayload: true, Payload: payload, Created: time.Now()}
 	return s.routeInteractionLocked(env, t, trigger)
@@ -466,9 +520,15 @@ func (s *Server) routeInteractionLocked(env *Envelope, t *responseTarget, trigge
 	return d, nil
 }
 
+// userObjectLocked is an interaction payload's "user"; its team_id is the
+// user's home team with an Org.
 func (s *Server) userObjectLocked(id string) map[string]any {
 	u := s.ensureUserLocked(id)
-	return map[string]any{"id": id, "username": u.Name, "name": u.Name, "team_id": s.cfg.teamID}
+	team := s.cfg.teamID
+	if s.grid() {
+		team = s.homeTeamLocked(u)
+	}
+	return map[string]any{"id": id, "username": u.Name, "name": u.Name, "team_id": team}
 }
 
 // BlockAction is a user's click on an interactive element of a message the
@@ -489,6 +549,9 @@ type BlockAction struct {
 	// shows them: a click on a button the app has since removed (two
 	// people pressing at once, a client not yet refreshed) comes from it.
 	Seen json.RawMessage
+	// TeamID is the workspace the click comes from, with an Org: one of
+	// the channel's granted workspaces, by default its first.
+	TeamID string
 }
 
 // DeliverBlockAction delivers the block_actions interaction Slack sends for
@@ -542,7 +605,11 @@ func (s *Server) DeliverBlockAction(a BlockAction) (Delivery, error) {
 	}
 
 	ch := s.ensureChannelLocked(a.Channel)
-	t := s.newTargetLocked(EnvelopeInteractive, a.Channel, a.UserID)
+	team, err := s.interactionTeamLocked(ch, a.TeamID)
+	if err != nil {
+		return Delivery{}, err
+	}
+	t := s.newTargetLocked(EnvelopeInteractive, team, a.Channel, a.UserID)
 	t.messageTS, t.ephemeral = a.MessageTS, ephemeral
 	trigger := s.newTriggerIDLocked()
 	container := map[string]any{"type": "message", "message_ts": a.MessageTS, "channel_id": a.Channel, "is_ephemeral": ephemeral}
@@ -552,12 +619,12 @@ func (s *Server) DeliverBlockAction(a BlockAction) (Delivery, error) {
 	p := map[string]any{
 		"type": "block_actions", "user": s.userObjectLocked(a.UserID), "api_app_id": s.cfg.appID,
 		"token": verificationToken, "container": container, "trigger_id": trigger,
-		"team":       map[string]any{"id": s.cfg.teamID, "domain": s.cfg.teamName},
-		"enterprise": nil, "is_enterprise_install": false,
+		"team":         s.teamObjectLocked(team),
 		"channel":      map[string]any{"id": a.Channel, "name": ch.Name},
 		"state":        map[string]any{"values": map[string]any{}},
 		"response_url": s.base + t.path, "actions": []any{act},
 	}
+	s.enterpriseFieldsLocked(p)
 	if !ephemeral {
 		p["message"] = s.messageJSON(m)
 	}
@@ -613,16 +680,22 @@ func (s *Server) DeliverMessageShortcut(sc MessageShortcut) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("slackfake: no message %s in %s", sc.MessageTS, sc.Channel)
 	}
 	ch := s.ensureChannelLocked(sc.Channel)
-	t := s.newTargetLocked(EnvelopeInteractive, sc.Channel, sc.UserID)
+	team, err := s.interactionTeamLocked(ch, "")
+	if err != nil {
+		return Delivery{}, err
+	}
+	t := s.newTargetLocked(EnvelopeInteractive, team, sc.Channel, sc.UserID)
 	trigger := s.newTriggerIDLocked()
-	payload, _ := json.Marshal(map[string]any{
+	p := map[string]any{
 		"type": "message_action", "token": verificationToken, "action_ts": s.nextTSLocked(),
-		"team": map[string]any{"id": s.cfg.teamID, "domain": s.cfg.teamName},
+		"team": s.teamObjectLocked(team),
 		"user": s.userObjectLocked(sc.UserID), "channel": map[string]any{"id": sc.Channel, "name": ch.Name},
-		"is_enterprise_install": false, "enterprise": nil, "callback_id": sc.CallbackID,
-		"trigger_id": trigger, "response_url": s.base + t.path, "message_ts": sc.MessageTS,
+		"callback_id": sc.CallbackID,
+		"trigger_id":  trigger, "response_url": s.base + t.path, "message_ts": sc.MessageTS,
 		"message": s.messageJSON(m),
-	})
+	}
+	s.enterpriseFieldsLocked(p)
+	payload, _ := json.Marshal(p)
 	env := &Envelope{ID: newUUID(), Type: EnvelopeInteractive, InnerType: "message_action",
 		AcceptsResponsePayload: true, Payload: payload, Created: time.Now()}
 	return s.routeInteractionLocked(env, t, trigger)

@@ -53,6 +53,35 @@
 //	_ = fake.DropConn(ids[0])              // or DisconnectConn(id, reason)
 //	conns := fake.Conns()                  // per connection: Sent, Acks, ClosedAt
 //
+// By default the fake is one workspace and the bot token a workspace
+// token. WithOrg makes it an Enterprise Grid organisation with the app
+// installed org-wide (the bot token an org-level token), as
+// api.slack.com/enterprise/apps describes it: Org lists the workspaces and
+// which of them the app is granted; Channel.Teams puts a conversation in
+// one workspace or shares it between several (one channel, one history,
+// each event delivered once), Channel.ExternalTeam/ExternalEnterprise
+// make it a Slack Connect channel, User.Teams/HomeTeam/Enterprise place
+// people (Grid ids may start with W). auth.test answers for the org
+// (team_id the enterprise id, is_enterprise_install true); auth.teams.list
+// lists the granted workspaces; users.conversations, usergroups.list,
+// usergroups.users.list and bots.info answer missing_argument without
+// team_id, any call naming a workspace not granted answers
+// team_access_not_granted, and a conversation with no granted workspace
+// is channel_not_found to the bot token, its events withheld
+// (State.Withheld). Envelopes carry enterprise_id, the team the event
+// comes from, context_team_id and one org-wide authorization; slash
+// commands and interactions name the workspace and the org. GrantTeams
+// and RevokeTeams change the grant and deliver team_access_granted and
+// team_access_revoked:
+//
+//	fake := slackfaketest.Start(t, slackfake.WithOrg(slackfake.Org{
+//		ID: "E1", Name: "Acme", Granted: []string{"T1"},
+//		Workspaces: []slackfake.Workspace{{ID: "T1", Name: "Eng"}, {ID: "T2", Name: "Sales"}},
+//	}))
+//	fake.AddChannel(slackfake.Channel{ID: "C2", Teams: []string{"T2"}})
+//	d, _ := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C2", User: "W1", Text: "hi"}) // d.Withheld
+//	_, _ = fake.GrantTeams("T2") // team_access_granted; C2's events flow from now on
+//
 // Everything the bot does is recorded (State): every Web API call, the
 // messages per channel and thread with their current Block Kit JSON and all
 // earlier versions, reactions, ephemerals, uploads, response_url posts, every

@@ -95,7 +95,7 @@ func (s *Server) fileDownloadLocked(p, kind string) apiResult {
 	teamFile, _, _ := strings.Cut(rest, "/")
 	team, id, _ := strings.Cut(teamFile, "-")
 	f := s.st.files[id]
-	if f == nil || f.Deleted || f.IsExternal || team != s.cfg.teamID {
+	if f == nil || f.Deleted || f.IsExternal || team != s.cfg.teamID || !s.fileVisibleLocked(f, kind) {
 		return apiResult{status: http.StatusNotFound, html: "<html><body><h1>File not found</h1></body></html>", errCode: "file_not_found"}
 	}
 	if kind != TokenBot {

@@ -115,11 +115,15 @@ func (s *Server) viewJSON(v *HomeView) map[string]any {
 // channels, and private ones the bot is in too (docs.slack.dev
 // users.conversations: "Non-public channels are restricted to those where
 // the calling user shares membership"). Paginated by "limit" and "cursor".
+// With an org token (WithOrg) only the conversations of the team_id
+// workspace (a channel shared with it included), each with that
+// context_team_id.
 func (s *Server) apiUsersConversations(c *apiCall) apiResult {
 	p := c.params
 	types := strings.Split(cmp.Or(p.Get("types"), "public_channel"), ",")
 	exclArchived, _ := boolParam(p, "exclude_archived")
 	user := p.Get("user")
+	team := s.orgTeamParam(c)
 	var ids []string
 	for id, ch := range s.st.channels {
 		var typ string
@@ -139,6 +143,9 @@ func (s *Server) apiUsersConversations(c *apiCall) apiResult {
 		if user != "" && !slices.Contains(ch.Members, user) {
 			continue
 		}
+		if team != "" && !slices.Contains(s.channelTeamsLocked(ch), team) {
+			continue
+		}
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
@@ -148,7 +155,11 @@ func (s *Server) apiUsersConversations(c *apiCall) apiResult {
 	}
 	out := make([]any, 0, len(page))
 	for _, id := range page {
-		out = append(out, s.channelJSON(s.st.channels[id], false))
+		o := s.channelJSON(s.st.channels[id], false)
+		if team != "" {
+			o["context_team_id"] = team
+		}
+		out = append(out, o)
 	}
 	return okResult(map[string]any{"channels": out, "response_metadata": map[string]any{"next_cursor": next}})
 }
@@ -198,7 +209,9 @@ func paginate(list []string, cursor, limit string, def int) ([]string, string, a
 // DeliverAppHomeOpened delivers app_home_opened for user opening the
 // app's tab ("home" or "messages"), with the view last published for them
 // if any, as Slack sends it. The event's channel is the user's DM with the
-// app (registered as D…).
+// app (registered as D…). With an Org the event is in the user's first
+// granted workspace (the DM's workspaces are the user's), and withheld
+// when none is granted.
 func (s *Server) DeliverAppHomeOpened(user, tab string) (Delivery, error) {
 	if user == "" {
 		return Delivery{}, errors.New("slackfake: DeliverAppHomeOpened needs a user")
@@ -223,7 +236,7 @@ func (s *Server) imWithLocked(user string) *Channel {
 			return ch
 		}
 	}
-	id := "D" + strings.ToUpper(strings.TrimPrefix(user, "U"))
+	id := "D" + strings.ToUpper(strings.TrimPrefix(user, "U")) // a Grid W… user's DM is DW…
 	ch := &Channel{ID: id, Name: strings.ToLower(id), IM: true, IMUser: user, Members: []string{user}}
 	s.st.channels[id] = ch
 	return ch
@@ -255,6 +268,9 @@ func (s *Server) Mention(e MessageEvent) (message, mention Delivery, err error) 
 	}
 	ev := map[string]any{"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS,
 		"channel": m.Channel, "event_ts": m.TS, "team": s.cfg.teamID}
+	if s.grid() {
+		ev["team"] = s.messageTeamLocked(m)
+	}
 	if m.ThreadTS != "" {
 		ev["thread_ts"] = m.ThreadTS
 	}
@@ -283,7 +299,9 @@ type HomeAction struct {
 // DeliverHomeAction delivers the block_actions payload Slack sends for an
 // interaction in a published Home tab: container type "view", the whole
 // view, no channel and no response_url. The element must be in the view
-// the user has, and a select's value must be one of its options.
+// the user has, and a select's value must be one of its options. With an
+// Org the team is the user's first granted workspace (ErrNoAccess if
+// none).
 func (s *Server) DeliverHomeAction(a HomeAction) (Delivery, error) {
 	if a.UserID == "" || a.ActionID == "" {
 		return Delivery{}, errors.New("slackfake: HomeAction needs UserID and ActionID")
@@ -316,14 +334,21 @@ func (s *Server) DeliverHomeAction(a HomeAction) (Delivery, error) {
 			act["value"] = value
 		}
 	}
+	team := s.cfg.teamID
+	if s.grid() {
+		mine := s.userTeamsLocked(s.st.users[a.UserID])
+		if team = s.firstGrantedLocked(mine); team == "" {
+			return Delivery{}, fmt.Errorf("%w: %s's workspaces %v", ErrNoAccess, a.UserID, mine)
+		}
+	}
 	trigger := s.newTriggerIDLocked()
 	p := map[string]any{
 		"type": "block_actions", "user": s.userObjectLocked(a.UserID), "api_app_id": s.cfg.appID,
 		"token": verificationToken, "container": map[string]any{"type": "view", "view_id": v.ID},
-		"trigger_id": trigger, "team": map[string]any{"id": s.cfg.teamID, "domain": s.cfg.teamName},
-		"enterprise": nil, "is_enterprise_install": false,
+		"trigger_id": trigger, "team": s.teamObjectLocked(team),
 		"view": s.viewJSON(v), "actions": []any{act},
 	}
+	s.enterpriseFieldsLocked(p)
 	payload, _ := json.Marshal(p)
 	env := &Envelope{ID: newUUID(), Type: EnvelopeInteractive, InnerType: "block_actions",
 		AcceptsResponsePayload: true, Payload: payload, Created: time.Now()}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ type config struct {
 	userTokens                map[string]UserToken
 	tls                       *tls.Config // WithTLS
 	host                      string      // WithTLS: the name in the URLs handed out
+	org                       *Org        // WithOrg, or nil
 }
 
 func defaultConfig() config {
@@ -203,7 +205,8 @@ type Server struct {
 	timers   map[string]*time.Timer
 	targets  map[string]*responseTarget
 	lastPost map[string]time.Time
-	limits   *limiters // WithRateLimits, or nil
+	limits   *limiters       // WithRateLimits, or nil
+	granted  map[string]bool // WithOrg: the workspaces the app has access to
 	lastTS   int64
 	seq      int
 }
@@ -220,6 +223,17 @@ func New(opts ...Option) (*Server, error) {
 	}
 	if cfg.maxConns < 1 {
 		cfg.maxConns = DefaultMaxConnections
+	}
+	var granted map[string]bool
+	if cfg.org != nil {
+		if err := cfg.org.normalize(); err != nil {
+			return nil, err
+		}
+		cfg.teamID, cfg.teamName = cfg.org.Workspaces[0].ID, cfg.org.Workspaces[0].Name
+		granted = map[string]bool{}
+		for _, w := range cfg.org.Workspaces {
+			granted[w.ID] = cfg.org.Granted == nil || slices.Contains(cfg.org.Granted, w.ID)
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -243,6 +257,7 @@ func New(opts ...Option) (*Server, error) {
 		timers:   map[string]*time.Timer{},
 		targets:  map[string]*responseTarget{},
 		lastPost: map[string]time.Time{},
+		granted:  granted,
 	}
 	if cfg.limits != nil {
 		s.limits = newLimiters(*cfg.limits)
@@ -340,7 +355,8 @@ func (s *Server) BotID() string { return s.cfg.botID }
 // AppID is the app's ID (hello connection_info.app_id, api_app_id).
 func (s *Server) AppID() string { return s.cfg.appID }
 
-// TeamID is the workspace ID.
+// TeamID is the workspace ID; with an Org, the default workspace (the
+// org's first).
 func (s *Server) TeamID() string { return s.cfg.teamID }
 
 // AddChannel registers (or replaces) a conversation.
@@ -367,11 +383,20 @@ func (s *Server) AddUser(u User) {
 	s.notifyLocked()
 }
 
-// AddUserGroup registers (or replaces) a user group for usergroups.users.list.
+// AddUserGroup registers (or replaces) a user group for usergroups.users.list,
+// in the default workspace.
 func (s *Server) AddUserGroup(id, handle string, members ...string) {
+	s.AddUserGroupInTeam("", id, handle, members...)
+}
+
+// AddUserGroupInTeam registers (or replaces) a user group of the workspace
+// team ("" the default one). A user group belongs to one workspace: with
+// an org token, usergroups.list and usergroups.users.list see it only with
+// that team_id.
+func (s *Server) AddUserGroupInTeam(team, id, handle string, members ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.st.usergroups[id] = &usergroup{id: id, handle: handle, members: append([]string(nil), members...)}
+	s.st.usergroups[id] = &usergroup{id: id, handle: handle, team: team, members: append([]string(nil), members...)}
 	s.notifyLocked()
 }
 

@@ -32,6 +32,16 @@ type Channel struct {
 	NotMember bool // the bot is not in it: posting fails with not_in_channel
 	IMUser    string
 	Members   []string
+	// Teams are the workspaces of the organisation (WithOrg) the
+	// conversation belongs to: two or more make a channel shared between
+	// workspaces of the org, still one channel with one history; empty is
+	// the default workspace (for a DM, its user's workspaces).
+	Teams []string
+	// ExternalTeam and ExternalEnterprise make it a Slack Connect channel
+	// shared with another organisation, whose people (User.HomeTeam) post
+	// in it: events from it say is_ext_shared_channel.
+	ExternalTeam       string
+	ExternalEnterprise string
 }
 
 // ChannelType is the channel_type Slack puts on message events in c.
@@ -61,6 +71,15 @@ type User struct {
 	IsBot        bool
 	IsRestricted bool
 	Deleted      bool
+	// Teams are the workspaces of the organisation (WithOrg) the user is
+	// a member of; empty is the default workspace. Grid user ids may
+	// start with W.
+	Teams []string
+	// HomeTeam and Enterprise are an external user's team and enterprise
+	// id: a person of another organisation in a Slack Connect channel.
+	// Their messages carry that team (Message.Team).
+	HomeTeam   string
+	Enterprise string
 }
 
 // File is a file hosted by the fake: registered with AddFile (a user's
@@ -356,6 +375,7 @@ type State struct {
 	pace       []PaceViolation
 	limited    map[string]int       // WithRateLimits' 429s per method
 	views      map[string]*HomeView // Home tabs by user (views.publish)
+	withheld   []WithheldEvent      // WithOrg: events in conversations the app has no access to
 
 	openConns  int
 	totalConns int
@@ -374,6 +394,7 @@ type msgKey struct{ channel, ts string }
 
 type usergroup struct {
 	id, handle string
+	team       string // the workspace; "" is the default one
 	members    []string
 	disabled   bool
 }

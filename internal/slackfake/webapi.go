@@ -85,15 +85,35 @@ type methodSpec struct {
 	token      string // TokenBot or TokenApp
 	user       bool   // a user token (WithUserToken) is accepted too
 	headerOnly bool   // the token must come in the Authorization header
-	handle     func(*Server, *apiCall) apiResult
+	// team is what the method wants of team_id with an org-level token
+	// (WithOrg): teamOptional, teamRequired, or teamOrEnterprise.
+	team   teamArg
+	handle func(*Server, *apiCall) apiResult
 }
+
+// teamArg is a method's team_id with an org-level token.
+type teamArg int
+
+const (
+	// teamOptional: team_id may be given; if given it must be granted.
+	teamOptional teamArg = iota
+	// teamRequired: one of the methods Slack lists as requiring team_id
+	// with an org-wide app's token (api.slack.com/enterprise/apps/
+	// changes-apis; each method's team_id argument "required if org token
+	// is used").
+	teamRequired
+	// teamOrEnterprise: required too, and the enterprise id is accepted
+	// (bots.info: "encoded team id or enterprise id where the bot exists").
+	teamOrEnterprise
+)
 
 // methods are the Web API methods the fake implements. Every other method
 // answers unknown_method.
 var methods = map[string]methodSpec{
 	"apps.connections.open":        {token: TokenApp, headerOnly: true, handle: (*Server).apiConnectionsOpen},
 	"auth.test":                    {token: TokenBot, user: true, handle: (*Server).apiAuthTest},
-	"bots.info":                    {token: TokenBot, handle: (*Server).apiBotsInfo},
+	"auth.teams.list":              {token: TokenBot, user: true, handle: (*Server).apiAuthTeamsList},
+	"bots.info":                    {token: TokenBot, team: teamOrEnterprise, handle: (*Server).apiBotsInfo},
 	"chat.postMessage":             {token: TokenBot, handle: (*Server).apiPostMessage},
 	"chat.update":                  {token: TokenBot, handle: (*Server).apiUpdate},
 	"chat.postEphemeral":           {token: TokenBot, handle: (*Server).apiPostEphemeral},
@@ -105,12 +125,12 @@ var methods = map[string]methodSpec{
 	"conversations.history":        {token: TokenBot, handle: (*Server).apiConversationsHistory},
 	"conversations.replies":        {token: TokenBot, handle: (*Server).apiConversationsReplies},
 	"users.info":                   {token: TokenBot, user: true, handle: (*Server).apiUsersInfo},
-	"usergroups.users.list":        {token: TokenBot, handle: (*Server).apiUsergroupsUsersList},
-	"usergroups.list":              {token: TokenBot, handle: (*Server).apiUsergroupsList},
+	"usergroups.users.list":        {token: TokenBot, team: teamRequired, handle: (*Server).apiUsergroupsUsersList},
+	"usergroups.list":              {token: TokenBot, team: teamRequired, handle: (*Server).apiUsergroupsList},
 	"files.delete":                 {token: TokenBot, user: true, handle: (*Server).apiFilesDelete},
 	"files.info":                   {token: TokenBot, handle: (*Server).apiFilesInfo},
 	"views.publish":                {token: TokenBot, handle: (*Server).apiViewsPublish},
-	"users.conversations":          {token: TokenBot, handle: (*Server).apiUsersConversations},
+	"users.conversations":          {token: TokenBot, team: teamRequired, handle: (*Server).apiUsersConversations},
 	"conversations.members":        {token: TokenBot, handle: (*Server).apiConversationsMembers},
 	"files.getUploadURLExternal":   {token: TokenBot, handle: (*Server).apiGetUploadURLExternal},
 	"files.completeUploadExternal": {token: TokenBot, handle: (*Server).apiCompleteUploadExternal},
@@ -152,7 +172,9 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	if !res.set() {
 		var admitted bool
 		if res, admitted = s.admitLocked(c); admitted {
-			res = spec.handle(s, c)
+			if res = s.orgAccessLocked(spec, c); !res.set() {
+				res = spec.handle(s, c)
+			}
 		}
 	}
 	s.recordLocked(call, &res)
@@ -349,21 +371,38 @@ func (s *Server) apiConnectionsOpen(c *apiCall) apiResult {
 // apiAuthTest answers like Slack for a bot token. Slack's auth.test carries
 // no app ID (nor does slack-go's AuthTestResponse): get it from hello's
 // connection_info.app_id, an event's api_app_id, or bots.info.
+//
+// With an Org (WithOrg) the bot token is an org-level token and auth.test
+// answers for the org-wide install: team the org's name, team_id and
+// enterprise_id the enterprise id, is_enterprise_install true, url the
+// org's https://<domain>.enterprise.slack.com/ (an org-wide install has no
+// workspace of its own: oauth.v2.access gives "team": null and the
+// enterprise, api.slack.com/enterprise/apps/reference; the enterprise id
+// in team_id is what org installs are seen to answer, e.g.
+// github.com/lobu-ai/lobu pull 3047). A user token answers for its user's
+// home workspace, with enterprise_id and is_enterprise_install false.
 func (s *Server) apiAuthTest(c *apiCall) apiResult {
 	if c.kind == TokenUser {
 		ut := s.cfg.userTokens[c.token]
 		name := ut.User
-		if u := s.st.users[ut.User]; u != nil {
+		u := s.st.users[ut.User]
+		if u != nil {
 			name = u.Name
 		}
-		r := okResult(map[string]any{
+		fields := map[string]any{
 			"url": s.base + "/", "team": s.cfg.teamName, "user": name,
 			"team_id": s.cfg.teamID, "user_id": ut.User, "is_enterprise_install": false,
-		})
+		}
+		if s.grid() {
+			w, _ := s.workspace(s.homeTeamLocked(u))
+			fields["url"] = "https://" + w.Domain + ".enterprise.slack.com/"
+			fields["team"], fields["team_id"], fields["enterprise_id"] = w.Name, w.ID, s.cfg.org.ID
+		}
+		r := okResult(fields)
 		r.header = http.Header{"X-Oauth-Scopes": {strings.Join(ut.Scopes, ",")}}
 		return r
 	}
-	r := okResult(map[string]any{
+	fields := map[string]any{
 		"url":                   s.base + "/",
 		"team":                  s.cfg.teamName,
 		"user":                  s.cfg.botName,
@@ -371,7 +410,13 @@ func (s *Server) apiAuthTest(c *apiCall) apiResult {
 		"user_id":               s.cfg.botUserID,
 		"bot_id":                s.cfg.botID,
 		"is_enterprise_install": false,
-	})
+	}
+	if o := s.cfg.org; o != nil {
+		fields["url"] = "https://" + o.Domain + ".enterprise.slack.com/"
+		fields["team"], fields["team_id"], fields["enterprise_id"] = o.Name, o.ID, o.ID
+		fields["is_enterprise_install"] = true
+	}
+	r := okResult(fields)
 	r.header = http.Header{"X-Oauth-Scopes": {"channels:history,groups:history,chat:write,files:read,files:write,reactions:write,commands,users:read,usergroups:read,channels:read,groups:read,im:history,app_mentions:read"}}
 	return r
 }
@@ -592,6 +637,8 @@ func (s *Server) userScopeLocked(c *apiCall, scope string) apiResult {
 // token deletes the user's own content, and a workspace admin's or
 // owner's deletes other members' too — but not content from another
 // organisation in a Slack Connect channel (team set and not this one).
+// With an Org (WithOrg) the admin's token is an Org Admin's or Owner's:
+// it deletes in every workspace of the org, granted to the app or not.
 func (s *Server) mayDeleteLocked(c *apiCall, byBot bool, author, team string) bool {
 	if c.kind != TokenUser {
 		return byBot
@@ -600,7 +647,7 @@ func (s *Server) mayDeleteLocked(c *apiCall, byBot bool, author, team string) bo
 	if !byBot && author == ut.User {
 		return true
 	}
-	if team != "" && team != s.cfg.teamID {
+	if team != "" && !s.isOrgTeam(team) {
 		return false
 	}
 	u := s.st.users[ut.User]
@@ -791,9 +838,12 @@ func (s *Server) apiUsersInfo(c *apiCall) apiResult {
 	return okResult(map[string]any{"user": s.userJSON(u)})
 }
 
+// apiUsergroupsUsersList lists a user group's members. With an org token
+// the group must be in the team_id workspace: another workspace's group is
+// no_such_subteam there.
 func (s *Server) apiUsergroupsUsersList(c *apiCall) apiResult {
 	g := s.st.usergroups[c.params.Get("usergroup")]
-	if g == nil {
+	if team := s.orgTeamParam(c); g == nil || team != "" && cmp.Or(g.team, s.cfg.teamID) != team {
 		return errResult("no_such_subteam")
 	}
 	if inc, _ := boolParam(c.params, "include_disabled"); g.disabled && !inc {
@@ -804,12 +854,14 @@ func (s *Server) apiUsergroupsUsersList(c *apiCall) apiResult {
 
 // apiUsergroupsList lists the workspace's user groups (docs.slack.dev
 // usergroups.list: id, team_id, is_usergroup, name, handle, user_count;
-// disabled groups only with include_disabled), sorted by id.
+// disabled groups only with include_disabled), sorted by id. With an org
+// token, the groups of the team_id workspace.
 func (s *Server) apiUsergroupsList(c *apiCall) apiResult {
 	inc, _ := boolParam(c.params, "include_disabled")
+	team := s.orgTeamParam(c)
 	ids := make([]string, 0, len(s.st.usergroups))
 	for id, g := range s.st.usergroups {
-		if !g.disabled || inc {
+		if (!g.disabled || inc) && (team == "" || cmp.Or(g.team, s.cfg.teamID) == team) {
 			ids = append(ids, id)
 		}
 	}
@@ -817,7 +869,7 @@ func (s *Server) apiUsergroupsList(c *apiCall) apiResult {
 	groups := make([]any, 0, len(ids))
 	for _, id := range ids {
 		g := s.st.usergroups[id]
-		groups = append(groups, map[string]any{"id": g.id, "team_id": s.cfg.teamID, "is_usergroup": true,
+		groups = append(groups, map[string]any{"id": g.id, "team_id": cmp.Or(g.team, s.cfg.teamID), "is_usergroup": true,
 			"name": g.handle, "handle": g.handle, "user_count": len(g.members), "date_delete": 0})
 	}
 	return okResult(map[string]any{"usergroups": groups})
@@ -826,7 +878,7 @@ func (s *Server) apiUsergroupsList(c *apiCall) apiResult {
 func (s *Server) apiFilesInfo(c *apiCall) apiResult {
 	f := s.st.files[c.params.Get("file")]
 	switch {
-	case f == nil:
+	case f == nil || !s.fileVisibleLocked(f, c.kind):
 		return errResult("file_not_found")
 	case f.Deleted:
 		return errResult("file_deleted")

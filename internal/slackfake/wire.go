@@ -17,7 +17,7 @@ func (s *Server) messageJSON(m *Message) map[string]any {
 	o := map[string]any{"type": "message", "ts": m.TS, "text": m.Text}
 	if m.User != "" {
 		o["user"] = m.User
-		o["team"] = cmp.Or(m.Team, s.cfg.teamID)
+		o["team"] = s.messageTeamLocked(m)
 		if m.Team != "" {
 			o["user_team"], o["source_team"] = m.Team, m.Team
 		}
@@ -88,11 +88,45 @@ func (s *Server) messageJSON(m *Message) map[string]any {
 	return o
 }
 
+// messageTeamLocked is a message's "team": its author's team (see
+// authorTeamLocked) with an Org, else the external author's team or the
+// workspace.
+func (s *Server) messageTeamLocked(m *Message) string {
+	if s.cfg.org == nil {
+		return cmp.Or(m.Team, s.cfg.teamID)
+	}
+	return s.authorTeamLocked(s.st.channels[m.Channel], m.User, m.Team)
+}
+
+// channelJSON renders a conversation. A channel shared between workspaces
+// of the org (two or more Teams) is is_org_shared with shared_team_ids and
+// internal_team_ids; a Slack Connect channel is is_ext_shared with the
+// other team in shared_team_ids. With an Org, context_team_id is the
+// workspace of ours it is seen from (its first granted one).
 func (s *Server) channelJSON(ch *Channel, withMembers bool) map[string]any {
 	o := map[string]any{
 		"id": ch.ID, "created": created, "is_archived": ch.Archived, "is_org_shared": false,
 		"is_shared": false, "is_ext_shared": false, "is_pending_ext_shared": false,
 		"context_team_id": s.cfg.teamID, "updated": created * 1000,
+	}
+	ext := ch.ExternalTeam != "" || ch.ExternalEnterprise != ""
+	if s.grid() || ext {
+		teams := s.channelTeamsLocked(ch)
+		orgShared := s.grid() && len(teams) > 1
+		o["is_org_shared"], o["is_ext_shared"], o["is_shared"] = orgShared, ext, orgShared || ext
+		if orgShared || ext {
+			shared := slices.Clone(teams)
+			if ch.ExternalTeam != "" {
+				shared = append(shared, ch.ExternalTeam)
+			}
+			o["shared_team_ids"] = shared
+		}
+		if orgShared {
+			o["internal_team_ids"] = slices.Clone(teams)
+		}
+		if s.grid() {
+			o["context_team_id"] = cmp.Or(s.channelAccessLocked(ch), teams[0])
+		}
 	}
 	if ch.IM {
 		o["is_im"], o["is_open"], o["user"], o["is_user_deleted"], o["priority"] = true, true, ch.IMUser, false, 0
@@ -116,27 +150,42 @@ func (s *Server) channelJSON(ch *Channel, withMembers bool) map[string]any {
 	return o
 }
 
+// userJSON renders a user. With an Org, team_id (and profile.team) is
+// the user's home team and an org member has enterprise_user: the org and
+// the workspaces they are in (docs.slack.dev user object "enterprise_user").
 func (s *Server) userJSON(u *User) map[string]any {
 	display := cmp.Or(u.DisplayName, u.Name)
 	realName := cmp.Or(u.RealName, u.Name)
 	tz := cmp.Or(u.TZ, "Europe/London")
+	team := s.cfg.teamID
+	if s.grid() || u.HomeTeam != "" {
+		team = s.homeTeamLocked(u)
+	}
 	profile := map[string]any{
 		"real_name": realName, "real_name_normalized": realName,
 		"display_name": display, "display_name_normalized": display,
-		"email": u.Email, "team": s.cfg.teamID,
+		"email": u.Email, "team": team,
 	}
 	if u.IsBot && u.ID == s.cfg.botUserID {
 		profile["bot_id"] = s.cfg.botID
 		profile["api_app_id"] = s.cfg.appID
 	}
-	return map[string]any{
-		"id": u.ID, "team_id": s.cfg.teamID, "name": u.Name, "deleted": u.Deleted,
+	o := map[string]any{
+		"id": u.ID, "team_id": team, "name": u.Name, "deleted": u.Deleted,
 		"real_name": realName, "tz": tz, "tz_label": tz, "tz_offset": 0,
 		"is_admin": u.IsAdmin, "is_owner": u.IsOwner, "is_primary_owner": false,
 		"is_restricted": u.IsRestricted, "is_ultra_restricted": false,
 		"is_bot": u.IsBot, "is_app_user": false, "updated": created,
 		"profile": profile,
 	}
+	if org := s.cfg.org; org != nil && !s.isExternalLocked(u) {
+		o["enterprise_user"] = map[string]any{
+			"id": u.ID, "enterprise_id": org.ID, "enterprise_name": org.Name,
+			"is_admin": u.IsAdmin, "is_owner": u.IsOwner, "is_primary_owner": false,
+			"teams": slices.Clone(s.userTeamsLocked(u)),
+		}
+	}
+	return o
 }
 
 func (s *Server) fileJSON(f *File) map[string]any {
