@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
@@ -25,6 +27,7 @@ import (
 	"github.com/verdictbot/verdictbot/cards"
 	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/events"
+	"github.com/verdictbot/verdictbot/grid"
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/metrics"
 	"github.com/verdictbot/verdictbot/notify"
@@ -95,6 +98,15 @@ type App struct {
 	health  *serviceHealth
 	home    *commands.Home
 	mention *commands.Mention
+	// grid is where the app is installed (one workspace, or the granted
+	// workspaces of an Enterprise Grid organisation), learnt at auth.test
+	// (onAuth); nil before.
+	grid atomic.Pointer[grid.Directory]
+	// teamEvents counts what is handled per workspace (metrics).
+	teamEvents *metrics.Workspaces
+	// startAdminGroup starts the admin group's lookups (set by Run, called
+	// by onAuth).
+	startAdminGroup func() error
 	// release closes the pipelines and the events file once (Run's end,
 	// or Close when Run never ran); closeDB closes the store once.
 	release, closeDB sync.Once
@@ -281,6 +293,7 @@ func (a *App) wireSettings() error {
 // wireCards opens the cards' records.
 func (a *App) wireCards() error {
 	a.cards = cards.NewCards(a.db)
+	a.cards.TeamOf = a.teamOf
 	return nil
 }
 
@@ -291,9 +304,9 @@ func (a *App) wireAccess() error {
 	// Who is in which channel, from Slack, shared by /scan, the report
 	// answers and the App Home: what each shows a person.
 	a.access = &commands.Access{Admins: cfg.Admins, ReportersAdminsOnly: cfg.Reporters == "admins",
-		Members: &commands.Membership{API: a.api, Log: log.With("component", "membership")}}
+		Members: &commands.Membership{API: a.api, Log: log.With("component", "membership"), Teams: a.teams}}
 	if cfg.AdminGroup != "" {
-		a.adminGroup = &commands.AdminGroup{Group: cfg.AdminGroup, API: a.api, Log: log.With("component", "admins")}
+		a.adminGroup = &commands.AdminGroup{Group: cfg.AdminGroup, API: a.api, Log: log.With("component", "admins"), Teams: a.teams}
 		a.access.IsGroupAdmin = a.adminGroup.IsMember
 	}
 	a.metrics.WatchAdminGroup(a.adminGroup.Expired) // nil-safe: 0 without a group
@@ -313,7 +326,7 @@ func (a *App) wireQuarantine() error {
 	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: book, Poster: a.poster, Levels: a.settings, FilesMode: cfg.QuarantineFiles,
 		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
 		Events: a.sink(), Retention: cfg.QuarantineRetention,
-		TeamID:    func() string { return a.bot.Identity().TeamID },
+		OwnTeam: a.ownTeam, Teams: a.teams,
 		OnFailure: a.metrics.QuarantineFailure, OnAction: a.metrics.Quarantine,
 		Queue: db, FlipMax: cfg.QuarantineFlipMax, AlertChannel: cfg.AlertChannel, PostWait: a.opts.FlipPostWait,
 		OnFlip: a.metrics.QuarantineFlip, OnCounts: a.metrics.QuarantineQueue,
@@ -334,9 +347,16 @@ func (a *App) wireBot() error {
 	cfg, log, db := a.cfg, a.log, a.db
 	a.slash = &commands.Slash{Access: a.access, Respond: a.respond, Log: log.With("component", "commands")}
 	a.bot = bot.New(a.sm, a.api, bot.Handlers{
-		Interaction: a.interaction,
-		Slash:       func(ctx context.Context, cmd *slack.SlashCommand) { a.slash.Handle(ctx, cmd) },
-		SlashAck:    func(cmd *slack.SlashCommand) any { return a.slash.Ack(cmd) },
+		Interaction: func(ctx context.Context, cb *slack.InteractionCallback, raw json.RawMessage) {
+			a.seenIn(cb.Channel.ID, cb.Team.ID)
+			a.interaction(ctx, cb, raw)
+		},
+		Slash: func(ctx context.Context, cmd *slack.SlashCommand) {
+			a.seenIn(cmd.ChannelID, cmd.TeamID)
+			a.slash.Handle(ctx, cmd)
+		},
+		TeamAccess: a.teamAccess,
+		SlashAck:   func(cmd *slack.SlashCommand) any { return a.slash.Ack(cmd) },
 		Busy: func(ctx context.Context, kind string, payload any) {
 			const msg = "verdictbot is overloaded right now and could not take this; please try again in a minute."
 			switch p := payload.(type) {
@@ -347,10 +367,11 @@ func (a *App) wireBot() error {
 			}
 		},
 	}, bot.Options{Workers: cfg.Workers, QueueSize: cfg.QueueSize, Logger: log.With("component", "bot"), Observer: a.metrics,
-		OnTakeOver: a.metrics.WatchReplicas(db.Replicas)})
+		OnTakeOver: a.metrics.WatchReplicas(db.Replicas), OnAuth: a.onAuth, Admit: a.admit})
 	a.bot.SetJournal(db)
 	a.metrics.WatchJournal(a.bot.Spooled)
 	a.metrics.WatchConnection(a.bot.Connected)
+	a.teamEvents = a.metrics.WatchWorkspaces(a.workspaceCounts)
 	a.metrics.WatchCards(a.cards.Scanning)
 	return nil
 }
@@ -384,7 +405,10 @@ func (a *App) wireMessages() error {
 		a.messages.PeerPostWait = 10 * time.Second
 	}
 	a.quarantine.ShowCard = a.messages.Show
-	a.bot.SetHandler(a.messages.Handle, a.messages.NeedsWork)
+	a.bot.SetHandler(func(ctx context.Context, ev *slackevents.MessageEvent, m bot.Meta) {
+		a.seenIn(ev.Channel, m.TeamID)
+		a.messages.Handle(ctx, ev, m)
+	}, a.messages.NeedsWork)
 	return nil
 }
 
@@ -463,7 +487,10 @@ func (a *App) wireFiles() error {
 	files := &cards.Files{Messages: a.messages, Info: a.api, Uploader: a.poster, MaxScreenshots: cfg.MaxScreenshots,
 		FirstTime: a.db.SeenEvent, Enabled: a.settings.Files}
 	a.messages.Files = files
-	a.bot.SetFileHandler(files.Shared, files.NeedsWork)
+	a.bot.SetFileHandler(func(ctx context.Context, ev *slackevents.FileSharedEvent, m bot.Meta) {
+		a.seenIn(ev.ChannelID, m.TeamID)
+		files.Shared(ctx, ev, m)
+	}, files.NeedsWork)
 	if cfg.SandboxURL == "" {
 		log.Info("no SANDBOX_URL: shared files are not checked")
 		return nil
@@ -610,15 +637,22 @@ func (a *App) Run(ctx context.Context) error {
 		defer ops.shutdown()
 	}
 
-	if a.adminGroup != nil {
+	// The admin group's first lookup waits for auth.test (onAuth): on an
+	// org-wide install it needs the workspaces.
+	a.startAdminGroup = func() error {
+		if a.adminGroup == nil {
+			return nil
+		}
 		if err := a.adminGroup.Start(bg); err != nil {
-			stopBG()
-			waitRecheck()
-			bgDone.Wait()
 			return fmt.Errorf("VERDICTBOT_ADMIN_GROUP=%s: %w", cfg.AdminGroup, err)
 		}
+		return nil
+	}
+	if a.adminGroup != nil {
 		defer a.adminGroup.Stop()
 	}
+	bgDone.Add(1)
+	go func() { defer bgDone.Done(); a.runGridRefresh(bg) }()
 	if cfg.Quarantine != quarantine.Off && cfg.AlertChannel == "" {
 		log.Warn("quarantine: VERDICTBOT_ALERT_CHANNEL is not set: a recheck that would remove more than VERDICTBOT_QUARANTINE_FLIP_MAX messages for one link cannot ask an admin, so those removals wait",
 			"flip_max", cfg.QuarantineFlipMax)

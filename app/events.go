@@ -18,7 +18,7 @@ func (a *App) wireEvents() error {
 	}
 	log := a.log.With("component", "events")
 	em := &events.Emitter{MaxQueued: cfg.EventsMaxQueued, Log: log,
-		Product: events.Product{Name: "verdictbot", VendorName: "verdictbot", Version: a.opts.version()}}
+		Product: events.Product{Name: "verdictbot", VendorName: "verdictbot", Version: a.opts.version()}, Workspace: a.workspace}
 	if cfg.EventsFile != "" {
 		f, err := events.OpenFile(cfg.EventsFile)
 		if err != nil {

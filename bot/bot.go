@@ -27,6 +27,10 @@ import (
 // and from the hello frame (app id).
 type Identity struct {
 	UserID, BotID, TeamID, AppID string
+	// EnterpriseID is the Enterprise Grid organisation ("" outside Grid).
+	// On an org-wide install TeamID is the enterprise id too: which
+	// workspace an event belongs to is Meta.TeamID.
+	EnterpriseID string
 	// TeamURL is the workspace's URL (https://name.slack.com/).
 	TeamURL string
 }
@@ -37,7 +41,14 @@ type Meta struct {
 	EventTime    time.Time
 	RetryAttempt int
 	RetryReason  string
-	TeamID       string
+	// TeamID is the workspace the event was delivered for: the team of
+	// authorizations[0] (on Enterprise Grid, one of the organisation's
+	// workspaces; in a Slack Connect channel the outer team_id is the
+	// poster's, possibly another organisation's), else the outer team_id.
+	TeamID string
+	// EnterpriseID is the organisation of that installation ("" outside
+	// Grid).
+	EnterpriseID string
 	// Done must be called once the work the event asked for is complete
 	// (for a message: its card is final). Until then the job stays in the
 	// journal and is resumed after a restart. Safe to call more than once.
@@ -80,6 +91,10 @@ type Handlers struct {
 	// AppMention gets app_mention (someone wrote @verdictbot in a
 	// channel the bot is in).
 	AppMention func(ctx context.Context, ev *slackevents.AppMentionEvent)
+	// TeamAccess gets team_access_granted (granted true) and
+	// team_access_revoked: an Org Admin changed the workspaces an
+	// org-wide install may see.
+	TeamAccess func(ctx context.Context, granted bool, teams []string)
 }
 
 // Observer receives measurements for metrics. All methods must be cheap.
@@ -98,6 +113,15 @@ type Options struct {
 	// OnTakeOver, if set, is called with the number of jobs taken over
 	// from a replica that stopped (for metrics).
 	OnTakeOver func(jobs int)
+	// OnAuth, if set, is called with auth.test's answer before the
+	// Socket Mode connection opens (the install's workspaces are learnt
+	// there); an error stops Run.
+	OnAuth func(ctx context.Context, at *slack.AuthTestResponse) error
+	// Admit, if set, tells whether an envelope delivered for team (see
+	// Meta.TeamID) is to be handled: on an org-wide install, whether the
+	// workspace is granted. One that is not is acked and dropped, with a
+	// log line, before any journal write.
+	Admit func(team string) bool
 }
 
 // Bot is the Socket Mode adapter.
@@ -205,9 +229,14 @@ func (b *Bot) Run(ctx context.Context, drain time.Duration) error {
 		return classifyAuth("auth.test with SLACK_BOT_TOKEN", err)
 	}
 	b.idMu.Lock()
-	b.id = Identity{UserID: at.UserID, BotID: at.BotID, TeamID: at.TeamID, TeamURL: at.URL}
+	b.id = Identity{UserID: at.UserID, BotID: at.BotID, TeamID: at.TeamID, TeamURL: at.URL, EnterpriseID: at.EnterpriseID}
 	b.idMu.Unlock()
-	b.log.Info("authenticated", "user_id", at.UserID, "bot_id", at.BotID, "team_id", at.TeamID, "team", at.Team)
+	b.log.Info("authenticated", "user_id", at.UserID, "bot_id", at.BotID, "team_id", at.TeamID, "team", at.Team, "enterprise_id", at.EnterpriseID)
+	if b.opt.OnAuth != nil {
+		if err := b.opt.OnAuth(ctx, at); err != nil {
+			return err
+		}
+	}
 
 	b.pool = NewPool(b.opt.Workers, b.opt.QueueSize, b.log)
 	var journalDone chan struct{}
@@ -398,6 +427,18 @@ func (b *Bot) intake(evt socketmode.Event, start time.Time) {
 		b.observe(kind, start, err)
 		return
 	}
+	if team, ok := b.admitted(evt); !ok {
+		// A workspace the org-wide install was not granted, or whose
+		// access was revoked: Slack should not send it; if it does, it
+		// is not ours to check.
+		err := b.ack(evt)
+		b.observe(kind, start, err)
+		b.log.Info("envelope of a workspace the app is not granted dropped", "kind", kind, "team_id", team)
+		if b.opt.Observer != nil {
+			b.opt.Observer.Dropped(kind, "workspace_not_granted")
+		}
+		return
+	}
 	if b.pending == nil || evt.Request == nil {
 		err := b.ack(evt, payload)
 		b.observe(kind, start, err)
@@ -454,8 +495,78 @@ func (b *Bot) needsWork(evt socketmode.Event) bool {
 		return b.h.AppHomeOpened != nil
 	case *slackevents.AppMentionEvent:
 		return b.h.AppMention != nil
+	case *slackevents.TeamAccessGrantedEvent, *slackevents.TeamAccessRevokedEvent:
+		return b.h.TeamAccess != nil
 	}
 	return false
+}
+
+// admitted tells whether evt is delivered for a workspace the bot handles
+// (Options.Admit), and which. Envelopes about the install itself
+// (team_access_*) always are.
+func (b *Bot) admitted(evt socketmode.Event) (string, bool) {
+	if b.opt.Admit == nil {
+		return "", true
+	}
+	var team string
+	switch d := evt.Data.(type) {
+	case slackevents.EventsAPIEvent:
+		switch d.InnerEvent.Data.(type) {
+		case *slackevents.TeamAccessGrantedEvent, *slackevents.TeamAccessRevokedEvent:
+			return "", true
+		}
+		var exact bool
+		var payload json.RawMessage
+		if evt.Request != nil {
+			payload = evt.Request.Payload
+		}
+		if team, _, exact = Installation(d, payload); !exact {
+			// Only the outer team_id, which is the poster's (another
+			// organisation's in Slack Connect): Slack decided.
+			return team, true
+		}
+	case slack.SlashCommand:
+		team = d.TeamID
+	case slack.InteractionCallback:
+		team = d.Team.ID
+	default:
+		return "", true
+	}
+	return team, b.opt.Admit(team)
+}
+
+// Installation returns the workspace and organisation an Events API
+// envelope was delivered for: the team of authorizations[0] (on Enterprise
+// Grid, and in Slack Connect channels where the outer team is the
+// poster's); when Slack left it null (some org-wide installs),
+// context_team_id of payload (the callback as sent); else the outer
+// team_id, and then exact is false: that is the poster's workspace, not
+// necessarily one of the install's.
+func Installation(ev slackevents.EventsAPIEvent, payload json.RawMessage) (team, enterprise string, exact bool) {
+	team = ev.TeamID
+	cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
+	if !ok {
+		return team, "", false
+	}
+	enterprise = cb.EnterpriseID
+	if len(cb.Authorizations) > 0 {
+		a := cb.Authorizations[0]
+		if a.EnterpriseID != "" {
+			enterprise = a.EnterpriseID
+		}
+		if a.TeamID != "" {
+			return a.TeamID, enterprise, true
+		}
+	}
+	if len(payload) > 0 {
+		var ctx struct {
+			Team string `json:"context_team_id"`
+		}
+		if json.Unmarshal(payload, &ctx) == nil && ctx.Team != "" {
+			return ctx.Team, enterprise, true
+		}
+	}
+	return team, enterprise, false
 }
 
 // eventID returns the Events API event id of an envelope ("" for others).
@@ -493,7 +604,12 @@ func (b *Bot) route(evt socketmode.Event, job *store.Job) {
 			done()
 			return
 		}
-		m := Meta{TeamID: ev.TeamID, Done: done, Replayed: job != nil && evt.Request != nil && evt.Request.EnvelopeID == ""}
+		m := Meta{Done: done, Replayed: job != nil && evt.Request != nil && evt.Request.EnvelopeID == ""}
+		var payload json.RawMessage
+		if evt.Request != nil {
+			payload = evt.Request.Payload
+		}
+		m.TeamID, m.EnterpriseID, _ = Installation(ev, payload)
 		if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok {
 			m.EventID = cb.EventID
 			m.EventTime = time.Unix(int64(cb.EventTime), 0)
@@ -523,6 +639,16 @@ func (b *Bot) route(evt socketmode.Event, job *store.Job) {
 		case *slackevents.AppMentionEvent:
 			if b.h.AppMention != nil {
 				b.submit("app_mention", inner, done, func(ctx context.Context) { defer done(); b.h.AppMention(ctx, inner) })
+				return
+			}
+		case *slackevents.TeamAccessGrantedEvent:
+			if b.h.TeamAccess != nil {
+				b.submit("team_access", inner, done, func(ctx context.Context) { defer done(); b.h.TeamAccess(ctx, true, inner.TeamIDs) })
+				return
+			}
+		case *slackevents.TeamAccessRevokedEvent:
+			if b.h.TeamAccess != nil {
+				b.submit("team_access", inner, done, func(ctx context.Context) { defer done(); b.h.TeamAccess(ctx, false, inner.TeamIDs) })
 				return
 			}
 		}

@@ -58,6 +58,11 @@ type Cards struct {
 	// StoreRetry bounds how long Settle retries a store that fails
 	// (default 2 minutes: a database restart, a disk freed).
 	StoreRetry time.Duration
+	// TeamOf, if set, names the workspace a channel was reached through
+	// (Enterprise Grid): a card begun records it (CardRecord.TeamID), so
+	// that the findings of its later changes name the workspace after a
+	// restart too.
+	TeamOf func(channel string) string
 
 	mu sync.Mutex
 	// scanning holds the cards this process started and has not seen
@@ -149,6 +154,7 @@ func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (
 	// (the function may run again, so it works on its own copy of fresh).
 	rec, err := cs.st.UpsertCardShared(ref, func(rec *store.CardRecord, exists bool) error {
 		renew(rec, fresh, mode)
+		cs.setTeam(rec, channel)
 		return nil
 	})
 	if err != nil {
@@ -156,6 +162,13 @@ func (cs *Cards) Begin(channel, sourceTS string, fresh card.Card, mode string) (
 	}
 	cs.track(rec, true)
 	return rec.Gen, rec.Card.Clone(), nil
+}
+
+// setTeam records the card's workspace when it has none yet.
+func (cs *Cards) setTeam(rec *store.CardRecord, channel string) {
+	if rec.TeamID == "" && cs.TeamOf != nil {
+		rec.TeamID = cs.TeamOf(channel)
+	}
 }
 
 // renew makes rec the next generation of its card, with fresh's content
@@ -210,6 +223,7 @@ func (cs *Cards) BeginIfAt(channel, sourceTS string, seen int, fresh card.Card, 
 		rec.Card = fresh.Clone()
 		rec.Mode = mode
 		rec.Gen = 1
+		cs.setTeam(rec, channel)
 		return nil
 	})
 	if errors.Is(err, errCardExists) && existing != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,12 +76,19 @@ type AdminGroup struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	Log *slog.Logger
+	// Teams, if set, returns the workspaces of an org-wide install
+	// (Enterprise Grid): usergroups.users.list needs a team_id with an
+	// org-level token, and the group lives in one workspace (or is an
+	// org-wide group, listed in each). The workspace that knew the group
+	// last is asked first; the group is gone when none knows it.
+	Teams func() []string
 
 	members atomic.Pointer[map[string]struct{}] // nil until a lookup succeeds
 	// loadedAt is when members was last looked up successfully (unix ns).
 	loadedAt atomic.Int64
 
-	lookupMu sync.Mutex // one lookup at a time; guards failing and gone
+	lookupMu sync.Mutex // one lookup at a time; guards failing, gone and team
+	team     string     // the workspace that answered last (org-wide install)
 	failing  bool       // the last lookup failed (and that was logged)
 	gone     bool       // the last lookup said no_such_subteam (logged)
 	expired  bool       // the members expired during this failure (logged)
@@ -193,6 +201,35 @@ func (g *AdminGroup) loop(ctx context.Context, next time.Duration) {
 	}
 }
 
+// list asks usergroups.users.list for the members: once without team_id
+// (a workspace install), or workspace by workspace on an org-wide install
+// until one knows the group. Called with lookupMu held.
+func (g *AdminGroup) list(ctx context.Context) ([]string, error) {
+	var teams []string
+	if g.Teams != nil {
+		teams = g.Teams()
+	}
+	if len(teams) == 0 {
+		return g.API.GetUserGroupMembersContext(ctx, g.Group)
+	}
+	if i := slices.Index(teams, g.team); i > 0 {
+		teams = append([]string{g.team}, slices.Delete(slices.Clone(teams), i, i+1)...)
+	}
+	var err error
+	for _, team := range teams {
+		var users []string
+		users, err = g.API.GetUserGroupMembersContext(ctx, g.Group, slack.GetUserGroupMembersOptionTeamID(team))
+		if err == nil {
+			g.team = team
+			return users, nil
+		}
+		if !groupGone(err) && !strings.Contains(err.Error(), "team_access_not_granted") {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
 // Lookup asks Slack for the members now and updates the set: replaced on
 // success, emptied when the group is gone (no_such_subteam), kept on any
 // other failure. It returns the lookup's error. Start calls it, then the
@@ -201,7 +238,7 @@ func (g *AdminGroup) Lookup(ctx context.Context) error {
 	g.lookupMu.Lock()
 	defer g.lookupMu.Unlock()
 	lctx, cancel := context.WithTimeout(ctx, g.timeout())
-	users, err := g.API.GetUserGroupMembersContext(lctx, g.Group)
+	users, err := g.list(lctx)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -93,6 +93,12 @@ type Membership struct {
 	Log *slog.Logger
 	// Now, if set, is the clock (tests).
 	Now func() time.Time
+	// Teams, if set, returns the workspaces of an org-wide install
+	// (Enterprise Grid): users.conversations needs a team_id with an
+	// org-level token, so the bot's channels are read workspace by
+	// workspace and joined (a channel shared between two is listed once).
+	// nil, or no team: one list, without team_id (a workspace install).
+	Teams func() []string
 
 	mu       sync.Mutex
 	channels *botChannelList
@@ -196,30 +202,49 @@ func (m *Membership) Channels(ctx context.Context) ([]Conversation, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, membershipTimeout)
 	defer cancel()
+	teams := []string{""}
+	if m.Teams != nil {
+		if ts := m.Teams(); len(ts) > 0 {
+			teams = ts
+		}
+	}
 	var out []Conversation
-	cursor := ""
-	for page := range botChannelPages {
-		var chs []slack.Channel
-		var next string
-		err := m.call("users.conversations", func() (err error) {
-			chs, next, err = m.API.GetConversationsForUserContext(ctx, &slack.GetConversationsForUserParameters{
-				Types: []string{"public_channel", "private_channel"}, ExcludeArchived: true, Limit: botChannelLimit, Cursor: cursor})
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("users.conversations: %w", err)
+	seen := map[string]bool{}
+	for _, team := range teams {
+		cursor := ""
+		for page := range botChannelPages {
+			var chs []slack.Channel
+			var next string
+			err := m.call("users.conversations", func() (err error) {
+				chs, next, err = m.API.GetConversationsForUserContext(ctx, &slack.GetConversationsForUserParameters{
+					Types: []string{"public_channel", "private_channel"}, ExcludeArchived: true, Limit: botChannelLimit, Cursor: cursor,
+					TeamID: team})
+				return err
+			})
+			if err != nil {
+				if team != "" && len(teams) > 1 && strings.Contains(err.Error(), "team_access_not_granted") {
+					// Revoked since the list of workspaces was read: its
+					// channels are not the bot's any more.
+					m.log().Info("users.conversations: workspace not granted; its channels are skipped", "team_id", team)
+					break
+				}
+				return nil, fmt.Errorf("users.conversations: %w", err)
+			}
+			for _, c := range chs {
+				if !seen[c.ID] {
+					seen[c.ID] = true
+					out = append(out, Conversation{ID: c.ID, Name: c.Name, Private: c.IsPrivate})
+				}
+			}
+			if next == "" {
+				break
+			}
+			if page == botChannelPages-1 {
+				m.log().Warn("the bot is in more channels than are read; the others' cards are shown to admins only",
+					"channels_read", len(out), "team_id", team)
+			}
+			cursor = next
 		}
-		for _, c := range chs {
-			out = append(out, Conversation{ID: c.ID, Name: c.Name, Private: c.IsPrivate})
-		}
-		if next == "" {
-			break
-		}
-		if page == botChannelPages-1 {
-			m.log().Warn("the bot is in more channels than are read; the others' cards are shown to admins only",
-				"channels_read", len(out))
-		}
-		cursor = next
 	}
 	slices.SortFunc(out, func(a, b Conversation) int { return strings.Compare(a.Name, b.Name) })
 	m.mu.Lock()

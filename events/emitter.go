@@ -39,6 +39,10 @@ type Emitter struct {
 	OnDropped func(reason string, n int)
 	// OnQueued, if set, is told of each queued event (wakes the Sender).
 	OnQueued func()
+	// Workspace, if set, names the workspace and organisation of a
+	// finding from its team (Finding.TeamID, "" when its maker did not
+	// know) and channel.
+	Workspace func(team, channel string) Workspace
 
 	mu sync.Mutex // orders the file's lines as the queue's
 	// The file's lines in sequence order (see line): the next sequence
@@ -56,12 +60,21 @@ const fileHold = 250 * time.Millisecond
 
 var _ Sink = (*Emitter)(nil)
 
+// where fills f.Workspace (Workspace).
+func (e *Emitter) where(f Finding) Finding {
+	if f.Workspace == nil && e.Workspace != nil {
+		w := e.Workspace(f.TeamID, f.Channel)
+		f.Workspace = &w
+	}
+	return f
+}
+
 // Emit implements Sink. A nil *Emitter does nothing.
 func (e *Emitter) Emit(_ context.Context, f Finding) {
 	if e == nil || (e.Queue == nil && e.File == nil) {
 		return
 	}
-	ev := Build(f, e.Product, NewUID())
+	ev := Build(e.where(f), e.Product, NewUID())
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var body []byte
@@ -209,7 +222,7 @@ func (e *Emitter) Prepare(f Finding) *store.Outgoing {
 	if e == nil || e.Queue == nil {
 		return nil
 	}
-	ev := Build(f, e.Product, NewUID())
+	ev := Build(e.where(f), e.Product, NewUID())
 	max := e.MaxQueued
 	if max <= 0 {
 		max = DefaultMaxQueued

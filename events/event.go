@@ -91,6 +91,20 @@ type Finding struct {
 
 	// Quarantine is set for KindQuarantine and KindRelease.
 	Quarantine *Quarantine
+
+	// TeamID is the workspace the finding was made in, when its maker
+	// knows it ("": the Emitter finds it from the channel).
+	TeamID string
+	// Workspace names the workspace and organisation; the Emitter fills
+	// it (Emitter.Workspace).
+	Workspace *Workspace
+}
+
+// Workspace is where a finding was made: the Slack workspace and, on
+// Enterprise Grid, its organisation.
+type Workspace struct {
+	EnterpriseID, EnterpriseName string
+	TeamID, TeamName             string
 }
 
 // Quarantine is what the quarantine feature tells of a removal or release.
@@ -180,7 +194,35 @@ type Event struct {
 	FindingInfo FindingInfo  `json:"finding_info"`
 	Observables []Observable `json:"observables,omitempty"`
 	Resources   []Resource   `json:"resources,omitempty"`
-	Unmapped    Unmapped     `json:"unmapped"`
+	// Cloud is the Slack organisation and workspace (OCSF's cloud
+	// profile, objects/cloud.json): account and org are the Enterprise
+	// Grid organisation (the workspace outside Grid), org's ou the
+	// workspace.
+	Cloud    *Cloud   `json:"cloud,omitempty"`
+	Unmapped Unmapped `json:"unmapped"`
+}
+
+// Cloud is OCSF's cloud object.
+type Cloud struct {
+	Provider string        `json:"provider"`
+	Account  *CloudAccount `json:"account,omitempty"`
+	Org      *CloudOrg     `json:"org,omitempty"`
+}
+
+// CloudAccount is OCSF's account object (type_id 99: Other).
+type CloudAccount struct {
+	UID    string `json:"uid"`
+	Name   string `json:"name,omitempty"`
+	Type   string `json:"type"`
+	TypeID int    `json:"type_id"`
+}
+
+// CloudOrg is OCSF's organization object.
+type CloudOrg struct {
+	UID    string `json:"uid"`
+	Name   string `json:"name,omitempty"`
+	OUUID  string `json:"ou_uid,omitempty"`
+	OUName string `json:"ou_name,omitempty"`
 }
 
 // Metadata is OCSF's metadata object.
@@ -190,6 +232,7 @@ type Metadata struct {
 	UID      string      `json:"uid"`
 	Sequence uint64      `json:"sequence,omitempty"`
 	LogName  string      `json:"log_name,omitempty"`
+	Profiles []string    `json:"profiles,omitempty"`
 }
 
 // MetaProduct is OCSF's product object.
@@ -253,6 +296,10 @@ type Unmapped struct {
 	Value      string             `json:"value,omitempty"`
 	Domain     string             `json:"domain,omitempty"`
 	Quarantine *QuarantineFields  `json:"quarantine,omitempty"`
+	// TeamID and EnterpriseID repeat the workspace and organisation of
+	// cloud, for filters that read unmapped only.
+	TeamID       string `json:"team_id,omitempty"`
+	EnterpriseID string `json:"enterprise_id,omitempty"`
 }
 
 // QuarantineFields is Quarantine as sent.
@@ -382,7 +429,30 @@ func Build(f Finding, p Product, uid string) Event {
 	} else if f.Channel != "" {
 		e.Resources = []Resource{{UID: f.Channel, Type: "slack_channel", Name: f.Channel}}
 	}
+	if w := f.Workspace; w != nil && (w.TeamID != "" || w.EnterpriseID != "") {
+		e.Cloud = cloud(*w)
+		e.Metadata.Profiles = []string{"cloud"}
+		e.Unmapped.TeamID, e.Unmapped.EnterpriseID = w.TeamID, w.EnterpriseID
+		if w.TeamID != "" {
+			e.Resources = append(e.Resources, Resource{UID: w.TeamID, Type: "slack_workspace", Name: w.TeamName})
+		}
+	}
 	return e
+}
+
+// cloud is the cloud object of a workspace: on Enterprise Grid the
+// account and org are the organisation and the org's unit the workspace;
+// outside Grid all three are the workspace.
+func cloud(w Workspace) *Cloud {
+	c := &Cloud{Provider: "Slack"}
+	if w.EnterpriseID != "" {
+		c.Account = &CloudAccount{UID: w.EnterpriseID, Name: w.EnterpriseName, Type: "Slack Enterprise Grid organization", TypeID: 99}
+		c.Org = &CloudOrg{UID: w.EnterpriseID, Name: w.EnterpriseName, OUUID: w.TeamID, OUName: w.TeamName}
+		return c
+	}
+	c.Account = &CloudAccount{UID: w.TeamID, Name: w.TeamName, Type: "Slack workspace", TypeID: 99}
+	c.Org = &CloudOrg{UID: w.TeamID, Name: w.TeamName, OUUID: w.TeamID, OUName: w.TeamName}
+	return c
 }
 
 // observables lists the event's observables (objects/observable.json

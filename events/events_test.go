@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -498,4 +499,90 @@ func reflectEqualJSON(t *testing.T, a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return bytes.Equal(ja, jb)
+}
+
+// TestEventsNameTheWorkspaceAndOrganisation: the Emitter asks where a
+// finding was made (by its team, else its channel) and the event carries
+// it in OCSF's cloud profile: on Enterprise Grid the account and org are
+// the organisation and the org's unit the workspace; outside Grid all
+// three are the workspace; a finding whose maker knew its team is not
+// asked about by channel.
+func TestEventsNameTheWorkspaceAndOrganisation(t *testing.T) {
+	var asked [][2]string
+	var buf bytes.Buffer
+	em := &events.Emitter{File: events.NewFile(&buf), Workspace: func(team, channel string) events.Workspace {
+		asked = append(asked, [2]string{team, channel})
+		if team == "" {
+			team = map[string]string{"C1": "T1", "C2": "T2"}[channel]
+		}
+		return events.Workspace{EnterpriseID: "E1", EnterpriseName: "Acme Org", TeamID: team, TeamName: map[string]string{"T1": "Acme Sales", "T2": "Acme Eng"}[team]}
+	}}
+	em.Emit(context.Background(), events.Finding{Kind: events.KindVerdict, Channel: "C1", MessageTS: "1.1", TargetKind: "url", Target: "https://a.test/", Level: verdict.Malicious})
+	em.Emit(context.Background(), events.Finding{Kind: events.KindSetting, Channel: "C9", TeamID: "T2", Setting: "mode", Value: "quiet"})
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	type wire struct {
+		Metadata struct {
+			Profiles []string `json:"profiles"`
+		} `json:"metadata"`
+		Cloud *struct {
+			Provider string `json:"provider"`
+			Account  struct{ UID, Name, Type string }
+			Org      struct {
+				UID    string `json:"uid"`
+				Name   string `json:"name"`
+				OUUID  string `json:"ou_uid"`
+				OUName string `json:"ou_name"`
+			} `json:"org"`
+		} `json:"cloud"`
+		Resources []struct{ UID, Type, Name string } `json:"resources"`
+		Unmapped  struct {
+			TeamID       string `json:"team_id"`
+			EnterpriseID string `json:"enterprise_id"`
+		} `json:"unmapped"`
+	}
+	for i, want := range []struct{ team, name string }{{"T1", "Acme Sales"}, {"T2", "Acme Eng"}} {
+		var ev wire
+		if err := json.Unmarshal([]byte(lines[i]), &ev); err != nil {
+			t.Fatal(err)
+		}
+		c := ev.Cloud
+		if c == nil || c.Provider != "Slack" || c.Account.UID != "E1" || c.Account.Name != "Acme Org" ||
+			c.Org.UID != "E1" || c.Org.OUUID != want.team || c.Org.OUName != want.name {
+			t.Errorf("event %d cloud = %+v, want the org E1 and the workspace %s", i, c, want.team)
+		}
+		if !slices.Contains(ev.Metadata.Profiles, "cloud") {
+			t.Errorf("event %d profiles %v, want cloud", i, ev.Metadata.Profiles)
+		}
+		found := false
+		for _, r := range ev.Resources {
+			found = found || (r.Type == "slack_workspace" && r.UID == want.team && r.Name == want.name)
+		}
+		if !found || ev.Unmapped.TeamID != want.team || ev.Unmapped.EnterpriseID != "E1" {
+			t.Errorf("event %d resources %+v unmapped %+v: want the workspace %s", i, ev.Resources, ev.Unmapped, want.team)
+		}
+	}
+	if want := [][2]string{{"", "C1"}, {"T2", "C9"}}; !slices.Equal(asked, want) {
+		t.Errorf("asked %v, want %v", asked, want)
+	}
+	// Outside Grid: the workspace is account, org and unit.
+	buf.Reset()
+	(&events.Emitter{File: events.NewFile(&buf), Workspace: func(string, string) events.Workspace {
+		return events.Workspace{TeamID: "T0", TeamName: "Solo"}
+	}}).Emit(context.Background(), events.Finding{Kind: events.KindVerdict, Channel: "C1", MessageTS: "1.1"})
+	var ev wire
+	if err := json.Unmarshal(buf.Bytes(), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if c := ev.Cloud; c == nil || c.Account.UID != "T0" || c.Account.Type != "Slack workspace" || c.Org.UID != "T0" || c.Org.OUUID != "T0" {
+		t.Errorf("workspace install: cloud %+v", c)
+	}
+	// Nothing known: no cloud object at all.
+	buf.Reset()
+	(&events.Emitter{File: events.NewFile(&buf)}).Emit(context.Background(), events.Finding{Kind: events.KindVerdict, Channel: "C1"})
+	if strings.Contains(buf.String(), `"cloud"`) {
+		t.Errorf("an event with no workspace known has a cloud object: %s", buf.String())
+	}
 }

@@ -147,9 +147,15 @@ type Quarantine struct {
 	FilesMode string
 	// IsAdmin decides who may release (commands.Access.IsAdmin).
 	IsAdmin func(user string) bool
-	// TeamID returns the workspace's team id (auth.test of the bot): a
-	// message from another team is another organisation's.
-	TeamID        func() string
+	// OwnTeam reports whether a message author's team is of this
+	// install (the workspace, or on Enterprise Grid one of the
+	// organisation's workspaces): a message from another team is another
+	// organisation's (Slack Connect). nil: every team is.
+	OwnTeam func(team string) bool
+	// Teams, if set, returns the workspaces of an org-wide install, for
+	// the methods that need a team_id with an org-level token
+	// (usergroups.list, to name the groups of a released message).
+	Teams         func() []string
 	FalsePositive FalsePositive
 	// Events receives a finding for each removal, release and message that
 	// reached its channel's level but could not be removed (events.go);
@@ -242,7 +248,7 @@ func (q *Quarantine) Check(ctx context.Context) string {
 		switch {
 		case err != nil:
 			problem = "the user of SLACK_ADMIN_USER_TOKEN could not be looked up (" + slackCode(err) + ")"
-		case !u.IsAdmin && !u.IsOwner:
+		case !u.IsAdmin && !u.IsOwner && !u.Enterprise.IsAdmin && !u.Enterprise.IsOwner:
 			problem = fmt.Sprintf("SLACK_ADMIN_USER_TOKEN belongs to %s, who is not a workspace admin or owner: Slack will refuse to delete others' messages", at.UserID)
 		}
 	}
@@ -624,7 +630,7 @@ func (q *Quarantine) explain(err error, team string) (reason, problem string) {
 	case "missing_scope", "not_allowed_token_type", "invalid_auth", "not_authed", "token_revoked", "account_inactive", "no_permission":
 		return ReasonNotAllowed, fmt.Sprintf("the admin token lacks the rights to delete it (Slack answered `%s`).", code)
 	case "cant_delete_message", "cant_delete_file":
-		if team != "" && q.TeamID != nil && q.TeamID() != "" && team != q.TeamID() {
+		if team != "" && q.OwnTeam != nil && !q.OwnTeam(team) {
 			return ReasonOtherOrg, fmt.Sprintf("it was posted by another organisation in this Slack Connect channel, and only they can delete it (Slack answered `%s`).", code)
 		}
 		return ReasonNotAllowed, fmt.Sprintf("Slack refused (`%s`): the admin token's user must be a workspace admin or owner.", code)

@@ -15,7 +15,7 @@ import (
 // TestExplain: each Slack refusal becomes its reason and a sentence that
 // names Slack's code, and never the error's own text.
 func TestExplain(t *testing.T) {
-	q := &Quarantine{TeamID: func() string { return "T0HOME" }}
+	q := &Quarantine{OwnTeam: func(team string) bool { return team == "T0HOME" }}
 	cases := []struct {
 		err          error
 		team, reason string

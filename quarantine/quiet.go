@@ -56,10 +56,17 @@ type quieter struct {
 	groups  map[string]string // id → handle
 	loaded  bool              // usergroups.list was called
 	lookups int
+	// teams are the workspaces of an org-wide install: usergroups.list
+	// is asked in each (it needs a team_id with an org-level token).
+	teams []string
 }
 
-func newQuieter(ctx context.Context, bot BotAPI) *quieter {
-	return &quieter{ctx: ctx, bot: bot, users: map[string]string{}}
+// maxGroupTeams bounds the workspaces whose groups are listed to name the
+// groups of one released message.
+const maxGroupTeams = 20
+
+func newQuieter(ctx context.Context, bot BotAPI, teams ...string) *quieter {
+	return &quieter{ctx: ctx, bot: bot, users: map[string]string{}, teams: teams}
 }
 
 // plainName keeps what can be shown of a name: no angle brackets, no
@@ -102,9 +109,19 @@ func (qt *quieter) group(id, label string) string {
 	if !qt.loaded && qt.bot != nil {
 		qt.loaded = true
 		qt.groups = map[string]string{}
-		if gs, err := qt.bot.GetUserGroupsContext(qt.ctx, slack.GetUserGroupsOptionIncludeDisabled(true)); err == nil {
-			for _, g := range gs {
-				qt.groups[g.ID] = plainName(firstNonEmpty(g.Handle, g.Name))
+		teams := qt.teams
+		if len(teams) == 0 {
+			teams = []string{""}
+		}
+		for _, team := range teams[:min(len(teams), maxGroupTeams)] {
+			opts := []slack.GetUserGroupsOption{slack.GetUserGroupsOptionIncludeDisabled(true)}
+			if team != "" {
+				opts = append(opts, slack.GetUserGroupsOptionTeamID(team))
+			}
+			if gs, err := qt.bot.GetUserGroupsContext(qt.ctx, opts...); err == nil {
+				for _, g := range gs {
+					qt.groups[g.ID] = plainName(firstNonEmpty(g.Handle, g.Name))
+				}
 			}
 		}
 	}

@@ -138,7 +138,11 @@ func (q *Quarantine) Release(ctx context.Context, channel, sourceTS, user string
 // header names the admin and the author, the text, blocks and attachments
 // show every mention as plain text.
 func (q *Quarantine) repost(ctx context.Context, rec store.Quarantined, admin string) (string, error) {
-	qt := newQuieter(ctx, q.Bot)
+	var teams []string
+	if q.Teams != nil {
+		teams = q.Teams()
+	}
+	qt := newQuieter(ctx, q.Bot, teams...)
 	author := "someone"
 	if rec.User != "" {
 		author = qt.user(rec.User, "")

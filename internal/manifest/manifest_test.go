@@ -298,9 +298,13 @@ func TestManifestIsSocketMode(t *testing.T) {
 	if !s.Interactivity.IsEnabled {
 		t.Error("settings.interactivity.is_enabled is not true: the card buttons and the shortcut need it")
 	}
-	if s.OrgDeployEnabled || s.TokenRotationEnabled {
-		t.Errorf("org_deploy_enabled = %v, token_rotation_enabled = %v; want both false (one workspace, a long-lived xoxb token)",
-			s.OrgDeployEnabled, s.TokenRotationEnabled)
+	// Org-wide installs on Enterprise Grid (issue 24); a single
+	// workspace installs it as before.
+	if !s.OrgDeployEnabled {
+		t.Error("org_deploy_enabled is not true: an Org Admin could not install it org-wide on Enterprise Grid")
+	}
+	if s.TokenRotationEnabled {
+		t.Error("token_rotation_enabled is true; the bot uses a long-lived xoxb token")
 	}
 	// The Home tab and the Messages tab, where people write to the bot.
 	if h := m.Features.AppHome; !h.HomeTabEnabled || !h.MessagesTabEnabled || h.MessagesTabReadOnlyEnabled {
@@ -377,12 +381,14 @@ func TestManifestBotEvents(t *testing.T) {
 	// The events bot.Bot handles (slackevents.MessageEvent, FileSharedEvent,
 	// AppHomeOpenedEvent, AppMentionEvent).
 	want := []string{
-		"app_home_opened",  // the Home tab is published for whoever opens it
-		"app_mention",      // @verdictbot: help, or scan the thread's root
-		"file_shared",      // files shared in a channel → the sandbox
-		"message.channels", // messages in public channels the bot is in
-		"message.groups",   // messages in private channels the bot is in
-		"message.im",       // links and files sent to the bot in its Messages tab
+		"app_home_opened",     // the Home tab is published for whoever opens it
+		"app_mention",         // @verdictbot: help, or scan the thread's root
+		"file_shared",         // files shared in a channel → the sandbox
+		"message.channels",    // messages in public channels the bot is in
+		"message.groups",      // messages in private channels the bot is in
+		"message.im",          // links and files sent to the bot in its Messages tab
+		"team_access_granted", // Enterprise Grid: an Org Admin granted workspaces to the org-wide install
+		"team_access_revoked", // … or revoked them
 	}
 	got := sorted(m.Settings.EventSubscriptions.BotEvents)
 	if !slices.Equal(got, want) {
@@ -438,6 +444,7 @@ func TestManifestScopes(t *testing.T) {
 // channels, and its own DMs (the Messages tab), never group DMs.
 var webAPIScopes = map[string][]string{
 	"AuthTestContext":                {},                                                   // auth.test
+	"ListTeamsContext":               {},                                                   // auth.teams.list (no scope: an org-wide install's granted workspaces)
 	"GetConversationRepliesContext":  {"channels:history", "groups:history", "im:history"}, // conversations.replies (a card's thread in a DM too)
 	"GetConversationHistoryContext":  {"channels:history", "groups:history"},               // conversations.history
 	"GetConversationInfoContext":     {"channels:read", "groups:read"},                     // conversations.info
@@ -484,7 +491,11 @@ var eventScopes = map[string][]string{
 	"message.mpim":     {"mpim:history"},
 	"file_shared":      {"files:read"},
 	"app_mention":      {"app_mentions:read"},
-	"app_home_opened":  {}, // no scope (docs.slack.dev/reference/events/app_home_opened)
+	// Sent to org-wide installs (Enterprise Grid) when an Org Admin adds
+	// or removes a workspace; no scope ("Required scopes: none").
+	"team_access_granted": {},
+	"team_access_revoked": {},
+	"app_home_opened":     {}, // no scope (docs.slack.dev/reference/events/app_home_opened)
 }
 
 // TestScopesFollowTheCode derives the scopes from the code: the Web API
