@@ -214,6 +214,25 @@ func TestGridOrgWideInstall(t *testing.T) {
 		t.Errorf("workspace_not_granted drops = %q, want 1", got)
 	}
 
+	// The same message of the shared channel reaching the bot a second
+	// time through the other workspace (another event id, Eng's
+	// installation): still one card, one submission.
+	dup := post(cShared, gridAlice, "twice: <https://example.com/shared-twice>")
+	all = append(all, posted{cShared, dup, "https://example.com/shared-twice"})
+	h.WaitCardIn(cShared, dup.TS, func(b string) bool { return strings.Contains(b, "Clean") })
+	again := fmt.Sprintf(`{"envelope_id":"env-dup-1","type":"events_api","accepts_response_payload":false,"retry_attempt":0,"retry_reason":"",
+		"payload":{"type":"event_callback","team_id":%q,"enterprise_id":%q,"api_app_id":%q,"event_id":"EvDUP0001","event_time":%d,
+		"authorizations":[{"enterprise_id":%q,"team_id":%q,"user_id":%q,"is_bot":true,"is_enterprise_install":true}],
+		"event":{"type":"message","channel":%q,"channel_type":"channel","user":%q,"text":"twice: <https://example.com/shared-twice>","ts":%q}}}`,
+		gridSales, gridOrg, h.Slack.AppID(), time.Now().Unix(), gridOrg, gridEng, h.Slack.BotUserID(), cShared, gridAlice, dup.TS)
+	ad, err := h.Slack.DeliverRaw(strings.Join(strings.Fields(again), " "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Slack.WaitAcked(h.Ctx(5*time.Second), ad.EnvelopeID); err != nil {
+		t.Fatalf("the second delivery was not acked: %v", err)
+	}
+
 	// Eng is revoked mid-run: the bot stops handling it; the shared
 	// channel still reaches it through Sales.
 	if _, err := h.Slack.RevokeTeams(gridEng); err != nil {
@@ -235,7 +254,7 @@ func TestGridOrgWideInstall(t *testing.T) {
 			t.Errorf("%s in %s: %d bot messages in its thread, want one card", p.url, p.channel, n)
 		}
 	}
-	for _, u := range []string{"https://example.com/both", "https://example.com/shared", "https://login.phish.test/eng"} {
+	for _, u := range []string{"https://example.com/both", "https://example.com/shared", "https://login.phish.test/eng", "https://example.com/shared-twice"} {
 		if n := len(h.Sim.URLTasks(u)); n != 1 {
 			t.Errorf("%s submitted %d times, want once", u, n)
 		}
