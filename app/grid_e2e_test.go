@@ -328,3 +328,64 @@ func waitMetric(h *harness, sample, want string) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestGridRevokedWorkspacesPendingWorkEnds: a workspace revoked while its
+// message is being analysed: the analysis finishes, the card Slack no
+// longer lets the bot edit is given up with a log line (no retries
+// without end, no crash), and the other workspaces go on.
+func TestGridRevokedWorkspacesPendingWorkEnds(t *testing.T) {
+	t.Parallel()
+	org := slackfake.Org{ID: gridOrg, Name: "Acme Org", Workspaces: []slackfake.Workspace{
+		{ID: gridSales, Name: "Acme Sales"}, {ID: gridEng, Name: "Acme Eng"}, {ID: gridHR, Name: "Acme HR"}},
+		Granted: []string{gridSales, gridEng}}
+	slow := sim.Config{Profile: sim.Profile{Name: "slow", URLPending: time.Second, URLProcessing: 2 * time.Second}}
+	h := &harness{apptest.StartBotFull(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "verbose", "VERDICTBOT_ADMINS": gridAdmin},
+		slow, false, gridSeed, apptest.QuickPolling(), slackfake.WithOrg(org))}
+	const url = "https://example.com/eng-pending"
+	if _, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: cEng, User: gridBob, Text: "<" + url + ">"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(*slackfake.State) bool { return len(h.Sim.URLTasks(url)) == 1 }); err != nil {
+		t.Fatalf("not submitted: %v", err)
+	}
+	if _, err := h.Slack.RevokeTeams(gridEng); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitMetric(h, `verdictbot_workspaces{state="revoked"}`, "1"); err != nil {
+		t.Fatal(err)
+	}
+	// The analysis ends (about 3 s); its card cannot be shown any more.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(h.Logs.String(), "channel_not_found") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line says the card could not be shown:\n%s", h.Logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, line := range strings.Split(h.Logs.String(), "\n") {
+		if strings.Contains(line, "channel_not_found") {
+			t.Logf("logged: %s", line)
+			break
+		}
+	}
+	// Sales goes on.
+	s, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: cSales, User: gridAlice, Text: "<https://example.com/sales-after>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WaitCardIn(cSales, s.TS, func(b string) bool { return strings.Contains(b, "Clean") })
+	// The Eng card's calls stop: none in the last seconds.
+	time.Sleep(3 * time.Second)
+	var late int
+	for _, c := range h.Slack.Calls("chat.update") {
+		if c.Params.Get("channel") == cEng && time.Since(c.Time) < 2*time.Second {
+			late++
+		}
+	}
+	if late > 0 {
+		t.Errorf("%d chat.update calls in the revoked workspace's channel in the last 2 s: retried without end", late)
+	}
+	if n := len(h.Sim.URLTasks(url)); n != 1 {
+		t.Errorf("%s submitted %d times", url, n)
+	}
+}
