@@ -129,21 +129,9 @@ func (d *Directory) Load(ctx context.Context) error {
 	if !d.OrgInstall() {
 		return nil
 	}
-	var listed []slack.Team
-	cursor := ""
-	for page := 0; ; page++ {
-		if page == 1000 {
-			return errors.New("auth.teams.list: more than 1,000 pages")
-		}
-		ts, next, err := d.api.ListTeamsContext(ctx, slack.ListTeamsParameters{Limit: 200, Cursor: cursor})
-		if err != nil {
-			return fmt.Errorf("auth.teams.list: %w", err)
-		}
-		listed = append(listed, ts...)
-		if next == "" {
-			break
-		}
-		cursor = next
+	listed, err := d.listTeams(ctx)
+	if err != nil {
+		return err
 	}
 	if d.store != nil {
 		if err := d.Refresh(); err != nil {
@@ -180,6 +168,27 @@ func (d *Directory) Load(ctx context.Context) error {
 		d.log.Warn("no workspace is granted to the app yet: an Org Admin must add it to workspaces (see the README, \"Installing on Enterprise Grid\")")
 	}
 	return d.save(changed)
+}
+
+// listTeams reads every page of auth.teams.list: the workspaces the
+// org-wide install is granted.
+func (d *Directory) listTeams(ctx context.Context) ([]slack.Team, error) {
+	var listed []slack.Team
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == 1000 {
+			return nil, errors.New("auth.teams.list: more than 1,000 pages")
+		}
+		ts, next, err := d.api.ListTeamsContext(ctx, slack.ListTeamsParameters{Limit: 200, Cursor: cursor})
+		if err != nil {
+			return nil, fmt.Errorf("auth.teams.list: %w", err)
+		}
+		listed = append(listed, ts...)
+		if next == "" {
+			return listed, nil
+		}
+		cursor = next
+	}
 }
 
 // Refresh reads the teams the replicas recorded (a revocation another
@@ -232,20 +241,12 @@ func (d *Directory) Grant(ctx context.Context, ids []string) error {
 		return nil
 	}
 	names := map[string]slack.Team{}
-	cursor := ""
-	for page := 0; page < 1000; page++ {
-		ts, next, err := d.api.ListTeamsContext(ctx, slack.ListTeamsParameters{Limit: 200, Cursor: cursor})
-		if err != nil {
-			d.log.Warn("auth.teams.list failed: the workspaces granted are known by id only for now", "error", err)
-			break
-		}
-		for _, t := range ts {
-			names[t.ID] = t
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
+	listed, err := d.listTeams(ctx)
+	if err != nil {
+		d.log.Warn("auth.teams.list failed: the workspaces granted are known by id only for now", "error", err)
+	}
+	for _, t := range listed {
+		names[t.ID] = t
 	}
 	now := d.now()
 	d.mu.Lock()
