@@ -165,7 +165,9 @@ func TestWaitDeadline(t *testing.T) {
 	t.Parallel()
 	fast := Backoff{Initial: time.Millisecond, Factor: 1, Max: time.Millisecond}
 	f, _ := statusScript(t, "running")
-	st, err := f.client().Wait(t.Context(), "1042", WaitOptions{Backoff: fast, Deadline: 50 * time.Millisecond})
+	// Long enough for the first status check to answer on a loaded
+	// machine (50 ms was not, once: the wait ended knowing no status).
+	st, err := f.client().Wait(t.Context(), "1042", WaitOptions{Backoff: fast, Deadline: time.Second})
 	var wt *WaitTimeoutError
 	if st != StatusRunning || !errors.As(err, &wt) || wt.Stuck || !errors.Is(err, ErrDeadline) || wt.Last != StatusRunning {
 		t.Fatalf("Wait = %q, %v", st, err)
