@@ -26,6 +26,7 @@
 //     for every link it renders, HTML-unescaped; the label is never scanned
 //     (labels can lie). Mentions, mailto: and tel: are skipped silently.
 //     Text from apps (bot_id set or subtype bot_message) is read as mrkdwn.
+//     Only when the message has no blocks: see "Fallback text" below.
 //   - rich_text blocks (and rich_text_input, and rich_text cells of table
 //     blocks), in sections, lists, quotes and preformatted elements at any
 //     depth: url of link, date, citation, attachment_mention and
@@ -57,6 +58,7 @@
 //   - plain_text objects (header text, image and video titles, button and
 //     option text, labels, hints, placeholders, confirm dialogs, alt_text):
 //     Slack renders them as text, never as links.
+//   - The text of a message that has blocks: see "Fallback text" below.
 //   - Attachment fallback: a plain-text copy for notifications, not rendered
 //     with links; attachment app_unfurl_url and preview: Slack sets them
 //     for app unfurls of a link the message already carries.
@@ -67,6 +69,29 @@
 //     URL in the block (files are scanned as files).
 //   - rich_text canvas, file, list_record, message_mention and
 //     workflow_mention urls: Slack-internal references.
+//
+// # Fallback text
+//
+// A message's top-level text is what Slack shows only when the message has
+// no blocks. With blocks, the blocks are the message and the text is the
+// fallback for notifications: "If you are [using blocks], this is used as
+// a fallback string to display in notifications. If you aren't, this is
+// the main body text of the message" (the message payload's text field,
+// api.slack.com/reference/messaging/payload, as in "Formatting text for
+// app surfaces", docs.slack.dev/messaging/formatting-message-text), and
+// "If attachments or blocks are included, text will be used as fallback
+// text for notifications only" (chat.postMessage's text argument,
+// docs.slack.dev/reference/methods/chat.postMessage). A URL in it is
+// neither shown in the conversation nor clickable there, so it is not one
+// of the message's links and is not scanned: an app or a crafted payload
+// can put any address in the fallback, and sending it to a service would
+// be an over-scan (a private address leaving, a card listing a link nobody
+// can click). Messages typed in a Slack client carry a rich_text block
+// with the same links as their text, so nothing a reader sees is lost. A
+// message with no blocks ("blocks": [] or none) is read from its text,
+// also when it has attachments: Slack shows that text above them, and
+// reading it costs at most an over-scan where skipping it could miss a
+// link shown.
 //
 // Code: bare URLs are not read inside code, but only what Slack surely
 // renders as code counts as code, so a stray backtick cannot hide a link.

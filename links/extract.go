@@ -112,14 +112,19 @@ func SameLinks(a, b *slack.Msg) bool {
 }
 
 // appendMessage appends the link targets of msg: text, then blocks, then
-// attachments. Text from apps (bot_id set or subtype bot_message) is read as
-// mrkdwn with bare URLs; text typed by people only for wrapped links.
-// shared holds, per attachment, the blocks of the messages it shares (see
-// SharedBlocks); it may be nil.
+// attachments. When the message has blocks, its text is the notification
+// fallback, which Slack does not show in the conversation, and is not
+// read (doc.go). Text from apps (bot_id set or subtype bot_message) is
+// read as mrkdwn with bare URLs; text typed by people only for wrapped
+// links. shared holds, per attachment, the blocks of the messages it
+// shares (see SharedBlocks); it may be nil.
 func appendMessage(dst []string, msg *slack.Msg, shared [][]slack.Blocks, unfurls bool) []string {
-	if msg.BotID != "" || msg.SubType == "bot_message" {
+	switch {
+	case len(msg.Blocks.BlockSet) > 0:
+		// text is the fallback for notifications: not shown, not clickable.
+	case msg.BotID != "" || msg.SubType == "bot_message":
 		dst = appendMrkdwn(dst, msg.Text)
-	} else {
+	default:
 		dst = appendText(dst, msg.Text)
 	}
 	dst = appendBlocks(dst, msg.Blocks.BlockSet)

@@ -163,8 +163,10 @@ func TestExtract(t *testing.T) {
 		{
 			name: "userinfo tricks: the host after @ is scanned",
 			msg: `{"type":"message","user":"U01","ts":"1.2",
-				"text":"<http://good.example@evil.example/login|http://good.example/login> <https://user:pass@creds.example/>",
+				"text":"<http://good.example@evil.example/login|http://good.example/login> <https://user:pass@creds.example/> <http://backslash.example\\@good.example/>",
 				"blocks":[{"type":"rich_text","elements":[{"type":"rich_text_section","elements":[
+					{"type":"link","url":"http://good.example@evil.example/login","text":"http://good.example/login"},{"type":"text","text":" "},
+					{"type":"link","url":"https://user:pass@creds.example/"},{"type":"text","text":" "},
 					{"type":"link","url":"http://backslash.example\\@good.example/"}]}]}]}`,
 			targets: []string{"http://evil.example/login", "https://creds.example/", "http://backslash.example/@good.example/"},
 		},
