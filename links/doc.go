@@ -43,7 +43,7 @@
 //   - Block types slack-go does not know (slack.UnknownBlock): every string
 //     under a "url" or "title_url" key, at any depth.
 //   - Legacy attachments: original_url, from_url, title_link, author_link,
-//     url of link buttons (actions), blocks; as mrkdwn: author_name, title,
+//     url of link buttons (actions), blocks; as mrkdwn: author_name,
 //     pretext, text, fields' title and value, footer.
 //   - Shared messages (forwards and message-link unfurls):
 //     attachments[].message_blocks[].message.blocks, which slack-go does not
@@ -59,6 +59,11 @@
 //     option text, labels, hints, placeholders, confirm dialogs, alt_text):
 //     Slack renders them as text, never as links.
 //   - The text of a message that has blocks: see "Fallback text" below.
+//   - Attachment title: "Large title text near the top of the attachment",
+//     plain text; title_link is "A valid URL that turns the title text into
+//     a hyperlink" (Slack's attachment reference, as in @slack/types
+//     message-attachments.d.ts), and is read: the title that looks like
+//     a URL ("https://x.example/") is text, the link is title_link.
 //   - Attachment fallback: a plain-text copy for notifications, not rendered
 //     with links; attachment app_unfurl_url and preview: Slack sets them
 //     for app unfurls of a link the message already carries.

@@ -68,11 +68,12 @@ func FromBlocks(blocks slack.Blocks) []string {
 
 // FromAttachments returns the link targets in legacy attachments, in order,
 // per attachment: original_url, from_url (set by Slack on link unfurls),
-// title_link, author_link, links in author_name, title, pretext, text,
-// field titles and values and footer (FromMrkdwn), link buttons' url, and
-// the attachment's blocks (FromBlocks). image_url, thumb_url and the icon
+// title_link, author_link, links in author_name, pretext, text, field
+// titles and values and footer (FromMrkdwn), link buttons' url, and the
+// attachment's blocks (FromBlocks). image_url, thumb_url and the icon
 // fields are previews fetched by Slack, not links a reader follows, and are
-// not returned; neither is fallback, a plain-text copy of the attachment.
+// not returned; neither is fallback, a plain-text copy of the attachment,
+// nor title, plain text that only title_link turns into a link.
 // Shared-message blocks (message_blocks) are not in slack.Attachment: see
 // SharedBlocks and Policy.ExtractRaw.
 // Field reference: slack-go v0.35.0 attachments.go; Slack's "Legacy
@@ -788,7 +789,7 @@ func appendAttachments(dst []string, atts []slack.Attachment, shared [][]slack.B
 		dst = appendTarget(dst, a.TitleLink, false)
 		dst = appendTarget(dst, a.AuthorLink, false)
 		dst = appendMrkdwn(dst, a.AuthorName)
-		dst = appendMrkdwn(dst, a.Title)
+		// a.Title is plain text: only title_link (read above) makes it a link.
 		dst = appendMrkdwn(dst, a.Pretext)
 		dst = appendMrkdwn(dst, a.Text)
 		for _, f := range a.Fields {

@@ -49,7 +49,7 @@ func botEvent(text, attachments, blocks string) string {
 
 // TestExtractFields covers the fields and text forms issue 10 found
 // unread: stray backticks, overflow options, video and markdown blocks,
-// attachment footers and titles, calls, tables, rich_text mentions that
+// attachment footers, calls, tables, rich_text mentions that
 // carry an external url, and shared-message blocks. Each payload is written
 // as Slack sends it.
 func TestExtractFields(t *testing.T) {
@@ -114,12 +114,12 @@ func TestExtractFields(t *testing.T) {
 			skipped: []string{"unsupported_scheme ftp://md.example/f"},
 		},
 		{
-			name: "attachment footer, title, author name and field title",
+			name: "attachment footer, author name and field title; the title is plain text (issue 25)",
 			event: botEvent("", `[{"id":1,"title":"Report https://att-title.example/","author_name":"<https://att-author.example/|Scanner>",
 				"fields":[{"title":"see https://att-field-title.example/","value":"x","short":true}],
 				"footer":"<https://att-footer.example/run/9|CI run 9>","footer_icon":"https://icons.example/ci.png",
 				"image_url":"https://images.example/a.png","thumb_url":"https://images.example/t.png"}]`, ""),
-			targets: []string{"https://att-author.example/", "https://att-title.example/", "https://att-field-title.example/", "https://att-footer.example/run/9"},
+			targets: []string{"https://att-author.example/", "https://att-field-title.example/", "https://att-footer.example/run/9"},
 		},
 		{
 			name: "call block join_url; desktop app link is not http",

@@ -70,3 +70,43 @@ func TestFallbackTextOfABlocksMessageIsNotRead(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachmentTitleIsPlainText: an attachment's title is plain text
+// that only title_link turns into a link (doc.go): a title that looks like
+// a URL is not scanned, with or without a title_link, and title_link is.
+func TestAttachmentTitleIsPlainText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		event   string
+		targets []string
+	}{
+		{
+			name: "URL-looking title, no title_link",
+			event: botEvent("", `[{"id":1,"color":"danger","fallback":"Alert: https://title-only.example/login",
+				"title":"https://title-only.example/login","text":"Blocked by the proxy","footer":"proxy","ts":1700000000}]`, ""),
+		},
+		{
+			name: "URL-looking title with a title_link elsewhere: the title_link is the link",
+			event: botEvent("", `[{"id":1,"title":"https://title-text.example/","title_link":"https://title-target.example/report/5",
+				"text":"weekly report"}]`, ""),
+			targets: []string{"https://title-target.example/report/5"},
+		},
+	}
+	p, err := NewPolicy(Config{MaxLinks: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, raw := decodeEvent(t, tc.event)
+			targets, skipped := summary(p.ExtractRaw(msg, raw))
+			if !slices.Equal(targets, tc.targets) || len(skipped) != 0 {
+				t.Errorf("targets %q, skipped %q; want targets %q, nothing skipped", targets, skipped, tc.targets)
+			}
+			if got := FromAttachments(msg.Attachments); !slices.Equal(got, tc.targets) {
+				t.Errorf("FromAttachments = %q, want %q", got, tc.targets)
+			}
+		})
+	}
+}
