@@ -6,7 +6,8 @@
 // *slack.Msg (for a message_changed event, the new message) and returns the targets to scan,
 // the links skipped with a reason, and how many were left out over the
 // per-message cap. Set and SameLinks compare the links of two versions of a
-// message, so that an edit that only adds unfurls does not trigger a scan.
+// message, so that an edit (or an unfurl Slack adds) is scanned when it
+// changes them and only then.
 // Defang, DefangTruncate, DefangLinks and DefangText make URLs and untrusted
 // text safe to show in cards and logs; they are the bot's only defanger.
 // Policy.ClassifyArg reads an argument typed on a command line (`verdictbot
@@ -112,10 +113,21 @@
 // bare URL there is not a link and is left alone. Defanged addresses
 // (hxxp://, evil[.]com) are never links.
 //
-// Set, which edit detection compares, reads the same fields, but leaves out
-// link and message unfurls (attachments with original_url, from_url or
-// is_msg_unfurl), and with them shared-message blocks, which only come in
-// such attachments.
+// # Edits
+//
+// Slack sends an edit, and also the unfurls it adds after posting, as a
+// message_changed event carrying the new message and the previous one.
+// Set, which edit detection compares (SameLinks), reads exactly what
+// ExtractRaw reads, from the same arguments: both versions are read in
+// full from the event's JSON, unfurls and their shared-message blocks
+// included. An unfurl is therefore a change when it brings a link the
+// message did not carry (a permalink's preview showing the shared
+// message's links, clickable in this channel from then on; a link
+// preview whose title_link is another address), and no change when it only
+// repeats the message's own links, as a link preview does (original_url,
+// from_url and title_link the link itself). Set is sorted, distinct and
+// normalised, so an edit that only reorders, repeats or respaces links, or
+// changes the fallback text of a message with blocks, is no change.
 //
 // # What is never sent to a service
 //

@@ -79,21 +79,24 @@ func FromBlocks(blocks slack.Blocks) []string {
 // Field reference: slack-go v0.35.0 attachments.go; Slack's "Legacy
 // secondary message attachments" reference.
 func FromAttachments(atts []slack.Attachment) []string {
-	return appendAttachments(nil, atts, nil, true)
+	return appendAttachments(nil, atts, nil)
 }
 
 // Set returns the sorted, distinct links of a message as Normalize writes
 // them (or as found, for links Normalize rejects), whatever a Policy would
-// do with them. Link-unfurl attachments (those Slack adds with original_url,
-// from_url or is_msg_unfurl set) are left out, so a message_changed event
-// that only adds unfurls has the same Set as the message before it
-// (Slack edits a message to add its unfurls). Compare with slices.Equal or
-// SameLinks.
-func Set(msg *slack.Msg) []string {
+// do with them. It reads exactly what Policy.ExtractRaw reads, from the
+// same arguments: the text (unless the message has blocks), the blocks,
+// and every attachment, link and message unfurls included, with the
+// blocks of the messages they share, read from rawMsg (see SharedBlocks;
+// rawMsg may be nil only for a message known to have no message_blocks).
+// Order, repeats and spellings that normalise alike do not change it.
+// Compare with SameLinks.
+func Set(msg *slack.Msg, rawMsg []byte) []string {
 	if msg == nil {
 		return nil
 	}
-	raws := appendMessage(nil, msg, nil, false)
+	var buf [16]string
+	raws := appendMessage(buf[:0], msg, SharedBlocks(rawMsg))
 	out := make([]string, 0, len(raws))
 	for _, raw := range raws {
 		if u, err := parse(raw); err == nil {
@@ -106,10 +109,18 @@ func Set(msg *slack.Msg) []string {
 	return slices.Compact(out)
 }
 
-// SameLinks reports whether two versions of a message carry the same set of
-// links (see Set): when it returns true, an edit needs no new scan.
-func SameLinks(a, b *slack.Msg) bool {
-	return slices.Equal(Set(a), Set(b))
+// SameLinks reports whether two versions of a message carry the same set
+// of links (see Set): when it returns true, an edit needs no new scan.
+// prev and msg are the versions decoded, rawPrev and rawMsg their JSON as
+// Slack sent it (for message_changed: the event's "previous_message" and
+// "message" members), so that both are read in full, the same way, shared
+// messages' blocks included. An unfurl Slack adds is a change when it
+// carries a link the message did not (a message link's shared blocks, a
+// preview's title_link to another address), and none when it only repeats
+// the message's own links; so is an edit that adds, removes or changes a
+// link anywhere, and not one that only moves, repeats or respaces them.
+func SameLinks(prev *slack.Msg, rawPrev []byte, msg *slack.Msg, rawMsg []byte) bool {
+	return slices.Equal(Set(prev, rawPrev), Set(msg, rawMsg))
 }
 
 // appendMessage appends the link targets of msg: text, then blocks, then
@@ -119,7 +130,7 @@ func SameLinks(a, b *slack.Msg) bool {
 // read as mrkdwn with bare URLs; text typed by people only for wrapped
 // links. shared holds, per attachment, the blocks of the messages it
 // shares (see SharedBlocks); it may be nil.
-func appendMessage(dst []string, msg *slack.Msg, shared [][]slack.Blocks, unfurls bool) []string {
+func appendMessage(dst []string, msg *slack.Msg, shared [][]slack.Blocks) []string {
 	switch {
 	case len(msg.Blocks.BlockSet) > 0:
 		// text is the fallback for notifications: not shown, not clickable.
@@ -129,7 +140,7 @@ func appendMessage(dst []string, msg *slack.Msg, shared [][]slack.Blocks, unfurl
 		dst = appendText(dst, msg.Text)
 	}
 	dst = appendBlocks(dst, msg.Blocks.BlockSet)
-	return appendAttachments(dst, msg.Attachments, shared, unfurls)
+	return appendAttachments(dst, msg.Attachments, shared)
 }
 
 // SharedBlocks returns the blocks of the messages that the attachments of a
@@ -772,18 +783,9 @@ func appendElements(dst []string, elems []slack.BlockElement) []string {
 	return dst
 }
 
-// isUnfurl reports whether Slack added the attachment as a link or message
-// preview. These fields are set by Slack, not by apps posting attachments.
-func isUnfurl(a *slack.Attachment) bool {
-	return a.OriginalURL != "" || a.FromURL != "" || a.IsMsgUnfurl
-}
-
-func appendAttachments(dst []string, atts []slack.Attachment, shared [][]slack.Blocks, unfurls bool) []string {
+func appendAttachments(dst []string, atts []slack.Attachment, shared [][]slack.Blocks) []string {
 	for i := range atts {
 		a := &atts[i]
-		if !unfurls && isUnfurl(a) {
-			continue
-		}
 		dst = appendTarget(dst, a.OriginalURL, false)
 		dst = appendTarget(dst, a.FromURL, false)
 		dst = appendTarget(dst, a.TitleLink, false)

@@ -394,7 +394,7 @@ func (p *Policy) ExtractRaw(msg *slack.Msg, rawMsg []byte) Result {
 		return res
 	}
 	var rawBuf [16]string
-	raws := appendMessage(rawBuf[:0], msg, SharedBlocks(rawMsg), true)
+	raws := appendMessage(rawBuf[:0], msg, SharedBlocks(rawMsg))
 	var depth []int // unwrap depth of raws[i], allocated on first unwrap
 	var seen dedupe
 	var stripped map[string]int // with strip: target index of each URL as sent (-1: left out)
