@@ -83,10 +83,11 @@
 // fallback for notifications: "If you are [using blocks], this is used as
 // a fallback string to display in notifications. If you aren't, this is
 // the main body text of the message" (the message payload's text field,
-// api.slack.com/reference/messaging/payload, as in "Formatting text for
+// api.slack.com/reference/messaging/payload; see also "Formatting text for
 // app surfaces", docs.slack.dev/messaging/formatting-message-text), and
 // "If attachments or blocks are included, text will be used as fallback
 // text for notifications only" (chat.postMessage's text argument,
+// api.slack.com/methods/chat.postMessage, now
 // docs.slack.dev/reference/methods/chat.postMessage). A URL in it is
 // neither shown in the conversation nor clickable there, so it is not one
 // of the message's links and is not scanned: an app or a crafted payload

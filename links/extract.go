@@ -86,7 +86,7 @@ func FromAttachments(atts []slack.Attachment) []string {
 // them (or as found, for links Normalize rejects), whatever a Policy would
 // do with them. It reads exactly what Policy.ExtractRaw reads, from the
 // same arguments: the text (unless the message has blocks), the blocks,
-// and every attachment, link and message unfurls included, with the
+// and every attachment (link and message unfurls included) with the
 // blocks of the messages they share, read from rawMsg (see SharedBlocks;
 // rawMsg may be nil only for a message known to have no message_blocks).
 // Order, repeats and spellings that normalise alike do not change it.
@@ -117,8 +117,9 @@ func Set(msg *slack.Msg, rawMsg []byte) []string {
 // messages' blocks included. An unfurl Slack adds is a change when it
 // carries a link the message did not (a message link's shared blocks, a
 // preview's title_link to another address), and none when it only repeats
-// the message's own links; so is an edit that adds, removes or changes a
-// link anywhere, and not one that only moves, repeats or respaces them.
+// the message's own links. Likewise an edit that adds, removes or changes
+// a link anywhere is a change, and one that only moves, repeats or
+// respaces links is not.
 func SameLinks(prev *slack.Msg, rawPrev []byte, msg *slack.Msg, rawMsg []byte) bool {
 	return slices.Equal(Set(prev, rawPrev), Set(msg, rawMsg))
 }
