@@ -190,9 +190,9 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 	switch ev.SubType {
 	case "", "thread_broadcast", "bot_message", "file_share", "me_message":
 	case "message_changed":
-		if ev.PreviousMessage != nil && links.SameLinks(ev.PreviousMessage, msg) {
+		if !linksChanged(ev, meta.Raw) {
 			finished(meta)
-			return // an unfurl, a reaction, an edit that kept the links, our own card update
+			return // an unfurl that adds no link, an edit that kept the links, our own card update
 		}
 	case "message_deleted":
 		m.deleted(ctx, ev)
@@ -251,10 +251,7 @@ func (m *Messages) NeedsWork(ev *slackevents.MessageEvent, raw json.RawMessage) 
 	switch ev.SubType {
 	case "", "thread_broadcast", "bot_message", "file_share", "me_message":
 	case "message_changed":
-		if ev.PreviousMessage != nil && links.SameLinks(ev.PreviousMessage, msg) {
-			return false
-		}
-		return !m.own(msg)
+		return !m.own(msg) && linksChanged(ev, raw)
 	case "message_deleted":
 		return true
 	default:
@@ -270,22 +267,52 @@ func (m *Messages) NeedsWork(ev *slackevents.MessageEvent, raw json.RawMessage) 
 	return len(res.Targets) > 0 || len(res.Skipped) > 0 || res.LeftOut > 0
 }
 
+// linksChanged reports whether a message_changed event changed the links
+// of its message, comparing the full extraction of the new message with
+// that of the previous one (links.SameLinks), both read the same way from
+// the event's JSON as Slack sent it (raw), so that what slack-go does not
+// decode (attachments[].message_blocks: the blocks of a message a
+// permalink unfurl shows) counts. An unfurl that brings a link is a
+// change; one that repeats the message's links, an edit that only moves
+// or respaces them, a reaction, are not. Without previous_message the
+// event counts as a change. Pure: no store, no network (NeedsWork runs it
+// before the ack).
+func linksChanged(ev *slackevents.MessageEvent, raw json.RawMessage) bool {
+	if ev.PreviousMessage == nil {
+		return true
+	}
+	prev, msg := editJSON(raw)
+	return !links.SameLinks(ev.PreviousMessage, prev, ev.Message, msg)
+}
+
 // messageJSON returns the JSON of the message an event carries: the event
-// itself, or its "message" member for message_changed. nil when unknown.
+// itself, or its "message" member for message_changed (see editJSON). nil
+// when unknown.
 func messageJSON(raw json.RawMessage, subtype string) json.RawMessage {
 	if len(raw) == 0 || subtype != "message_changed" {
 		return raw
 	}
+	_, msg := editJSON(raw)
+	return msg
+}
+
+// editJSON returns the "previous_message" and "message" members of a
+// message_changed event's JSON, or nils when the event has no
+// message_blocks, the only part of them links.Policy.ExtractRaw and
+// links.Set read from JSON (slack-go decodes the rest into the event), so
+// that the usual edit costs one byte search.
+func editJSON(raw json.RawMessage) (prev, msg json.RawMessage) {
 	if !bytes.Contains(raw, []byte(`"message_blocks"`)) {
-		return nil // nothing ExtractRaw reads from it
+		return nil, nil // nothing ExtractRaw reads from them
 	}
 	var ev struct {
-		Message json.RawMessage `json:"message"`
+		Message         json.RawMessage `json:"message"`
+		PreviousMessage json.RawMessage `json:"previous_message"`
 	}
 	if json.Unmarshal(raw, &ev) != nil {
-		return nil
+		return nil, nil
 	}
-	return ev.Message
+	return ev.PreviousMessage, ev.Message
 }
 
 // directRequest reports whether a message event in the bot's Messages tab

@@ -6,7 +6,8 @@
 // *slack.Msg (for a message_changed event, the new message) and returns the targets to scan,
 // the links skipped with a reason, and how many were left out over the
 // per-message cap. Set and SameLinks compare the links of two versions of a
-// message, so that an edit that only adds unfurls does not trigger a scan.
+// message, so that an edit (or an unfurl Slack adds) is scanned when it
+// changes them and only then.
 // Defang, DefangTruncate, DefangLinks and DefangText make URLs and untrusted
 // text safe to show in cards and logs; they are the bot's only defanger.
 // Policy.ClassifyArg reads an argument typed on a command line (`verdictbot
@@ -26,6 +27,7 @@
 //     for every link it renders, HTML-unescaped; the label is never scanned
 //     (labels can lie). Mentions, mailto: and tel: are skipped silently.
 //     Text from apps (bot_id set or subtype bot_message) is read as mrkdwn.
+//     Only when the message has no blocks: see "Fallback text" below.
 //   - rich_text blocks (and rich_text_input, and rich_text cells of table
 //     blocks), in sections, lists, quotes and preformatted elements at any
 //     depth: url of link, date, citation, attachment_mention and
@@ -42,7 +44,7 @@
 //   - Block types slack-go does not know (slack.UnknownBlock): every string
 //     under a "url" or "title_url" key, at any depth.
 //   - Legacy attachments: original_url, from_url, title_link, author_link,
-//     url of link buttons (actions), blocks; as mrkdwn: author_name, title,
+//     url of link buttons (actions), blocks; as mrkdwn: author_name,
 //     pretext, text, fields' title and value, footer.
 //   - Shared messages (forwards and message-link unfurls):
 //     attachments[].message_blocks[].message.blocks, which slack-go does not
@@ -57,6 +59,12 @@
 //   - plain_text objects (header text, image and video titles, button and
 //     option text, labels, hints, placeholders, confirm dialogs, alt_text):
 //     Slack renders them as text, never as links.
+//   - The text of a message that has blocks: see "Fallback text" below.
+//   - Attachment title: "Large title text near the top of the attachment",
+//     plain text; title_link is "A valid URL that turns the title text into
+//     a hyperlink" (Slack's attachment reference, as in @slack/types
+//     message-attachments.d.ts), and is read: the title that looks like
+//     a URL ("https://x.example/") is text, the link is title_link.
 //   - Attachment fallback: a plain-text copy for notifications, not rendered
 //     with links; attachment app_unfurl_url and preview: Slack sets them
 //     for app unfurls of a link the message already carries.
@@ -67,6 +75,30 @@
 //     URL in the block (files are scanned as files).
 //   - rich_text canvas, file, list_record, message_mention and
 //     workflow_mention urls: Slack-internal references.
+//
+// # Fallback text
+//
+// A message's top-level text is what Slack shows only when the message has
+// no blocks. With blocks, the blocks are the message and the text is the
+// fallback for notifications: "If you are [using blocks], this is used as
+// a fallback string to display in notifications. If you aren't, this is
+// the main body text of the message" (the message payload's text field,
+// api.slack.com/reference/messaging/payload; see also "Formatting text for
+// app surfaces", docs.slack.dev/messaging/formatting-message-text), and
+// "If attachments or blocks are included, text will be used as fallback
+// text for notifications only" (chat.postMessage's text argument,
+// api.slack.com/methods/chat.postMessage, now
+// docs.slack.dev/reference/methods/chat.postMessage). A URL in it is
+// neither shown in the conversation nor clickable there, so it is not one
+// of the message's links and is not scanned: an app or a crafted payload
+// can put any address in the fallback, and sending it to a service would
+// be an over-scan (a private address leaving, a card listing a link nobody
+// can click). Messages typed in a Slack client carry a rich_text block
+// with the same links as their text, so nothing a reader sees is lost. A
+// message with no blocks ("blocks": [] or none) is read from its text,
+// also when it has attachments: Slack shows that text above them, and
+// reading it costs at most an over-scan where skipping it could miss a
+// link shown.
 //
 // Code: bare URLs are not read inside code, but only what Slack surely
 // renders as code counts as code, so a stray backtick cannot hide a link.
@@ -82,10 +114,21 @@
 // bare URL there is not a link and is left alone. Defanged addresses
 // (hxxp://, evil[.]com) are never links.
 //
-// Set, which edit detection compares, reads the same fields, but leaves out
-// link and message unfurls (attachments with original_url, from_url or
-// is_msg_unfurl), and with them shared-message blocks, which only come in
-// such attachments.
+// # Edits
+//
+// Slack sends an edit, and also the unfurls it adds after posting, as a
+// message_changed event carrying the new message and the previous one.
+// Set, which edit detection compares (SameLinks), reads exactly what
+// ExtractRaw reads, from the same arguments: both versions are read in
+// full from the event's JSON, unfurls and their shared-message blocks
+// included. An unfurl is therefore a change when it brings a link the
+// message did not carry (a permalink's preview showing the shared
+// message's links, clickable in this channel from then on; a link
+// preview whose title_link is another address), and no change when it only
+// repeats the message's own links, as a link preview does (original_url,
+// from_url and title_link the link itself). Set is sorted, distinct and
+// normalised, so an edit that only reorders, repeats or respaces links, or
+// changes the fallback text of a message with blocks, is no change.
 //
 // # What is never sent to a service
 //

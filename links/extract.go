@@ -68,31 +68,35 @@ func FromBlocks(blocks slack.Blocks) []string {
 
 // FromAttachments returns the link targets in legacy attachments, in order,
 // per attachment: original_url, from_url (set by Slack on link unfurls),
-// title_link, author_link, links in author_name, title, pretext, text,
-// field titles and values and footer (FromMrkdwn), link buttons' url, and
-// the attachment's blocks (FromBlocks). image_url, thumb_url and the icon
+// title_link, author_link, links in author_name, pretext, text, field
+// titles and values and footer (FromMrkdwn), link buttons' url, and the
+// attachment's blocks (FromBlocks). image_url, thumb_url and the icon
 // fields are previews fetched by Slack, not links a reader follows, and are
-// not returned; neither is fallback, a plain-text copy of the attachment.
+// not returned; neither is fallback, a plain-text copy of the attachment,
+// nor title, plain text that only title_link turns into a link.
 // Shared-message blocks (message_blocks) are not in slack.Attachment: see
 // SharedBlocks and Policy.ExtractRaw.
 // Field reference: slack-go v0.35.0 attachments.go; Slack's "Legacy
 // secondary message attachments" reference.
 func FromAttachments(atts []slack.Attachment) []string {
-	return appendAttachments(nil, atts, nil, true)
+	return appendAttachments(nil, atts, nil)
 }
 
 // Set returns the sorted, distinct links of a message as Normalize writes
 // them (or as found, for links Normalize rejects), whatever a Policy would
-// do with them. Link-unfurl attachments (those Slack adds with original_url,
-// from_url or is_msg_unfurl set) are left out, so a message_changed event
-// that only adds unfurls has the same Set as the message before it
-// (Slack edits a message to add its unfurls). Compare with slices.Equal or
-// SameLinks.
-func Set(msg *slack.Msg) []string {
+// do with them. It reads exactly what Policy.ExtractRaw reads, from the
+// same arguments: the text (unless the message has blocks), the blocks,
+// and every attachment (link and message unfurls included) with the
+// blocks of the messages they share, read from rawMsg (see SharedBlocks;
+// rawMsg may be nil only for a message known to have no message_blocks).
+// Order, repeats and spellings that normalise alike do not change it.
+// Compare with SameLinks.
+func Set(msg *slack.Msg, rawMsg []byte) []string {
 	if msg == nil {
 		return nil
 	}
-	raws := appendMessage(nil, msg, nil, false)
+	var buf [16]string
+	raws := appendMessage(buf[:0], msg, SharedBlocks(rawMsg))
 	out := make([]string, 0, len(raws))
 	for _, raw := range raws {
 		if u, err := parse(raw); err == nil {
@@ -105,25 +109,39 @@ func Set(msg *slack.Msg) []string {
 	return slices.Compact(out)
 }
 
-// SameLinks reports whether two versions of a message carry the same set of
-// links (see Set): when it returns true, an edit needs no new scan.
-func SameLinks(a, b *slack.Msg) bool {
-	return slices.Equal(Set(a), Set(b))
+// SameLinks reports whether two versions of a message carry the same set
+// of links (see Set): when it returns true, an edit needs no new scan.
+// prev and msg are the versions decoded, rawPrev and rawMsg their JSON as
+// Slack sent it (for message_changed: the event's "previous_message" and
+// "message" members), so that both are read in full, the same way, shared
+// messages' blocks included. An unfurl Slack adds is a change when it
+// carries a link the message did not (a message link's shared blocks, a
+// preview's title_link to another address), and none when it only repeats
+// the message's own links. Likewise an edit that adds, removes or changes
+// a link anywhere is a change, and one that only moves, repeats or
+// respaces links is not.
+func SameLinks(prev *slack.Msg, rawPrev []byte, msg *slack.Msg, rawMsg []byte) bool {
+	return slices.Equal(Set(prev, rawPrev), Set(msg, rawMsg))
 }
 
 // appendMessage appends the link targets of msg: text, then blocks, then
-// attachments. Text from apps (bot_id set or subtype bot_message) is read as
-// mrkdwn with bare URLs; text typed by people only for wrapped links.
-// shared holds, per attachment, the blocks of the messages it shares (see
-// SharedBlocks); it may be nil.
-func appendMessage(dst []string, msg *slack.Msg, shared [][]slack.Blocks, unfurls bool) []string {
-	if msg.BotID != "" || msg.SubType == "bot_message" {
+// attachments. When the message has blocks, its text is the notification
+// fallback, which Slack does not show in the conversation, and is not
+// read (doc.go). Text from apps (bot_id set or subtype bot_message) is
+// read as mrkdwn with bare URLs; text typed by people only for wrapped
+// links. shared holds, per attachment, the blocks of the messages it
+// shares (see SharedBlocks); it may be nil.
+func appendMessage(dst []string, msg *slack.Msg, shared [][]slack.Blocks) []string {
+	switch {
+	case len(msg.Blocks.BlockSet) > 0:
+		// text is the fallback for notifications: not shown, not clickable.
+	case msg.BotID != "" || msg.SubType == "bot_message":
 		dst = appendMrkdwn(dst, msg.Text)
-	} else {
+	default:
 		dst = appendText(dst, msg.Text)
 	}
 	dst = appendBlocks(dst, msg.Blocks.BlockSet)
-	return appendAttachments(dst, msg.Attachments, shared, unfurls)
+	return appendAttachments(dst, msg.Attachments, shared)
 }
 
 // SharedBlocks returns the blocks of the messages that the attachments of a
@@ -766,24 +784,15 @@ func appendElements(dst []string, elems []slack.BlockElement) []string {
 	return dst
 }
 
-// isUnfurl reports whether Slack added the attachment as a link or message
-// preview. These fields are set by Slack, not by apps posting attachments.
-func isUnfurl(a *slack.Attachment) bool {
-	return a.OriginalURL != "" || a.FromURL != "" || a.IsMsgUnfurl
-}
-
-func appendAttachments(dst []string, atts []slack.Attachment, shared [][]slack.Blocks, unfurls bool) []string {
+func appendAttachments(dst []string, atts []slack.Attachment, shared [][]slack.Blocks) []string {
 	for i := range atts {
 		a := &atts[i]
-		if !unfurls && isUnfurl(a) {
-			continue
-		}
 		dst = appendTarget(dst, a.OriginalURL, false)
 		dst = appendTarget(dst, a.FromURL, false)
 		dst = appendTarget(dst, a.TitleLink, false)
 		dst = appendTarget(dst, a.AuthorLink, false)
 		dst = appendMrkdwn(dst, a.AuthorName)
-		dst = appendMrkdwn(dst, a.Title)
+		// a.Title is plain text: only title_link (read above) makes it a link.
 		dst = appendMrkdwn(dst, a.Pretext)
 		dst = appendMrkdwn(dst, a.Text)
 		for _, f := range a.Fields {

@@ -163,8 +163,10 @@ func TestExtract(t *testing.T) {
 		{
 			name: "userinfo tricks: the host after @ is scanned",
 			msg: `{"type":"message","user":"U01","ts":"1.2",
-				"text":"<http://good.example@evil.example/login|http://good.example/login> <https://user:pass@creds.example/>",
+				"text":"<http://good.example@evil.example/login|http://good.example/login> <https://user:pass@creds.example/> <http://backslash.example\\@good.example/>",
 				"blocks":[{"type":"rich_text","elements":[{"type":"rich_text_section","elements":[
+					{"type":"link","url":"http://good.example@evil.example/login","text":"http://good.example/login"},{"type":"text","text":" "},
+					{"type":"link","url":"https://user:pass@creds.example/"},{"type":"text","text":" "},
 					{"type":"link","url":"http://backslash.example\\@good.example/"}]}]}]}`,
 			targets: []string{"http://evil.example/login", "https://creds.example/", "http://backslash.example/@good.example/"},
 		},
@@ -496,47 +498,54 @@ func TestFromAttachments(t *testing.T) {
 
 func TestSetAndSameLinks(t *testing.T) {
 	t.Parallel()
-	// A message as first posted, then the message_changed event Slack sends
-	// when it adds an unfurl (event.message), then a real edit.
+	// A message as first posted, then the message_changed events Slack
+	// sends when it adds an unfurl (event.message), then a real edit.
 	posted := mustMsg(t, `{"type":"message","user":"U01","ts":"1.2",
 		"text":"<https://short.example/abc> and <https://Other.example/#x|other>",
 		"blocks":[{"type":"rich_text","elements":[{"type":"rich_text_section","elements":[
 			{"type":"link","url":"https://short.example/abc"},{"type":"text","text":" and "},
 			{"type":"link","url":"https://Other.example/#x","text":"other"}]}]}]}`)
-	var changed struct {
-		Type    string     `json:"type"`
-		SubType string     `json:"subtype"`
-		Message *slack.Msg `json:"message"`
-	}
-	err := json.Unmarshal([]byte(`{"type":"message","subtype":"message_changed","hidden":true,"channel":"C1","ts":"1.3",
-		"message":{"type":"message","user":"U01","ts":"1.2",
-			"text":"<https://short.example/abc> and <https://Other.example/#x|other>",
-			"attachments":[{"id":1,"original_url":"https://short.example/abc","from_url":"https://short.example/abc",
-				"title_link":"https://landing.example/page","title":"Landing","image_url":"https://landing.example/og.png"}]},
-		"previous_message":{"type":"message","user":"U01","ts":"1.2","text":"<https://short.example/abc> and <https://Other.example/#x|other>"}}`), &changed)
-	if err != nil {
-		t.Fatal(err)
+	unfurled := func(titleLink string) *slack.Msg {
+		var changed struct {
+			Message *slack.Msg `json:"message"`
+		}
+		err := json.Unmarshal([]byte(`{"type":"message","subtype":"message_changed","hidden":true,"channel":"C1","ts":"1.3",
+			"message":{"type":"message","user":"U01","ts":"1.2",
+				"text":"<https://short.example/abc> and <https://Other.example/#x|other>",
+				"attachments":[{"id":1,"original_url":"https://short.example/abc","from_url":"https://short.example/abc",
+					"title_link":"`+titleLink+`","title":"Landing","image_url":"https://landing.example/og.png"}]},
+			"previous_message":{"type":"message","user":"U01","ts":"1.2","text":"<https://short.example/abc> and <https://Other.example/#x|other>"}}`), &changed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return changed.Message
 	}
 	edited := mustMsg(t, `{"type":"message","user":"U01","ts":"1.2","edited":{"user":"U01","ts":"1.4"},
 		"text":"<https://short.example/abc> and <https://another.example/>"}`)
 
 	wantSet := []string{"https://other.example/", "https://short.example/abc"}
-	if got := Set(posted); !slices.Equal(got, wantSet) {
+	if got := Set(posted, nil); !slices.Equal(got, wantSet) {
 		t.Errorf("Set(posted) = %q, want %q", got, wantSet)
 	}
-	if !SameLinks(posted, changed.Message) {
-		t.Errorf("unfurl-only change: SameLinks = false; sets %q vs %q", Set(posted), Set(changed.Message))
+	if same := unfurled("https://short.example/abc"); !SameLinks(posted, nil, same, nil) {
+		t.Errorf("unfurl of the message's own link: SameLinks = false; sets %q vs %q", Set(posted, nil), Set(same, nil))
 	}
-	if SameLinks(posted, edited) {
+	// The preview's title opens https://landing.example/page, a link the
+	// message did not carry, clickable from now on: a change (the old Set
+	// left every unfurl out, and with it this link, unscanned).
+	if SameLinks(posted, nil, unfurled("https://landing.example/page"), nil) {
+		t.Error("unfurl whose title_link is another address: SameLinks = true")
+	}
+	if SameLinks(posted, nil, edited, nil) {
 		t.Error("real edit: SameLinks = true")
 	}
 	// Set covers links a policy would skip, and malformed ones as found.
 	m := mustMsg(t, `{"type":"message","user":"U01","ts":"1.2","text":"<http://10.0.0.1/> <http://bad:port/> <ftp://x.example/>"}`)
 	wantSet = []string{"ftp://x.example/", "http://10.0.0.1/", "http://bad:port/"}
-	if got := Set(m); !slices.Equal(got, wantSet) {
+	if got := Set(m, nil); !slices.Equal(got, wantSet) {
 		t.Errorf("Set = %q, want %q", got, wantSet)
 	}
-	if Set(nil) != nil {
+	if Set(nil, nil) != nil {
 		t.Error("Set(nil) != nil")
 	}
 }

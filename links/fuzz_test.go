@@ -191,7 +191,7 @@ func FuzzExtractText(f *testing.F) {
 		} {
 			checkResult(t, text, p, p.Extract(msg))
 		}
-		if s := Set(&slack.Msg{Text: text}); len(s) > 1 {
+		if s := Set(&slack.Msg{Text: text}, nil); len(s) > 1 {
 			for i := 1; i < len(s); i++ {
 				if s[i-1] >= s[i] {
 					t.Fatalf("Set(%q) not sorted and distinct: %q", text, s)

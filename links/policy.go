@@ -368,7 +368,9 @@ func errReason(err error) (Reason, string) {
 
 // Extract finds the links in a message (text, blocks and attachments; see
 // FromText, FromMrkdwn, FromBlocks, FromAttachments; text is read as
-// mrkdwn with bare URLs when bot_id is set or the subtype is bot_message),
+// mrkdwn with bare URLs when bot_id is set or the subtype is bot_message,
+// and not at all when the message has blocks, whose text is only the
+// notification fallback: doc.go, "Fallback text"),
 // normalises them, drops duplicates of an earlier normalised URL, and splits
 // them into targets to scan and skipped links with reasons. Targets beyond
 // MaxLinks are counted in LeftOut. For links through Slack's redirector
@@ -392,7 +394,7 @@ func (p *Policy) ExtractRaw(msg *slack.Msg, rawMsg []byte) Result {
 		return res
 	}
 	var rawBuf [16]string
-	raws := appendMessage(rawBuf[:0], msg, SharedBlocks(rawMsg), true)
+	raws := appendMessage(rawBuf[:0], msg, SharedBlocks(rawMsg))
 	var depth []int // unwrap depth of raws[i], allocated on first unwrap
 	var seen dedupe
 	var stripped map[string]int // with strip: target index of each URL as sent (-1: left out)
