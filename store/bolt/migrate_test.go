@@ -103,7 +103,8 @@ func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
 	// Schema 3: no history bucket (history lives in the target records),
 	// one id per target and the id sequence in meta.
 	want := map[string]int{"allow": 2, "analyses": 3, "card_ts": 2, "cards": 3, "channel_files": 1, "channel_quarantine": 0, "channels": 2, "check_claims": 0, "deferred": 0, "deferred_at": 0, "due": 1, "durations": 0,
-		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "targets": 2, "tasks": 5, "workspaces": 0}
+		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "targets": 2, "tasks": 5,
+		"user_report_triage": 0, "user_reports": 0, "user_reports_by": 0, "workspaces": 0}
 	if got := db.Counts(); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts after migration:\n got %v\nwant %v", got, want)
 	}

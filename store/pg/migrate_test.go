@@ -36,10 +36,11 @@ RETURNING id`
 
 // fromSchema11: a database of the release before issue 24 (schema 11),
 // with a card and a job written as that release writes them, is migrated
-// by this code to schema 12 at Open: the card reads with no team, the job
-// is pending, there are no workspaces and they can be put; a card written
-// with a team keeps it, until the schema-11 code rewrites the record
-// (what a replica of the old release does during a rolling upgrade).
+// by this code to SchemaVersion (12 when this was written) at Open: the
+// card reads with no team, the job is pending, there are no workspaces and
+// they can be put; a card written with a team keeps it, until the
+// schema-11 code rewrites the record (what a replica of the old release
+// does during a rolling upgrade).
 func fromSchema11(t *testing.T) {
 	schema, schemaURL := pgtest.Schema(t)
 	ctx := context.Background()
@@ -68,8 +69,8 @@ func fromSchema11(t *testing.T) {
 	}
 
 	db := open(t, schema, pgtest.URL(t), func() time.Time { return at.Add(time.Hour) })
-	if v, rows := schemaVersion(t, schemaURL); v != 12 || rows != 13 {
-		t.Fatalf("after Open: schema %d (%d rows), want 12", v, rows)
+	if v, rows := schemaVersion(t, schemaURL); v != pg.SchemaVersion || rows != pg.SchemaVersion+1 {
+		t.Fatalf("after Open: schema %d (%d rows), want %d", v, rows, pg.SchemaVersion)
 	}
 	ref := card.Ref{Channel: "C1", SourceTS: "1764322200.000100"}
 	rec, err := db.Card(ref)
