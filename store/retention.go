@@ -11,9 +11,12 @@ type PruneStats struct {
 	// it finishes (FinishJob), so it is always 0 there; unfinished jobs
 	// are never pruned.
 	Jobs int
+	// UserReports is user reports (Report to security) last updated
+	// before the cutoff, with their reporters.
+	UserReports int
 }
 
 // Total is the number of records removed.
 func (s PruneStats) Total() int {
-	return s.Cards + s.Verdicts + s.Reports + s.Targets + s.Events + s.Jobs
+	return s.Cards + s.Verdicts + s.Reports + s.Targets + s.Events + s.Jobs + s.UserReports
 }

@@ -16,8 +16,9 @@ import (
 // Each method is one transaction: what it changes is changed entirely or
 // not at all, and the read-modify-write methods (UpdateCard, UpsertCard,
 // RecordJobs, RecordVerdict, FinishAnalysis, RecheckFailed, AddCard,
-// PutWorkspaces) are atomic against concurrent callers, in this process
-// or, on PostgreSQL, in another replica.
+// PutWorkspaces, AddUserReport, UpdateUserReport) are atomic against
+// concurrent callers, in this process or, on PostgreSQL, in another
+// replica.
 //
 // What only one backend can do is declared here too, with a neutral value
 // on the other (Ping, Size, OnReplicas, SweepEvery, the shared commits), so
@@ -115,7 +116,9 @@ type State interface {
 	//     deferred check planned, no analysis in flight and no card left,
 	//     with their due and task index entries;
 	//   - processed event ids seen before cutoff;
-	//   - task index entries whose target is gone.
+	//   - task index entries whose target is gone;
+	//   - user reports (Report to security) last updated before cutoff,
+	//     open or decided, with their reporters and index entries.
 	//
 	// It works in batches of short transactions, so it can run while the
 	// bot is busy; a failure leaves what was pruned so far pruned.
@@ -219,6 +222,49 @@ type State interface {
 	// Workspaces returns every workspace recorded, by TeamID (bytewise;
 	// none: empty, no error).
 	Workspaces() ([]Workspace, error)
+
+	// Messages reported to the security team (userreports.go), shared by
+	// the replicas on PostgreSQL: one UserReport per message, its
+	// reporters gathered on it.
+	//
+	// AddUserReport records that r.User reported the message (channel, ts):
+	// the report is created at the first reporter (fn, if set, fills a new
+	// report's fields: author, thread), and a user already among its
+	// reporters is not added again (added false). One transaction.
+	//
+	// fn is called once, only when the report is new; what it sets in
+	// Channel, TS, Reporters, Created and Updated is the store's to set
+	// and is overwritten. A reporter added is appended to Reporters, with
+	// At the store's clock when r.At is zero, and moves Updated; a user
+	// already there leaves the report as it was (nothing is written). rep
+	// is the report as stored. Concurrent calls for one message, in any
+	// replica, each add their user once, in the order they take the
+	// report. No channel, ts or r.User: ErrBadUserReport; fn giving the
+	// new report a triage card that is another report's: ErrTriageTaken.
+	AddUserReport(channel, ts string, r Reporter, fn func(rep *UserReport)) (rep UserReport, added bool, err error)
+	// UpdateUserReport applies fn to the report of (channel, ts) and saves it
+	// in one transaction (ErrNotFound when there is none; fn's error
+	// aborts and is returned).
+	//
+	// fn may change any field but Channel, TS and Created (kept) and
+	// Updated (the store's clock); it may change the reporters (Told), as
+	// long as each has a user and none is there twice (ErrBadUserReport
+	// otherwise). A triage card that is another report's is
+	// ErrTriageTaken. Either aborts: nothing is recorded.
+	UpdateUserReport(channel, ts string, fn func(rep *UserReport) error) (UserReport, error)
+	// UserReport returns the report of the message (channel, ts), or
+	// ErrNotFound.
+	UserReport(channel, ts string) (UserReport, error)
+	// UserReportByTriage finds the report whose triage card is (channel, ts).
+	// ErrNotFound when none is (or channel or ts is empty).
+	UserReportByTriage(channel, ts string) (UserReport, error)
+	// UserReportsBy returns the reports user made, newest report first, at most n.
+	// Newest is by when user reported it (their Reporter.At); none (or n
+	// below 1): empty, no error.
+	UserReportsBy(user string, n int) ([]UserReport, error)
+	// UserReportsSince counts the reports user made since t (a per-user rate limit shared by replicas).
+	// A report counts when user's Reporter.At is at or after since.
+	UserReportsSince(user string, since time.Time) (int, error)
 
 	// Replicas sharing the state. The embedded file is opened by one
 	// process: it claims every analysis, has no orphans, and counts one

@@ -4,10 +4,10 @@
 // analyses in flight, targets and their verdict history, cards and where
 // they are, reports, channel settings, the runtime allowlist, quarantined
 // messages and the removals a recheck decided, the outgoing events, the
-// workspaces of an Enterprise Grid install), the State and EventQueue
-// interfaces, the recheck Schedule, the leases of the periodic jobs, and
-// the errors every backend returns. It stores nothing itself and imports
-// nothing of Slack.
+// workspaces of an Enterprise Grid install, the messages people reported
+// to the security team), the State and EventQueue interfaces, the recheck
+// Schedule, the leases of the periodic jobs, and the errors every backend
+// returns. It stores nothing itself and imports nothing of Slack.
 //
 // Each backend is a package of its own that implements State: store/bolt,
 // the embedded bbolt file (the default: one process, nothing to install),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -103,7 +104,8 @@ func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
 	// Schema 3: no history bucket (history lives in the target records),
 	// one id per target and the id sequence in meta.
 	want := map[string]int{"allow": 2, "analyses": 3, "card_ts": 2, "cards": 3, "channel_files": 1, "channel_quarantine": 0, "channels": 2, "check_claims": 0, "deferred": 0, "deferred_at": 0, "due": 1, "durations": 0,
-		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "targets": 2, "tasks": 5, "workspaces": 0}
+		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "targets": 2, "tasks": 5,
+		"user_report_triage": 0, "user_reports": 0, "user_reports_by": 0, "workspaces": 0}
 	if got := db.Counts(); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts after migration:\n got %v\nwant %v", got, want)
 	}
@@ -396,5 +398,109 @@ func TestV3FileOfBeforeIssue24GetsWorkspaces(t *testing.T) {
 	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
 	if schema != "3" {
 		t.Errorf("schema %q after reopening, want 3 (the bucket changed no schema)", schema)
+	}
+}
+
+// The values below are those testdata/gen_v3_issue24_test.go.txt wrote.
+var v3i24Ref = card.Ref{Channel: "C1", SourceTS: "1764408600.000100"}
+
+func v3i24Card() card.Card {
+	at := time.Date(2026, 11, 29, 9, 30, 0, 0, time.UTC)
+	return card.Card{Channel: "C1", ThreadTS: "1764408600.000100", SourceTS: "1764408600.000100", CardTS: "1764408601.000200",
+		Poster: "U1", Final: true, MaxLinks: 10,
+		Lines: []card.Line{{Kind: card.KindURL, Target: v3URL, Level: verdict.Malicious, Category: "phishing",
+			Scores: verdict.Scores{"phishing": 0.97}, Service: "reputation", TaskID: "rt-1", CheckedAt: at, Actions: true}}}
+}
+
+// TestV3FileOfIssue24GetsUserReports opens a store of schema 3 written by
+// the code of issue 24, before issue 25 (testdata/v3-issue24.db: a card of
+// workspace T1, the workspace, no user reports buckets) with this code: it
+// is not migrated, its card, workspace, job and target read as written,
+// it has no user reports; a message reported by two users and given a
+// triage card is found, by its key, its triage card and its reporters,
+// after the store is reopened, still schema 3.
+func TestV3FileOfIssue24GetsUserReports(t *testing.T) {
+	db, dir := openFixture(t, "testdata/v3-issue24.db")
+	defer func() { db.Close() }()
+	var has []string
+	_ = db.be.view(func(t txn) error {
+		for _, b := range []string{bUserReports, bUserReportTriage, bUserReportsBy} {
+			if t.(boltTxn).tx.Bucket([]byte(b)) != nil {
+				has = append(has, b)
+			}
+		}
+		if t.(boltTxn).tx.Bucket([]byte(bWorkspaces)) == nil {
+			has = append(has, "no "+bWorkspaces)
+		}
+		return nil
+	})
+	if len(has) != 0 {
+		t.Fatalf("the fixture is not of the code of issue 24 (%q)", has)
+	}
+	if baks, _ := filepath.Glob(filepath.Join(dir, "*.bak")); len(baks) != 0 {
+		t.Errorf("a schema 3 file was migrated (backups %v)", baks)
+	}
+
+	rec, err := db.Card(v3i24Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.TeamID != "T1" || rec.Mode != "verbose" || rec.Gen != 1 || rec.Updated.IsZero() || !reflect.DeepEqual(rec.Card, v3i24Card()) {
+		t.Fatalf("card: team %q mode %q gen %d updated %v\n got %+v\nwant %+v", rec.TeamID, rec.Mode, rec.Gen, rec.Updated, rec.Card, v3i24Card())
+	}
+	if ws, err := db.Workspaces(); err != nil || len(ws) != 1 || ws[0].TeamID != "T1" || ws[0].Name != "Alpha" || !ws[0].Granted {
+		t.Errorf("workspaces: %+v, %v", ws, err)
+	}
+	jobs, err := db.PendingJobs()
+	if err != nil || len(jobs) != 1 || jobs[0].EventID != "Ev1" || string(jobs[0].Payload) != `{"text":"see https://evil.test/login?x=1"}` {
+		t.Errorf("pending jobs: %+v, %v", jobs, err)
+	}
+	if tg, err := db.Target(v3URL); err != nil || tg.Level != verdict.Malicious || !reflect.DeepEqual(tg.Cards, []card.Ref{v3i24Ref}) {
+		t.Errorf("target: %+v, %v", tg, err)
+	}
+	if _, err := db.UserReport("C1", v3i24Ref.SourceTS); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a user report in the fixture: %v", err)
+	}
+	if n, err := db.UserReportsSince("U2", time.Time{}); err != nil || n != 0 {
+		t.Fatalf("UserReportsSince in the fixture: %d, %v", n, err)
+	}
+
+	for _, u := range []string{"U2", "U3"} {
+		if _, added, err := db.AddUserReport("C1", v3i24Ref.SourceTS, store.Reporter{User: u, Via: "shortcut"}, func(rep *store.UserReport) {
+			rep.Author, rep.AuthorTeam = rec.Card.Poster, rec.TeamID
+		}); err != nil || !added {
+			t.Fatalf("%s reports the message: %v, %v", u, added, err)
+		}
+	}
+	if _, err := db.UpdateUserReport("C1", v3i24Ref.SourceTS, func(rep *store.UserReport) error {
+		rep.TriageChannel, rep.TriageTS = "CSEC", "1764412300.000001"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := db.UserReportByTriage("CSEC", "1764412300.000001")
+	if err != nil || rep.TS != v3i24Ref.SourceTS || rep.Author != "U1" || rep.AuthorTeam != "T1" || len(rep.Reporters) != 2 ||
+		rep.Reporters[0].User != "U2" || rep.Reporters[1].User != "U3" {
+		t.Fatalf("the report after reopening, by its triage card: %+v, %v", rep, err)
+	}
+	if reps, err := db.UserReportsBy("U3", 10); err != nil || len(reps) != 1 || reps[0].TS != v3i24Ref.SourceTS {
+		t.Fatalf("the report after reopening, by its reporter: %+v, %v", reps, err)
+	}
+	if rec, err := db.Card(v3i24Ref); err != nil || rec.TeamID != "T1" {
+		t.Fatalf("card after reopening: %+v, %v", rec, err)
+	}
+	counts := db.Counts()
+	if counts[bUserReports] != 1 || counts[bUserReportTriage] != 1 || counts[bUserReportsBy] != 2 || counts[bWorkspaces] != 1 || counts[bCards] != 1 {
+		t.Errorf("counts after reopening: %v", counts)
+	}
+	var schema string
+	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
+	if schema != "3" {
+		t.Errorf("schema %q after reopening, want 3 (the buckets changed no schema)", schema)
 	}
 }

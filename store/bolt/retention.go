@@ -24,6 +24,9 @@ func (db *DB) Prune(cutoff time.Time) (store.PruneStats, error) {
 	if st.Reports, err = db.pruneTimed(bReports, cutoff); err != nil {
 		return st, err
 	}
+	if st.UserReports, err = db.pruneUserReports(cutoff); err != nil {
+		return st, err
+	}
 	if st.Verdicts, st.Targets, err = db.pruneTargets(cutoff); err != nil {
 		return st, err
 	}

@@ -2,6 +2,7 @@ package pg_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/pg"
 	"github.com/verdictbot/verdictbot/store/pg/pgtest"
+	"github.com/verdictbot/verdictbot/store/storetest"
 )
 
 // schema11Card is a card record as the code of schema 11 (commit c4c4db9,
@@ -36,10 +38,11 @@ RETURNING id`
 
 // fromSchema11: a database of the release before issue 24 (schema 11),
 // with a card and a job written as that release writes them, is migrated
-// by this code to schema 12 at Open: the card reads with no team, the job
-// is pending, there are no workspaces and they can be put; a card written
-// with a team keeps it, until the schema-11 code rewrites the record
-// (what a replica of the old release does during a rolling upgrade).
+// by this code to SchemaVersion (12 when this was written) at Open: the
+// card reads with no team, the job is pending, there are no workspaces and
+// they can be put; a card written with a team keeps it, until the
+// schema-11 code rewrites the record (what a replica of the old release
+// does during a rolling upgrade).
 func fromSchema11(t *testing.T) {
 	schema, schemaURL := pgtest.Schema(t)
 	ctx := context.Background()
@@ -68,8 +71,8 @@ func fromSchema11(t *testing.T) {
 	}
 
 	db := open(t, schema, pgtest.URL(t), func() time.Time { return at.Add(time.Hour) })
-	if v, rows := schemaVersion(t, schemaURL); v != 12 || rows != 13 {
-		t.Fatalf("after Open: schema %d (%d rows), want 12", v, rows)
+	if v, rows := schemaVersion(t, schemaURL); v != pg.SchemaVersion || rows != pg.SchemaVersion+1 {
+		t.Fatalf("after Open: schema %d (%d rows), want %d", v, rows, pg.SchemaVersion)
 	}
 	ref := card.Ref{Channel: "C1", SourceTS: "1764322200.000100"}
 	rec, err := db.Card(ref)
@@ -121,5 +124,136 @@ func fromSchema11(t *testing.T) {
 	}
 	if rec, err := db.Card(ref); err != nil || rec.TeamID != "" {
 		t.Fatalf("card rewritten by schema 11: %+v, %v", rec, err)
+	}
+}
+
+// schema12Card is a card record as the code of schema 12 (commit dc4009d,
+// before issue 25) marshals it: a card reached through workspace T1.
+const schema12Card = `{"card":{"channel":"C1","thread_ts":"1764408600.000100","source_ts":"1764408600.000100","card_ts":"1764408601.000200","poster":"U1","final":true,"lines":[{"kind":"url","target":"https://evil.test/login?x=1","level":5,"category":"phishing","scores":null,"service":"reputation","task_id":"rt-1","checked_at":"2026-11-29T09:30:00Z","reports":null}],"skipped":null,"max_links":10,"notes":null},"mode":"verbose","team":"T1","gen":1,"updated":"2026-11-29T09:31:00Z"}`
+
+// putWorkspace12 is the statement with which the code of schema 12 writes
+// a workspace (workspaces.go's putWorkspace at commit dc4009d); its card
+// write is putCard11, unchanged in schema 12.
+const putWorkspace12 = `
+INSERT INTO workspaces AS w (team_id, enterprise_id, name, domain, granted, changed)
+	VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (team_id) DO UPDATE
+	SET enterprise_id = excluded.enterprise_id, name = excluded.name, domain = excluded.domain,
+		granted = excluded.granted,
+		changed = CASE WHEN w.granted = excluded.granted THEN w.changed ELSE excluded.changed END`
+
+// fromSchema12: a database of the release before issue 25 (schema 12),
+// with a card of a workspace, the workspace and a job written as that
+// release writes them, is migrated by this code to 13 at Open: the card
+// reads with its team, the workspace and the pending job are there, there
+// are no user reports, and a message reported gathers its reporters, gets
+// a triage card, is found by it and by its reporters, and is pruned. The
+// release of schema 12 still writes its card and its workspace on 13.
+func fromSchema12(t *testing.T) {
+	schema, schemaURL := pgtest.Schema(t)
+	ctx := context.Background()
+	if err := pg.MigrateTo(ctx, schemaURL, pg.Options{}, 12); err != nil {
+		t.Fatal(err)
+	}
+	if v, rows := schemaVersion(t, schemaURL); v != 12 || rows != 13 {
+		t.Fatalf("before: schema %d (%d rows), want 12", v, rows)
+	}
+	conn, err := pgx.Connect(ctx, schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var has bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('user_reports') IS NOT NULL OR to_regclass('user_report_reporters') IS NOT NULL`).Scan(&has); err != nil || has {
+		t.Fatalf("schema 12 has a user reports table (%v, %v)", has, err)
+	}
+	at := time.Date(2026, 11, 29, 9, 31, 0, 0, time.UTC)
+	const source, cardTS = "1764408600.000100", "1764408601.000200"
+	if _, err := conn.Exec(ctx, putCard11, "C1", source, cardTS, false, schema12Card, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, putWorkspace12, "T1", "E1", "Alpha", "alpha", true, at); err != nil {
+		t.Fatal(err)
+	}
+	var jobID int64
+	if err := conn.QueryRow(ctx, recordJob11, "message", "Ev1", []byte(`{"text":"see https://evil.test/login?x=1"}`), at, at, "").Scan(&jobID); err != nil {
+		t.Fatal(err)
+	}
+
+	clock := &storetest.Clock{}
+	clock.Set(at.Add(time.Hour))
+	db := open(t, schema, pgtest.URL(t), clock.Now)
+	if v, rows := schemaVersion(t, schemaURL); v != 13 || rows != 14 || pg.SchemaVersion != 13 {
+		t.Fatalf("after Open: schema %d (%d rows), want 13", v, rows)
+	}
+	ref := card.Ref{Channel: "C1", SourceTS: source}
+	rec, err := db.Card(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.TeamID != "T1" || rec.Mode != "verbose" || rec.Gen != 1 || !rec.Updated.Equal(time.Date(2026, 11, 29, 9, 31, 0, 0, time.UTC)) ||
+		rec.Card.CardTS != cardTS || len(rec.Card.Lines) != 1 || rec.Card.Lines[0].Target != "https://evil.test/login?x=1" {
+		t.Fatalf("card of schema 12: %+v", rec)
+	}
+	w := store.Workspace{TeamID: "T1", EnterpriseID: "E1", Name: "Alpha", Domain: "alpha", Granted: true, Changed: at}
+	if ws, err := db.Workspaces(); err != nil || !reflect.DeepEqual(ws, []store.Workspace{w}) {
+		t.Fatalf("workspaces of schema 12: %+v, %v; want %+v", ws, err, w)
+	}
+	jobs, err := db.PendingJobs()
+	if err != nil || len(jobs) != 1 || jobs[0].ID != uint64(jobID) || jobs[0].EventID != "Ev1" {
+		t.Fatalf("pending jobs: %+v, %v", jobs, err)
+	}
+
+	// No reports; then the message is reported, twice, and triaged.
+	if _, err := db.UserReport("C1", source); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a user report after the migration: %v", err)
+	}
+	if reps, err := db.UserReportsBy("U2", 10); err != nil || len(reps) != 0 {
+		t.Fatalf("UserReportsBy after the migration: %+v, %v", reps, err)
+	}
+	rep, added, err := db.AddUserReport("C1", source, store.Reporter{User: "U2", Via: "shortcut"}, func(rep *store.UserReport) {
+		rep.Author, rep.AuthorTeam = rec.Card.Poster, rec.TeamID
+	})
+	if err != nil || !added || rep.Author != "U1" || rep.AuthorTeam != "T1" || len(rep.Reporters) != 1 {
+		t.Fatalf("first report: %+v, %v, %v", rep, added, err)
+	}
+	clock.Add(time.Minute)
+	if rep, added, err = db.AddUserReport("C1", source, store.Reporter{User: "U3", Via: "reaction"}, nil); err != nil || !added || len(rep.Reporters) != 2 {
+		t.Fatalf("second report: %+v, %v, %v", rep, added, err)
+	}
+	if _, err := db.UpdateUserReport("C1", source, func(rep *store.UserReport) error {
+		rep.TriageChannel, rep.TriageTS = "CSEC", "1764412300.000001"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.UserReportByTriage("CSEC", "1764412300.000001"); err != nil || got.TS != source || got.Author != "U1" ||
+		len(got.Reporters) != 2 || got.Reporters[0].User != "U2" || got.Reporters[1].User != "U3" {
+		t.Fatalf("by its triage card: %+v, %v", got, err)
+	}
+	if n, err := db.UserReportsSince("U3", at); err != nil || n != 1 {
+		t.Fatalf("UserReportsSince: %d, %v", n, err)
+	}
+
+	// The release of schema 12 still writes its records on 13.
+	if _, err := conn.Exec(ctx, putCard11, "C1", source, cardTS, false, schema12Card, at); err != nil {
+		t.Fatalf("schema 12's card write on 13: %v", err)
+	}
+	if _, err := conn.Exec(ctx, putWorkspace12, "T1", "E1", "Alpha", "alpha", false, at.Add(time.Hour)); err != nil {
+		t.Fatalf("schema 12's workspace write on 13: %v", err)
+	}
+	if ws, err := db.Workspaces(); err != nil || len(ws) != 1 || ws[0].Granted {
+		t.Fatalf("workspace written by schema 12 on 13: %+v, %v", ws, err)
+	}
+
+	// Retention removes the report, and its reporters with it.
+	clock.Add(40 * 24 * time.Hour)
+	st, err := db.Prune(clock.Now().Add(-30 * 24 * time.Hour))
+	if err != nil || st.UserReports != 1 {
+		t.Fatalf("Prune: %+v, %v; want 1 user report", st, err)
+	}
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM user_report_reporters`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("reporters left after their report was pruned: %d, %v", left, err)
 	}
 }

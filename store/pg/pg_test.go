@@ -60,6 +60,7 @@ func TestPostgres(t *testing.T) {
 	t.Run("MigrationsRunOnceUnderTheLock", migrationsRunOnce)
 	t.Run("NewerSchemaIsRefused", newerSchemaIsRefused)
 	t.Run("Schema11IsMigratedWithItsRecords", fromSchema11)
+	t.Run("Schema12IsMigratedWithItsRecords", fromSchema12)
 	t.Run("PasswordNeverInErrors", passwordNeverInErrors)
 	t.Run("AllowanceIsSharedByReplicas", func(t *testing.T) {
 		schema, _ := pgtest.Schema(t)

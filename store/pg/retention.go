@@ -25,7 +25,9 @@ const defaultPruneBatch = 2000
 //     index entry;
 //   - task index entries whose target is gone and has no analysis in
 //     flight (an analysis that failed);
-//   - processed event ids seen before cutoff (PruneEvents).
+//   - processed event ids seen before cutoff (PruneEvents);
+//   - user reports last updated before cutoff; their reporters go by the
+//     foreign key's cascade.
 //
 // PruneStats.Jobs is always 0: FinishJob deletes a job as it finishes, and
 // unfinished jobs are never pruned.
@@ -65,6 +67,13 @@ func (db *DB) Prune(cutoff time.Time) (store.PruneStats, error) {
 			DELETE FROM reports WHERE id IN (
 				SELECT id FROM reports WHERE at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
 			AND at < $1
+			RETURNING 1)
+		SELECT count(*) FROM gone`, true},
+		// User reports, and their reporters by the foreign key's cascade.
+		{&st.UserReports, `WITH gone AS (
+			DELETE FROM user_reports WHERE (channel, ts) IN (
+				SELECT channel, ts FROM user_reports WHERE updated < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+			AND updated < $1
 			RETURNING 1)
 		SELECT count(*) FROM gone`, true},
 		// Targets nothing keeps; their target_cards rows go by the foreign
