@@ -40,6 +40,7 @@ import (
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
+	"github.com/verdictbot/verdictbot/triage"
 
 	"github.com/verdictbot/verdictbot/config"
 )
@@ -102,6 +103,8 @@ type App struct {
 	// workspaces of an Enterprise Grid organisation), learnt at auth.test
 	// (onAuth); nil before.
 	grid atomic.Pointer[grid.Directory]
+	// triage is "Report to security".
+	triage *triage.Triage
 	// teamEvents counts what is handled per workspace (metrics).
 	teamEvents *metrics.Workspaces
 	// startAdminGroup starts the admin group's lookups (set by Run, called
@@ -167,6 +170,7 @@ func New(cfg config.Config, opts Options) (_ *App, err error) {
 		a.wireBot,
 		a.wireMessages,
 		a.wireCommands,
+		a.wireTriage,
 		a.wireFiles,
 		a.wireReplicas,
 		a.wireRecheck,
@@ -696,6 +700,7 @@ func (a *App) Run(ctx context.Context) error {
 // releasePipelines closes the pipelines and the events file, once.
 func (a *App) releasePipelines() {
 	a.release.Do(func() {
+		a.triage.Close() // its triage cards waiting for verdicts
 		if a.urls != nil {
 			a.urls.Close()
 		}

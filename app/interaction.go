@@ -10,11 +10,19 @@ import (
 
 	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/triage"
 )
 
 // interaction routes block actions (feedback buttons) and the "Scan this
 // message" shortcut.
 func (a *App) interaction(ctx context.Context, cb *slack.InteractionCallback, raw json.RawMessage) {
+	if cb.Type == slack.InteractionTypeMessageAction && cb.CallbackID == triage.ShortcutReport {
+		a.reportShortcut(ctx, cb, raw)
+		return
+	}
+	if a.triage.HandleInteraction(ctx, cb) {
+		return
+	}
 	if cb.Type == slack.InteractionTypeMessageAction && cb.CallbackID == commands.ShortcutScanMessage {
 		channel := cb.Channel.ID
 		msg := cb.Message.Msg

@@ -95,6 +95,11 @@ type Handlers struct {
 	// team_access_revoked: an Org Admin changed the workspaces an
 	// org-wide install may see.
 	TeamAccess func(ctx context.Context, granted bool, teams []string)
+	// Reaction gets reaction_added events that ReactionNeedsWork (which
+	// runs before the ack: pure and fast) lets through, e.g. the emoji
+	// that reports a message to security.
+	Reaction          func(ctx context.Context, ev *slackevents.ReactionAddedEvent, m Meta)
+	ReactionNeedsWork func(ev *slackevents.ReactionAddedEvent) bool
 }
 
 // Observer receives measurements for metrics. All methods must be cheap.
@@ -187,6 +192,12 @@ func (b *Bot) SetHandler(h func(ctx context.Context, ev *slackevents.MessageEven
 func (b *Bot) SetFileHandler(h func(ctx context.Context, ev *slackevents.FileSharedEvent, m Meta), needsWork func(ev *slackevents.FileSharedEvent) bool) {
 	b.h.FileShared = h
 	b.h.FileSharedNeedsWork = needsWork
+}
+
+// SetReactionHandler sets the reaction_added handler and its pre-check
+// (see Handlers.Reaction). Call it before Run.
+func (b *Bot) SetReactionHandler(h func(ctx context.Context, ev *slackevents.ReactionAddedEvent, m Meta), needsWork func(ev *slackevents.ReactionAddedEvent) bool) {
+	b.h.Reaction, b.h.ReactionNeedsWork = h, needsWork
 }
 
 // SetPeopleHandlers sets the app_home_opened and app_mention handlers
@@ -497,6 +508,8 @@ func (b *Bot) needsWork(evt socketmode.Event) bool {
 		return b.h.AppMention != nil
 	case *slackevents.TeamAccessGrantedEvent, *slackevents.TeamAccessRevokedEvent:
 		return b.h.TeamAccess != nil
+	case *slackevents.ReactionAddedEvent:
+		return b.h.Reaction != nil && b.h.ReactionNeedsWork != nil && b.h.ReactionNeedsWork(inner)
 	}
 	return false
 }
@@ -639,6 +652,11 @@ func (b *Bot) route(evt socketmode.Event, job *store.Job) {
 		case *slackevents.AppMentionEvent:
 			if b.h.AppMention != nil {
 				b.submit("app_mention", inner, done, func(ctx context.Context) { defer done(); b.h.AppMention(ctx, inner) })
+				return
+			}
+		case *slackevents.ReactionAddedEvent:
+			if b.h.Reaction != nil {
+				b.submit("reaction_added", inner, done, func(ctx context.Context) { defer done(); b.h.Reaction(ctx, inner, m) })
 				return
 			}
 		case *slackevents.TeamAccessGrantedEvent:

@@ -75,6 +75,10 @@ type Card struct {
 	// Quarantine is set once quarantine acted on the message (or tried
 	// to): the card is then its tombstone.
 	Quarantine *Quarantine `json:"quarantine,omitempty"`
+	// ConfirmedBy is the admin who confirmed the message malicious after
+	// members reported it to security (package triage): the card's level
+	// is then malicious, whatever the services said.
+	ConfirmedBy string `json:"confirmed_by,omitempty"`
 }
 
 // Quarantine states.
@@ -232,6 +236,9 @@ func (c *Card) Level() verdict.Level {
 	}
 	if c.LeftOut > 0 {
 		levels = append(levels, verdict.Unknown)
+	}
+	if c.ConfirmedBy != "" {
+		levels = append(levels, verdict.Malicious)
 	}
 	if len(levels) == 0 && len(c.Skipped) > 0 {
 		return verdict.Skipped

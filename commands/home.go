@@ -105,6 +105,9 @@ type Home struct {
 	Health func() []ServiceHealth
 	// Pending, if set, lists the reports being sent (Feedback.Pending).
 	Pending func() []PendingReport
+	// Mine, if set, lists the messages the viewer reported to security
+	// (newest first, at most n) and what became of them.
+	Mine func(user string, n int) ([]MyReport, error)
 	Log     *slog.Logger
 	// MaxChannels bounds the channels listed (default 20); MaxVerdicts
 	// the verdicts (default 10).
@@ -423,12 +426,50 @@ func (h *Home) View(ctx context.Context, user, notice string) slack.HomeTabViewR
 	b.header("Reports awaiting an answer")
 	b.text(h.reportsText(channels))
 
+	if text := h.mineText(user); text != "" {
+		b.add(slack.NewDividerBlock())
+		b.header("Messages you reported to security")
+		b.text(text)
+	}
+
 	b.add(slack.NewDividerBlock())
 	b.header("Commands")
 	for _, chunk := range chunkLines(h.Registry.HomeHelp(), maxSectionText) {
 		b.text(chunk)
 	}
 	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: b.done()}}
+}
+
+// MyReport is a message the viewer reported to security (package triage).
+type MyReport struct {
+	Channel, TS string
+	At          time.Time
+	// Outcome is "" while open, "malicious" or "not_a_threat".
+	Outcome string
+}
+
+// mineText lists the viewer's reports to security ("" for none).
+func (h *Home) mineText(user string) string {
+	if h.Mine == nil {
+		return ""
+	}
+	mine, err := h.Mine(user, 5)
+	if err != nil {
+		h.Log.Warn("home: the viewer's reports could not be read", "error", err)
+		return "_Your reports could not be read just now._"
+	}
+	var lines []string
+	for _, r := range mine {
+		state := "open: the security team has it"
+		switch r.Outcome {
+		case "malicious":
+			state = "*confirmed malicious*: thank you"
+		case "not_a_threat":
+			state = "not a threat"
+		}
+		lines = append(lines, fmt.Sprintf("• a message in <#%s>, %s · %s", r.Channel, r.At.UTC().Format("2006-01-02 15:04 UTC"), state))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // homeBlocks collects a view's blocks within Slack's 100.

@@ -150,6 +150,14 @@ type Config struct {
 	RecheckMax      int             `envconfig:"VERDICTBOT_RECHECK_MAX"`
 	AlertChannel    string          `envconfig:"VERDICTBOT_ALERT_CHANNEL"`
 
+	// Report to security (package triage): where the triage cards go
+	// ("": the alert channel; neither: reporting is off), the reaction
+	// that reports a message ("": none), and whether a triage card quotes
+	// the message's text.
+	ReportChannel     string `envconfig:"VERDICTBOT_REPORT_CHANNEL"`
+	ReportEmoji       string `envconfig:"VERDICTBOT_REPORT_EMOJI"`
+	ReportIncludeText bool   `envconfig:"VERDICTBOT_REPORT_INCLUDE_TEXT"`
+
 	Retention time.Duration `envconfig:"VERDICTBOT_RETENTION"`
 
 	Quarantine          string        `envconfig:"VERDICTBOT_QUARANTINE"`
@@ -652,6 +660,23 @@ var configRules = []configRule{
 			return fmt.Errorf("VERDICTBOT_ALERT_CHANNEL=%q: want a channel id (C…, G…), not a name", c.AlertChannel)
 		}
 		return nil
+	}},
+	{"VERDICTBOT_REPORT_CHANNEL", false, func(c *Config) error {
+		if c.ReportChannel != "" && !isChannelID(c.ReportChannel) {
+			return fmt.Errorf("VERDICTBOT_REPORT_CHANNEL=%q: want a channel id (C…, G…), not a name", c.ReportChannel)
+		}
+		return nil
+	}},
+	{"VERDICTBOT_REPORT_EMOJI", false, func(c *Config) error {
+		name := strings.Trim(c.ReportEmoji, ":")
+		if c.ReportEmoji == "" {
+			return nil
+		}
+		ok := len(name) > 0 && len(name) <= 100
+		for _, r := range name {
+			ok = ok && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("_-+'", r))
+		}
+		return set(ok, fmt.Sprintf("VERDICTBOT_REPORT_EMOJI=%q: want an emoji name such as phish (lower-case letters, digits, _ - +), without colons or with", c.ReportEmoji))
 	}},
 	between("VERDICTBOT_WORKERS", func(c *Config) int { return c.Workers }, 1, 256, "want 1 to 256"),
 	atLeast("VERDICTBOT_QUEUE_SIZE", func(c *Config) int { return c.QueueSize }, 1, "want at least 1"),

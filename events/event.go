@@ -38,6 +38,11 @@ const (
 	KindQuarantine Kind = "quarantine" // a message or file was removed (or could not be)
 	KindRelease    Kind = "release"    // an admin released a quarantined message
 	KindSetting    Kind = "setting"    // a channel setting or the allowlist changed
+	// KindUserReport: a member reported a message to the security team
+	// (Actor is the reporter); Option is then "" for the report itself,
+	// or the triage's outcome ("malicious", "not_a_threat") decided by
+	// an admin (Outcome names them).
+	KindUserReport Kind = "user_report"
 )
 
 // Finding is what an emitter knows of one fact; Build turns it into the
@@ -373,6 +378,21 @@ func Build(f Finding, p Product, uid string) Event {
 		activity, status = activityClose, statusSuppressed
 		title = "quarantined message released: " + what
 		types = []string{"release"}
+	case KindUserReport:
+		activity, status = activityCreate, statusNew
+		level = verdict.Suspicious // a person's suspicion, until triaged
+		title = "message reported to security by a member"
+		types = []string{"user_report"}
+		switch f.Option {
+		case "malicious":
+			activity, status, level = activityUpdate, statusResolved, verdict.Malicious
+			title = "reported message confirmed malicious"
+			types = append(types, "confirmed")
+		case "not_a_threat":
+			activity, status, level = activityClose, statusSuppressed, verdict.Clean
+			title = "reported message found not a threat"
+			types = append(types, "dismissed")
+		}
 	case KindSetting:
 		activity, status = activityOther, statusNew
 		level = verdict.Clean // informational

@@ -26,6 +26,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/internal/manifest"
+	"github.com/verdictbot/verdictbot/triage"
 )
 
 const (
@@ -362,7 +363,8 @@ func TestManifestSlashCommand(t *testing.T) {
 func TestManifestShortcut(t *testing.T) {
 	t.Parallel()
 	m := loadManifest(t)
-	want := []manifest.Shortcut{{Name: "Scan this message", Type: "message", CallbackID: commands.ShortcutScanMessage}}
+	want := []manifest.Shortcut{{Name: "Scan this message", Type: "message", CallbackID: commands.ShortcutScanMessage},
+		{Name: "Report to security", Type: "message", CallbackID: triage.ShortcutReport}}
 	got := slices.Clone(m.Features.Shortcuts)
 	for i := range got {
 		if got[i].Description == "" {
@@ -387,6 +389,7 @@ func TestManifestBotEvents(t *testing.T) {
 		"message.channels",    // messages in public channels the bot is in
 		"message.groups",      // messages in private channels the bot is in
 		"message.im",          // links and files sent to the bot in its Messages tab
+		"reaction_added",      // VERDICTBOT_REPORT_EMOJI: a reaction reports a message to security
 		"team_access_granted", // Enterprise Grid: an Org Admin granted workspaces to the org-wide install
 		"team_access_revoked", // … or revoked them
 	}
@@ -491,6 +494,7 @@ var eventScopes = map[string][]string{
 	"message.mpim":     {"mpim:history"},
 	"file_shared":      {"files:read"},
 	"app_mention":      {"app_mentions:read"},
+	"reaction_added":   {"reactions:read"},
 	// Sent to org-wide installs (Enterprise Grid) when an Org Admin adds
 	// or removes a workspace; no scope ("Required scopes: none").
 	"team_access_granted": {},

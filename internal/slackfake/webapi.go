@@ -434,6 +434,14 @@ func (s *Server) apiBotsInfo(c *apiCall) apiResult {
 // postableChannelLocked returns the channel, or the error posting to it gives.
 func (s *Server) postableChannelLocked(id string) (*Channel, apiResult) {
 	ch := s.st.channels[id]
+	if ch == nil && (strings.HasPrefix(id, "U") || strings.HasPrefix(id, "W")) {
+		// chat.postMessage with a user id as channel posts in the app's
+		// DM with that user, its Messages tab (docs.slack.dev,
+		// chat.postMessage: "channel … Can be … a user ID").
+		if _, known := s.st.users[id]; known {
+			ch = s.imWithLocked(id)
+		}
+	}
 	switch {
 	case ch == nil:
 		return nil, errResult("channel_not_found")
