@@ -124,6 +124,7 @@ var methods = map[string]methodSpec{
 	"conversations.info":           {token: TokenBot, handle: (*Server).apiConversationsInfo},
 	"conversations.history":        {token: TokenBot, handle: (*Server).apiConversationsHistory},
 	"conversations.replies":        {token: TokenBot, handle: (*Server).apiConversationsReplies},
+	"conversations.join":           {token: TokenBot, handle: (*Server).apiConversationsJoin},
 	"users.info":                   {token: TokenBot, user: true, handle: (*Server).apiUsersInfo},
 	"usergroups.users.list":        {token: TokenBot, team: teamRequired, handle: (*Server).apiUsergroupsUsersList},
 	"usergroups.list":              {token: TokenBot, team: teamRequired, handle: (*Server).apiUsergroupsList},
