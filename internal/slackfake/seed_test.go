@@ -1,6 +1,7 @@
 package slackfake_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,7 +192,10 @@ func TestSeedTenThousandAndPageUnderTierLimits(t *testing.T) {
 	f := slackfaketest.Start(t, slackfake.WithTierLimits(true), slackfake.WithRateLimitClock(clock.Now))
 	f.AddChannel(slackfake.Channel{ID: chanSec})
 	api := newAPI(f)
-	ctx := testCtx(t)
+	// Reading 10,000 messages back takes a few seconds under the race
+	// detector, more on a loaded machine: more than testCtx's 20 s.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
 	const n, nReplies = 10000, 200
 	msgs := seedBig(n, nReplies)
 
@@ -199,8 +203,9 @@ func TestSeedTenThousandAndPageUnderTierLimits(t *testing.T) {
 	ts := f.SeedHistory(chanSec, msgs)
 	took := time.Since(began)
 	t.Logf("seeded %d messages in %v", len(msgs), took)
-	// About 0.1 s; the race detector makes that 0.5 to 1 s.
-	if budget := map[bool]time.Duration{false: time.Second, true: 4 * time.Second}[raceDetector]; took > budget {
+	// About 0.1 s; the race detector makes that 0.5 to 1 s, and more on a
+	// loaded machine.
+	if budget := map[bool]time.Duration{false: time.Second, true: 10 * time.Second}[raceDetector]; took > budget {
 		t.Errorf("seeding %d messages took %v (budget %v)", len(msgs), took, budget)
 	}
 	if len(ts) != n+nReplies {
