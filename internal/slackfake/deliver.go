@@ -659,7 +659,9 @@ func findElement(blocks json.RawMessage, blockID, actionID string) (string, map[
 	return "", nil, false
 }
 
-// MessageShortcut is a user running the app's message shortcut on a message.
+// MessageShortcut is a user running one of the app's message shortcuts
+// on a message: CallbackID is the shortcut's callback id as the app's
+// manifest declares it ("scan_message", "report_message"…), any string.
 type MessageShortcut struct {
 	CallbackID string
 	UserID     string
@@ -668,7 +670,14 @@ type MessageShortcut struct {
 }
 
 // DeliverMessageShortcut delivers the message_action interaction for a
-// message the fake holds.
+// message the fake holds (delivered, posted or seeded; a reply too), as
+// Slack sends a message shortcut (docs.slack.dev reference "Shortcuts
+// payloads"): type, callback_id, trigger_id, response_url, action_ts,
+// team, user, channel {id, name}, message_ts and the whole message as
+// history renders it (text, user, ts, thread_ts, blocks, attachments,
+// files, a thread's summary on its root), with enterprise and
+// is_enterprise_install. The response_url answers like a slash command's
+// (ephemeral to the user by default).
 func (s *Server) DeliverMessageShortcut(sc MessageShortcut) (Delivery, error) {
 	if sc.UserID == "" || sc.CallbackID == "" {
 		return Delivery{}, errors.New("slackfake: MessageShortcut needs UserID and CallbackID")
@@ -692,7 +701,7 @@ func (s *Server) DeliverMessageShortcut(sc MessageShortcut) (Delivery, error) {
 		"user": s.userObjectLocked(sc.UserID), "channel": map[string]any{"id": sc.Channel, "name": ch.Name},
 		"callback_id": sc.CallbackID,
 		"trigger_id":  trigger, "response_url": s.base + t.path, "message_ts": sc.MessageTS,
-		"message": s.messageJSON(m),
+		"message": s.historyJSONLocked(m),
 	}
 	s.enterpriseFieldsLocked(p)
 	payload, _ := json.Marshal(p)

@@ -82,6 +82,47 @@
 //	d, _ := fake.DeliverMessage(slackfake.MessageEvent{Channel: "C2", User: "W1", Text: "hi"}) // d.Withheld
 //	_, _ = fake.GrantTeams("T2") // team_access_granted; C2's events flow from now on
 //
+// History: conversations.history pages a conversation newest first and
+// conversations.replies a thread parent first, as docs.slack.dev's method
+// pages describe them: limit (history 100 by default, at most 999;
+// replies 1000), cursor (Slack's base64 "next_ts:…" next_cursor, with
+// has_more), oldest, latest and inclusive. History holds top-level
+// messages and replies also sent to the channel (thread_broadcast); a
+// thread's root carries thread_ts, reply_count, reply_users_count,
+// reply_users and latest_reply; messages keep their files, attachments,
+// blocks, subtype, bot_id and edited. A conversation the bot is not in
+// (Channel.NotMember) is not_in_channel to both, or channel_not_found
+// when private. SeedHistory fills a channel's past without delivering
+// anything (HistoryMessage: ts from At, ReplyTo the index of a thread's
+// root or TopLevel, files, unfurl attachments, bot and edited messages);
+// 10,000 messages take about a tenth of a second:
+//
+//	ts := fake.SeedHistory("C1", []slackfake.HistoryMessage{
+//		{User: "U1", Text: "see <https://example.com>", At: t0, ReplyTo: slackfake.TopLevel},
+//		{User: "U2", Text: "thanks", At: t0.Add(time.Minute), ReplyTo: 0}, // in msgs[0]'s thread
+//	})
+//
+// Tier limits: WithTierLimits(true) enforces Tier 3 on
+// conversations.history and conversations.replies, each per workspace
+// (Tier3PerMinute a minute, bursts of Tier3Burst), answering 429 with
+// Retry-After past it; alone it limits nothing else, and WithRateLimits'
+// RateLimits can set other figures (HistoryPerMinute…). Refused calls are
+// recorded and counted (RateLimited). WithRateLimitClock gives the limits
+// a test's clock, so a test exhausts a burst and moves time on by the
+// Retry-After instead of sleeping it.
+//
+// People's actions: DeliverReaction delivers reaction_added or
+// reaction_removed (item, item_user, event_ts) and records the reaction
+// on the message; DeliverMemberJoined delivers member_joined_channel
+// (channel_type, team, inviter) and, when the bot is the one who joins,
+// makes it a member so it reads the history; the bot joins a public
+// channel itself with conversations.join. Both events carry the Grid
+// fields with an Org and are not delivered from a conversation the bot
+// is not in. DeliverMessageShortcut runs a message shortcut of any
+// callback id ("report_message") on any message the fake holds, seeded
+// ones included, carrying the whole message; chat.getPermalink answers
+// /archives/<channel>/p<ts> with ?thread_ts=…&cid=… for a reply.
+//
 // Everything the bot does is recorded (State): every Web API call, the
 // messages per channel and thread with their current Block Kit JSON and all
 // earlier versions, reactions, ephemerals, uploads, response_url posts, every

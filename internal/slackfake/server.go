@@ -55,6 +55,8 @@ type config struct {
 	tls                       *tls.Config // WithTLS
 	host                      string      // WithTLS: the name in the URLs handed out
 	org                       *Org        // WithOrg, or nil
+	tierLimits                bool        // WithTierLimits
+	limitClock                func() time.Time
 }
 
 func defaultConfig() config {
@@ -259,8 +261,8 @@ func New(opts ...Option) (*Server, error) {
 		lastPost: map[string]time.Time{},
 		granted:  granted,
 	}
-	if cfg.limits != nil {
-		s.limits = newLimiters(*cfg.limits)
+	if l := cfg.effectiveLimits(); l != nil {
+		s.limits = newLimiters(*l)
 	}
 	s.st.users[cfg.botUserID] = &User{ID: cfg.botUserID, Name: cfg.botName, RealName: cfg.botName, IsBot: true}
 

@@ -364,6 +364,7 @@ type State struct {
 	files      map[string]*File
 	messages   map[string][]*Message // channel → messages in ts order
 	msgIndex   map[msgKey]*Message
+	threads    map[msgKey][]*Message // a thread's root → its replies in ts order
 	ephemerals []*Ephemeral
 	uploads    []*Upload
 	calls      []*Call
@@ -409,6 +410,7 @@ func newState(ackTimeout time.Duration) *State {
 		files:      map[string]*File{},
 		messages:   map[string][]*Message{},
 		msgIndex:   map[msgKey]*Message{},
+		threads:    map[msgKey][]*Message{},
 		envByID:    map[string]*Envelope{},
 		limited:    map[string]int{},
 		views:      map[string]*HomeView{},
@@ -422,6 +424,12 @@ func (st *State) addMessage(m *Message) {
 	i := sort.Search(len(list), func(i int) bool { return list[i].TS > m.TS })
 	st.messages[m.Channel] = slices.Insert(list, i, m)
 	st.msgIndex[msgKey{m.Channel, m.TS}] = m
+	if m.IsReply() {
+		k := msgKey{m.Channel, m.ThreadTS}
+		replies := st.threads[k]
+		j := sort.Search(len(replies), func(j int) bool { return replies[j].TS > m.TS })
+		st.threads[k] = slices.Insert(replies, j, m)
+	}
 }
 
 // recordEnvelope stores a new envelope.

@@ -124,6 +124,7 @@ var methods = map[string]methodSpec{
 	"conversations.info":           {token: TokenBot, handle: (*Server).apiConversationsInfo},
 	"conversations.history":        {token: TokenBot, handle: (*Server).apiConversationsHistory},
 	"conversations.replies":        {token: TokenBot, handle: (*Server).apiConversationsReplies},
+	"conversations.join":           {token: TokenBot, handle: (*Server).apiConversationsJoin},
 	"users.info":                   {token: TokenBot, user: true, handle: (*Server).apiUsersInfo},
 	"usergroups.users.list":        {token: TokenBot, team: teamRequired, handle: (*Server).apiUsergroupsUsersList},
 	"usergroups.list":              {token: TokenBot, team: teamRequired, handle: (*Server).apiUsergroupsList},
@@ -763,79 +764,6 @@ func (s *Server) apiConversationsInfo(c *apiCall) apiResult {
 	}
 	withMembers, _ := boolParam(c.params, "include_num_members")
 	return okResult(map[string]any{"channel": s.channelJSON(ch, withMembers)})
-}
-
-func (s *Server) apiConversationsHistory(c *apiCall) apiResult {
-	ch := s.st.channels[c.params.Get("channel")]
-	if ch == nil {
-		return errResult("channel_not_found")
-	}
-	limit := 100
-	if n, err := strconv.Atoi(c.params.Get("limit")); err == nil && n > 0 {
-		limit = n
-	}
-	var out []any
-	list := s.st.messages[ch.ID]
-	latest, oldest := c.params.Get("latest"), c.params.Get("oldest")
-	inclusive, _ := boolParam(c.params, "inclusive")
-	within := func(ts string) bool {
-		if latest != "" && (tsLess(latest, ts) || !inclusive && ts == latest) {
-			return false
-		}
-		return oldest == "" || !(tsLess(ts, oldest) || !inclusive && ts == oldest)
-	}
-	for i := len(list) - 1; i >= 0 && len(out) < limit; i-- {
-		if m := list[i]; !m.Deleted && !m.IsReply() && within(m.TS) {
-			out = append(out, s.messageJSON(m))
-		}
-	}
-	return okResult(map[string]any{"messages": nonNil(out), "has_more": false, "pin_count": 0,
-		"response_metadata": map[string]any{"next_cursor": ""}})
-}
-
-func (s *Server) apiConversationsReplies(c *apiCall) apiResult {
-	ch := s.st.channels[c.params.Get("channel")]
-	if ch == nil {
-		return errResult("channel_not_found")
-	}
-	root := s.st.message(ch.ID, c.params.Get("ts"))
-	if root == nil {
-		return errResult("thread_not_found")
-	}
-	var replies []any
-	for _, m := range s.st.messages[ch.ID] {
-		if m.IsReply() && m.ThreadTS == root.TS && !m.Deleted {
-			replies = append(replies, s.messageJSON(m))
-		}
-	}
-	if root.Deleted && len(replies) == 0 {
-		return errResult("thread_not_found")
-	}
-	first := s.messageJSON(root)
-	if root.Deleted {
-		// A thread whose parent was deleted keeps a placeholder parent, as
-		// Slack shows it: subtype tombstone, "This message was deleted.",
-		// posted by Slackbot, with nothing of the original.
-		first = map[string]any{"type": "message", "subtype": "tombstone", "hidden": true, "ts": root.TS, "thread_ts": root.TS,
-			"user": "USLACKBOT", "text": "This message was deleted.", "reply_count": len(replies)}
-	}
-	out := append([]any{first}, replies...)
-	return okResult(map[string]any{"messages": out, "has_more": false,
-		"response_metadata": map[string]any{"next_cursor": ""}})
-}
-
-// tsLess orders message timestamps ("seconds.micros").
-func tsLess(a, b string) bool {
-	x, _ := strconv.ParseFloat(a, 64)
-	y, _ := strconv.ParseFloat(b, 64)
-	return x < y
-}
-
-func nonNil(v []any) []any {
-	if v == nil {
-		return []any{}
-	}
-	return v
 }
 
 func (s *Server) apiUsersInfo(c *apiCall) apiResult {
