@@ -108,7 +108,7 @@ type Home struct {
 	// Mine, if set, lists the messages the viewer reported to security
 	// (newest first, at most n) and what became of them.
 	Mine func(user string, n int) ([]MyReport, error)
-	Log     *slog.Logger
+	Log  *slog.Logger
 	// MaxChannels bounds the channels listed (default 20); MaxVerdicts
 	// the verdicts (default 10).
 	MaxChannels, MaxVerdicts int

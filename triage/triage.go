@@ -334,7 +334,9 @@ func (t *Triage) final(channel, ts string) bool {
 
 // render is the triage card's blocks and notification text.
 func (t *Triage) render(ctx context.Context, rep store.UserReport, canRead bool, text string) ([]slack.Block, string) {
-	md := func(s string) *slack.TextBlockObject { return slack.NewTextBlockObject(slack.MarkdownType, s, false, false) }
+	md := func(s string) *slack.TextBlockObject {
+		return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+	}
 	var blocks []slack.Block
 	blocks = append(blocks, slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "Message reported to security", true, false)))
 	where := fmt.Sprintf("<#%s>", rep.Channel)
