@@ -45,11 +45,11 @@ func (a *App) pruneRetention(ctx context.Context, first, every time.Duration) {
 		for _, k := range []struct {
 			kind string
 			n    int
-		}{{"cards", st.Cards}, {"verdicts", st.Verdicts}, {"reports", st.Reports}, {"targets", st.Targets}, {"events", st.Events}, {"jobs", st.Jobs}} {
+		}{{"cards", st.Cards}, {"verdicts", st.Verdicts}, {"reports", st.Reports}, {"targets", st.Targets}, {"events", st.Events}, {"jobs", st.Jobs}, {"user_reports", st.UserReports}} {
 			count(k.kind, k.n)
 		}
 		attrs := []any{"retention", a.cfg.Retention.String(), "cards", st.Cards, "verdicts", st.Verdicts, "reports", st.Reports,
-			"targets", st.Targets, "events", st.Events, "jobs", st.Jobs, "quarantined", q, "took", time.Since(start).Round(time.Millisecond).String(),
+			"targets", st.Targets, "events", st.Events, "jobs", st.Jobs, "user_reports", st.UserReports, "quarantined", q, "took", time.Since(start).Round(time.Millisecond).String(),
 			"store_bytes", a.db.Size()}
 		if err != nil {
 			a.log.Warn("retention: pruning the store failed; it is tried again at the next run", append(attrs, "error", err)...)

@@ -171,3 +171,78 @@ func TestReportToSecurity(t *testing.T) {
 		t.Errorf("%d user_report events, want 3 (two reports, one decision)", n)
 	}
 }
+
+// TestReportByReactionAndDismissal: with VERDICTBOT_REPORT_EMOJI set, that
+// reaction reports the message (any other reaction is acked and dropped
+// unread); an admin takes it (Assign to me) and finds it not a threat;
+// the reporter is told so, and sees the outcome in the App Home.
+func TestReportByReactionAndDismissal(t *testing.T) {
+	t.Parallel()
+	seed := func(f *slackfake.Server) {
+		apptest.SeedQuarantine(f)
+		f.AddUser(slackfake.User{ID: "U0MALLORY", Name: "mallory"})
+		f.AddChannel(slackfake.Channel{ID: secOps, Name: "secops"})
+	}
+	h := &harness{apptest.StartBotFull(t, map[string]string{"VERDICTBOT_REPORT_CHANNEL": secOps, "VERDICTBOT_REPORT_EMOJI": ":phish:"},
+		sim.Config{}, false, seed, apptest.QuickPolling())}
+	d, err := h.Slack.DeliverMessage(slackfake.MessageEvent{Channel: secChannel, User: "U0MALLORY", Text: "lunch menu: <https://example.com/menu>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "Clean") })
+	before := len(h.Slack.Calls("conversations.replies"))
+	thumbs, err := h.Slack.DeliverReaction(slackfake.ReactionEvent{User: alice, Channel: secChannel, TS: d.TS, Reaction: "thumbsup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Slack.WaitAcked(h.Ctx(5*time.Second), thumbs.EnvelopeID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Slack.DeliverReaction(slackfake.ReactionEvent{User: alice, Channel: secChannel, TS: d.TS, Reaction: "phish"}); err != nil {
+		t.Fatal(err)
+	}
+	err = h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
+		for _, e := range st.Ephemerals(secChannel, alice) {
+			if strings.Contains(e.Text, "reported to the security team") {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("Alice's reaction did not report the message: %v\nlogs:\n%s", err, h.Logs.String())
+	}
+	if n := len(h.Slack.Calls("conversations.replies")) - before; n != 1 {
+		t.Errorf("%d conversations.replies for two reactions, want 1 (the thumbs-up is dropped unread)", n)
+	}
+	card, _ := h.triageCard(func(b string) bool { return strings.Contains(b, "<@"+alice+">") })
+	for _, action := range []string{triage.ActionAssign, triage.ActionDismiss} {
+		if _, err := h.Slack.DeliverBlockAction(slackfake.BlockAction{UserID: adminUser, Channel: secOps, MessageTS: card.TS, ActionID: action}); err != nil {
+			t.Fatal(err)
+		}
+		if action == triage.ActionAssign {
+			h.triageCard(func(b string) bool { return strings.Contains(b, "assigned to <@"+adminUser+">") })
+		}
+	}
+	_, rendered := h.triageCard(func(b string) bool { return strings.Contains(b, "Not a threat") && !strings.Contains(b, "report_confirm") })
+	t.Logf("dismissed: %s", rendered)
+	dm := h.Slack.IMWith(alice)
+	err = h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
+		for _, m := range st.BotMessages(dm, "") {
+			if strings.Contains(m.Text, "not a threat") {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Errorf("Alice was not told the outcome: %v", err)
+	}
+	if m, _ := h.Slack.Message(secChannel, d.TS); m.Deleted {
+		t.Error("a dismissed report removed the message")
+	}
+	home := homeText(h.openHome(alice, 1).Blocks)
+	if !strings.Contains(home, "Messages you reported to security") || !strings.Contains(home, "not a threat") {
+		t.Errorf("Alice's Home does not show her report's outcome:\n%s", home)
+	}
+}
