@@ -224,7 +224,9 @@ func TestReportByReactionAndDismissal(t *testing.T) {
 			h.triageCard(func(b string) bool { return strings.Contains(b, "assigned to <@"+adminUser+">") })
 		}
 	}
-	_, rendered := h.triageCard(func(b string) bool { return strings.Contains(b, "Not a threat") && !strings.Contains(b, "report_confirm") })
+	_, rendered := h.triageCard(func(b string) bool {
+		return strings.Contains(b, "Not a threat") && !strings.Contains(b, "report_confirm")
+	})
 	t.Logf("dismissed: %s", rendered)
 	dm := h.Slack.IMWith(alice)
 	err = h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
