@@ -107,7 +107,7 @@ func TestReportToSecurity(t *testing.T) {
 	if err != nil {
 		t.Errorf("Bob was not thanked: %v", err)
 	}
-	card, rendered = h.triageCard(func(b string) bool { return strings.Contains(b, "2 reports") })
+	card, _ = h.triageCard(func(b string) bool { return strings.Contains(b, "2 reports") })
 	var cards int
 	h.Slack.Inspect(func(st *slackfake.State) { cards = len(st.BotMessages(secOps, "")) })
 	if cards != 1 {

@@ -312,7 +312,7 @@ func userReports(t *testing.T, db store.State, c *Clock) {
 	}
 	checkReport(t, db, "m2 after ErrBadUserReport", m2rep, m2rep)
 	// The triage card moves: the index follows.
-	rep, err = db.UpdateUserReport(ch, m1, func(rep *store.UserReport) error { rep.TriageTS = "1764400200.000001"; return nil })
+	_, err = db.UpdateUserReport(ch, m1, func(rep *store.UserReport) error { rep.TriageTS = "1764400200.000001"; return nil })
 	must(t, err)
 	if _, err := db.UserReportByTriage("CSEC", "1764400100.000001"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the triage card left: %v, want ErrNotFound", err)
