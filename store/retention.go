@@ -14,9 +14,12 @@ type PruneStats struct {
 	// UserReports is user reports (Report to security) last updated
 	// before the cutoff, with their reporters.
 	UserReports int
+	// Backfills is finished backfills (not running) last updated before
+	// the cutoff.
+	Backfills int
 }
 
 // Total is the number of records removed.
 func (s PruneStats) Total() int {
-	return s.Cards + s.Verdicts + s.Reports + s.Targets + s.Events + s.Jobs + s.UserReports
+	return s.Cards + s.Verdicts + s.Reports + s.Targets + s.Events + s.Jobs + s.UserReports + s.Backfills
 }

@@ -16,7 +16,8 @@ import (
 // Each method is one transaction: what it changes is changed entirely or
 // not at all, and the read-modify-write methods (UpdateCard, UpsertCard,
 // RecordJobs, RecordVerdict, FinishAnalysis, RecheckFailed, AddCard,
-// PutWorkspaces, AddUserReport, UpdateUserReport) are atomic against
+// PutWorkspaces, AddUserReport, UpdateUserReport, StartBackfill,
+// UpdateBackfill, ClaimBackfill) are atomic against
 // concurrent callers, in this process or, on PostgreSQL, in another
 // replica.
 //
@@ -118,7 +119,9 @@ type State interface {
 	//   - processed event ids seen before cutoff;
 	//   - task index entries whose target is gone;
 	//   - user reports (Report to security) last updated before cutoff,
-	//     open or decided, with their reporters and index entries.
+	//     open or decided, with their reporters and index entries;
+	//   - backfills finished (not running) and last updated before
+	//     cutoff; a running one stays whatever its age.
 	//
 	// It works in batches of short transactions, so it can run while the
 	// bot is busy; a failure leaves what was pruned so far pruned.
@@ -265,6 +268,33 @@ type State interface {
 	// UserReportsSince counts the reports user made since t (a per-user rate limit shared by replicas).
 	// A report counts when user's Reporter.At is at or after since.
 	UserReportsSince(user string, since time.Time) (int, error)
+
+	// Backfills: scans of a channel's recent history (backfills.go), one
+	// per channel, resumable after a restart or by another replica (shared
+	// by the replicas on PostgreSQL). Created and Updated are the store's
+	// clock (Updated moves at every write); the times are kept to the
+	// microsecond.
+	//
+	// StartBackfill records a new backfill of b.Channel unless one is running
+	// there (ok false, and the running one returned). A finished one is replaced.
+	// The backfill recorded is b in state "running" (whatever b.State),
+	// created now. No channel: ErrNoChannel. Atomic against concurrent
+	// starts of the channel, in any replica: one of them is ok.
+	StartBackfill(b Backfill) (cur Backfill, ok bool, err error)
+	// UpdateBackfill applies fn to channel's backfill in one transaction (ErrNotFound when none).
+	// fn may change any field but Channel and Created (kept) and Updated
+	// (the store's clock); fn's error aborts and is returned.
+	UpdateBackfill(channel string, fn func(b *Backfill) error) (Backfill, error)
+	Backfill(channel string) (Backfill, error) // ErrNotFound
+	// ClaimBackfill makes owner the runner of a running backfill whose claim is free or expired (or already owner's), until until: ok false otherwise.
+	// A claim is expired when its OwnedUntil is at or before now. b is
+	// the backfill as stored after the call (claimed or not); ErrNotFound
+	// when channel has none. Of concurrent claims, in any replica, one
+	// wins.
+	ClaimBackfill(channel, owner string, now, until time.Time) (b Backfill, ok bool, err error)
+	// RunningBackfills lists the backfills in state "running", by channel
+	// (bytewise; none: empty, no error).
+	RunningBackfills() ([]Backfill, error)
 
 	// Replicas sharing the state. The embedded file is opened by one
 	// process: it claims every analysis, has no orphans, and counts one

@@ -103,7 +103,7 @@ func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
 	}
 	// Schema 3: no history bucket (history lives in the target records),
 	// one id per target and the id sequence in meta.
-	want := map[string]int{"allow": 2, "analyses": 3, "card_ts": 2, "cards": 3, "channel_files": 1, "channel_quarantine": 0, "channels": 2, "check_claims": 0, "deferred": 0, "deferred_at": 0, "due": 1, "durations": 0,
+	want := map[string]int{"allow": 2, "analyses": 3, "backfills": 0, "card_ts": 2, "cards": 3, "channel_files": 1, "channel_quarantine": 0, "channels": 2, "check_claims": 0, "deferred": 0, "deferred_at": 0, "due": 1, "durations": 0,
 		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "targets": 2, "tasks": 5,
 		"user_report_triage": 0, "user_reports": 0, "user_reports_by": 0, "workspaces": 0}
 	if got := db.Counts(); !reflect.DeepEqual(got, want) {
@@ -263,7 +263,7 @@ func TestMigratedStoreReopens(t *testing.T) {
 func TestCardRoundTrip(t *testing.T) {
 	db := Memory(Options{})
 	want := v1Card1()
-	want.RequestedBy = "U7"
+	want.RequestedBy, want.ConfirmedBy = "U7", "U8"
 	want.Lines[0].Status, want.Lines[0].Problem = "reporting", "p"
 	f := *want.Lines[1].File
 	f.ID, f.ScreenshotsWithheld = "F0123", true
@@ -502,5 +502,86 @@ func TestV3FileOfIssue24GetsUserReports(t *testing.T) {
 	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
 	if schema != "3" {
 		t.Errorf("schema %q after reopening, want 3 (the buckets changed no schema)", schema)
+	}
+}
+
+// TestV3FileOfIssue25GetsBackfills opens a store of schema 3 written by
+// the code of issue 25 before its backfills (testdata/v3-issue25.db: a
+// card, its workspace, the message reported, no backfills bucket) with
+// this code: it is not migrated, its card, workspace and user report read
+// as written, it has no backfills; a backfill started, updated and
+// claimed is found running after the store is reopened, still schema 3,
+// and a second start is refused.
+func TestV3FileOfIssue25GetsBackfills(t *testing.T) {
+	db, dir := openFixture(t, "testdata/v3-issue25.db")
+	defer func() { db.Close() }()
+	var has []string
+	_ = db.be.view(func(t txn) error {
+		if t.(boltTxn).tx.Bucket([]byte(bBackfills)) != nil {
+			has = append(has, bBackfills)
+		}
+		for _, b := range []string{bWorkspaces, bUserReports} {
+			if t.(boltTxn).tx.Bucket([]byte(b)) == nil {
+				has = append(has, "no "+b)
+			}
+		}
+		return nil
+	})
+	if len(has) != 0 {
+		t.Fatalf("the fixture is not of the code of issue 25 before its backfills (%q)", has)
+	}
+	if baks, _ := filepath.Glob(filepath.Join(dir, "*.bak")); len(baks) != 0 {
+		t.Errorf("a schema 3 file was migrated (backups %v)", baks)
+	}
+	if rec, err := db.Card(v3i24Ref); err != nil || rec.TeamID != "T1" || !reflect.DeepEqual(rec.Card, v3i24Card()) {
+		t.Fatalf("card: %+v, %v", rec, err)
+	}
+	if ws, err := db.Workspaces(); err != nil || len(ws) != 1 || ws[0].TeamID != "T1" {
+		t.Errorf("workspaces: %+v, %v", ws, err)
+	}
+	if rep, err := db.UserReport("C1", v3i24Ref.SourceTS); err != nil || len(rep.Reporters) != 1 || rep.Reporters[0].User != "U2" {
+		t.Fatalf("user report: %+v, %v", rep, err)
+	}
+	if _, err := db.Backfill("C1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a backfill in the fixture: %v", err)
+	}
+	if bs, err := db.RunningBackfills(); err != nil || len(bs) != 0 {
+		t.Fatalf("RunningBackfills in the fixture: %+v, %v", bs, err)
+	}
+
+	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC) // openFixture's clock
+	if _, ok, err := db.StartBackfill(store.Backfill{Channel: "C1", Since: now.Add(-24 * time.Hour), Until: now, StartedBy: "UADMIN"}); err != nil || !ok {
+		t.Fatalf("start: %v, %v", ok, err)
+	}
+	if _, err := db.UpdateBackfill("C1", func(b *store.Backfill) error { b.Cursor, b.Pages, b.Messages = "next", 1, 200; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := db.ClaimBackfill("C1", "A", now, now.Add(time.Minute)); err != nil || !ok {
+		t.Fatalf("claim: %v, %v", ok, err)
+	}
+	db.Close()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := db.RunningBackfills()
+	want := store.Backfill{Channel: "C1", Since: now.Add(-24 * time.Hour), Until: now, StartedBy: "UADMIN", State: store.BackfillRunning,
+		Cursor: "next", Pages: 1, Messages: 200, Owner: "A", OwnedUntil: now.Add(time.Minute), Created: now, Updated: now}
+	if err != nil || len(bs) != 1 || !reflect.DeepEqual(bs[0], want) {
+		t.Fatalf("running after reopening: %+v, %v; want %+v", bs, err, want)
+	}
+	if b, ok, err := db.StartBackfill(store.Backfill{Channel: "C1", Since: now, Until: now}); err != nil || ok || b.Owner != "A" {
+		t.Fatalf("second start after reopening: %+v, %v, %v", b, ok, err)
+	}
+	if rep, err := db.UserReport("C1", v3i24Ref.SourceTS); err != nil || len(rep.Reporters) != 1 {
+		t.Fatalf("user report after reopening: %+v, %v", rep, err)
+	}
+	if counts := db.Counts(); counts[bBackfills] != 1 || counts[bUserReports] != 1 || counts[bCards] != 1 {
+		t.Errorf("counts after reopening: %v", counts)
+	}
+	var schema string
+	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
+	if schema != "3" {
+		t.Errorf("schema %q after reopening, want 3 (the bucket changed no schema)", schema)
 	}
 }

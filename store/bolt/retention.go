@@ -27,6 +27,9 @@ func (db *DB) Prune(cutoff time.Time) (store.PruneStats, error) {
 	if st.UserReports, err = db.pruneUserReports(cutoff); err != nil {
 		return st, err
 	}
+	if st.Backfills, err = db.pruneBackfills(cutoff); err != nil {
+		return st, err
+	}
 	if st.Verdicts, st.Targets, err = db.pruneTargets(cutoff); err != nil {
 		return st, err
 	}

@@ -21,7 +21,7 @@ var migrationsFS embed.FS
 
 // SchemaVersion is the newest schema this code knows: the number of the
 // last file in migrations/.
-const SchemaVersion = 13
+const SchemaVersion = 14
 
 // NewerSchemaError is returned for a database migrated by a newer verdictbot.
 type NewerSchemaError struct{ Database, Binary int64 }

@@ -144,7 +144,8 @@ ON CONFLICT (team_id) DO UPDATE
 
 // fromSchema12: a database of the release before issue 25 (schema 12),
 // with a card of a workspace, the workspace and a job written as that
-// release writes them, is migrated by this code to 13 at Open: the card
+// release writes them, is migrated by this code to SchemaVersion (13 when
+// this was written) at Open: the card
 // reads with its team, the workspace and the pending job are there, there
 // are no user reports, and a message reported gathers its reporters, gets
 // a triage card, is found by it and by its reporters, and is pruned. The
@@ -183,8 +184,8 @@ func fromSchema12(t *testing.T) {
 	clock := &storetest.Clock{}
 	clock.Set(at.Add(time.Hour))
 	db := open(t, schema, pgtest.URL(t), clock.Now)
-	if v, rows := schemaVersion(t, schemaURL); v != 13 || rows != 14 || pg.SchemaVersion != 13 {
-		t.Fatalf("after Open: schema %d (%d rows), want 13", v, rows)
+	if v, rows := schemaVersion(t, schemaURL); v != pg.SchemaVersion || rows != pg.SchemaVersion+1 {
+		t.Fatalf("after Open: schema %d (%d rows), want %d", v, rows, pg.SchemaVersion)
 	}
 	ref := card.Ref{Channel: "C1", SourceTS: source}
 	rec, err := db.Card(ref)
@@ -255,5 +256,116 @@ func fromSchema12(t *testing.T) {
 	var left int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM user_report_reporters`).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("reporters left after their report was pruned: %d, %v", left, err)
+	}
+}
+
+// addUserReport13 and addReporter13 are the statements with which the code
+// of schema 13 creates a user report and adds a reporter (userreports.go
+// at commit a9ab7f0).
+const (
+	addUserReport13 = `INSERT INTO user_reports (channel, ts, created, updated) VALUES ($1, $2, $3, $3)
+				ON CONFLICT (channel, ts) DO NOTHING`
+	addReporter13 = `INSERT INTO user_report_reporters (channel, ts, user_id, at, via, told) VALUES ($1, $2, $3, $4, $5, $6)`
+)
+
+// fromSchema13: a database of the release before the backfills of issue
+// 25 (schema 13), with a user report and a job written as that release
+// writes them, is migrated by this code to 14 at Open: the report and the
+// pending job are there, there are no backfills, and a backfill is
+// started, refused a second start, updated, claimed (once), listed while
+// running, and pruned once done. The release of schema 13 still writes its
+// user reports on 14.
+func fromSchema13(t *testing.T) {
+	schema, schemaURL := pgtest.Schema(t)
+	ctx := context.Background()
+	if err := pg.MigrateTo(ctx, schemaURL, pg.Options{}, 13); err != nil {
+		t.Fatal(err)
+	}
+	if v, rows := schemaVersion(t, schemaURL); v != 13 || rows != 14 {
+		t.Fatalf("before: schema %d (%d rows), want 13", v, rows)
+	}
+	conn, err := pgx.Connect(ctx, schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var has bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('backfills') IS NOT NULL`).Scan(&has); err != nil || has {
+		t.Fatalf("schema 13 has a backfills table (%v, %v)", has, err)
+	}
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	const source = "1764493200.000100"
+	if _, err := conn.Exec(ctx, addUserReport13, "C1", source, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, addReporter13, "C1", source, "U2", at, "shortcut", false); err != nil {
+		t.Fatal(err)
+	}
+	var jobID int64
+	if err := conn.QueryRow(ctx, recordJob11, "message", "Ev1", []byte(`{"text":"see https://evil.test/login?x=1"}`), at, at, "").Scan(&jobID); err != nil {
+		t.Fatal(err)
+	}
+
+	clock := &storetest.Clock{}
+	clock.Set(at.Add(time.Hour))
+	db := open(t, schema, pgtest.URL(t), clock.Now)
+	if v, rows := schemaVersion(t, schemaURL); v != 14 || rows != 15 || pg.SchemaVersion != 14 {
+		t.Fatalf("after Open: schema %d (%d rows), want 14", v, rows)
+	}
+	if rep, err := db.UserReport("C1", source); err != nil || len(rep.Reporters) != 1 || rep.Reporters[0].User != "U2" || !rep.Created.Equal(at) {
+		t.Fatalf("user report of schema 13: %+v, %v", rep, err)
+	}
+	jobs, err := db.PendingJobs()
+	if err != nil || len(jobs) != 1 || jobs[0].ID != uint64(jobID) || jobs[0].EventID != "Ev1" {
+		t.Fatalf("pending jobs: %+v, %v", jobs, err)
+	}
+
+	// No backfills; then one is started, refused again, updated, claimed.
+	if _, err := db.Backfill("C1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a backfill after the migration: %v", err)
+	}
+	if bs, err := db.RunningBackfills(); err != nil || len(bs) != 0 {
+		t.Fatalf("RunningBackfills after the migration: %+v, %v", bs, err)
+	}
+	now := clock.Now()
+	b, ok, err := db.StartBackfill(store.Backfill{Channel: "C1", Since: now.Add(-7 * 24 * time.Hour), Until: now, StartedBy: "UADMIN"})
+	if err != nil || !ok || b.State != store.BackfillRunning || !b.Created.Equal(now) {
+		t.Fatalf("start: %+v, %v, %v", b, ok, err)
+	}
+	if b, ok, err = db.StartBackfill(store.Backfill{Channel: "C1", Since: now, Until: now}); err != nil || ok || b.StartedBy != "UADMIN" {
+		t.Fatalf("second start: %+v, %v, %v", b, ok, err)
+	}
+	if b, err = db.UpdateBackfill("C1", func(b *store.Backfill) error { b.Cursor, b.Pages, b.Messages = "next", 1, 200; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if b, ok, err = db.ClaimBackfill("C1", "A", now, now.Add(time.Minute)); err != nil || !ok || b.Owner != "A" || b.Cursor != "next" || b.Messages != 200 {
+		t.Fatalf("claim by A: %+v, %v, %v", b, ok, err)
+	}
+	if _, ok, err = db.ClaimBackfill("C1", "B", now.Add(time.Second), now.Add(time.Minute)); err != nil || ok {
+		t.Fatalf("claim by B during A's: %v, %v", ok, err)
+	}
+	if bs, err := db.RunningBackfills(); err != nil || len(bs) != 1 || bs[0].Owner != "A" {
+		t.Fatalf("RunningBackfills: %+v, %v", bs, err)
+	}
+
+	// The release of schema 13 still writes its user reports on 14.
+	if _, err := conn.Exec(ctx, addReporter13, "C1", source, "U3", at.Add(time.Minute), "reaction", false); err != nil {
+		t.Fatalf("schema 13's reporter write on 14: %v", err)
+	}
+	if rep, err := db.UserReport("C1", source); err != nil || len(rep.Reporters) != 2 {
+		t.Fatalf("user report written by schema 13 on 14: %+v, %v", rep, err)
+	}
+
+	// Done, then pruned 40 days on.
+	if _, err := db.UpdateBackfill("C1", func(b *store.Backfill) error { b.State = store.BackfillDone; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(40 * 24 * time.Hour)
+	st, err := db.Prune(clock.Now().Add(-30 * 24 * time.Hour))
+	if err != nil || st.Backfills != 1 {
+		t.Fatalf("Prune: %+v, %v; want 1 backfill", st, err)
+	}
+	if _, err := db.Backfill("C1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the done backfill after Prune: %v", err)
 	}
 }

@@ -61,6 +61,7 @@ func TestPostgres(t *testing.T) {
 	t.Run("NewerSchemaIsRefused", newerSchemaIsRefused)
 	t.Run("Schema11IsMigratedWithItsRecords", fromSchema11)
 	t.Run("Schema12IsMigratedWithItsRecords", fromSchema12)
+	t.Run("Schema13IsMigratedWithItsRecords", fromSchema13)
 	t.Run("PasswordNeverInErrors", passwordNeverInErrors)
 	t.Run("AllowanceIsSharedByReplicas", func(t *testing.T) {
 		schema, _ := pgtest.Schema(t)

@@ -27,7 +27,8 @@ const defaultPruneBatch = 2000
 //     flight (an analysis that failed);
 //   - processed event ids seen before cutoff (PruneEvents);
 //   - user reports last updated before cutoff; their reporters go by the
-//     foreign key's cascade.
+//     foreign key's cascade;
+//   - backfills finished (not running) and last updated before cutoff.
 //
 // PruneStats.Jobs is always 0: FinishJob deletes a job as it finishes, and
 // unfinished jobs are never pruned.
@@ -74,6 +75,13 @@ func (db *DB) Prune(cutoff time.Time) (store.PruneStats, error) {
 			DELETE FROM user_reports WHERE (channel, ts) IN (
 				SELECT channel, ts FROM user_reports WHERE updated < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
 			AND updated < $1
+			RETURNING 1)
+		SELECT count(*) FROM gone`, true},
+		// Finished backfills.
+		{&st.Backfills, `WITH gone AS (
+			DELETE FROM backfills WHERE channel IN (
+				SELECT channel FROM backfills WHERE state <> 'running' AND updated < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+			AND state <> 'running' AND updated < $1
 			RETURNING 1)
 		SELECT count(*) FROM gone`, true},
 		// Targets nothing keeps; their target_cards rows go by the foreign
