@@ -22,6 +22,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/verdictbot/verdictbot/backfill"
 	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/cardbook"
 	"github.com/verdictbot/verdictbot/cards"
@@ -105,6 +106,8 @@ type App struct {
 	grid atomic.Pointer[grid.Directory]
 	// triage is "Report to security".
 	triage *triage.Triage
+	// backfill checks channels' history.
+	backfill *backfill.Runner
 	// teamEvents counts what is handled per workspace (metrics).
 	teamEvents *metrics.Workspaces
 	// startAdminGroup starts the admin group's lookups (set by Run, called
@@ -171,6 +174,7 @@ func New(cfg config.Config, opts Options) (_ *App, err error) {
 		a.wireMessages,
 		a.wireCommands,
 		a.wireTriage,
+		a.wireBackfill,
 		a.wireFiles,
 		a.wireReplicas,
 		a.wireRecheck,
@@ -449,6 +453,7 @@ func (a *App) wireReplicas() error {
 	}
 	a.db.OnReplicas(func(n int) {
 		shareBudgets(n, a.rep, sb, shareFunc(a.poster.Share), a.quarantine)
+		a.backfill.Share(n)
 		if n > 1 {
 			a.log.Info("budgets shared between replicas", "replicas", n)
 		}
@@ -657,6 +662,8 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.runGridRefresh(bg) }()
+	bgDone.Add(1)
+	go func() { defer bgDone.Done(); a.backfill.RunResume(bg) }()
 	if cfg.Quarantine != quarantine.Off && cfg.AlertChannel == "" {
 		log.Warn("quarantine: VERDICTBOT_ALERT_CHANNEL is not set: a recheck that would remove more than VERDICTBOT_QUARANTINE_FLIP_MAX messages for one link cannot ask an admin, so those removals wait",
 			"flip_max", cfg.QuarantineFlipMax)
@@ -700,7 +707,8 @@ func (a *App) Run(ctx context.Context) error {
 // releasePipelines closes the pipelines and the events file, once.
 func (a *App) releasePipelines() {
 	a.release.Do(func() {
-		a.triage.Close() // its triage cards waiting for verdicts
+		a.triage.Close()   // its triage cards waiting for verdicts
+		a.backfill.Close() // the history scans: they resume at the next start
 		if a.urls != nil {
 			a.urls.Close()
 		}

@@ -48,6 +48,9 @@ type Options struct {
 	// End-to-end tests whose subject is not the polling set them short.
 	URLPolling     reputation.Backoff
 	SandboxPolling sandbox.Backoff
+	// BackfillPerMinute, when set, is the history methods' rate for the
+	// backfill (0: Slack's Tier 3, 50 a minute).
+	BackfillPerMinute float64
 	// FlipPostWait, when set, is how long a recheck flip's removal waits
 	// for its card to be shown (quarantine.Quarantine.PostWait; 0: a
 	// minute).

@@ -100,6 +100,10 @@ type Handlers struct {
 	// that reports a message to security.
 	Reaction          func(ctx context.Context, ev *slackevents.ReactionAddedEvent, m Meta)
 	ReactionNeedsWork func(ev *slackevents.ReactionAddedEvent) bool
+	// Joined gets member_joined_channel events that JoinedNeedsWork
+	// (before the ack) lets through: the bot added to a channel.
+	Joined          func(ctx context.Context, ev *slackevents.MemberJoinedChannelEvent, m Meta)
+	JoinedNeedsWork func(ev *slackevents.MemberJoinedChannelEvent) bool
 }
 
 // Observer receives measurements for metrics. All methods must be cheap.
@@ -192,6 +196,12 @@ func (b *Bot) SetHandler(h func(ctx context.Context, ev *slackevents.MessageEven
 func (b *Bot) SetFileHandler(h func(ctx context.Context, ev *slackevents.FileSharedEvent, m Meta), needsWork func(ev *slackevents.FileSharedEvent) bool) {
 	b.h.FileShared = h
 	b.h.FileSharedNeedsWork = needsWork
+}
+
+// SetJoinHandler sets the member_joined_channel handler and its pre-check
+// (see Handlers.Joined). Call it before Run.
+func (b *Bot) SetJoinHandler(h func(ctx context.Context, ev *slackevents.MemberJoinedChannelEvent, m Meta), needsWork func(ev *slackevents.MemberJoinedChannelEvent) bool) {
+	b.h.Joined, b.h.JoinedNeedsWork = h, needsWork
 }
 
 // SetReactionHandler sets the reaction_added handler and its pre-check
@@ -510,6 +520,8 @@ func (b *Bot) needsWork(evt socketmode.Event) bool {
 		return b.h.TeamAccess != nil
 	case *slackevents.ReactionAddedEvent:
 		return b.h.Reaction != nil && b.h.ReactionNeedsWork != nil && b.h.ReactionNeedsWork(inner)
+	case *slackevents.MemberJoinedChannelEvent:
+		return b.h.Joined != nil && b.h.JoinedNeedsWork != nil && b.h.JoinedNeedsWork(inner)
 	}
 	return false
 }
@@ -652,6 +664,11 @@ func (b *Bot) route(evt socketmode.Event, job *store.Job) {
 		case *slackevents.AppMentionEvent:
 			if b.h.AppMention != nil {
 				b.submit("app_mention", inner, done, func(ctx context.Context) { defer done(); b.h.AppMention(ctx, inner) })
+				return
+			}
+		case *slackevents.MemberJoinedChannelEvent:
+			if b.h.Joined != nil {
+				b.submit("member_joined_channel", inner, done, func(ctx context.Context) { defer done(); b.h.Joined(ctx, inner, m) })
 				return
 			}
 		case *slackevents.ReactionAddedEvent:

@@ -79,6 +79,9 @@ type Card struct {
 	// members reported it to security (package triage): the card's level
 	// is then malicious, whatever the services said.
 	ConfirmedBy string `json:"confirmed_by,omitempty"`
+	// FromHistory is set on a card made by a scan of the channel's
+	// history (package backfill).
+	FromHistory bool `json:"from_history,omitempty"`
 }
 
 // Quarantine states.

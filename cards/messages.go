@@ -32,6 +32,11 @@ const (
 	ModeQuiet   = "quiet"   // a card only when something is suspicious or malicious
 	ModeVerbose = "verbose" // a card for everything, "scanning…" at once
 	ModeOff     = "off"     // not scanned
+	// ModeBackfill is a scan of a channel's history (package backfill):
+	// as quiet, a card only for what is not clean, and no reaction on
+	// clean messages (old messages get nothing unless it matters); its
+	// cards say where they come from.
+	ModeBackfill = "backfill"
 )
 
 // URLChecker checks one URL (*scan.URLs implements it).
@@ -398,6 +403,10 @@ func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg
 	}
 	res.Targets, draft.Lines = m.lines(res.Targets)
 	draft.Final = len(draft.Lines) == 0
+	if mode == ModeBackfill {
+		draft.Notes = append(draft.Notes, HistoryNote)
+		draft.FromHistory = true
+	}
 	var gen int
 	var snap card.Card
 	if onlyNew {
@@ -824,6 +833,8 @@ func (m *Messages) finish(ctx context.Context, c *card.Card, mode string, earlie
 			c = &acted
 		}
 		m.show(ctx, c)
+	case level == verdict.Clean && mode == ModeBackfill:
+		// History: nothing on a clean old message.
 	case level == verdict.Clean:
 		// A file card's source key is "<ts>/files": react on the message.
 		if err := m.Poster.React(ctx, c.Channel, strings.TrimSuffix(c.SourceTS, "/files"), m.CleanReaction); err != nil {

@@ -88,7 +88,9 @@ type HostChecker interface {
 
 // Scan holds what the /scan subcommands use.
 type Scan struct {
-	Links *links.Policy
+	// Backfill, if set, checks a channel's history (/scan channel backfill).
+	Backfill Backfiller
+	Links    *links.Policy
 	// Hosts, if set, resolves the hosts of /scan's links before the card
 	// is made, so a name that resolves inside the network is answered at
 	// once ("resolves to a private address") and never sent.
@@ -186,8 +188,8 @@ func NewScanRegistry(s *Scan) *Registry {
 		MaxArgs: 1, Handler: s.recent, Examples: []string{"/scan recent 10"}})
 	r.Register(&Command{Name: "history", Usage: "<url|task_id>", Description: "the verdicts of a link or task shown in your conversations, and the reports made there: who and when",
 		MinArgs: 1, MaxArgs: 1, Handler: s.history, Examples: []string{"/scan history https://login.example.com/verify"}})
-	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off|quarantine off|malicious|suspicious]",
-		Description: "show or set this channel's mode, whether its shared files are scanned, and the lowest verdict whose message is removed (quarantine)",
+	r.Register(&Command{Name: "channel", Usage: "[on|off|quiet|verbose|files on|off|quarantine off|malicious|suspicious|backfill [7d|14d|30d|stop]]",
+		Description: "show or set this channel's mode, whether its shared files are scanned, and the lowest verdict whose message is removed (quarantine); backfill checks the channel's history",
 		MaxArgs:     2, Admin: AdminToChange, Handler: s.channel, Examples: []string{"/scan channel files off"}})
 	r.Register(&Command{Name: "allow", Usage: "add|remove|list [domain]", Description: "the runtime allowlist: links to these domains are never sent",
 		MinArgs: 1, MaxArgs: 2, Admin: AdminToChange, Handler: s.allow, Examples: []string{"/scan allow add example.org"}})
@@ -646,6 +648,9 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 	if len(req.Args) > 0 && strings.EqualFold(req.Args[0], "quarantine") {
 		return s.channelQuarantine(ctx, req)
 	}
+	if len(req.Args) > 0 && strings.EqualFold(req.Args[0], "backfill") {
+		return s.channelBackfill(ctx, req)
+	}
 	if len(req.Args) > 1 {
 		return userErr("`/scan channel` takes one mode (on, off, quiet or verbose), or `files on|off`, or `quarantine off|malicious|suspicious`.")
 	}
@@ -658,10 +663,16 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 		if err != nil {
 			return err
 		}
-		if isDefault {
-			return s.respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s %s", current, files, quar))
+		back := ""
+		if s.Backfill != nil {
+			if st, ok := s.Backfill.Status(req.Channel); ok {
+				back = "\n" + st
+			}
 		}
-		return s.respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*. %s %s", current, files, quar))
+		if isDefault {
+			return s.respond(ctx, req, fmt.Sprintf("This channel uses the default mode: *%s*. %s %s%s", current, files, quar, back))
+		}
+		return s.respond(ctx, req, fmt.Sprintf("This channel's mode is *%s*. %s %s%s", current, files, quar, back))
 	}
 	mode := strings.ToLower(req.Args[0])
 	switch mode {
@@ -687,6 +698,43 @@ func (s *Scan) channel(ctx context.Context, req *Request) error {
 	}
 	s.audit(ctx, req, "mode", prev, mode, out)
 	return s.respond(ctx, req, fmt.Sprintf("This channel's mode is now *%s*.", mode))
+}
+
+// Backfiller checks a channel's history (package backfill, through app).
+type Backfiller interface {
+	// Start begins a backfill of channel over window ("" the default),
+	// and says what happens, or why not (a *UserError for the person).
+	Start(ctx context.Context, channel, window, by string) (string, error)
+	// Stop stops channel's running backfill and says so.
+	Stop(channel, by string) (string, error)
+	// Status says where channel's backfill stands (false: none).
+	Status(channel string) (string, bool)
+}
+
+// channelBackfill is /scan channel backfill [window|stop] (admins).
+func (s *Scan) channelBackfill(ctx context.Context, req *Request) error {
+	if s.Backfill == nil {
+		return userErr("Checking a channel's history is not available here.")
+	}
+	if !s.Access.IsAdmin(req.User) {
+		return userErr("Only admins can check this channel's history.")
+	}
+	arg := ""
+	if len(req.Args) > 1 {
+		arg = strings.ToLower(req.Args[1])
+	}
+	var text string
+	var err error
+	if arg == "stop" {
+		text, err = s.Backfill.Stop(req.Channel, req.User)
+	} else {
+		text, err = s.Backfill.Start(ctx, req.Channel, arg, req.User)
+	}
+	if err != nil {
+		return err
+	}
+	s.Log.Info("channel backfill", "audit", true, "user", req.User, "channel", req.Channel, "arg", arg)
+	return s.respond(ctx, req, text)
 }
 
 // filesLine says whether the channel's shared files are scanned, and why.

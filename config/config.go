@@ -158,6 +158,12 @@ type Config struct {
 	ReportEmoji       string `envconfig:"VERDICTBOT_REPORT_EMOJI"`
 	ReportIncludeText bool   `envconfig:"VERDICTBOT_REPORT_INCLUDE_TEXT"`
 
+	// Backfill (package backfill): the longest window /scan channel
+	// backfill may read, and the window read when the bot joins a channel
+	// ("": none).
+	BackfillMax    time.Duration `envconfig:"VERDICTBOT_BACKFILL_MAX"`
+	BackfillOnJoin string        `envconfig:"VERDICTBOT_BACKFILL_ON_JOIN"`
+
 	Retention time.Duration `envconfig:"VERDICTBOT_RETENTION"`
 
 	Quarantine          string        `envconfig:"VERDICTBOT_QUARANTINE"`
@@ -240,6 +246,7 @@ func Default() Config {
 		RecheckSchedule: "*/15 * * * *",
 		RecheckAfter:    []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour},
 		RecheckMax:      200,
+		BackfillMax:     30 * 24 * time.Hour,
 
 		Retention: 2160 * time.Hour,
 
@@ -661,6 +668,15 @@ var configRules = []configRule{
 		}
 		return nil
 	}},
+	between("VERDICTBOT_BACKFILL_MAX", func(c *Config) time.Duration { return c.BackfillMax }, time.Hour, 90*24*time.Hour,
+		"want 1h to 2160h (the longest history /scan channel backfill reads; default 720h, 30 days)"),
+	{"VERDICTBOT_BACKFILL_ON_JOIN", false, func(c *Config) error {
+		if c.BackfillOnJoin == "" {
+			return nil
+		}
+		d, ok := Window(c.BackfillOnJoin)
+		return set(ok && d <= c.BackfillMax, fmt.Sprintf("VERDICTBOT_BACKFILL_ON_JOIN=%q: want a window such as 7d, at most VERDICTBOT_BACKFILL_MAX, or unset (off)", c.BackfillOnJoin))
+	}},
 	{"VERDICTBOT_REPORT_CHANNEL", false, func(c *Config) error {
 		if c.ReportChannel != "" && !isChannelID(c.ReportChannel) {
 			return fmt.Errorf("VERDICTBOT_REPORT_CHANNEL=%q: want a channel id (C…, G…), not a name", c.ReportChannel)
@@ -932,6 +948,16 @@ func checkBaseURL(name, v, secret string, plainHosts []string, hostsSetting bool
 			name, u.Hostname(), secret, or)
 	}
 	return nil
+}
+
+// Window reads a history window: "7d" (days) or a Go duration.
+func Window(s string) (time.Duration, bool) {
+	if len(s) > 1 && s[len(s)-1] == 'd' {
+		n, err := strconv.Atoi(s[:len(s)-1])
+		return time.Duration(n) * 24 * time.Hour, err == nil && n > 0
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil && d > 0
 }
 
 func isChannelID(s string) bool {

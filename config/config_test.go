@@ -238,7 +238,7 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		MaxLinks: 201, VerdictTTL: -1, URLDeadline: time.Second, RecheckSchedule: "often",
 		RecheckAfter: []time.Duration{time.Hour, time.Minute}, MaxFileBytes: 0, SandboxDeadline: time.Second,
 		MaxScreenshots: 11, ScreenshotTimeout: time.Hour, FileVerdictTTL: -1, SandboxRunRate: 0, RecheckMax: 0,
-		AlertChannel: "#alerts", ReportChannel: "#security", ReportEmoji: ":Phish Me:", Workers: 0, QueueSize: 0, ReputationRunRate: 0, MaxConcurrent: -1, UserLinksPerHour: -1, ServiceCAFile: "/nonexistent/ca.pem",
+		AlertChannel: "#alerts", ReportChannel: "#security", ReportEmoji: ":Phish Me:", BackfillMax: time.Minute, BackfillOnJoin: "1w", Workers: 0, QueueSize: 0, ReputationRunRate: 0, MaxConcurrent: -1, UserLinksPerHour: -1, ServiceCAFile: "/nonexistent/ca.pem",
 		HTTPAddr: "8080", LogLevel: "loud", LogFormat: "xml", DatabaseURL: "mysql://u:p@h/db",
 		ThresholdPhishing: "x", ThresholdAdvertising: "x", ThresholdMalicious: "x", ThresholdIllegal: "x",
 		Quarantine: "always", SlackAdminUserToken: "xoxb-not-a-user-token", QuarantineFiles: "files", QuarantineFlipMax: -1,

@@ -97,6 +97,9 @@ type Finding struct {
 	// Quarantine is set for KindQuarantine and KindRelease.
 	Quarantine *Quarantine
 
+	// Backfill marks a finding of a scan of a channel's history.
+	Backfill bool
+
 	// TeamID is the workspace the finding was made in, when its maker
 	// knows it ("": the Emitter finds it from the channel).
 	TeamID string
@@ -305,6 +308,8 @@ type Unmapped struct {
 	// cloud, for filters that read unmapped only.
 	TeamID       string `json:"team_id,omitempty"`
 	EnterpriseID string `json:"enterprise_id,omitempty"`
+	// Backfill is true for a finding of a scan of a channel's history.
+	Backfill bool `json:"backfill,omitempty"`
 }
 
 // QuarantineFields is Quarantine as sent.
@@ -430,6 +435,7 @@ func Build(f Finding, p Product, uid string) Event {
 	if f.Kind == KindFlip {
 		e.Unmapped.Previous = f.Previous.Key()
 	}
+	e.Unmapped.Backfill = f.Backfill
 	if len(f.Scores) > 0 {
 		e.Unmapped.Scores = make(map[string]float64, len(f.Scores))
 		for k, v := range f.Scores {

@@ -383,15 +383,16 @@ func TestManifestBotEvents(t *testing.T) {
 	// The events bot.Bot handles (slackevents.MessageEvent, FileSharedEvent,
 	// AppHomeOpenedEvent, AppMentionEvent).
 	want := []string{
-		"app_home_opened",     // the Home tab is published for whoever opens it
-		"app_mention",         // @verdictbot: help, or scan the thread's root
-		"file_shared",         // files shared in a channel → the sandbox
-		"message.channels",    // messages in public channels the bot is in
-		"message.groups",      // messages in private channels the bot is in
-		"message.im",          // links and files sent to the bot in its Messages tab
-		"reaction_added",      // VERDICTBOT_REPORT_EMOJI: a reaction reports a message to security
-		"team_access_granted", // Enterprise Grid: an Org Admin granted workspaces to the org-wide install
-		"team_access_revoked", // … or revoked them
+		"app_home_opened",       // the Home tab is published for whoever opens it
+		"app_mention",           // @verdictbot: help, or scan the thread's root
+		"file_shared",           // files shared in a channel → the sandbox
+		"member_joined_channel", // VERDICTBOT_BACKFILL_ON_JOIN: the bot added to a channel checks its history
+		"message.channels",      // messages in public channels the bot is in
+		"message.groups",        // messages in private channels the bot is in
+		"message.im",            // links and files sent to the bot in its Messages tab
+		"reaction_added",        // VERDICTBOT_REPORT_EMOJI: a reaction reports a message to security
+		"team_access_granted",   // Enterprise Grid: an Org Admin granted workspaces to the org-wide install
+		"team_access_revoked",   // … or revoked them
 	}
 	got := sorted(m.Settings.EventSubscriptions.BotEvents)
 	if !slices.Equal(got, want) {
@@ -410,6 +411,7 @@ var wantBotScopes = []string{
 	"groups:history",    // message.groups; conversations.replies in private channels
 	"chat:write",        // chat.postMessage (cards, recheck replies, alerts), chat.update, chat.postEphemeral
 	"reactions:write",   // reactions.add / reactions.remove (the clean reaction in quiet channels)
+	"reactions:read",    // reaction_added: the VERDICTBOT_REPORT_EMOJI reaction reports a message
 	"files:read",        // file_shared, files.info, downloading url_private_download with the bot token
 	"files:write",       // files.getUploadURLExternal + files.completeUploadExternal (screenshots in the thread)
 	"commands",          // the /scan slash command and the "Scan this message" shortcut
@@ -495,6 +497,8 @@ var eventScopes = map[string][]string{
 	"file_shared":      {"files:read"},
 	"app_mention":      {"app_mentions:read"},
 	"reaction_added":   {"reactions:read"},
+	// member_joined_channel: "channels:read, groups:read" (either).
+	"member_joined_channel": {"channels:read"},
 	// Sent to org-wide installs (Enterprise Grid) when an Org Admin adds
 	// or removes a workspace; no scope ("Required scopes: none").
 	"team_access_granted": {},

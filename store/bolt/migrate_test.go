@@ -263,7 +263,7 @@ func TestMigratedStoreReopens(t *testing.T) {
 func TestCardRoundTrip(t *testing.T) {
 	db := Memory(Options{})
 	want := v1Card1()
-	want.RequestedBy, want.ConfirmedBy = "U7", "U8"
+	want.RequestedBy, want.ConfirmedBy, want.FromHistory = "U7", "U8", true
 	want.Lines[0].Status, want.Lines[0].Problem = "reporting", "p"
 	f := *want.Lines[1].File
 	f.ID, f.ScreenshotsWithheld = "F0123", true

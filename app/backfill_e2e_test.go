@@ -1,0 +1,167 @@
+package app_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/app/apptest"
+	"github.com/verdictbot/verdictbot/cards"
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/sim"
+)
+
+// TestBackfillChecksAChannelsHistoryQuietly: an admin's /scan channel
+// backfill 14d reads 10 days of history (300 messages, threads included)
+// under Tier 3 limits, checks each message's links once, posts cards only
+// for what is not clean (saying they come from the history, events
+// marked), leaves clean messages alone, keeps one progress message updated
+// to a summary; a message the bot had checked live is not checked again,
+// and a second backfill submits nothing new. Non-admins may not start one.
+func TestBackfillChecksAChannelsHistoryQuietly(t *testing.T) {
+	t.Parallel()
+	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
+	o := apptest.QuickPolling()
+	o.BackfillPerMinute = 600
+	h := &harness{apptest.StartBotFull(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_EVENTS_FILE": eventsFile,
+		"VERDICTBOT_REPUTATION_RUN_RATE": "50", "VERDICTBOT_REPUTATION_REPORT_RATE": "200"},
+		sim.Config{}, false, nil, o, slackfake.WithTierLimits(true))}
+	now := time.Now()
+	var msgs []slackfake.HistoryMessage
+	var phish []string
+	for i := range 300 {
+		at := now.Add(-10 * 24 * time.Hour).Add(time.Duration(i) * 48 * time.Minute)
+		m := slackfake.HistoryMessage{User: alice, Text: fmt.Sprintf("note %d", i), At: at, ReplyTo: slackfake.TopLevel}
+		switch {
+		case i%50 == 7:
+			u := fmt.Sprintf("https://login.phish.test/old/%d", i)
+			phish = append(phish, u)
+			m.Text = "sign in: <" + u + ">"
+		case i%5 == 0:
+			m.Text = fmt.Sprintf("see <https://example.com/old/%d>", i)
+		}
+		if i%30 == 1 && i > 1 {
+			m.ReplyTo = i - 1 // a reply in the previous message's thread
+			if i == 121 {
+				u := "https://login.phish.test/in-thread"
+				phish = append(phish, u)
+				m.Text = "reply: <" + u + ">"
+			}
+		}
+		msgs = append(msgs, m)
+	}
+	tss := h.Slack.SeedHistory(secChannel, msgs)
+	// One message was seen live: it has its card (quiet: a reaction).
+	live := h.Post("live: <https://example.com/old/live>")
+	if err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {
+		m, _ := st.Message(secChannel, live.TS)
+		return len(m.Reactions) > 0
+	}); err != nil {
+		t.Fatalf("the live message was not checked: %v", err)
+	}
+	if got := h.Slash(alice, "channel backfill 14d"); !strings.Contains(got, "Only admins") {
+		t.Errorf("a non-admin was answered %q", got)
+	}
+	if got := h.Slash(adminUser, "channel backfill 90d"); !strings.Contains(got, "VERDICTBOT_BACKFILL_MAX") {
+		t.Errorf("90d was answered %q", got)
+	}
+	start := time.Now()
+	if got := h.Slash(adminUser, "channel backfill 14d"); !strings.Contains(got, "Checking this channel's history, the last 14 days") {
+		t.Fatalf("the admin was answered %q", got)
+	}
+	var summary string
+	err := h.Slack.WaitFor(h.Ctx(60*time.Second), func(st *slackfake.State) bool {
+		for _, m := range st.BotMessages(secChannel, "") {
+			if strings.Contains(m.Text, "Finished checking this channel's history") {
+				summary = m.Text
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("the backfill did not finish: %v\nlogs:\n%s", err, h.Logs.String())
+	}
+	took := time.Since(start)
+	t.Logf("summary after %v: %s", took.Round(time.Millisecond), summary)
+	if !strings.Contains(summary, "found not clean") || !strings.Contains(summary, fmt.Sprintf("%d found not clean", len(phish))) {
+		t.Errorf("summary %q, want %d found", summary, len(phish))
+	}
+	var progress int
+	h.Slack.Inspect(func(st *slackfake.State) {
+		for _, m := range st.BotMessages(secChannel, "") {
+			if strings.Contains(m.Text, "this channel's history") {
+				progress++
+			}
+		}
+	})
+	if progress != 1 {
+		t.Errorf("%d progress messages, want one updated in place", progress)
+	}
+	// Cards only for the phish, in their threads, saying where they come from.
+	for _, u := range phish {
+		if n := len(h.Sim.URLTasks(u)); n != 1 {
+			t.Errorf("%s submitted %d times, want once", u, n)
+		}
+	}
+	var cardsPosted, reacted int
+	h.Slack.Inspect(func(st *slackfake.State) {
+		for _, ts := range tss {
+			for _, m := range st.BotMessages(secChannel, ts) {
+				if strings.Contains(apptest.BlocksText(m.Blocks), cards.HistoryNote) {
+					cardsPosted++
+				}
+			}
+			if m, ok := st.Message(secChannel, ts); ok && len(m.Reactions) > 0 {
+				reacted++
+			}
+		}
+	})
+	if cardsPosted != len(phish) {
+		t.Errorf("%d history cards, want %d (the phish only)", cardsPosted, len(phish))
+	}
+	if reacted != 0 {
+		t.Errorf("%d old clean messages got a reaction; the history scan is quiet", reacted)
+	}
+	if n := len(h.Sim.URLTasks("https://example.com/old/live")); n != 1 {
+		t.Errorf("the live message's link was submitted %d times", n)
+	}
+	calls := map[string]int{}
+	for _, m := range []string{"conversations.history", "conversations.replies"} {
+		calls[m] = len(h.Slack.Calls(m))
+	}
+	t.Logf("calls: %v", calls)
+	// Again: nothing new is submitted.
+	before := h.Sim.Count("reputation", sim.OpScan)
+	if got := h.Slash(adminUser, "channel backfill 14d"); !strings.Contains(got, "Checking") {
+		t.Fatalf("the second backfill: %q", got)
+	}
+	err = h.Slack.WaitFor(h.Ctx(60*time.Second), func(st *slackfake.State) bool {
+		n := 0
+		for _, m := range st.BotMessages(secChannel, "") {
+			if strings.Contains(m.Text, "Finished checking") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if err != nil {
+		t.Fatalf("the second backfill did not finish: %v", err)
+	}
+	if after := h.Sim.Count("reputation", sim.OpScan); after != before {
+		t.Errorf("the second backfill submitted %d links again", after-before)
+	}
+	if got := h.Slash(alice, "channel"); !strings.Contains(got, "Finished checking this channel's history") {
+		t.Errorf("/scan channel does not show the backfill: %q", got)
+	}
+	b, err := os.ReadFile(eventsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"backfill":true`); n < len(phish) {
+		t.Errorf("%d events marked backfill, want at least %d", n, len(phish))
+	}
+}

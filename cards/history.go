@@ -1,0 +1,67 @@
+package cards
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+
+	"github.com/slack-go/slack"
+
+	"github.com/verdictbot/verdictbot/bot"
+)
+
+// HistoryNote is the note on a card made by a scan of a channel's history.
+const HistoryNote = "Found by a scan of this channel's history."
+
+// HistoryCheck is what ScanHistory began for one message.
+type HistoryCheck struct {
+	// Links and Files are the targets the message carries; Began is
+	// whether a check began (false: nothing to check, or the message had
+	// a card already: live handling or an earlier scan checked it).
+	Links, Files int
+	Began        bool
+}
+
+// ScanHistory checks a message read from a channel's history (package
+// backfill) as a live one is checked, in ModeBackfill: only when it has no
+// card yet (the check and the card's beginning are one store transaction,
+// so live handling and the history scan never both check a message), a
+// card only for what is not clean, with HistoryNote. done is called once
+// (its cards final, or at once when nothing began) with whether any of its
+// cards is not clean.
+func (m *Messages) ScanHistory(ctx context.Context, channel string, msg *slack.Msg, raw json.RawMessage, done func(found bool)) HistoryCheck {
+	m.init()
+	var hc HistoryCheck
+	if m.own(msg) || msg.SubType == "tombstone" || msg.Timestamp == "" {
+		done(false)
+		return hc
+	}
+	hc.Links = len(m.Links.ExtractRaw(msg, raw).Targets)
+	parts := atomic.Int32{}
+	parts.Store(1)
+	if len(msg.Files) > 0 && m.Files != nil {
+		hc.Files = len(msg.Files)
+		parts.Store(2)
+	}
+	finish := func() {
+		if parts.Add(-1) != 0 {
+			return
+		}
+		found := false
+		for _, ts := range []string{msg.Timestamp, fileCardTS(msg.Timestamp)} {
+			if rec, ok := m.Cards.Get(channel, ts); ok && rec.Mode == ModeBackfill && rec.Card.Level().NeedsAttention() {
+				found = true
+			}
+		}
+		done(found)
+	}
+	if hc.Files > 0 {
+		fmsg := *msg
+		fmsg.Channel = channel
+		began, _ := m.Files.handle(ctx, channel, &fmsg, fileJob{mode: ModeBackfill, onlyNew: true, who: requesterOf(channel, msg, "")}, finish)
+		hc.Began = hc.Began || began
+	}
+	began, _ := m.scanLinks(ctx, channel, msg, raw, ModeBackfill, "", true, nil, bot.Meta{Done: finish})
+	hc.Began = hc.Began || began
+	return hc
+}
