@@ -165,3 +165,49 @@ func TestBackfillChecksAChannelsHistoryQuietly(t *testing.T) {
 		t.Errorf("%d events marked backfill, want at least %d", n, len(phish))
 	}
 }
+
+// TestBackfillOnJoin: with VERDICTBOT_BACKFILL_ON_JOIN, the bot added to a
+// channel checks its history by itself; someone else joining starts
+// nothing; a stop by an admin ends it and says so.
+func TestBackfillOnJoin(t *testing.T) {
+	t.Parallel()
+	const newChannel = "C0NEWCHAN"
+	o := apptest.QuickPolling()
+	o.BackfillPerMinute = 600
+	seed := func(f *slackfake.Server) {
+		f.AddChannel(slackfake.Channel{ID: newChannel, Name: "new", NotMember: true})
+	}
+	h := &harness{apptest.StartBotFull(t, map[string]string{"VERDICTBOT_BACKFILL_ON_JOIN": "3d", "VERDICTBOT_REPUTATION_RUN_RATE": "50"},
+		sim.Config{}, false, seed, o)}
+	now := time.Now()
+	h.Slack.SeedHistory(newChannel, []slackfake.HistoryMessage{
+		{User: alice, Text: "old: <https://login.phish.test/joined>", At: now.Add(-2 * 24 * time.Hour), ReplyTo: slackfake.TopLevel},
+		{User: alice, Text: "too old: <https://login.phish.test/too-old>", At: now.Add(-5 * 24 * time.Hour), ReplyTo: slackfake.TopLevel},
+	})
+	if _, err := h.Slack.DeliverMemberJoined(newChannel, bob); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Slack.DeliverMemberJoined(newChannel, h.Slack.BotUserID()); err != nil {
+		t.Fatal(err)
+	}
+	err := h.Slack.WaitFor(h.Ctx(30*time.Second), func(st *slackfake.State) bool {
+		for _, m := range st.BotMessages(newChannel, "") {
+			if strings.Contains(m.Text, "Finished checking this channel's history (the last 3 days)") && strings.Contains(m.Text, "1 found not clean") {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("joining did not check the history: %v\nlogs:\n%s", err, h.Logs.String())
+	}
+	if n := len(h.Sim.URLTasks("https://login.phish.test/joined")); n != 1 {
+		t.Errorf("the link within the window was submitted %d times", n)
+	}
+	if n := len(h.Sim.URLTasks("https://login.phish.test/too-old")); n != 0 {
+		t.Errorf("the link older than the window was submitted %d times", n)
+	}
+	if got := h.SlashIn(newChannel, adminUser, "channel backfill stop"); !strings.Contains(got, "Finished") {
+		t.Errorf("stop after the end answered %q", got)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/verdictbot/verdictbot/cards"
+	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -497,13 +498,8 @@ func slackTS(t time.Time) string {
 }
 
 func slackCode(err error) string {
-	var se slack.SlackErrorResponse
-	if errors.As(err, &se) {
-		return se.Err
-	}
-	var rl *slack.RateLimitedError
-	if errors.As(err, &rl) {
-		return "ratelimited"
+	if c := notify.ErrorCode(err); c != "" {
+		return c
 	}
 	if err != nil {
 		return "error"

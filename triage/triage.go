@@ -31,6 +31,7 @@ import (
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/events"
 	"github.com/verdictbot/verdictbot/links"
+	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -579,13 +580,11 @@ func capitalize(s string) string {
 }
 
 func slackCode(err error) string {
-	var se slack.SlackErrorResponse
-	if errors.As(err, &se) {
-		return se.Err
+	if c := notify.ErrorCode(err); c != "" {
+		return c
 	}
-	var rl *slack.RateLimitedError
-	if errors.As(err, &rl) {
-		return "ratelimited"
+	if err != nil {
+		return "error"
 	}
-	return "error"
+	return ""
 }
