@@ -166,7 +166,7 @@ const (
 	answerTooMany  = "You have reported %d messages in the last hour, the most I take from one person; please wait a while, or tell the security team directly."
 	answerFailed   = "Something went wrong on our side and the report was not recorded; please try again in a minute."
 	answerNoText   = "I could not read that message, so nothing was reported."
-	answerThanks   = "Thank you: the message was reported to the security team (<#%s>). They will look at it, and I will tell you here what they decide."
+	answerThanks   = "Thank you: the message was reported to the security team (<#%s>). They will look at it, and I will tell you what they decide in my Messages tab."
 	answerChecking = " Meanwhile I am checking its links and files."
 	answerNotIn    = " I am not in that conversation, so I could not check its links; the team will look at it themselves."
 )
