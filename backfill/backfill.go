@@ -17,6 +17,7 @@
 package backfill
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,9 @@ const (
 // Tier3PerMinute is conversations.history's and conversations.replies'
 // rate for internal apps (Slack's Tier 3, 50+ a minute).
 const Tier3PerMinute = 50
+
+// checkWait is how long a message's check holds its slot at most.
+const checkWait = 10 * time.Minute
 
 // claimFor is how long a runner's claim on a backfill lasts; it is renewed
 // at each page, and another replica takes over after it.
@@ -91,7 +95,9 @@ type Runner struct {
 	// PerMinute is each method's rate (default Tier3PerMinute); Share
 	// divides it between replicas.
 	PerMinute float64
-	// InFlight is how many messages are checked at once (default 4).
+	// InFlight is how many messages are checked at once (default 16; the
+	// history's links share one fair flow of the URL client, so live
+	// senders keep their turns).
 	InFlight int
 	Log      *slog.Logger
 	Now      func() time.Time
@@ -284,7 +290,7 @@ func (r *Runner) run(ctx context.Context, channel string) {
 		return
 	}
 	r.progress(ctx, &b)
-	slots := make(chan struct{}, max(r.InFlight, 4))
+	slots := make(chan struct{}, cmp.Or(r.InFlight, 16))
 	history, replies := r.limiters()
 	for {
 		if ctx.Err() != nil {
@@ -317,7 +323,7 @@ func (r *Runner) run(ctx context.Context, channel string) {
 			}
 			page.Add(1)
 			var once sync.Once
-			hc := r.Scanner.ScanHistory(ctx, channel, &m.Msg, nil, func(found bool) {
+			release := func(found bool) {
 				once.Do(func() {
 					defer page.Done()
 					defer func() { <-slots }()
@@ -327,6 +333,17 @@ func (r *Runner) run(ctx context.Context, channel string) {
 						}
 					}
 				})
+			}
+			// A check whose card waits longer than this (a line deferred
+			// past a budget) gives its slot back: the card is still
+			// finished by the pipeline, the reading goes on.
+			t := time.AfterFunc(checkWait, func() {
+				r.log().Warn("backfill: a message's check is taking long; going on without waiting for it", "channel", channel, "ts", m.Timestamp)
+				release(false)
+			})
+			hc := r.Scanner.ScanHistory(ctx, channel, &m.Msg, nil, func(found bool) {
+				t.Stop()
+				release(found)
 			})
 			pageMsgs.Add(1)
 			pageLinks.Add(int64(hc.Links))

@@ -8,6 +8,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/verdictbot/verdictbot/bot"
+	"github.com/verdictbot/verdictbot/scan"
 )
 
 // HistoryNote is the note on a card made by a scan of a channel's history.
@@ -58,7 +59,7 @@ func (m *Messages) ScanHistory(ctx context.Context, channel string, msg *slack.M
 	if hc.Files > 0 {
 		fmsg := *msg
 		fmsg.Channel = channel
-		began, _ := m.Files.handle(ctx, channel, &fmsg, fileJob{mode: ModeBackfill, onlyNew: true, who: requesterOf(channel, msg, "")}, finish)
+		began, _ := m.Files.handle(ctx, channel, &fmsg, fileJob{mode: ModeBackfill, onlyNew: true, who: scan.Requester{}}, finish)
 		hc.Began = hc.Began || began
 	}
 	began, _ := m.scanLinks(ctx, channel, msg, raw, ModeBackfill, "", true, nil, bot.Meta{Done: finish})
