@@ -33,7 +33,7 @@ func BenchmarkBackfill10k(b *testing.B) {
 		msgs := make([]slackfake.HistoryMessage, 0, 10000)
 		for i := range 10000 {
 			m := slackfake.HistoryMessage{User: alice, Text: fmt.Sprintf("message %d", i),
-				At: now.Add(-14 * 24 * time.Hour).Add(time.Duration(i) * 14 * 24 * time.Hour / 10000), ReplyTo: slackfake.TopLevel}
+				At: now.Add(-14 * 24 * time.Hour).Add(time.Duration(i) * (14 * 24 * time.Hour / 10000)), ReplyTo: slackfake.TopLevel}
 			if i%5 == 0 {
 				m.Text = fmt.Sprintf("see <https://example.com/history/%d>", i)
 			}
