@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,16 +31,13 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/verdictbot/verdictbot/cards"
+	"github.com/verdictbot/verdictbot/config"
 	"github.com/verdictbot/verdictbot/notify"
 	"github.com/verdictbot/verdictbot/store"
 )
 
-// Windows a backfill may cover, and the default.
-const (
-	DefaultWindow = 7 * 24 * time.Hour
-	// DefaultMax is VERDICTBOT_BACKFILL_MAX's default.
-	DefaultMax = 30 * 24 * time.Hour
-)
+// DefaultWindow is what /scan channel backfill reads without a window.
+const DefaultWindow = 7 * 24 * time.Hour
 
 // Tier3PerMinute is conversations.history's and conversations.replies'
 // rate for internal apps (Slack's Tier 3, 50+ a minute).
@@ -153,12 +149,8 @@ func ParseWindow(s string, maxWindow time.Duration) (time.Duration, error) {
 	if s == "" {
 		return min(DefaultWindow, maxWindow), nil
 	}
-	var d time.Duration
-	if n, err := strconv.Atoi(s[:len(s)-1]); err == nil && s[len(s)-1] == 'd' && n > 0 {
-		d = time.Duration(n) * 24 * time.Hour
-	} else if pd, err := time.ParseDuration(s); err == nil && pd > 0 {
-		d = pd
-	} else {
+	d, ok := config.Window(s)
+	if !ok {
 		return 0, fmt.Errorf("%q is not a window: use 7d, 14d or 30d", s)
 	}
 	if d > maxWindow {

@@ -455,7 +455,7 @@ func (h *Home) mineText(user string) string {
 	}
 	mine, err := h.Mine(user, 5)
 	if err != nil {
-		h.Log.Warn("home: the viewer's reports could not be read", "error", err)
+		h.log().Warn("home: the viewer's reports could not be read", "error", err)
 		return "_Your reports could not be read just now._"
 	}
 	var lines []string
