@@ -285,6 +285,10 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	// claimedHere: this request marked the report pending (a claim
 	// retried after a failed commit finds its own mark, not another's).
 	claimedHere := false
+	// again: the card, when this person's report is on it already (a
+	// click delivered again after the replica that handled it was killed
+	// between the card's write and its update in Slack).
+	var again *card.Card
 	defer func() {
 		if claimedHere {
 			f.mu.Lock()
@@ -310,6 +314,10 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		slices.SortStableFunc(all, func(a, b cardReport) int { return a.At.Compare(b.At) })
 		if last := lastAccepted(all, cat); last != nil && last.Option == option {
 			here := last.card == nil || (last.card.Channel == c.Channel && last.card.SourceTS == c.SourceTS)
+			if here && last.User == r.User {
+				cp := *c
+				again = &cp
+			}
 			return &duplicateError{r: last.Report, here: here, card: last.card}
 		}
 		f.mu.Lock()
@@ -332,6 +340,13 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		return err
 	})
 	var dup *duplicateError
+	if errors.As(err, &dup) && again != nil && again.CardTS != "" {
+		// The card in Slack may not show the report yet: it is shown
+		// again from the store (an update is idempotent).
+		if uerr := notify.UntilAdmitted(ctx, func() error { return f.Poster.Update(ctx, again) }); uerr != nil {
+			f.logger().Warn("card update after a repeated report failed", "error", uerr)
+		}
+	}
 	switch {
 	case errors.As(err, &dup):
 		switch {

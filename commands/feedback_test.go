@@ -293,3 +293,34 @@ func TestReportWaitsForAStoreThatFails(t *testing.T) {
 		t.Fatalf("the report again: %q", again)
 	}
 }
+
+// A click delivered again after the replica that handled it was killed
+// between the card's write and its update in Slack finds the person's
+// report on the card: it is not sent again, and the card is shown again
+// from the store, so that Slack's card shows the report (found by the
+// chaos soak: a kill -9 left an acked click's report off its card).
+func TestARepeatedClickShowsTheReportTheCardHas(t *testing.T) {
+	c := feedbackCard()
+	at := time.Date(2026, 11, 28, 4, 47, 0, 0, time.UTC)
+	c.Lines[0].Reports = []card.Report{{User: "U1", Option: "fp", Category: verdict.CatPhishing, At: at}}
+	book := &lateBook{c: c}
+	rep, poster := &recordingReporter{}, &recordingPoster{}
+	f := &Feedback{Cards: book, Rep: rep, Poster: poster, Access: &Access{}}
+	answer := f.Report(t.Context(), ReportRequest{User: "U1", Channel: "C1", CardTS: "1.2", Line: 0,
+		TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"})
+	if !strings.Contains(answer, "already reported") {
+		t.Fatalf("answer %q", answer)
+	}
+	if len(rep.sent) != 0 {
+		t.Errorf("the report was sent again: %+v", rep.sent)
+	}
+	if len(poster.updates) != 1 || len(poster.updates[0].Lines[0].Reports) != 1 || poster.updates[0].Lines[0].Reports[0].User != "U1" {
+		t.Fatalf("card updates %+v, want the card with U1's report shown once", poster.updates)
+	}
+	// Someone else's click on the reported card is only answered.
+	answer = f.Report(t.Context(), ReportRequest{User: "U2", Channel: "C1", CardTS: "1.2", Line: 0,
+		TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"})
+	if !strings.Contains(answer, "already reported") || len(poster.updates) != 1 {
+		t.Errorf("another person's repeat: %q, %d updates", answer, len(poster.updates))
+	}
+}

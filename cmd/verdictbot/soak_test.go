@@ -1408,7 +1408,20 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 		clicksAcked++
 		m, ok := c.slack.Message(k.th.channel, k.cardTS)
 		if k.first && (!ok || !strings.Contains(apptest.BlocksText(m.Blocks), "<@"+bob+">")) {
-			unshown = append(unshown, fmt.Sprintf("%s/%s (card %s, %s, clicked at +%s)", k.th.channel, k.th.ts, k.cardTS, k.url, e.SentAt.Sub(s.begin).Round(100*time.Millisecond)))
+			// What bob was told, and what the card says, for the log.
+			var told []string
+			for _, x := range c.slack.Ephemerals(k.th.channel, bob) {
+				if !x.At.Before(e.SentAt) {
+					told = append(told, fmt.Sprintf("+%s %q", x.At.Sub(s.begin).Round(100*time.Millisecond), x.Text))
+				}
+			}
+			for _, p := range c.slack.ResponsePosts() {
+				if p.EnvelopeID == k.envelope {
+					told = append(told, fmt.Sprintf("response %.200s", p.Body))
+				}
+			}
+			unshown = append(unshown, fmt.Sprintf("%s/%s (card %s, %s, clicked at +%s; told %s; card now %.300q)", k.th.channel, k.th.ts, k.cardTS, k.url,
+				e.SentAt.Sub(s.begin).Round(100*time.Millisecond), strings.Join(told, ", "), apptest.BlocksText(m.Blocks)))
 		}
 	}
 	examples("acked clicks whose report the card does not show", unshown)
