@@ -19,7 +19,7 @@ import (
 // VERDICTBOT_BACKFILL_ON_JOIN when the bot joins a channel).
 func (a *App) wireBackfill() error {
 	a.backfill = &backfill.Runner{Slack: a.api, Store: a.db, Scanner: a.messages, Owner: replicaID(),
-		PerMinute: a.opts.BackfillPerMinute, Log: a.log.With("component", "backfill")}
+		Solo: a.cfg.DatabaseURL == "", PerMinute: a.opts.BackfillPerMinute, Log: a.log.With("component", "backfill")}
 	a.scan.Backfill = backfillCommands{a}
 	if a.cfg.BackfillOnJoin != "" {
 		a.bot.SetJoinHandler(a.joined, func(ev *slackevents.MemberJoinedChannelEvent) bool {

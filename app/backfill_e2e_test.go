@@ -157,6 +157,21 @@ func TestBackfillChecksAChannelsHistoryQuietly(t *testing.T) {
 	if got := h.Slash(alice, "channel"); !strings.Contains(got, "Finished checking this channel's history") {
 		t.Errorf("/scan channel does not show the backfill: %q", got)
 	}
+	// The App Home shows it on the channel's line, to a member.
+	hd, err := h.Slack.DeliverAppHomeOpened(alice, "home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Slack.WaitAcked(h.Ctx(5*time.Second), hd.EnvelopeID); err != nil {
+		t.Fatal(err)
+	}
+	v, err := h.Slack.WaitHomeView(h.Ctx(10*time.Second), alice, 1)
+	if err != nil {
+		t.Fatalf("no Home for Alice: %v", err)
+	}
+	if home := homeText(v.Blocks); !strings.Contains(home, "Finished checking this channel's history") {
+		t.Errorf("the Home does not show the channel's history scan:\n%s", home)
+	}
 	b, err := os.ReadFile(eventsFile)
 	if err != nil {
 		t.Fatal(err)
@@ -209,5 +224,103 @@ func TestBackfillOnJoin(t *testing.T) {
 	}
 	if got := h.SlashIn(newChannel, adminUser, "channel backfill stop"); !strings.Contains(got, "Finished") {
 		t.Errorf("stop after the end answered %q", got)
+	}
+}
+
+// TestBackfillResumesAfterARestart: the bot stops while a backfill of
+// 2,500 messages (three pages) is under way; the next process carries on
+// from the last page recorded, at once (the claim was given back), keeps
+// the one progress message, and checks every link exactly once: the page
+// under way is read again, and its messages that were checked (or begun)
+// before the stop are not checked twice.
+func TestBackfillResumesAfterARestart(t *testing.T) {
+	t.Parallel()
+	o := apptest.QuickPolling()
+	o.BackfillPerMinute = 600
+	h := &harness{apptest.StartBotFull(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_REPUTATION_RUN_RATE": "50",
+		"VERDICTBOT_REPUTATION_REPORT_RATE": "200"}, sim.Config{}, false, nil, o, slackfake.WithTierLimits(true))}
+	now := time.Now()
+	var msgs []slackfake.HistoryMessage
+	var links []string
+	for i := range 2500 {
+		m := slackfake.HistoryMessage{User: alice, Text: fmt.Sprintf("note %d", i), At: now.Add(-10 * 24 * time.Hour).Add(time.Duration(i) * 5 * time.Minute),
+			ReplyTo: slackfake.TopLevel}
+		if i%25 == 3 {
+			u := fmt.Sprintf("https://login.phish.test/resume/%d", i)
+			if i%50 == 28 {
+				u = fmt.Sprintf("https://example.com/resume/%d", i)
+			}
+			links = append(links, u)
+			m.Text = "see <" + u + ">"
+		}
+		msgs = append(msgs, m)
+	}
+	h.Slack.SeedHistory(secChannel, msgs)
+	if got := h.Slash(adminUser, "channel backfill 14d"); !strings.Contains(got, "Checking") {
+		t.Fatalf("backfill: %q", got)
+	}
+	// Stop once the first page is recorded and the second is under way.
+	err := h.Slack.WaitFor(h.Ctx(60*time.Second), func(st *slackfake.State) bool {
+		for _, m := range st.BotMessages(secChannel, "") {
+			if strings.Contains(m.Text, "1 pages read") {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("the first page was not recorded: %v\nlogs:\n%s", err, h.Logs.String())
+	}
+	historyCalls := len(h.Slack.Calls("conversations.history"))
+	stopped := time.Now()
+	h2 := &harness{h.Restart(o)}
+	var summary string
+	err = h2.Slack.WaitFor(h2.Ctx(90*time.Second), func(st *slackfake.State) bool {
+		for _, m := range st.BotMessages(secChannel, "") {
+			if strings.Contains(m.Text, "Finished checking this channel's history") {
+				summary = m.Text
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("the backfill did not finish after the restart: %v\nlogs:\n%s", err, h2.Logs.String())
+	}
+	t.Logf("finished %v after the restart: %s", time.Since(stopped).Round(time.Millisecond), summary)
+	// Carried on from the recorded page: the first call after the
+	// restart names a cursor.
+	calls := h2.Slack.Calls("conversations.history")
+	if len(calls) <= historyCalls {
+		t.Fatalf("no history read after the restart (%d calls)", len(calls))
+	}
+	if c := calls[historyCalls]; c.Params.Get("cursor") == "" {
+		t.Errorf("the first read after the restart started over (no cursor): %v", c.Params)
+	}
+	for _, u := range links {
+		if n := len(h2.Sim.URLTasks(u)); n != 1 {
+			t.Errorf("%s submitted %d times, want once", u, n)
+		}
+	}
+	phish := 0
+	for _, u := range links {
+		if strings.Contains(u, "phish") {
+			phish++
+		}
+	}
+	if !strings.Contains(summary, "2500 messages") || !strings.Contains(summary, fmt.Sprintf("%d links", len(links))) ||
+		!strings.Contains(summary, fmt.Sprintf("%d found not clean", phish)) {
+		t.Errorf("summary %q, want 2500 messages, %d links, %d found", summary, len(links), phish)
+	}
+	progress := 0
+	h2.Slack.Inspect(func(st *slackfake.State) {
+		for _, m := range st.BotMessages(secChannel, "") {
+			if strings.Contains(m.Text, "this channel's history") {
+				progress++
+			}
+		}
+	})
+	if progress != 1 {
+		t.Errorf("%d progress messages, want the one kept across the restart", progress)
 	}
 }

@@ -6,8 +6,8 @@
 // thread with conversations.replies, paced under the methods' tier (Tier 3:
 // 50 a minute each, shared between the replicas; a 429's Retry-After is
 // waited out), and checks each message as a live one is checked
-// (cards.Messages.ScanHistory), a few at a time so that live messages keep
-// the services' budgets first. It is quiet: one progress message in the
+// (cards.Messages.ScanHistory), a few at a time and in the services' Low
+// lane, so that live messages keep the services' budgets first. It is quiet: one progress message in the
 // channel, updated in place, cards only for what is not clean (in their
 // threads, as usual, saying they come from the history), and a summary at
 // the end. Where the reading stands is kept in the state layer after each
@@ -88,12 +88,17 @@ type Runner struct {
 	Scanner Scanner
 	// Owner names this replica in the backfills' claims.
 	Owner string
+	// Solo says this process is the only one using the store (the
+	// embedded file, which one process holds): another owner's claim is a
+	// previous process's, killed before it could give it back, and is not
+	// waited for.
+	Solo bool
 	// PerMinute is each method's rate (default Tier3PerMinute); Share
 	// divides it between replicas.
 	PerMinute float64
-	// InFlight is how many messages are checked at once (default 16; the
-	// history's links share one fair flow of the URL client, so live
-	// senders keep their turns).
+	// InFlight is how many messages are checked at once (default 16). The
+	// history's checks wait in the services' Low lane (scan's Background
+	// checks): every request of a live check is served first.
 	InFlight int
 	Log      *slog.Logger
 	Now      func() time.Time
@@ -228,15 +233,34 @@ func (r *Runner) RunResume(ctx context.Context) {
 }
 
 // Close stops the runs (their state stays running: the next start or
-// another replica carries on) and waits for them.
+// another replica carries on), waits for them, and gives their claims
+// back, so that the next process or another replica carries on at once.
 func (r *Runner) Close() {
 	r.mu.Lock()
 	r.closed = true
-	for _, cancel := range r.running {
+	var channels []string
+	for ch, cancel := range r.running {
 		cancel()
+		channels = append(channels, ch)
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
+	for _, ch := range channels {
+		r.release(ch)
+	}
+}
+
+// release gives back this replica's claim on channel's backfill.
+func (r *Runner) release(channel string) {
+	_, err := r.Store.UpdateBackfill(channel, func(b *store.Backfill) error {
+		if b.Owner == r.Owner {
+			b.Owner, b.OwnedUntil = "", time.Time{}
+		}
+		return nil
+	})
+	if err != nil {
+		r.log().Warn("backfill claim not given back; another replica takes it over when it expires", "channel", channel, "error", err)
+	}
 }
 
 func (r *Runner) launch(b store.Backfill) {
@@ -267,6 +291,18 @@ func (r *Runner) launch(b store.Backfill) {
 // claim takes or renews this replica's claim on channel's backfill.
 func (r *Runner) claim(channel string) (store.Backfill, bool) {
 	now := r.now()
+	if r.Solo {
+		// Another owner is a process before this one (see Solo).
+		if _, err := r.Store.UpdateBackfill(channel, func(b *store.Backfill) error {
+			if b.Owner != r.Owner {
+				b.Owner, b.OwnedUntil = "", time.Time{}
+			}
+			return nil
+		}); err != nil {
+			r.log().Warn("backfill claim failed", "channel", channel, "error", err)
+			return store.Backfill{}, false
+		}
+	}
 	b, ok, err := r.Store.ClaimBackfill(channel, r.Owner, now, now.Add(claimFor))
 	if err != nil {
 		r.log().Warn("backfill claim failed", "channel", channel, "error", err)

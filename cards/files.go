@@ -376,7 +376,8 @@ func (f *Files) track(ctx context.Context, channel, src string, gen int, mode st
 			continue
 		}
 		lines = append(lines, pending[scan.FileVerdict]{line: lineOf[i], check: func(ctx context.Context, onStatus func(string)) scan.FileVerdict {
-			return f.Check.Check(ctx, r, scan.FileCheckOptions{OnStatus: onStatus, For: who})
+			// A history's files wait behind live ones for the sandbox.
+			return f.Check.Check(ctx, r, scan.FileCheckOptions{OnStatus: onStatus, For: who, Background: mode == ModeBackfill})
 		}})
 	}
 	kind := lineKind[scan.FileVerdict]{

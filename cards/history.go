@@ -9,6 +9,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/bot"
 	"github.com/verdictbot/verdictbot/scan"
+	"github.com/verdictbot/verdictbot/store"
 )
 
 // HistoryNote is the note on a card made by a scan of a channel's history.
@@ -26,7 +27,9 @@ type HistoryCheck struct {
 // ScanHistory checks a message read from a channel's history (package
 // backfill) as a live one is checked, in ModeBackfill: only when it has no
 // card yet (the check and the card's beginning are one store transaction,
-// so live handling and the history scan never both check a message), a
+// so live handling and the history scan never both check a message), or
+// when an earlier history scan's card of it was left unfinished by a
+// process that stopped (historyOrphan: begun again, once), a
 // card only for what is not clean, with HistoryNote. done is called once
 // (its cards final, or at once when nothing began) with whether any of its
 // cards is not clean.
@@ -59,10 +62,24 @@ func (m *Messages) ScanHistory(ctx context.Context, channel string, msg *slack.M
 	if hc.Files > 0 {
 		fmsg := *msg
 		fmsg.Channel = channel
-		began, _ := m.Files.handle(ctx, channel, &fmsg, fileJob{mode: ModeBackfill, onlyNew: true, who: scan.Requester{}}, finish)
+		job := fileJob{mode: ModeBackfill, onlyNew: true, who: scan.Requester{}}
+		job.orphaned = m.historyOrphan(channel, fileCardTS(msg.Timestamp))
+		began, _ := m.Files.handle(ctx, channel, &fmsg, job, finish)
 		hc.Began = hc.Began || began
 	}
-	began, _ := m.scanLinks(ctx, channel, msg, raw, ModeBackfill, "", true, nil, bot.Meta{Done: finish})
+	began, _ := m.scanLinks(ctx, channel, msg, raw, ModeBackfill, "", true, m.historyOrphan(channel, msg.Timestamp), bot.Meta{Done: finish})
 	hc.Began = hc.Began || began
 	return hc
+}
+
+// historyOrphan is the card of ts that an earlier history scan began and
+// left unfinished (the process stopped during its check: nothing else
+// resumes it), nil for none. Only a history scan's card: a live card's
+// check is resumed from the journal.
+func (m *Messages) historyOrphan(channel, ts string) *store.CardRecord {
+	rec, ok := m.Cards.Get(channel, ts)
+	if !ok || rec.Mode != ModeBackfill || !m.orphaned(rec) {
+		return nil
+	}
+	return rec
 }

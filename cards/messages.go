@@ -441,7 +441,8 @@ func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg
 		who := requesterOf(channel, msg, requestedBy)
 		if mode == ModeBackfill {
 			// Nobody sends history now: its links are not counted
-			// against their poster's hourly cap, and share one fair flow.
+			// against their poster's hourly cap; they wait behind live
+			// checks for the services (track's Background checks).
 			who = scan.Requester{}
 		}
 		return m.track(ctx, channel, msg.Timestamp, gen, mode, hold, res.Targets, who)
@@ -776,7 +777,9 @@ func (m *Messages) track(ctx context.Context, channel, sourceTS string, gen int,
 	lines := make([]pending[scan.URLVerdict], len(targets))
 	for i, t := range targets {
 		lines[i] = pending[scan.URLVerdict]{line: i, check: func(ctx context.Context, onStatus func(string)) scan.URLVerdict {
-			v := m.URLs.Check(ctx, t.URL, scan.CheckOptions{OnStatus: onStatus, For: who})
+			// A history's links wait behind live ones for the service
+			// (Background: the Low lane until a live check joins).
+			v := m.URLs.Check(ctx, t.URL, scan.CheckOptions{OnStatus: onStatus, For: who, Background: mode == ModeBackfill})
 			if errors.Is(v.Err, scan.ErrOverAllowance) {
 				m.deferCheck(channel, sourceTS, t.URL, &v)
 			}

@@ -564,6 +564,12 @@ func (h *Home) channelBlocks(b *homeBlocks, channels []homeChannel, admin bool, 
 		quar, quarDefault := h.quarantine(c.id)
 		line := fmt.Sprintf("<#%s> — mode *%s*%s · files *%s*%s · quarantine *%s*%s", c.id, mode, dflt(modeDefault), files, dflt(filesDefault),
 			quar, dflt(quarDefault))
+		if h.Scan.Backfill != nil {
+			// A scan of the channel's history, running or finished.
+			if st, ok := h.Scan.Backfill.Status(c.id); ok {
+				line += "\n      " + st
+			}
+		}
 		if !admin {
 			lines = append(lines, "• "+line)
 			continue

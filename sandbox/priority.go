@@ -28,3 +28,9 @@ const (
 func WithPriority(ctx context.Context, p Priority) context.Context {
 	return apiclient.WithPriority(ctx, p)
 }
+
+// WithPriorityFunc returns a context whose requests wait in the lane f
+// names when each is made (see apiclient.WithPriorityFunc).
+func WithPriorityFunc(ctx context.Context, f func() Priority) context.Context {
+	return apiclient.WithPriorityFunc(ctx, f)
+}

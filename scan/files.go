@@ -174,6 +174,10 @@ type FileCheckOptions struct {
 	// CheckOptions.For. A check that joins a check in flight (the same
 	// file, or another file with the same content) adds For to it.
 	For Requester
+	// Background marks a check of a file read from a channel's history
+	// (see CheckOptions.Background): its sandbox requests wait in the Low
+	// lane until a check someone waits for joins it.
+	Background bool
 }
 
 // Files checks files with the sandbox: fetch into a private temporary file
@@ -399,7 +403,7 @@ func (f *Files) Check(ctx context.Context, ref FileRef, o FileCheckOptions) File
 	f.mu.Lock()
 	call, joined := f.files[key]
 	if joined {
-		added, ok := call.who.add(o.For)
+		added, ok := call.who.join(o.For, o.Background)
 		if added {
 			f.slots.poke() // the check may take a slot in the newcomer's share
 		}
@@ -407,6 +411,7 @@ func (f *Files) Check(ctx context.Context, ref FileRef, o FileCheckOptions) File
 	}
 	if !joined {
 		call = newFileCall(FileQueued, newRequesters(o.For))
+		call.who.background.Store(o.Background)
 		f.files[key] = call
 		f.wg.Add(1)
 	}
@@ -509,6 +514,9 @@ func (f *Files) startHash(sha string, tf *tempFile, release func(), name string,
 				break
 			}
 		}
+		if joined && !who.background.Load() {
+			call.who.background.Store(false) // someone waits for it now
+		}
 	}
 	if !joined {
 		call = newFileCall(FileLookingUp, who)
@@ -567,7 +575,7 @@ var errNothingToResume = errors.New("no sandbox task to resume and no file to up
 // analyse finds or makes the sandbox task(s) for sha and reads the verdict.
 func (f *Files) analyse(sha string, tf *tempFile, release func(), name string, call *fileCall) FileVerdict {
 	// Its requests wait for the budgets in its requesters' turns.
-	ctx := sandbox.WithFlows(f.root, call.who.flows)
+	ctx := sandbox.WithPriorityFunc(sandbox.WithFlows(f.root, call.who.flows), call.who.priority)
 	v := FileVerdict{SHA256: sha}
 	if tf != nil {
 		v.MD5, v.SHA1, v.Size = tf.md5, tf.sha1, tf.size

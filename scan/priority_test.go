@@ -1,6 +1,7 @@
 package scan_test
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -90,4 +91,62 @@ func TestURLRequestsWaitInTheirWorksLane(t *testing.T) {
 		t.Fatalf("resumed: %+v", v)
 	}
 	check("a resumed analysis", "low")
+}
+
+// A link read from a channel's history (CheckOptions.Background) is
+// analysed in the Low lane, behind every link someone waits for; when a
+// live message's check joins that analysis in flight, its next requests
+// are High: the live card does not wait behind the history.
+func TestBackgroundCheckWaitsInLowUntilSomeoneJoins(t *testing.T) {
+	t.Parallel()
+	var lanes laneLog
+	// Each status shows for 30 polls: the analysis is in flight long
+	// enough for the live check to join it.
+	rig := newRecheckRig(t, sim.Config{Profile: sim.Profile{PerPoll: true, PollsPerPhase: 30}}, 10, reputation.WithObserver(lanes.observe))
+
+	const history = "https://example.com/history-only"
+	if v := rig.urls.Check(t.Context(), history, scan.CheckOptions{Background: true}); v.Level != verdict.Clean {
+		t.Fatalf("history link: %+v", v)
+	}
+	if others, n := lanes.take("low"); n == 0 || len(others) > 0 {
+		t.Errorf("a history link: %d requests, these not in lane low: %q", n, others)
+	}
+
+	const shared = "https://example.com/history-then-live"
+	done := make(chan scan.URLVerdict, 1)
+	go func() { done <- rig.urls.Check(t.Context(), shared, scan.CheckOptions{Background: true}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lanes.mu.Lock()
+		n := len(lanes.lanes)
+		lanes.mu.Unlock()
+		if n >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the history's analysis made no requests")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if others, _ := lanes.take("low"); len(others) > 0 {
+		t.Errorf("before the join, requests not in lane low: %q", others)
+	}
+	live := rig.urls.Check(t.Context(), shared, scan.CheckOptions{For: scan.Requester{User: "U1", Channel: "C1"}})
+	if v := <-done; v.Level != verdict.Clean || live.Level != verdict.Clean {
+		t.Fatalf("history %+v, live %+v", v, live)
+	}
+	lanes.mu.Lock()
+	after := slices.Clone(lanes.lanes)
+	lanes.mu.Unlock()
+	// A request made as the join happened may still be Low; every one
+	// after it is High, the result's among them.
+	if len(after) < 3 {
+		t.Fatalf("after the join: %q", after)
+	}
+	for _, s := range after[2:] {
+		if !strings.HasSuffix(s, " high") {
+			t.Errorf("after the join, a request in %q (all: %q)", s, after)
+			break
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/verdictbot/verdictbot/reputation"
 )
@@ -76,6 +77,29 @@ type requesters struct {
 	// allowed); nobody joins it any more, a newcomer starts another.
 	sealed bool
 	flows  *reputation.Flows // reputation.Flows and sandbox.Flows are one type
+	// background: the analysis was started for a channel's history
+	// (CheckOptions.Background) and nobody waiting for it has joined: its
+	// requests wait in the Low lane (priority).
+	background atomic.Bool
+}
+
+// priority is the lane the analysis's next request waits in: Low while it
+// is only a channel history's, High once someone waiting for it joined.
+func (rs *requesters) priority() reputation.Priority {
+	if rs.background.Load() {
+		return reputation.Low
+	}
+	return reputation.High
+}
+
+// join adds r to the set (see add); a check that is not a background one
+// (background false) brings the analysis out of the Low lane.
+func (rs *requesters) join(r Requester, background bool) (added, ok bool) {
+	added, ok = rs.add(r)
+	if ok && !background {
+		rs.background.Store(false)
+	}
+	return added, ok
 }
 
 func newRequesters(r Requester) *requesters {

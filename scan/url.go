@@ -270,6 +270,11 @@ type CheckOptions struct {
 	// is one, however many ask; the first of them cannot hold the others
 	// back). The Allowance is asked for For when a submission is made.
 	For Requester
+	// Background marks a check of a link read from a channel's history
+	// (package backfill): nobody is waiting for it, so its analysis's
+	// requests wait in the Low lane for the service's budgets, behind every
+	// check someone is waiting for, until such a check joins it.
+	Background bool
 }
 
 // Check returns the verdict for a normalised URL. It never returns an error:
@@ -309,7 +314,7 @@ func (u *URLs) check(ctx context.Context, url string, o CheckOptions) URLVerdict
 	u.mu.Lock()
 	call, joined := u.inflight[url]
 	if joined {
-		added, ok := call.who.add(o.For)
+		added, ok := call.who.join(o.For, o.Background || o.Recheck || o.Deferred)
 		if added {
 			u.sem.poke() // the analysis may take a slot in the newcomer's share
 		}
@@ -319,6 +324,7 @@ func (u *URLs) check(ctx context.Context, url string, o CheckOptions) URLVerdict
 	}
 	if !joined {
 		call = &urlCall{done: make(chan struct{}), status: "queued", who: newRequesters(o.For)}
+		call.who.background.Store(o.Background)
 		u.inflight[url] = call
 		u.wg.Add(1)
 		source := "scan"
@@ -390,6 +396,10 @@ func (u *URLs) run(url, taskID, source string, call *urlCall) URLVerdict {
 		// their requests wait behind new links and clicks for the
 		// service's budgets.
 		ctx = reputation.WithPriority(ctx, reputation.Low)
+	} else {
+		// A channel history's analysis waits in Low until someone
+		// waiting for it joins.
+		ctx = reputation.WithPriorityFunc(ctx, call.who.priority)
 	}
 	// An analysis known to be in flight (after a restart) only needs
 	// polling: it waits for one of the resume slots, so that a backlog of

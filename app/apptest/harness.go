@@ -171,6 +171,26 @@ func StartBotFull(t testing.TB, env map[string]string, simCfg sim.Config, withSa
 	for k, v := range env {
 		settings[k] = v
 	}
+	return serveOn(t, fake, srv, base, settings, o)
+}
+
+// Restart stops the bot (as a shutdown does) and starts another process's
+// worth of it with the same settings, data directory, fake Slack and
+// simulator, and the options o: the returned Harness is the new bot's.
+func (h *Harness) Restart(o app.Options) *Harness {
+	h.T.Helper()
+	if err := h.Stop(); err != nil {
+		h.T.Fatalf("stopping the bot: %v", err)
+	}
+	_, before := h.Slack.Connections()
+	return serveOn(h.T, h.Slack, h.Sim, h.SimURL, h.Env, o, before+1)
+}
+
+// serveOn starts Serve with settings against fake and the simulator srv at
+// base, and waits until it has connected (the fake's connections reach
+// conns, by default 1).
+func serveOn(t testing.TB, fake *slackfake.Server, srv *sim.Server, base string, settings map[string]string, o app.Options, conns ...int) *Harness {
+	t.Helper()
 	cfg := MustConfig(t, settings)
 	logs := &testutil.SyncBuffer{}
 	log := app.NewLogger(logs, "json", "debug", cfg.SlackBotToken, cfg.SlackAppToken, cfg.ReputationAPIKey)
@@ -202,7 +222,11 @@ func StartBotFull(t testing.TB, env map[string]string, simCfg sim.Config, withSa
 	})
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
-	if err := fake.WaitConnected(wctx, 1); err != nil {
+	want := 1
+	if len(conns) > 0 {
+		want = conns[0]
+	}
+	if err := fake.WaitConnected(wctx, want); err != nil {
 		t.Fatalf("bot did not connect: %v\nlogs:\n%s", err, logs.String())
 	}
 	return &Harness{T: t, Slack: fake, Sim: srv, SimURL: base, Logs: logs, stop: stop, Env: settings}

@@ -44,11 +44,27 @@ func WithPriority(ctx context.Context, p Priority) context.Context {
 	return context.WithValue(ctx, priorityKey{}, p)
 }
 
+// WithPriorityFunc returns a context whose requests wait for their budget
+// in the lane f names when each request is made: an analysis that runs for
+// nobody (a channel's history) waits in Low until someone waiting for it
+// joins, and its next request is then High. A WithPriority made on the
+// returned context overrides f.
+func WithPriorityFunc(ctx context.Context, f func() Priority) context.Context {
+	return context.WithValue(ctx, priorityKey{}, f)
+}
+
 // PriorityOf returns the lane ctx's requests wait in (High unless
-// WithPriority said otherwise).
+// WithPriority or WithPriorityFunc said otherwise).
 func PriorityOf(ctx context.Context) Priority {
-	p, _ := ctx.Value(priorityKey{}).(Priority)
-	return p
+	switch v := ctx.Value(priorityKey{}).(type) {
+	case Priority:
+		return v
+	case func() Priority:
+		if p := v(); p >= High && p < numPriorities {
+			return p
+		}
+	}
+	return High
 }
 
 // lanes is a token queue in front of a rate.Limiter: waiters take turns,

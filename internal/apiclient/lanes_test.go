@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,6 +264,27 @@ func TestPriorityFromContext(t *testing.T) {
 	}
 	if p := PriorityOf(WithPriority(t.Context(), Priority(7))); p != High {
 		t.Errorf("out-of-range priority became %v, want high", p)
+	}
+	// A priority func is read at each request: Low until someone joins.
+	var joined atomic.Bool
+	fctx := WithPriorityFunc(t.Context(), func() Priority {
+		if joined.Load() {
+			return High
+		}
+		return Low
+	})
+	if p := PriorityOf(fctx); p != Low {
+		t.Errorf("func priority %v before a join, want low", p)
+	}
+	joined.Store(true)
+	if p := PriorityOf(fctx); p != High {
+		t.Errorf("func priority %v after a join, want high", p)
+	}
+	if p := PriorityOf(WithPriority(fctx, Low)); p != Low {
+		t.Errorf("WithPriority over a func gave %v, want low", p)
+	}
+	if p := PriorityOf(WithPriorityFunc(t.Context(), func() Priority { return 9 })); p != High {
+		t.Errorf("out-of-range func priority became %v, want high", p)
 	}
 	var (
 		mu    sync.Mutex
