@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/verdictbot/verdictbot/backfill"
@@ -18,7 +19,10 @@ import (
 // wireBackfill builds the history scans (/scan channel backfill, and
 // VERDICTBOT_BACKFILL_ON_JOIN when the bot joins a channel).
 func (a *App) wireBackfill() error {
-	a.backfill = &backfill.Runner{Slack: a.api, Store: a.db, Scanner: a.messages, Owner: replicaID(),
+	// The history is read with its messages' JSON (shared messages'
+	// links are only there); the token goes only to SLACK_API_URL.
+	web := &backfill.WebAPI{URL: apiURL(a.cfg.SlackAPIURL), Token: a.cfg.SlackBotToken.Reveal(), HTTP: slackHTTP()}
+	a.backfill = &backfill.Runner{Slack: backfillSlack{WebAPI: web, Client: a.api}, Store: a.db, Scanner: a.messages, Owner: replicaID(),
 		Solo: a.cfg.DatabaseURL == "", PerMinute: a.opts.BackfillPerMinute, Log: a.log.With("component", "backfill")}
 	a.scan.Backfill = backfillCommands{a}
 	if a.cfg.BackfillOnJoin != "" {
@@ -73,4 +77,11 @@ func (b backfillCommands) Status(channel string) (string, bool) {
 		return "", false
 	}
 	return backfill.Describe(bf), true
+}
+
+// backfillSlack is the Web API a backfill calls: the history read with its
+// JSON, the progress message posted with the bot's client.
+type backfillSlack struct {
+	*backfill.WebAPI
+	*slack.Client
 }

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,6 +43,19 @@ func TestBackfillChecksAChannelsHistoryQuietly(t *testing.T) {
 			m.Text = "sign in: <" + u + ">"
 		case i%5 == 0:
 			m.Text = fmt.Sprintf("see <https://example.com/old/%d>", i)
+		}
+		if i == 250 {
+			// A forwarded message: its link is only in the shared
+			// message's blocks (attachments[].message_blocks), which
+			// slack-go does not decode: the history is read with its JSON.
+			u := "https://login.phish.test/forwarded"
+			phish = append(phish, u)
+			m.Text = "fyi"
+			m.Attachments = json.RawMessage(`[{"ts":"1699999999.000200","channel_id":"C0OTHER","is_msg_unfurl":true,"is_share":true,"id":1,
+				"fallback":"[Nov 14th] Bob: new portal","text":"new portal","from_url":"https://acme.slack.com/archives/C0OTHER/p1699999999000200",
+				"message_blocks":[{"team":"T01","channel":"C0OTHER","ts":"1699999999.000200","message":{"blocks":[
+					{"type":"rich_text","block_id":"z","elements":[{"type":"rich_text_section","elements":[
+						{"type":"text","text":"new "},{"type":"link","url":"` + u + `","text":"portal"}]}]}]}}]}]`)
 		}
 		if i%30 == 1 && i > 1 {
 			m.ReplyTo = i - 1 // a reply in the previous message's thread

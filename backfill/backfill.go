@@ -58,10 +58,11 @@ const (
 	StateFailed  = "failed"
 )
 
-// Slack is the part of the Web API a backfill calls (*slack.Client).
+// Slack is the part of the Web API a backfill calls: the history with its
+// messages' JSON (WebAPI), and the progress message (*slack.Client).
 type Slack interface {
-	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
-	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
+	History(ctx context.Context, channel, cursor, oldest, latest string, limit int) (Page, error)
+	Replies(ctx context.Context, channel, ts, cursor string, limit int) (Page, error)
 	PostMessageContext(ctx context.Context, channel string, options ...slack.MsgOption) (string, string, error)
 	UpdateMessageContext(ctx context.Context, channel, timestamp string, options ...slack.MsgOption) (string, string, string, error)
 }
@@ -324,10 +325,9 @@ func (r *Runner) run(ctx context.Context, channel string) {
 		if ctx.Err() != nil {
 			return
 		}
-		var resp *slack.GetConversationHistoryResponse
+		var resp Page
 		err := r.call(ctx, history, func() (err error) {
-			resp, err = r.Slack.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: channel,
-				Cursor: b.Cursor, Limit: 999, Oldest: slackTS(b.Since), Latest: slackTS(b.Until), Inclusive: true})
+			resp, err = r.Slack.History(ctx, channel, b.Cursor, slackTS(b.Since), slackTS(b.Until), 999)
 			return err
 		})
 		if err != nil {
@@ -343,7 +343,7 @@ func (r *Runner) run(ctx context.Context, channel string) {
 		var pageLinks, pageFiles, pageMsgs atomic.Int64
 		// ScanHistory begins a message's check and calls back once its
 		// cards are final: a slot is held until then.
-		check := func(m slack.Message) bool {
+		check := func(m Message) bool {
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
@@ -369,7 +369,7 @@ func (r *Runner) run(ctx context.Context, channel string) {
 				r.log().Warn("backfill: a message's check is taking long; going on without waiting for it", "channel", channel, "ts", m.Timestamp)
 				release(false)
 			})
-			hc := r.Scanner.ScanHistory(ctx, channel, &m.Msg, nil, func(found bool) {
+			hc := r.Scanner.ScanHistory(ctx, channel, &m.Msg, m.Raw, func(found bool) {
 				t.Stop()
 				release(found)
 			})
@@ -379,7 +379,7 @@ func (r *Runner) run(ctx context.Context, channel string) {
 			return true
 		}
 		for i := range resp.Messages {
-			msgs := []slack.Message{resp.Messages[i]}
+			msgs := []Message{resp.Messages[i]}
 			if resp.Messages[i].ReplyCount > 0 {
 				msgs = append(msgs, r.thread(ctx, replies, channel, resp.Messages[i].Timestamp)...)
 			}
@@ -392,7 +392,7 @@ func (r *Runner) run(ctx context.Context, channel string) {
 		if !waitOrDone(ctx, &page) {
 			return // stopping: the page is read again at the next start
 		}
-		next := resp.ResponseMetaData.NextCursor
+		next := resp.NextCursor
 		b, err = r.Store.UpdateBackfill(channel, func(x *store.Backfill) error {
 			x.Pages++
 			x.Messages += int(pageMsgs.Load())
@@ -442,31 +442,28 @@ func waitOrDone(ctx context.Context, wg *sync.WaitGroup) bool {
 }
 
 // thread reads a thread's replies (the root excluded).
-func (r *Runner) thread(ctx context.Context, lim *rate.Limiter, channel, root string) []slack.Message {
-	var out []slack.Message
+func (r *Runner) thread(ctx context.Context, lim *rate.Limiter, channel, root string) []Message {
+	var out []Message
 	cursor := ""
-	for page := 0; page < 100; page++ {
-		var msgs []slack.Message
-		var more bool
-		var next string
+	for range 100 {
+		var p Page
 		err := r.call(ctx, lim, func() (err error) {
-			msgs, more, next, err = r.Slack.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: channel,
-				Timestamp: root, Cursor: cursor, Limit: 1000})
+			p, err = r.Slack.Replies(ctx, channel, root, cursor, 1000)
 			return err
 		})
 		if err != nil {
-			r.log().Warn("backfill: a thread could not be read", "channel", channel, "thread", root, "error", err)
+			r.log().Warn("backfill: a thread could not be read", "channel", channel, "thread", root, "error", slackCode(err))
 			return out
 		}
-		for _, m := range msgs {
+		for _, m := range p.Messages {
 			if m.Timestamp != root {
 				out = append(out, m)
 			}
 		}
-		if !more || next == "" {
+		if !p.HasMore || p.NextCursor == "" {
 			return out
 		}
-		cursor = next
+		cursor = p.NextCursor
 	}
 	return out
 }
