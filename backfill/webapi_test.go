@@ -20,8 +20,14 @@ func TestWebAPIAnswersAsSlackGoDoes(t *testing.T) {
 	t.Parallel()
 	const token = "xoxb-secret-token-1234"
 	answers := map[string]func(w http.ResponseWriter){
-		"C429": func(w http.ResponseWriter) { w.Header().Set("Retry-After", "7"); w.WriteHeader(http.StatusTooManyRequests) },
-		"C500": func(w http.ResponseWriter) { w.WriteHeader(http.StatusBadGateway); w.Write([]byte("<html>bad gateway</html>")) },
+		"C429": func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusTooManyRequests)
+		},
+		"C500": func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusBadGateway)
+			w.Write([]byte("<html>bad gateway</html>"))
+		},
 		"CNOT": func(w http.ResponseWriter) { w.Write([]byte(`{"ok":false,"error":"not_in_channel"}`)) },
 		"CHTM": func(w http.ResponseWriter) { w.Write([]byte(`<html>maintenance</html>`)) },
 		"COK": func(w http.ResponseWriter) {
