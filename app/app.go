@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/qrscan"
 	"github.com/verdictbot/verdictbot/quarantine"
 	"github.com/verdictbot/verdictbot/verdict"
 
@@ -384,6 +385,12 @@ func (a *App) wireBot() error {
 	return nil
 }
 
+// qrMaxPixels bounds the images read for QR codes: 16 megapixels (a
+// 4,000 × 4,000 image, more than a phone's 12 MP photo) keep one decode
+// under about 60 MiB for a baseline JPEG (docs/PERFORMANCE.md); larger
+// images are not read.
+const qrMaxPixels = 16_000_000
+
 // wireMessages builds the card lifecycle of the messages the bot reads
 // and hands it the bot's message events.
 func (a *App) wireMessages() error {
@@ -412,6 +419,19 @@ func (a *App) wireMessages() error {
 		// for 10 s (a dead replica's is then taken over).
 		a.messages.PeerPostWait = 10 * time.Second
 	}
+	// QR codes in shared images: downloaded like files (the token goes
+	// only to Slack's file hosts), decoded here, sent nowhere.
+	qrDL, err := slackfile.NewDownloader(cfg.SlackBotToken.Reveal(), apiURL(cfg.SlackAPIURL))
+	if err != nil {
+		return err
+	}
+	a.messages.QR = &cards.QR{Fetch: qrDL, Limits: qrscan.Limits{MaxBytes: qrscan.DefaultMaxBytes, MaxPixels: qrMaxPixels},
+		Enabled: a.settings.Files, Log: a.log.With("component", "qr"),
+		OnSkipped: func() { a.metrics.Signal("qr_skipped") }, OnFound: func(n int) {
+			for range n {
+				a.metrics.Signal("qr_code")
+			}
+		}}
 	a.quarantine.ShowCard = a.messages.Show
 	a.bot.SetHandler(func(ctx context.Context, ev *slackevents.MessageEvent, m bot.Meta) {
 		a.seenIn(ev.Channel, m.TeamID)

@@ -164,10 +164,42 @@ type Line struct {
 
 	File *FileInfo `json:"file,omitempty"`
 
+	// Via names where a URL line's link was found when it is not the
+	// message's text: the image whose QR code holds it.
+	Via string `json:"via,omitempty"`
+	// Signals are what the bot saw in the message itself, before any
+	// service was asked (package signals): a label that shows one address
+	// and opens another, a lookalike of a protected domain. The line's
+	// Level is at least each signal's; ServiceLevel is then the service's
+	// own verdict, still shown.
+	Signals      []Signal      `json:"signals,omitempty"`
+	ServiceLevel verdict.Level `json:"service_level,omitempty"`
+
 	// Reports are the feedback given on this line, oldest first.
 	Reports []Report `json:"reports"`
 	// Actions shows the feedback controls (URL lines with a completed task).
 	Actions bool `json:"actions,omitempty"`
+}
+
+// Signal is one local signal on a line (see Line.Signals).
+type Signal struct {
+	// Kind is the rule: "deceptive_label" or "lookalike".
+	Kind string `json:"kind"`
+	// Reason is the card's words, e.g. "shows okta.com, opens evil.test"
+	// or "looks like okta.com (one letter differs)": domains only, no URL.
+	Reason string `json:"reason"`
+	// Level is the least the line is for it (Suspicious or Malicious).
+	Level verdict.Level `json:"level"`
+}
+
+// SignalLevel is the most concerning of the line's signals' levels
+// (Pending when it has none).
+func (l *Line) SignalLevel() verdict.Level {
+	w := verdict.Pending
+	for _, s := range l.Signals {
+		w = verdict.Worst(w, s.Level)
+	}
+	return w
 }
 
 // FileInfo is what a file line shows (sandbox analyses).

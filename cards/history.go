@@ -67,7 +67,13 @@ func (m *Messages) ScanHistory(ctx context.Context, channel string, msg *slack.M
 		began, _ := m.Files.handle(ctx, channel, &fmsg, job, finish)
 		hc.Began = hc.Began || began
 	}
-	began, _ := m.scanLinks(ctx, channel, msg, raw, ModeBackfill, "", true, m.historyOrphan(channel, msg.Timestamp), bot.Meta{Done: finish})
+	// The history's images are read for QR codes here, in the
+	// backfill's own slot (nobody waits for them).
+	var qr []QRLink
+	if imgs := m.QR.Images(channel, msg.Files); len(imgs) > 0 {
+		qr = m.QR.Read(ctx, imgs)
+	}
+	began, _ := m.scanLinksQR(ctx, channel, msg, raw, ModeBackfill, "", true, m.historyOrphan(channel, msg.Timestamp), bot.Meta{Done: finish}, qr)
 	hc.Began = hc.Began || began
 	return hc
 }

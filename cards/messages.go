@@ -102,6 +102,14 @@ type Messages struct {
 	// past MaxLinks (kind url), files a quarantine channel could not check
 	// (kind file). The metrics count them.
 	OnUnchecked func(kind card.Kind, n int)
+	// QR, if set, reads the links in the QR codes of the images a
+	// message shares; they are checked as the message's own.
+	QR *QR
+	// Signals, if set, returns the local signals of a link (package
+	// signals: a deceptive label, a lookalike domain), read from the
+	// message before any service is asked; the line is at least as bad
+	// as each (urlLine).
+	Signals func(t links.Target) []card.Signal
 	// Quarantined, if set, reports whether a channel has quarantine on
 	// (a level other than off): there a file that cannot be checked (too
 	// large, a skipped type) makes its message "could not check" with a
@@ -374,6 +382,19 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 		fmsg.Channel = channel
 		m.Files.handle(ctx, channel, &fmsg, fileJob{mode: mode, requestedBy: requestedBy, again: requestedBy != "", who: requesterOf(channel, msg, requestedBy), resumed: meta.Replayed}, partDone)
 	}
+	if imgs := m.QR.Images(channel, msg.Files); len(imgs) > 0 && m.QR.Admit() {
+		// The links in the images' QR codes are checked with the
+		// message's: its card waits for the images to be read (bounded by
+		// QR.Timeout), in a goroutine of its own, so the worker goes on.
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			defer m.QR.Done()
+			qr := m.QR.Read(ctx, imgs)
+			m.scanLinksQR(ctx, channel, msg, rawMsg, mode, requestedBy, false, nil, meta, qr)
+		}()
+		return
+	}
 	m.scanLinks(ctx, channel, msg, rawMsg, mode, requestedBy, false, nil, meta)
 }
 
@@ -385,8 +406,16 @@ func (m *Messages) scanMessage(ctx context.Context, channel string, msg *slack.M
 // found, and began false. A message whose links are all gone (an edit)
 // still gets its card updated when it had one.
 func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, onlyNew bool, orphaned *store.CardRecord, meta bot.Meta) (began bool, rec *store.CardRecord) {
+	return m.scanLinksQR(ctx, channel, msg, rawMsg, mode, requestedBy, onlyNew, orphaned, meta, nil)
+}
+
+// scanLinksQR is scanLinks with the links read from the QR codes of the
+// message's images (QR.Read), checked as its own.
+func (m *Messages) scanLinksQR(ctx context.Context, channel string, msg *slack.Msg, rawMsg json.RawMessage, mode, requestedBy string, onlyNew bool, orphaned *store.CardRecord, meta bot.Meta, qr []QRLink) (began bool, rec *store.CardRecord) {
 	res := m.Links.ExtractRaw(msg, rawMsg)
-	_, hadCard := m.Cards.Get(channel, msg.Timestamp)
+	prev, hadCard := m.Cards.Get(channel, msg.Timestamp)
+	var via map[string]string
+	res, via = m.withQR(res, qr, prev)
 	if len(res.Targets) == 0 && len(res.Skipped) == 0 && res.LeftOut == 0 && (!hadCard || onlyNew && orphaned == nil) {
 		finished(meta)
 		return false, nil
@@ -401,7 +430,7 @@ func (m *Messages) scanLinks(ctx context.Context, channel string, msg *slack.Msg
 	for _, s := range res.Skipped {
 		draft.Skipped = append(draft.Skipped, card.Skip{Target: s.URL, Reason: s.Reason.Text()})
 	}
-	res.Targets, draft.Lines = m.lines(res.Targets)
+	res.Targets, draft.Lines = m.lines(res.Targets, via)
 	draft.Final = len(draft.Lines) == 0
 	if mode == ModeBackfill {
 		draft.Notes = append(draft.Notes, HistoryNote)
@@ -484,7 +513,7 @@ func (m *Messages) begin(ctx context.Context, channel, src string, draft card.Ca
 // With StripQuery the query is removed first and targets that became equal
 // are merged (the first one's line says the query was not sent if any of
 // them had one).
-func (m *Messages) lines(targets []links.Target) ([]links.Target, []card.Line) {
+func (m *Messages) lines(targets []links.Target, via map[string]string) ([]links.Target, []card.Line) {
 	out := make([]links.Target, 0, len(targets))
 	lines := make([]card.Line, 0, len(targets))
 	at := map[string]int{}
@@ -495,16 +524,32 @@ func (m *Messages) lines(targets []links.Target) ([]links.Target, []card.Line) {
 			t.URL, d = links.StripQuery(t.URL)
 			dropped = dropped || d
 		}
+		var sigs []card.Signal
+		if m.Signals != nil {
+			sigs = m.Signals(t)
+		}
 		if i, dup := at[t.URL]; dup {
 			lines[i].QueryNotSent = lines[i].QueryNotSent || dropped
+			lines[i].Signals = mergeSignals(lines[i].Signals, sigs)
 			continue
 		}
 		at[t.URL] = len(out)
 		out = append(out, t)
 		lines = append(lines, card.Line{Kind: card.KindURL, Target: t.URL, Level: verdict.Pending, Service: "reputation",
-			Status: "queued", QueryNotSent: dropped})
+			Status: "queued", QueryNotSent: dropped, Signals: sigs, Via: via[t.URL]})
 	}
 	return out, lines
+}
+
+// mergeSignals adds to dst the signals of add it does not have (the same
+// link written twice, with two labels).
+func mergeSignals(dst, add []card.Signal) []card.Signal {
+	for _, s := range add {
+		if !slices.Contains(dst, s) {
+			dst = append(dst, s)
+		}
+	}
+	return dst
 }
 
 // finished calls the delivery's Done, if any: the work the event asked for
@@ -528,7 +573,7 @@ func (m *Messages) ScanRequest(ctx context.Context, channel, user string, target
 	for _, s := range skipped {
 		draft.Skipped = append(draft.Skipped, card.Skip{Target: s.URL, Reason: s.Reason.Text()})
 	}
-	targets, draft.Lines = m.lines(targets)
+	targets, draft.Lines = m.lines(targets, nil)
 	gen, snap, err := m.Cards.Begin(channel, src, draft, ModeVerbose)
 	if err != nil {
 		return err
@@ -1014,6 +1059,13 @@ func firstProblem(c *card.Card) string {
 // urlLine fills a card line from a URL verdict.
 func urlLine(l card.Line, v scan.URLVerdict) card.Line {
 	l.Level = v.Level
+	if sl := l.SignalLevel(); sl > v.Level {
+		// The message itself shows the lure: the worse level wins, and
+		// the service's verdict is still shown.
+		l.Level, l.ServiceLevel = sl, v.Level
+	} else {
+		l.ServiceLevel = 0
+	}
 	l.Category = v.Category
 	l.Scores = v.Scores
 	l.TaskID = v.TaskID
@@ -1109,3 +1161,47 @@ func (m *Messages) emitted(channel, src string, gen int, l card.Line) bool {
 func (m *Messages) forget(channel, src string, gen int) {
 	m.settled.Delete(settledKey{channel, src, gen})
 }
+
+// withQR adds to res the links read from the message's QR codes (qr), and
+// those its card had from them (prev: an edit carries no files, and must
+// not drop a QR code's verdict from the card), as the policy reads a link
+// (allowlist, private hosts, the cap on links); via maps each added
+// target to its image's name.
+func (m *Messages) withQR(res links.Result, qr []QRLink, prev *store.CardRecord) (links.Result, map[string]string) {
+	if prev != nil {
+		for _, l := range prev.Card.Lines {
+			if l.Kind == card.KindURL && l.Via != "" {
+				qr = append(qr, QRLink{URL: l.Target, File: l.Via})
+			}
+		}
+	}
+	if len(qr) == 0 {
+		return res, nil
+	}
+	have := map[string]bool{}
+	for _, t := range res.Targets {
+		have[t.URL] = true
+	}
+	via := map[string]string{}
+	for _, l := range qr {
+		// The policy reads the link as text a person wrote: "<url>".
+		got := m.Links.ExtractRaw(&slack.Msg{Text: "<" + qrEscaper.Replace(l.URL) + ">"}, nil)
+		res.Skipped = append(res.Skipped, got.Skipped...)
+		for _, t := range got.Targets {
+			if have[t.URL] {
+				continue // the message's text (or another image) has it too
+			}
+			if m.MaxLinks > 0 && len(res.Targets) >= m.MaxLinks {
+				res.LeftOut++
+				continue
+			}
+			have[t.URL] = true
+			res.Targets = append(res.Targets, t)
+			via[t.URL] = l.File
+		}
+	}
+	return res, via
+}
+
+// qrEscaper keeps a QR code's URL one "<url>" sequence of message text.
+var qrEscaper = strings.NewReplacer("&", "&amp;", "<", "%3C", ">", "%3E", "|", "%7C")

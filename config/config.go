@@ -164,6 +164,13 @@ type Config struct {
 	BackfillMax    time.Duration `envconfig:"VERDICTBOT_BACKFILL_MAX"`
 	BackfillOnJoin string        `envconfig:"VERDICTBOT_BACKFILL_ON_JOIN"`
 
+	// Local signals (package signals): registrable domains protected from
+	// lookalikes beside the built-in list, the workspace's own domains
+	// and the allowlist; and what a lookalike makes its link ("off": not
+	// looked for).
+	ProtectedDomains []string `envconfig:"VERDICTBOT_PROTECTED_DOMAINS"`
+	Lookalike        string   `envconfig:"VERDICTBOT_LOOKALIKE"`
+
 	Retention time.Duration `envconfig:"VERDICTBOT_RETENTION"`
 
 	Quarantine          string        `envconfig:"VERDICTBOT_QUARANTINE"`
@@ -221,6 +228,7 @@ func Default() Config {
 		DataDir:       "./data",
 		Reporters:     "anyone",
 		ChannelMode:   "quiet",
+		Lookalike:     "suspicious",
 		MaxLinks:      50,
 		VerdictTTL:    time.Hour,
 		URLDeadline:   10 * time.Minute,
@@ -490,11 +498,12 @@ func (c *Config) trim() {
 	c.ReputationURL = strings.TrimSpace(c.ReputationURL)
 	c.SandboxURL = strings.TrimSpace(c.SandboxURL)
 	c.ChannelMode = strings.ToLower(strings.TrimSpace(c.ChannelMode))
+	c.Lookalike = strings.ToLower(strings.TrimSpace(c.Lookalike))
 	c.Quarantine = strings.ToLower(strings.TrimSpace(c.Quarantine))
 	c.QuarantineFiles = strings.ToLower(strings.TrimSpace(c.QuarantineFiles))
 	c.Reporters = strings.ToLower(strings.TrimSpace(c.Reporters))
 	c.URLQuery = strings.ToLower(strings.TrimSpace(c.URLQuery))
-	for _, l := range []*[]string{&c.Admins, &c.AllowDomains, &c.InternalDomains, &c.ServicePlainHTTPHosts} {
+	for _, l := range []*[]string{&c.Admins, &c.AllowDomains, &c.InternalDomains, &c.ServicePlainHTTPHosts, &c.ProtectedDomains} {
 		var out []string
 		for _, s := range *l {
 			if s = strings.TrimSpace(s); s != "" {
@@ -599,6 +608,15 @@ var configRules = []configRule{
 		return nil
 	}},
 	oneOf("VERDICTBOT_CHANNEL_MODE", func(c *Config) string { return c.ChannelMode }, "quiet, verbose or off", "quiet", "verbose", "off"),
+	oneOf("VERDICTBOT_LOOKALIKE", func(c *Config) string { return c.Lookalike }, "off, suspicious or malicious", "off", "suspicious", "malicious"),
+	{"VERDICTBOT_PROTECTED_DOMAINS", false, func(c *Config) error {
+		for _, d := range c.ProtectedDomains {
+			if !protectedDomain(d) {
+				return fmt.Errorf("VERDICTBOT_PROTECTED_DOMAINS: %q is not a domain name: want registrable domains such as acme-corp.com, comma-separated", d)
+			}
+		}
+		return nil
+	}},
 	oneOf("VERDICTBOT_QUARANTINE", func(c *Config) string { return c.Quarantine }, "off, malicious or suspicious (the lowest verdict whose message is removed)",
 		"off", "malicious", "suspicious"),
 	atLeast("VERDICTBOT_QUARANTINE_RETENTION", func(c *Config) time.Duration { return c.QuarantineRetention }, time.Hour,
@@ -1016,4 +1034,24 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// protectedDomain reports whether d reads as a domain name (letters,
+// digits, hyphens and dots; at least two labels; no scheme or path).
+func protectedDomain(d string) bool {
+	labels := strings.Split(strings.TrimSuffix(strings.ToLower(d), "."), ".")
+	if len(labels) < 2 || len(d) > 253 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || strings.HasPrefix(l, "-") || strings.HasSuffix(l, "-") {
+			return false
+		}
+		for _, r := range l {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -243,7 +243,7 @@ func TestConfigRulesEachNameTheirSetting(t *testing.T) {
 		ThresholdPhishing: "x", ThresholdAdvertising: "x", ThresholdMalicious: "x", ThresholdIllegal: "x",
 		Quarantine: "always", SlackAdminUserToken: "xoxb-not-a-user-token", QuarantineFiles: "files", QuarantineFlipMax: -1,
 		EventsURL: "http://siem.example.com/hook", EventsFile: "/nonexistent/dir/events.jsonl", EventsMaxQueued: 0,
-		ServicePlainHTTPHosts: []string{"http://sim:8099"},
+		ServicePlainHTTPHosts: []string{"http://sim:8099"}, Lookalike: "loud", ProtectedDomains: []string{"https://okta.com/"},
 	}
 	errs := bad.problems(true)
 	// REPUTATION_URL unset is a problem once (not set); its URL form is

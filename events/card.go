@@ -18,6 +18,7 @@ func LineFinding(kind Kind, c *card.Card, l card.Line) Finding {
 		f.Poster = c.RequestedBy
 	}
 	f.Backfill = c.FromHistory
+	f.Signals = l.Signals
 	if l.File != nil {
 		f.FileSHA256, f.FileMD5, f.FileSize = l.File.SHA256, l.File.MD5, l.File.Size
 		if f.Target == "" {

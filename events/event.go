@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
 	"github.com/verdictbot/verdictbot/verdict"
 )
@@ -99,6 +100,10 @@ type Finding struct {
 
 	// Backfill marks a finding of a scan of a channel's history.
 	Backfill bool
+	// Signals are the line's local signals (card.Line.Signals): the
+	// finding names them as analytics, so the SOC can tell a service's
+	// verdict from the bot's own.
+	Signals []card.Signal
 
 	// TeamID is the workspace the finding was made in, when its maker
 	// knows it ("": the Emitter finds it from the channel).
@@ -258,6 +263,21 @@ type FindingInfo struct {
 	Types        []string `json:"types,omitempty"`
 	CreatedTime  int64    `json:"created_time"`
 	ModifiedTime int64    `json:"modified_time,omitempty"`
+	// Analytic is the bot's own rule that found it (a local signal:
+	// "verdictbot deceptive_label"), absent for a service's verdict;
+	// RelatedAnalytics lists every such rule when there are several.
+	Analytic         *Analytic  `json:"analytic,omitempty"`
+	RelatedAnalytics []Analytic `json:"related_analytics,omitempty"`
+}
+
+// Analytic is OCSF's analytic object (objects/analytic.json; type_id 1:
+// Rule).
+type Analytic struct {
+	Name   string `json:"name"`
+	UID    string `json:"uid,omitempty"`
+	Type   string `json:"type"`
+	TypeID int    `json:"type_id"`
+	Desc   string `json:"desc,omitempty"`
 }
 
 // Observable is OCSF's observable object (type_id: 6 URL String, 7 File
@@ -436,6 +456,13 @@ func Build(f Finding, p Product, uid string) Event {
 		e.Unmapped.Previous = f.Previous.Key()
 	}
 	e.Unmapped.Backfill = f.Backfill
+	for _, sg := range f.Signals {
+		a := Analytic{Name: "verdictbot " + sg.Kind, UID: sg.Kind, Type: "Rule", TypeID: 1, Desc: sg.Reason}
+		if e.FindingInfo.Analytic == nil {
+			e.FindingInfo.Analytic = &a
+		}
+		e.FindingInfo.RelatedAnalytics = append(e.FindingInfo.RelatedAnalytics, a)
+	}
 	if len(f.Scores) > 0 {
 		e.Unmapped.Scores = make(map[string]float64, len(f.Scores))
 		for k, v := range f.Scores {

@@ -34,6 +34,7 @@ type Metrics struct {
 	quarantined  *prometheus.CounterVec
 	quarFailures *prometheus.CounterVec
 	unchecked    *prometheus.CounterVec
+	signals      *prometheus.CounterVec
 	capRefused   *prometheus.CounterVec
 	quarFlips    *prometheus.CounterVec
 	quarQueue    *prometheus.GaugeVec
@@ -81,6 +82,12 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 		Help: "Quarantine actions done, by action (removed, released)."}, []string{"action"})
 	m.quarFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "quarantine_failures_total",
 		Help: "Messages that reached their channel's quarantine level but could not be removed, by reason (no_token, not_allowed, other_org, already_deleted, error)."}, []string{"reason"})
+	m.signals = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "local_signals_total",
+		Help: "Links flagged by the bot's own signals, read from the message before any service is asked, by kind (deceptive_label, lookalike, qr_code: a link read from a QR code in a shared image; qr_skipped: a message whose images were not read, too many waiting)."},
+		[]string{"kind"})
+	for _, k := range []string{"deceptive_label", "lookalike", "qr_code", "qr_skipped"} {
+		m.signals.WithLabelValues(k)
+	}
 	m.unchecked = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "unchecked_targets_total",
 		Help: "Targets a message's card shows as not checked although they were not judged safe, each making the message \"could not check\": links past VERDICTBOT_MAX_LINKS (kind url), files a channel with quarantine on could not check (kind file: too large, a skipped type)."}, []string{"kind"})
 	m.capRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "user_cap_refused_total",
@@ -108,7 +115,7 @@ func New(queueDepth func() int, inFlight func() int, ready func() bool) *Metrics
 	m.recheckLast.SetToCurrentTime()
 	for _, c := range []prometheus.Collector{m.envelopes, m.dropped, m.ackLatency, m.scans, m.statusPolls, m.levels,
 		m.serviceErrs, m.requests, m.budgetWaits, m.budgetWaited, m.slackCalls, m.slackErrors, m.rechecks, m.flips, m.deferred, m.recheckTime,
-		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures, m.unchecked, m.capRefused, m.quarFlips, m.quarQueue} {
+		m.recheckLag, m.recheckLast, m.quarantined, m.quarFailures, m.unchecked, m.signals, m.capRefused, m.quarFlips, m.quarQueue} {
 		f(c)
 	}
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
@@ -232,6 +239,10 @@ func (m *Metrics) QuarantineFailure(reason string) { m.quarFailures.WithLabelVal
 // Unchecked counts n targets of kind ("url", "file") a card shows as not
 // checked (cards.Messages.OnUnchecked).
 func (m *Metrics) Unchecked(kind string, n int) { m.unchecked.WithLabelValues(kind).Add(float64(n)) }
+
+// Signal counts one link flagged by a local signal of kind, or (qr_code) read
+// from a QR code, or (qr_skipped) a message whose images were not read.
+func (m *Metrics) Signal(kind string) { m.signals.WithLabelValues(kind).Inc() }
 
 // UserCapRefused counts a link or file not sent because its requesters
 // were over VERDICTBOT_USER_LINKS_PER_HOUR (cards.UserCap.OnRefused).

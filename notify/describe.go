@@ -362,10 +362,19 @@ func lineRows(m markup, l *card.Line, cp caps) []string {
 			name = l.File.Name
 		}
 		first += "file " + m.code(showLiteral(name, cp.fileName, true))
+	} else if l.Via != "" {
+		first += "QR code in " + m.code(showLiteral(l.Via, cp.fileName, true)) + " links to " + m.code(showURL(l.Target, cp.target))
 	} else {
 		first += m.code(showURL(l.Target, cp.target))
 	}
 	rows := []string{first}
+	// The lure the message itself shows, before the service's scores.
+	for _, sg := range l.Signals {
+		rows = append(rows, strings.TrimSpace(m.emoji(":warning:")+" "+m.text(showText(sg.Reason, cp.problem))))
+	}
+	if len(l.Signals) > 0 && l.ServiceLevel >= verdict.Skipped && l.ServiceLevel < l.Level {
+		rows = append(rows, "URL service's verdict: "+m.strong(levelTitle(l.ServiceLevel)))
+	}
 
 	if l.Kind != card.KindFile && len(l.Scores) > 0 {
 		var sc []string
