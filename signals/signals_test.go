@@ -324,6 +324,22 @@ func TestBuiltinList(t *testing.T) {
 	}
 }
 
+// TestSlackDomainsAreProtected: Slack's own domains, which links
+// allowlists by default, are never taken for look-alikes of slack.com
+// (slack-files.com is a hyphenated "slack"), and are in protected.txt.
+func TestSlackDomainsAreProtected(t *testing.T) {
+	t.Parallel()
+	c := mustNew(t)
+	for _, d := range links.DefaultAllowDomains() {
+		if !c.Protected(d) {
+			t.Errorf("%s: not in protected.txt", d)
+		}
+		if s, ok := c.Lookalike("files." + d); ok {
+			t.Errorf("files.%s: %+v", d, s)
+		}
+	}
+}
+
 // TestSkeletonASCIIFastPath: the ASCII shortcut gives what the UTS #39
 // path gives, for every label of up to two host-name characters, and for
 // some longer ones.
