@@ -19,25 +19,31 @@
 // included) differs from the link's.
 //
 // Lookalike (Checker.Lookalike): the host's registrable domain is neither a
-// protected domain nor under one, and
+// protected domain nor under one, and, tried in this order:
 //   - "subdomain": a protected domain is written into the host name in
 //     front of another domain (okta.com.evil.test, paypal.com-verify.info);
-//   - "homoglyph": the registrable label (the part before the public
-//     suffix), IDN-decoded, has the same confusable skeleton (Unicode
-//     UTS #39, github.com/mtibben/confusables, plus the folds in
-//     skeleton) as a protected label (pаypal.com with a Cyrillic а,
-//     paypa1.com, rnicrosoft.com, g00gle.com);
-//   - "typo": the label is one edit (Damerau–Levenshtein: a letter
-//     changed, added, missing, or two neighbours swapped) from a
-//     protected label of 5 or more characters that is not a common word;
-//   - "tld": the label is a protected label under another public suffix
-//     (acme-corp.co for acme-corp.com), unless the brand is global;
-//   - "combo": a protected label of 4 or more characters that is not a
-//     common word is one of the hyphen-separated parts of the label
-//     (okta-login.com, secure-paypal-verify.com).
+//   - "tld": the label (the registrable domain without its public suffix)
+//     is a protected label under another ICANN suffix (acme-corp.co for
+//     acme-corp.com), unless the brand is global (google.de is Google's);
+//     under a private suffix (okta.github.io) it is the brand's own page
+//     far more often than not, and is not flagged;
+//   - "homoglyph": the label, IDN-decoded, has the same confusable
+//     skeleton (Unicode UTS #39, github.com/mtibben/confusables, plus the
+//     folds in skeleton) as a protected label (pаypal.com with a Cyrillic
+//     а, paypa1.com, rnicrosoft.com, g00gle.com);
+//   - "typo": the label and a protected label, both of 5 or more
+//     characters, are one edit apart (Damerau–Levenshtein: a letter added
+//     or missing, two neighbours swapped, or a letter changed for a
+//     neighbouring key or a look-alike letter, see nearKeys);
+//   - "combo": a protected label of 4 or more characters is one or more of
+//     the hyphen-separated parts of the label (okta-login.com,
+//     secure-paypal-verify.com).
 //
-// The first rule that matches, in this order, gives the host's one
-// lookalike signal.
+// Names marked "word" in protected.txt (live, office, chase) are left out
+// of the typo and combo rules, and labels in its word list (revolt) are
+// never typos or combinations; "owned" domains (googleusercontent.com,
+// slack-files.com) are never flagged. The first rule that matches gives
+// the host's one lookalike signal.
 //
 // Reasons name registrable domains only (ASCII, punycode for IDNs),
 // never a URL, and contain none of Slack's mrkdwn control characters, so
@@ -45,7 +51,8 @@
 //
 // # Measured precision
 //
-// precision_test.go runs both rules over 10,000 real registrable domains
+// precision_test.go runs the lookalike rule (and the label rule on each
+// domain's own address) over 10,000 real registrable domains
 // (testdata/popular.txt, with its provenance in testdata/README.md) and
 // over a corpus of lookalikes by rule family (testdata/lookalikes.txt):
 // it requires no false positive on the first and a recall of at least 95%
