@@ -25,7 +25,8 @@
 // Read:
 //   - Message text: the "<url>" and "<url|label>" sequences Slack writes
 //     for every link it renders, HTML-unescaped; the label is never scanned
-//     (labels can lie). Mentions, mailto: and tel: are skipped silently.
+//     (labels can lie), only collected (see "Labels" below). Mentions,
+//     mailto: and tel: are skipped silently.
 //     Text from apps (bot_id set or subtype bot_message) is read as mrkdwn.
 //     Only when the message has no blocks: see "Fallback text" below.
 //   - rich_text blocks (and rich_text_input, and rich_text cells of table
@@ -75,6 +76,22 @@
 //     URL in the block (files are scanned as files).
 //   - rich_text canvas, file, list_record, message_mention and
 //     workflow_mention urls: Slack-internal references.
+//
+// # Labels
+//
+// A link's visible label can claim another address than the one it opens
+// ("<https://login-okta.evil.test/|https://okta.com/login>"), so each
+// Target carries the labels people wrote for it (Target.Labels), for the
+// local signals (package signals) to compare: the label of "<url|label>"
+// in the text of a message without blocks, and the text of rich_text link
+// elements, at any depth. Labels are collected, never scanned, and read
+// only from what a person wrote: not from the messages of apps (bot_id set
+// or subtype bot_message), attachments (link and message unfurls
+// included), shared messages' blocks, section, context or markdown
+// blocks, or tables, which apps write (an app's tracking redirect under
+// the address it leads to is routine, not a lie). A label does not change
+// which links are read, scanned or compared: Set and SameLinks ignore
+// labels, so an edit that only changes a label is not a change of links.
 //
 // # Fallback text
 //

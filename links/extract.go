@@ -27,7 +27,7 @@ import (
 // Format reference: Slack's "Formatting text for app surfaces"
 // (docs.slack.dev/messaging/formatting-message-text).
 func FromText(text string) []string {
-	return appendText(nil, text)
+	return appendText(nil, text, nil)
 }
 
 // FromMrkdwn returns what FromText returns plus conservative bare URLs:
@@ -63,7 +63,7 @@ func FromMrkdwn(text string) []string {
 // Slack-internal references (file, canvas, message and list mentions) are
 // not read; doc.go lists every field. URLs in blocks are not HTML-escaped.
 func FromBlocks(blocks slack.Blocks) []string {
-	return appendBlocks(nil, blocks.BlockSet)
+	return appendBlocks(nil, blocks.BlockSet, nil)
 }
 
 // FromAttachments returns the link targets in legacy attachments, in order,
@@ -96,7 +96,7 @@ func Set(msg *slack.Msg, rawMsg []byte) []string {
 		return nil
 	}
 	var buf [16]string
-	raws := appendMessage(buf[:0], msg, SharedBlocks(rawMsg))
+	raws := appendMessage(buf[:0], msg, SharedBlocks(rawMsg), nil)
 	out := make([]string, 0, len(raws))
 	for _, raw := range raws {
 		if u, err := parse(raw); err == nil {
@@ -130,18 +130,68 @@ func SameLinks(prev *slack.Msg, rawPrev []byte, msg *slack.Msg, rawMsg []byte) b
 // read (doc.go). Text from apps (bot_id set or subtype bot_message) is
 // read as mrkdwn with bare URLs; text typed by people only for wrapped
 // links. shared holds, per attachment, the blocks of the messages it
-// shares (see SharedBlocks); it may be nil.
-func appendMessage(dst []string, msg *slack.Msg, shared [][]slack.Blocks) []string {
+// shares (see SharedBlocks); it may be nil. When lb is not nil it
+// collects the labels people wrote for the links (see Target.Labels):
+// those of the text's "<url|label>" sequences and of the rich_text link
+// elements of a message not written by an app; never those of
+// attachments, shared messages or other blocks.
+func appendMessage(dst []string, msg *slack.Msg, shared [][]slack.Blocks, lb *labels) []string {
+	app := msg.BotID != "" || msg.SubType == "bot_message"
+	if app {
+		lb = nil
+	}
 	switch {
 	case len(msg.Blocks.BlockSet) > 0:
 		// text is the fallback for notifications: not shown, not clickable.
-	case msg.BotID != "" || msg.SubType == "bot_message":
+	case app:
 		dst = appendMrkdwn(dst, msg.Text)
 	default:
-		dst = appendText(dst, msg.Text)
+		dst = appendText(dst, msg.Text, lb)
 	}
-	dst = appendBlocks(dst, msg.Blocks.BlockSet)
+	dst = appendBlocks(dst, msg.Blocks.BlockSet, lb)
 	return appendAttachments(dst, msg.Attachments, shared)
+}
+
+// MaxLabels is the most labels kept per target (Target.Labels), and
+// MaxLabelLen the most bytes kept of each: a link is rarely shown under
+// more than one or two labels, and a label that long is a sentence, not
+// an address; the caps bound what one message can make the bot hold.
+const (
+	MaxLabels   = 4
+	MaxLabelLen = 200
+)
+
+// rawLabel is a label written for the link at index i of the list
+// appendMessage builds.
+type rawLabel struct {
+	i     int
+	label string
+}
+
+// labels collects rawLabels in index order. A nil *labels collects
+// nothing, so that the readers that only want links (Set, FromText,
+// FromBlocks, attachments) pay one nil check per link.
+type labels struct{ list []rawLabel }
+
+// add records label for the link appendTarget appended to dst, if it
+// appended one (len(dst) > before). The label is trimmed and cut to
+// MaxLabelLen bytes on a UTF-8 boundary; an empty one is dropped.
+func (lb *labels) add(dst []string, before int, label string) {
+	if lb == nil || len(dst) == before {
+		return
+	}
+	label = strings.TrimSpace(label)
+	if len(label) > MaxLabelLen {
+		n := MaxLabelLen
+		for n > 0 && !utf8.RuneStart(label[n]) {
+			n--
+		}
+		label = strings.TrimSpace(label[:n])
+	}
+	if label == "" {
+		return
+	}
+	lb.list = append(lb.list, rawLabel{i: len(dst) - 1, label: label})
 }
 
 // SharedBlocks returns the blocks of the messages that the attachments of a
@@ -247,7 +297,7 @@ func appendURLKeys(dst []string, raw []byte) []string {
 	}
 }
 
-func appendText(dst []string, s string) []string {
+func appendText(dst []string, s string, lb *labels) []string {
 	for {
 		i := strings.IndexByte(s, '<')
 		if i < 0 {
@@ -258,13 +308,14 @@ func appendText(dst []string, s string) []string {
 		if j < 0 {
 			return dst
 		}
-		dst = appendControl(dst, s[:j])
+		dst = appendControl(dst, s[:j], lb)
 		s = s[j+1:]
 	}
 }
 
-// appendControl handles the inside of one "<…>" sequence.
-func appendControl(dst []string, inner string) []string {
+// appendControl handles the inside of one "<…>" sequence; lb, when not
+// nil, collects the label of a "<url|label>" (HTML-unescaped, as the url).
+func appendControl(dst []string, inner string, lb *labels) []string {
 	// Slack escapes a literal '<', so a second one means junk before the
 	// real sequence; keep the innermost.
 	if k := strings.LastIndexByte(inner, '<'); k >= 0 {
@@ -286,8 +337,13 @@ func appendControl(dst []string, inner string) []string {
 		}
 		return dst
 	}
-	target, _, _ := strings.Cut(inner, "|")
-	return appendTarget(dst, target, true)
+	target, label, ok := strings.Cut(inner, "|")
+	n := len(dst)
+	dst = appendTarget(dst, target, true)
+	if ok && lb != nil {
+		lb.add(dst, n, unescapeEntities(label))
+	}
+	return dst
 }
 
 // appendTarget appends t unless it has no scheme, is mailto: or tel:, or is
@@ -394,7 +450,7 @@ func scanText(dst []string, s string, markdown bool) []string {
 				i++
 				continue
 			}
-			dst = appendControl(dst, s[i+1:i+1+j])
+			dst = appendControl(dst, s[i+1:i+1+j], nil)
 			i += j + 2
 		case c == '`':
 			if end := codeEnd(s, i, markdown); end > i {
@@ -410,7 +466,7 @@ func scanText(dst []string, s string, markdown bool) []string {
 			if !angle {
 				dst = appendTarget(dst, dest, false)
 			} else {
-				dst = appendControl(dst, dest)
+				dst = appendControl(dst, dest, nil)
 			}
 			i += 2 + n
 		case (c == 'h' || c == 'H') && (i == 0 || !isWordByte(s[i-1])):
@@ -595,15 +651,18 @@ scan:
 	return len(u)
 }
 
-func appendBlocks(dst []string, blocks []slack.Block) []string {
+// appendBlocks appends the links of blocks; lb, when not nil, collects the
+// labels of rich_text blocks' link elements (the blocks of a person's
+// message: see appendMessage).
+func appendBlocks(dst []string, blocks []slack.Block, lb *labels) []string {
 	for _, b := range blocks {
 		switch b := b.(type) {
 		case *slack.RichTextBlock:
 			if b != nil {
-				dst = appendRichText(dst, b.Elements)
+				dst = appendRichText(dst, b.Elements, lb)
 			}
 		case slack.RichTextBlock:
-			dst = appendRichText(dst, b.Elements)
+			dst = appendRichText(dst, b.Elements, lb)
 		case *slack.SectionBlock:
 			if b != nil {
 				dst = appendSection(dst, b)
@@ -658,53 +717,59 @@ func appendTable(dst []string, rows [][]slack.TableCell) []string {
 			switch c := c.(type) {
 			case *slack.TableRichTextCell:
 				if c != nil {
-					dst = appendRichText(dst, c.Elements)
+					dst = appendRichText(dst, c.Elements, nil)
 				}
 			case slack.TableRichTextCell:
-				dst = appendRichText(dst, c.Elements)
+				dst = appendRichText(dst, c.Elements, nil)
 			}
 		}
 	}
 	return dst
 }
 
-func appendRichText(dst []string, elems []slack.RichTextElement) []string {
+func appendRichText(dst []string, elems []slack.RichTextElement, lb *labels) []string {
 	for _, e := range elems {
 		switch e := e.(type) {
 		case *slack.RichTextSection:
 			if e != nil {
-				dst = appendRichSection(dst, e.Elements)
+				dst = appendRichSection(dst, e.Elements, lb)
 			}
 		case slack.RichTextSection:
-			dst = appendRichSection(dst, e.Elements)
+			dst = appendRichSection(dst, e.Elements, lb)
 		case *slack.RichTextList:
 			if e != nil {
-				dst = appendRichText(dst, e.Elements)
+				dst = appendRichText(dst, e.Elements, lb)
 			}
 		case slack.RichTextList:
-			dst = appendRichText(dst, e.Elements)
+			dst = appendRichText(dst, e.Elements, lb)
 		case *slack.RichTextQuote:
 			if e != nil {
-				dst = appendRichSection(dst, e.Elements)
+				dst = appendRichSection(dst, e.Elements, lb)
 			}
 		case *slack.RichTextPreformatted:
 			if e != nil {
-				dst = appendRichSection(dst, e.Elements)
+				dst = appendRichSection(dst, e.Elements, lb)
 			}
 		}
 	}
 	return dst
 }
 
-func appendRichSection(dst []string, elems []slack.RichTextSectionElement) []string {
+// appendRichSection appends the links of rich text elements; lb, when not
+// nil, collects the text (the visible label) of link elements.
+func appendRichSection(dst []string, elems []slack.RichTextSectionElement, lb *labels) []string {
 	for _, e := range elems {
 		switch e := e.(type) {
 		case *slack.RichTextSectionLinkElement:
 			if e != nil {
+				n := len(dst)
 				dst = appendTarget(dst, e.URL, false)
+				lb.add(dst, n, e.Text)
 			}
 		case slack.RichTextSectionLinkElement:
+			n := len(dst)
 			dst = appendTarget(dst, e.URL, false)
+			lb.add(dst, n, e.Text)
 		case *slack.RichTextSectionDateElement:
 			if e != nil && e.URL != nil {
 				dst = appendTarget(dst, *e.URL, false)
@@ -803,10 +868,10 @@ func appendAttachments(dst []string, atts []slack.Attachment, shared [][]slack.B
 		for _, act := range a.Actions {
 			dst = appendTarget(dst, act.URL, false)
 		}
-		dst = appendBlocks(dst, a.Blocks.BlockSet)
+		dst = appendBlocks(dst, a.Blocks.BlockSet, nil)
 		if i < len(shared) {
 			for _, bs := range shared[i] {
-				dst = appendBlocks(dst, bs.BlockSet)
+				dst = appendBlocks(dst, bs.BlockSet, nil)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -308,11 +309,12 @@ func TestExtractTargetFields(t *testing.T) {
 		"text":"<HTTPS://Good.Example@EVIL.example:443/a?b=1&amp;c=2#f|https://good.example/>"}`)
 	res := (*Policy)(nil).Extract(msg)
 	want := []Target{{
-		URL:  "https://evil.example/a?b=1&c=2",
-		Raw:  "HTTPS://Good.Example@EVIL.example:443/a?b=1&c=2#f",
-		Host: "evil.example",
+		URL:    "https://evil.example/a?b=1&c=2",
+		Raw:    "HTTPS://Good.Example@EVIL.example:443/a?b=1&c=2#f",
+		Host:   "evil.example",
+		Labels: []string{"https://good.example/"},
 	}}
-	if !slices.Equal(res.Targets, want) {
+	if !reflect.DeepEqual(res.Targets, want) {
 		t.Errorf("Targets = %+v, want %+v", res.Targets, want)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -104,6 +105,18 @@ type Target struct {
 	// from this link or from a link merged into it (URL is then the link
 	// as sent, without its query).
 	QueryDropped bool
+	// Labels are the visible labels that people wrote for this link, in
+	// first-seen order, distinct: the label of a "<url|label>" sequence in
+	// the text of a message without blocks (HTML-unescaped, as the URL
+	// is) and the text of rich_text link elements, from every occurrence
+	// of the link (and, for a link through Slack's redirector, of the
+	// redirector link). Only messages written by people are read: never
+	// an app's (bot_id or subtype bot_message), nor attachments, unfurls,
+	// shared messages or other blocks, whose labels apps write. At most
+	// MaxLabels, each trimmed and cut to MaxLabelLen bytes; a label may
+	// equal the link itself. Labels are collected, never scanned, and are
+	// untrusted text: defang them before showing them (DefangText).
+	Labels []string
 }
 
 // Skipped is a link that is not sent to any service, and why.
@@ -394,12 +407,22 @@ func (p *Policy) ExtractRaw(msg *slack.Msg, rawMsg []byte) Result {
 		return res
 	}
 	var rawBuf [16]string
-	raws := appendMessage(rawBuf[:0], msg, SharedBlocks(rawMsg))
+	var lb labels // allocated on the first label: most messages have none
+	raws := appendMessage(rawBuf[:0], msg, SharedBlocks(rawMsg), &lb)
 	var depth []int // unwrap depth of raws[i], allocated on first unwrap
 	var seen dedupe
 	var stripped map[string]int // with strip: target index of each URL as sent (-1: left out)
+	next := 0                   // lb.list is in index order: labels of raws[i] start at or after next
 	for i := 0; i < len(raws); i++ {
 		raw := raws[i]
+		for next < len(lb.list) && lb.list[next].i < i {
+			next++
+		}
+		first := next
+		for next < len(lb.list) && lb.list[next].i == i {
+			next++
+		}
+		mine := lb.list[first:next] // the labels written for raws[i]
 		u, err := parse(raw)
 		if err != nil {
 			if seen.add(raw) {
@@ -409,6 +432,9 @@ func (p *Policy) ExtractRaw(msg *slack.Msg, rawMsg []byte) Result {
 			continue
 		}
 		if !seen.add(u.url) {
+			if len(mine) > 0 {
+				res.addLabels(p.sentAs(u.url), mine)
+			}
 			continue
 		}
 		if inner := redirTarget(u); inner != "" {
@@ -420,9 +446,18 @@ func (p *Policy) ExtractRaw(msg *slack.Msg, rawMsg []byte) Result {
 				if depth == nil {
 					depth = make([]int, len(raws))
 				}
+				n := len(raws)
 				raws = appendTarget(raws, inner, false)
 				for len(depth) < len(raws) {
 					depth = append(depth, d+1)
+				}
+				if len(raws) > n {
+					// The destination is shown under the redirector's
+					// labels. Its index is past every index in lb.list,
+					// which stays in order.
+					for _, l := range mine {
+						lb.list = append(lb.list, rawLabel{i: n, label: l.label})
+					}
 				}
 			}
 		}
@@ -437,6 +472,7 @@ func (p *Policy) ExtractRaw(msg *slack.Msg, rawMsg []byte) Result {
 			if i, dup := stripped[target.URL]; dup {
 				if i >= 0 {
 					res.Targets[i].QueryDropped = res.Targets[i].QueryDropped || target.QueryDropped
+					res.Targets[i].addLabels(mine)
 				}
 				continue // the same link as sent: one target
 			}
@@ -452,9 +488,42 @@ func (p *Policy) ExtractRaw(msg *slack.Msg, rawMsg []byte) Result {
 		if p.strip {
 			stripped[target.URL] = len(res.Targets)
 		}
+		target.addLabels(mine)
 		res.Targets = append(res.Targets, target)
 	}
 	return res
+}
+
+// sentAs returns the target URL that the normalised url is sent as.
+func (p *Policy) sentAs(normalised string) string {
+	if p.strip {
+		s, _ := StripQuery(normalised)
+		return s
+	}
+	return normalised
+}
+
+// addLabels adds labels to the target sent as url, if there is one (a
+// repeat of a skipped or left-out link has none).
+func (r *Result) addLabels(url string, labels []rawLabel) {
+	for i := range r.Targets {
+		if r.Targets[i].URL == url {
+			r.Targets[i].addLabels(labels)
+			return
+		}
+	}
+}
+
+// addLabels appends the labels t does not have yet, up to MaxLabels.
+func (t *Target) addLabels(labels []rawLabel) {
+	for _, l := range labels {
+		if len(t.Labels) >= MaxLabels {
+			return
+		}
+		if !slices.Contains(t.Labels, l.label) {
+			t.Labels = append(t.Labels, l.label)
+		}
+	}
 }
 
 // redirTarget returns the destination of a Slack redirector link
