@@ -51,6 +51,10 @@ import (
 // clients, pipelines, cards, quarantine, events, commands), Run serves
 // until its context ends, Close releases what New opened.
 type App struct {
+	// signals are the bot's own signals about links (deceptive labels,
+	// lookalikes of protected domains).
+	signals *Signals
+
 	cfg      config.Config
 	opts     Options
 	log      *slog.Logger
@@ -419,6 +423,13 @@ func (a *App) wireMessages() error {
 		// for 10 s (a dead replica's is then taken over).
 		a.messages.PeerPostWait = 10 * time.Second
 	}
+	sg, err := NewSignals(cfg, a.log.With("component", "signals"))
+	if err != nil {
+		return err
+	}
+	sg.OnSignal = a.metrics.Signal
+	a.signals = sg
+	a.messages.Signals = sg.Of
 	// QR codes in shared images: downloaded like files (the token goes
 	// only to Slack's file hosts), decoded here, sent nowhere.
 	qrDL, err := slackfile.NewDownloader(cfg.SlackBotToken.Reveal(), apiURL(cfg.SlackAPIURL))

@@ -36,6 +36,9 @@ func (a *App) onAuth(ctx context.Context, at *slack.AuthTestResponse) error {
 		}
 	}
 	a.grid.Store(d)
+	// The workspaces' email domains are protected from lookalikes; the
+	// bot does not wait for them.
+	go a.learnDomains(ctx, d)
 	if a.startAdminGroup != nil {
 		return a.startAdminGroup()
 	}

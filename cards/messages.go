@@ -203,7 +203,7 @@ func (m *Messages) Handle(ctx context.Context, ev *slackevents.MessageEvent, met
 	switch ev.SubType {
 	case "", "thread_broadcast", "bot_message", "file_share", "me_message":
 	case "message_changed":
-		if !linksChanged(ev, meta.Raw) {
+		if !linksChanged(ev, meta.Raw) && !m.labelsChanged(ev, meta.Raw) {
 			finished(meta)
 			return // an unfurl that adds no link, an edit that kept the links, our own card update
 		}
@@ -254,7 +254,7 @@ func (m *Messages) NeedsWork(ev *slackevents.MessageEvent, raw json.RawMessage) 
 		if !directRequest(ev) || m.own(msg) {
 			return false
 		}
-		if len(msg.Files) > 0 && m.Files != nil {
+		if len(msg.Files) > 0 && m.Files != nil || len(m.QR.Images(ev.Channel, msg.Files)) > 0 {
 			return true
 		}
 		res := m.Links.ExtractRaw(msg, raw)
@@ -264,7 +264,7 @@ func (m *Messages) NeedsWork(ev *slackevents.MessageEvent, raw json.RawMessage) 
 	switch ev.SubType {
 	case "", "thread_broadcast", "bot_message", "file_share", "me_message":
 	case "message_changed":
-		return !m.own(msg) && linksChanged(ev, raw)
+		return !m.own(msg) && (linksChanged(ev, raw) || m.labelsChanged(ev, raw))
 	case "message_deleted":
 		return true
 	default:
@@ -273,7 +273,7 @@ func (m *Messages) NeedsWork(ev *slackevents.MessageEvent, raw json.RawMessage) 
 	if m.own(msg) {
 		return false
 	}
-	if len(msg.Files) > 0 && m.Files != nil {
+	if len(msg.Files) > 0 && m.Files != nil || len(m.QR.Images(ev.Channel, msg.Files)) > 0 {
 		return true
 	}
 	res := m.Links.ExtractRaw(msg, messageJSON(raw, ev.SubType))
@@ -296,6 +296,33 @@ func linksChanged(ev *slackevents.MessageEvent, raw json.RawMessage) bool {
 	}
 	prev, msg := editJSON(raw)
 	return !links.SameLinks(ev.PreviousMessage, prev, ev.Message, msg)
+}
+
+// labelsChanged reports whether an edit that kept its links changed the
+// labels people wrote for them: a label edited to show another domain
+// ("click here" made "https://okta.com/login") is a deceptive label the
+// card must show (Signals), so the message is checked again (its
+// verdicts are reused).
+func (m *Messages) labelsChanged(ev *slackevents.MessageEvent, raw json.RawMessage) bool {
+	if m.Signals == nil || ev.PreviousMessage == nil || ev.Message == nil || m.own(ev.Message) {
+		return false
+	}
+	prevRaw, msgRaw := editJSON(raw)
+	before, after := m.Links.ExtractRaw(ev.PreviousMessage, prevRaw), m.Links.ExtractRaw(ev.Message, msgRaw)
+	labels := func(r links.Result) map[string][]string {
+		out := map[string][]string{}
+		for _, t := range r.Targets {
+			out[t.URL] = t.Labels
+		}
+		return out
+	}
+	a, b := labels(before), labels(after)
+	for u, l := range b {
+		if !slices.Equal(a[u], l) {
+			return true
+		}
+	}
+	return false
 }
 
 // messageJSON returns the JSON of the message an event carries: the event

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,6 +75,10 @@ type Result struct {
 	// sent (VERDICTBOT_URL_QUERY=strip); URL is then the URL as sent.
 	QueryNotSent bool   `json:"query_not_sent,omitempty"`
 	Problem      string `json:"problem,omitempty"` // why it was not or could not be checked
+	// Signals are the bot's own reasons to distrust the link, found
+	// before any service was asked ("looks like okta.com (one letter
+	// differs)"); the level is at least theirs.
+	Signals []string `json:"signals,omitempty"`
 
 	level verdict.Level
 }
@@ -166,6 +171,24 @@ func Run(ctx context.Context, cfg config.Config, targets []string, opts Options)
 		wg.Go(func() { results[i] = fileResult(results[i], files.Check(ctx, ref, scan.FileCheckOptions{})) })
 	}
 	wg.Wait()
+
+	// The bot's own signals: a lookalike of a protected domain is at
+	// least VERDICTBOT_LOOKALIKE's level, as on a card.
+	sg, err := app.NewSignals(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range urlIdx {
+		r := &results[i]
+		u, perr := url.Parse(r.URL)
+		if perr != nil {
+			continue
+		}
+		for _, s := range sg.Of(links.Target{URL: r.URL, Host: strings.ToLower(u.Hostname())}) {
+			r.Signals = append(r.Signals, s.Reason)
+			r.level = verdict.Worst(r.level, s.Level)
+		}
+	}
 
 	for i := range results {
 		if results[i].level == verdict.Pending {

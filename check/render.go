@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/verdictbot/verdictbot/links"
@@ -49,7 +50,8 @@ func (r Result) Text() string {
 			target = links.DefangTruncate(r.URL, 200)
 		}
 	}
-	var details []string
+	// The bot's own reasons first: they are why a clean score is not.
+	details := slices.Clone(r.Signals)
 	switch {
 	case r.level == verdict.Skipped:
 		details = append(details, "not checked: "+r.Problem)

@@ -46,6 +46,8 @@ func TestCheckExitStatusIsTheWorstVerdict(t *testing.T) {
 		{"missing file", []string{"./dist/app.exe", "dist/app.exe"}, 3, []string{"COULD NOT CHECK  ./dist/app.exe  no such file", "COULD NOT CHECK  dist/app.exe  no such file (write https://… to check it as a link)"}},
 		{"directory", []string{t.TempDir()}, 3, []string{"not a regular file"}},
 		{"not a link", []string{"https://exa mple/"}, 3, []string{"not a link I can check"}},
+		// The service says clean; the bot's own signal says suspicious.
+		{"lookalike", []string{"https://0kta.com/docs"}, 1, []string{"SUSPICIOUS       hxxps://0kta[.]com/docs  looks like okta.com (look-alike characters) · phishing "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -174,5 +176,21 @@ func TestCheckRefusesAPlainHTTPService(t *testing.T) {
 	code, out, errOut := runCheckArgs(env, "https://example.com/")
 	if code != checkExitUsage || !strings.Contains(errOut, fmt.Sprintf(svcPlain, "REPUTATION_URL", "urlarmor.example")) {
 		t.Errorf("check against plain http: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// VERDICTBOT_LOOKALIKE sets what a lookalike makes its link: malicious
+// exits 2, off leaves the service's clean.
+func TestCheckLookalikeLevel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		level string
+		code  int
+		want  string
+	}{{"malicious", 2, "MALICIOUS        hxxps://okta-login[.]com/  uses okta.com's name in another domain"}, {"off", 0, "CLEAN            hxxps://okta-login[.]com/  phishing "}} {
+		code, out, errOut := runCheckArgs(checkEnv(map[string]string{"VERDICTBOT_LOOKALIKE": tc.level}), "--sim", "https://okta-login.com/")
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("VERDICTBOT_LOOKALIKE=%s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", tc.level, code, tc.code, tc.want, out, errOut)
+		}
 	}
 }

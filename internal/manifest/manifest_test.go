@@ -421,6 +421,7 @@ var wantBotScopes = []string{
 	"im:history",        // message.im: links and files sent to the bot in its Messages tab
 	"app_mentions:read", // app_mention: @verdictbot in a channel
 	"users:read",        // users.info: the admin token's user is an admin or owner (quarantine.Quarantine.Check)
+	"team:read",         // team.info: the workspace's email domains, protected from lookalikes (app.learnDomains)
 }
 
 // wantUserScopes are the user scopes of SLACK_ADMIN_USER_TOKEN (quarantine
@@ -466,6 +467,8 @@ var webAPIScopes = map[string][]string{
 	"UploadFileContext":              {"files:write"},                                      // files.getUploadURLExternal + files.completeUploadExternal
 	"GetUserGroupMembersContext":     {"usergroups:read"},                                  // usergroups.users.list
 	"GetUserInfoContext":             {"users:read"},                                       // users.info
+	"GetTeamInfoContext":             {"team:read"},                                        // team.info (the email domains, protected from lookalikes)
+	"GetOtherTeamInfoContext":        {"team:read"},                                        // team.info of a granted workspace (org-wide install)
 	"GetBotInfoContext":              {"users:read"},                                       // bots.info
 	"OpenViewContext":                {},                                                   // views.open (a trigger_id is the permission)
 	"UpdateViewContext":              {},                                                   // views.update

@@ -25,6 +25,9 @@ type Workspace struct {
 	// team.domain of an interaction). Default: the name, lower-cased, with
 	// every run of other characters than letters and digits made one "-".
 	Domain string
+	// EmailDomain is team.info's email_domain: the domains whose
+	// addresses may join, comma-separated ("" none).
+	EmailDomain string
 }
 
 // Org makes the fake an Enterprise Grid organisation where the app is
@@ -228,7 +231,7 @@ func (s *Server) changeAccess(grant bool, ids []string) (Delivery, error) {
 func (s *Server) workspace(id string) (Workspace, bool) {
 	if s.cfg.org == nil {
 		if id == s.cfg.teamID {
-			return Workspace{ID: s.cfg.teamID, Name: s.cfg.teamName, Domain: s.cfg.teamName}, true
+			return Workspace{ID: s.cfg.teamID, Name: s.cfg.teamName, Domain: s.cfg.teamName, EmailDomain: s.cfg.emailDomain}, true
 		}
 		return Workspace{}, false
 	}

@@ -39,6 +39,7 @@ type config struct {
 	botToken, appToken        string
 	botUserID, botID, botName string
 	appID, teamID, teamName   string
+	emailDomain               string
 	addr                      string
 	pingInterval              time.Duration
 	ackTimeout                time.Duration
@@ -125,6 +126,10 @@ func WithAppID(id string) Option { return func(c *config) { c.appID = id } }
 
 // WithTeam sets the workspace ID and name.
 func WithTeam(id, name string) Option { return func(c *config) { c.teamID, c.teamName = id, name } }
+
+// WithEmailDomain sets the workspace's email_domain (team.info; a
+// workspace install: see Workspace.EmailDomain for an org's).
+func WithEmailDomain(d string) Option { return func(c *config) { c.emailDomain = d } }
 
 // WithAddr sets the listen address (default "127.0.0.1:0", a free port). The
 // URLs the fake hands out (API, WebSocket, files) use this address, with an

@@ -126,6 +126,7 @@ var methods = map[string]methodSpec{
 	"conversations.replies":        {token: TokenBot, handle: (*Server).apiConversationsReplies},
 	"conversations.join":           {token: TokenBot, handle: (*Server).apiConversationsJoin},
 	"users.info":                   {token: TokenBot, user: true, handle: (*Server).apiUsersInfo},
+	"team.info":                    {token: TokenBot, handle: (*Server).apiTeamInfo},
 	"usergroups.users.list":        {token: TokenBot, team: teamRequired, handle: (*Server).apiUsergroupsUsersList},
 	"usergroups.list":              {token: TokenBot, team: teamRequired, handle: (*Server).apiUsergroupsList},
 	"files.delete":                 {token: TokenBot, user: true, handle: (*Server).apiFilesDelete},
@@ -764,6 +765,20 @@ func (s *Server) apiConversationsInfo(c *apiCall) apiResult {
 	}
 	withMembers, _ := boolParam(c.params, "include_num_members")
 	return okResult(map[string]any{"channel": s.channelJSON(ch, withMembers)})
+}
+
+// apiTeamInfo is team.info (docs.slack.dev/reference/methods/team.info):
+// the workspace named by team (default: the install's), with its id, name,
+// domain and email_domain; a workspace the app cannot see is
+// team_not_found.
+func (s *Server) apiTeamInfo(c *apiCall) apiResult {
+	id := cmp.Or(c.params.Get("team"), s.cfg.teamID)
+	w, ok := s.workspace(id)
+	if !ok {
+		return errResult("team_not_found")
+	}
+	return okResult(map[string]any{"team": map[string]any{"id": w.ID, "name": cmp.Or(w.Name, w.ID), "domain": w.Domain,
+		"email_domain": w.EmailDomain}})
 }
 
 func (s *Server) apiUsersInfo(c *apiCall) apiResult {
