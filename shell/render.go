@@ -315,6 +315,15 @@ func slackText(line string) string {
 	rest := line
 	for {
 		loc := typedURL.FindStringIndex(rest)
+		md := typedLink.FindStringSubmatchIndex(rest)
+		if md != nil && (loc == nil || md[0] <= loc[0]) {
+			// [label](url): a link with a label, as Slack's composer
+			// makes one ("<url|label>").
+			b.WriteString(notify.Escape(rest[:md[0]]))
+			b.WriteString("<" + notify.Escape(rest[md[4]:md[5]]) + "|" + notify.Escape(rest[md[2]:md[3]]) + ">")
+			rest = rest[md[1]:]
+			continue
+		}
 		if loc == nil {
 			b.WriteString(notify.Escape(rest))
 			return b.String()
@@ -327,6 +336,9 @@ func slackText(line string) string {
 }
 
 var typedURL = regexp.MustCompile(`(?i)\bhttps?://[^\s<>]+`)
+
+// typedLink is a markdown link typed in the shell: [label](https://…).
+var typedLink = regexp.MustCompile(`(?i)\[([^\]\n|<>]+)\]\((https?://[^\s<>()|]+)\)`)
 
 var mrkdwnBold = regexp.MustCompile(`\*([^*\n]+)\*`)
 

@@ -56,8 +56,10 @@ const (
 
 // shellHelp lists what the shell understands besides /scan.
 const shellHelp = `Type a message to post it in #security; the bot scans the links in it.
+  [label](https://…)        a link with a label, as Slack's composer makes one
+                            (try [https://okta.com](https://login.example.net/))
   /scan …                   the slash command (its commands are listed below)
-  file <path>               share a local file (it goes to the sandbox)
+  file <path>               share a local file (it goes to the sandbox; an image's QR codes are read)
   show [N]                  print card N (default: the last) in full; later changes print as one line
   fp 1, fn 1, restore 1     press a button of line 1 of the last card
   fp 1 malicious @2         … reporting another category, on card #2

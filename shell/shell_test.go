@@ -162,6 +162,8 @@ func TestSlackTextIsWhatAClientSends(t *testing.T) {
 		"look https://a.test/x?a=1&b=2, ok <b>": "look <https://a.test/x?a=1&amp;b=2>, ok &lt;b&gt;",
 		"(see http://b.test/p).":                "(see <http://b.test/p>).",
 		"no link & no <tag>":                    "no link &amp; no &lt;tag&gt;",
+		"sign in [https://okta.com/login](https://login-okta.evil.test/) now": "sign in <https://login-okta.evil.test/|https://okta.com/login> now",
+		"[a & b](https://c.test/x) and https://d.test/":                       "<https://c.test/x|a &amp; b> and <https://d.test/>",
 	} {
 		if got := slackText(in); got != want {
 			t.Errorf("slackText(%q) = %q, want %q", in, got, want)

@@ -27,7 +27,7 @@ func (c *Checker) Lookalike(host string) (Signal, bool) {
 		return Signal{}, false
 	}
 	if e := x.inHost(host, len(host)-len(reg)); e != nil {
-		return lookalike(RuleSubdomain, e, "uses "+e.domain+"'s name in another domain"), true
+		return lookalike(RuleSubdomain, e, "uses the name of "+e.domain+" in another domain"), true
 	}
 	label, _, _ := strings.Cut(reg, ".")
 	if es := x.byLabel[label]; len(es) > 0 {
@@ -61,7 +61,7 @@ func (c *Checker) Lookalike(host string) (Signal, bool) {
 		for i, t := range tokens {
 			for _, e := range x.byToken[t] {
 				if hasTokens(tokens[i:], e.tokens) {
-					return lookalike(RuleCombo, e, "uses "+e.domain+"'s name in another domain"), true
+					return lookalike(RuleCombo, e, "uses the name of "+e.domain+" in another domain"), true
 				}
 			}
 		}

@@ -99,8 +99,8 @@ func TestLookalike(t *testing.T) {
 		protected string
 		reason    string
 	}{
-		{"okta.com.evil.test", RuleSubdomain, "okta.com", "uses okta.com's name in another domain"},
-		{"paypal.com-verify.info", RuleSubdomain, "paypal.com", "uses paypal.com's name in another domain"},
+		{"okta.com.evil.test", RuleSubdomain, "okta.com", "uses the name of okta.com in another domain"},
+		{"paypal.com-verify.info", RuleSubdomain, "paypal.com", "uses the name of paypal.com in another domain"},
 		{"login.microsoftonline.com.x.evil.test", RuleSubdomain, "microsoftonline.com", ""},
 		{"xn--pypal-4ve.com", RuleHomoglyph, "paypal.com", "looks like paypal.com (look-alike characters)"},
 		{"paypa1.com", RuleHomoglyph, "paypal.com", ""},
@@ -113,7 +113,7 @@ func TestLookalike(t *testing.T) {
 		{"paypsl.com", RuleTypo, "paypal.com", "looks like paypal.com (one letter differs)"},
 		{"acme-corp.co", RuleTLD, "acme-corp.com", "looks like acme-corp.com (different ending)"},
 		{"okta.co", RuleTLD, "okta.com", ""},
-		{"okta-login.com", RuleCombo, "okta.com", "uses okta.com's name in another domain"},
+		{"okta-login.com", RuleCombo, "okta.com", "uses the name of okta.com in another domain"},
 		{"secure-paypal-verify.com", RuleCombo, "paypal.com", ""},
 		{"acme-corp-sso.net", RuleCombo, "acme-corp.com", ""},
 		{"sso.acme-corp-login.com", RuleCombo, "acme-corp.com", ""},

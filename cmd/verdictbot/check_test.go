@@ -187,7 +187,7 @@ func TestCheckLookalikeLevel(t *testing.T) {
 		level string
 		code  int
 		want  string
-	}{{"malicious", 2, "MALICIOUS        hxxps://okta-login[.]com/  uses okta.com's name in another domain"}, {"off", 0, "CLEAN            hxxps://okta-login[.]com/  phishing "}} {
+	}{{"malicious", 2, "MALICIOUS        hxxps://okta-login[.]com/  uses the name of okta.com in another domain"}, {"off", 0, "CLEAN            hxxps://okta-login[.]com/  phishing "}} {
 		code, out, errOut := runCheckArgs(checkEnv(map[string]string{"VERDICTBOT_LOOKALIKE": tc.level}), "--sim", "https://okta-login.com/")
 		if code != tc.code || !strings.Contains(out, tc.want) {
 			t.Errorf("VERDICTBOT_LOOKALIKE=%s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", tc.level, code, tc.code, tc.want, out, errOut)
