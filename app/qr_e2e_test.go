@@ -69,7 +69,9 @@ func TestQRCodeInASharedImageIsChecked(t *testing.T) {
 	if _, err := h.Slack.EditMessage(secChannel, ts, "come to the party! <https://example.com/agenda>"); err != nil {
 		t.Fatal(err)
 	}
-	c = h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "example[.]com/agenda") && !strings.Contains(b, "Scanning") })
+	c = h.WaitCardIn(secChannel, ts, func(b string) bool {
+		return strings.Contains(b, "example[.]com/agenda") && !strings.Contains(b, "Scanning")
+	})
 	if b := apptest.BlocksText(c.Blocks); !strings.Contains(b, "QR code in `poster.png`") || !strings.Contains(b, "Malicious") {
 		t.Errorf("after an edit the QR code's verdict left the card:\n%s", b)
 	}
@@ -92,7 +94,8 @@ func TestQRCodeInASharedImageIsChecked(t *testing.T) {
 	}
 	before = len(h.Slack.Calls(slackfake.MethodFileDownload))
 	_, ds = h.Share(secChannel, slackfake.File{Name: "poster2.png", Content: posterPNG(t, "https://login.phish.test/qr-off")}, "again")
-	time.Sleep(time.Second)
+	// The message is handled: its file card says files are off here.
+	h.WaitCardIn(secChannel, ds[0].TS, func(b string) bool { return strings.Contains(b, "file scanning is off") })
 	if n := len(h.Slack.Calls(slackfake.MethodFileDownload)) - before; n != 0 {
 		t.Errorf("%d downloads in a channel whose files are off", n)
 	}
