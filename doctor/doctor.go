@@ -247,8 +247,8 @@ func WriteText(w io.Writer, rep Report) error {
 			fmt.Fprintf(&b, "      fix: %s\n", res.Fix)
 		}
 	}
-	fmt.Fprintf(&b, "\n%d passed, %d failed, %d warnings, %d skipped: %s\n",
-		rep.Count(Pass), rep.Count(Fail), rep.Count(Warn), rep.Count(Skip), verdictWords(rep))
+	fmt.Fprintf(&b, "\n%d passed, %d failed, %s, %d skipped: %s\n",
+		rep.Count(Pass), rep.Count(Fail), plural(rep.Count(Warn), "warning"), rep.Count(Skip), verdictWords(rep))
 	_, err := w.Write(b.Bytes())
 	return err
 }

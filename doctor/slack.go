@@ -56,7 +56,7 @@ func (r *run) slack(ctx context.Context) []Result {
 
 // Fixes shared by several checks.
 const (
-	fixBotToken  = "copy the Bot User OAuth Token (xoxb-…) again into SLACK_BOT_TOKEN: api.slack.com/apps → the app → OAuth & Permissions (installing the app again or revoking it makes a new one)"
+	fixBotToken  = "copy the Bot User OAuth Token (xoxb-…) into SLACK_BOT_TOKEN: api.slack.com/apps → the app → OAuth & Permissions (a revoked token is replaced by installing the app again)"
 	fixReinstall = "reinstall the app from manifest.yaml: api.slack.com/apps → the app → App Manifest, paste manifest.yaml and save, then Install App → Reinstall to Workspace and approve the scopes " +
 		"(update SLACK_BOT_TOKEN if Slack shows a new Bot User OAuth Token)"
 	fixSlackNetwork = "check SLACK_API_URL and that this host reaches Slack over https (README, \"Network: outbound hosts and proxies\": HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE)"
