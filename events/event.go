@@ -44,6 +44,10 @@ const (
 	// or the triage's outcome ("malicious", "not_a_threat") decided by
 	// an admin (Outcome names them).
 	KindUserReport Kind = "user_report"
+	// KindTest is the event `verdictbot doctor --send-test-event` posts
+	// (Sender.SendTest) to check the receiver: informational, never an
+	// alert, never queued.
+	KindTest Kind = "test"
 )
 
 // Finding is what an emitter knows of one fact; Build turns it into the
@@ -426,6 +430,11 @@ func Build(f Finding, p Product, uid string) Event {
 			title = fmt.Sprintf("allowlist: %s %s", f.Domain, f.Value)
 		}
 		types = []string{"setting", f.Setting}
+	case KindTest:
+		activity, status = activityOther, statusNew
+		level = verdict.Clean // informational
+		title = "verdictbot test event: the receiver is reachable (not a finding)"
+		types = []string{"test"}
 	default:
 		activity = activityOther
 		title = string(f.Kind)
@@ -449,7 +458,7 @@ func Build(f Finding, p Product, uid string) Event {
 			Category: string(f.Category), Service: f.Service, TaskID: f.TaskID, Cached: f.Cached, Problem: f.Problem,
 			Actor: f.Actor, Option: f.Option, Outcome: f.Outcome, Setting: f.Setting, Value: f.Value, Domain: f.Domain},
 	}
-	if f.Kind != KindSetting && f.Level != verdict.Pending {
+	if f.Kind != KindSetting && f.Kind != KindTest && f.Level != verdict.Pending {
 		e.Unmapped.Level = f.Level.Key()
 	}
 	if f.Kind == KindFlip {

@@ -45,6 +45,7 @@ var findings = []events.Finding{
 		Actor: "UADMIN", Level: verdict.Malicious, Quarantine: &events.Quarantine{Removed: true, ReleasedBy: "UADMIN", ReleasedTS: "2.2"}},
 	{Kind: events.KindSetting, At: at, Channel: "C1", Actor: "UADMIN", Setting: "mode", Value: "verbose"},
 	{Kind: events.KindSetting, At: at, Channel: "C1", Actor: "UADMIN", Setting: "allowlist", Domain: "example.org", Value: "added"},
+	{Kind: events.KindTest, At: at},
 }
 
 // lookup follows a dotted path in a decoded JSON object.

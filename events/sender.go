@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -379,6 +380,26 @@ func (s *Sender) next(b time.Duration) time.Duration {
 		return lo
 	}
 	return min(2*b, hi)
+}
+
+// SendTest posts one test event (KindTest, built for product p) to URL
+// as a queued event is posted: the same headers, signed with Secret when
+// set, within Timeout, no redirect followed. It is outside the queue: its
+// sequence number (header and metadata) is 0. It returns the answer's
+// HTTP status (0 when there was none) and nil for a 2xx answer, else the
+// attempt's error, whose text names URL's scheme and host only (the path
+// and query may hold a token). `verdictbot doctor --send-test-event`.
+func (s *Sender) SendTest(ctx context.Context, p Product) (int, error) {
+	body, err := json.Marshal(Build(Finding{Kind: KindTest}, p, NewUID()))
+	if err != nil {
+		return 0, err
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	a := s.send(ctx, store.QueuedEvent{Body: body}, timeout, 0)
+	return a.status, a.err
 }
 
 // deliveryError is a failed attempt; reason feeds the metric.

@@ -492,3 +492,42 @@ func TestEventsDeliveredInARowLeaveTheQueueInOneWrite(t *testing.T) {
 		t.Fatalf("removal writes %v: want events 1-20 in one (before the retry of 21), then 21-30", q.writes)
 	}
 }
+
+// TestSendTest: SendTest posts one test event signed as a delivery is
+// (a receiver's VerifyTimestamped accepts it), outside the queue
+// (sequence 0), informational and never an alert; a refusal comes back
+// as an error naming the host but not the URL's path.
+func TestSendTest(t *testing.T) {
+	t.Parallel()
+	secret := []byte("a-secret-of-32-bytes-or-more-....")
+	var mu sync.Mutex
+	var got []string
+	status := http.StatusNoContent
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		err := events.VerifyTimestamped(secret, body, r.Header.Get(events.SignatureHeader), r.Header.Get(events.TimestampHeader), time.Now(), events.DefaultReplayWindow)
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" seq="+r.Header.Get(events.SequenceHeader)+" verify="+strconv.FormatBool(err == nil)+" "+string(body))
+		code := status
+		mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(srv.Close)
+	s := &events.Sender{URL: srv.URL + "/hook/tok3n", Secret: secret, UserAgent: "verdictbot/test"}
+	code, err := s.SendTest(t.Context(), events.Product{Version: "1.2.3"})
+	if err != nil || code != http.StatusNoContent || len(got) != 1 {
+		t.Fatalf("SendTest: %d, %v, %q", code, err, got)
+	}
+	for _, want := range []string{"POST /hook/tok3n seq=0 verify=true ", `"kind":"test"`, `"is_alert":false`, `"severity":"Informational"`, `"version":"1.2.3"`} {
+		if !strings.Contains(got[0], want) {
+			t.Errorf("request %q lacks %q", got[0], want)
+		}
+	}
+	mu.Lock()
+	status = http.StatusUnauthorized
+	mu.Unlock()
+	code, err = s.SendTest(t.Context(), events.Product{})
+	if err == nil || code != http.StatusUnauthorized || strings.Contains(err.Error(), "tok3n") || !strings.Contains(err.Error(), strings.TrimPrefix(srv.URL, "http://")) {
+		t.Errorf("refused: %d, %v", code, err)
+	}
+}

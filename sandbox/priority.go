@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/verdictbot/verdictbot/internal/apiclient"
 )
@@ -33,4 +34,12 @@ func WithPriority(ctx context.Context, p Priority) context.Context {
 // names when each is made (see apiclient.WithPriorityFunc).
 func WithPriorityFunc(ctx context.Context, f func() Priority) context.Context {
 	return apiclient.WithPriorityFunc(ctx, f)
+}
+
+// WithResponseHeaders returns a context whose requests hand every answer
+// they receive (each attempt's) to f: its HTTP status and a copy of its
+// headers, e.g. the service's rate-limit headers. The sandbox and
+// reputation clients read the same context value.
+func WithResponseHeaders(ctx context.Context, f func(status int, h http.Header)) context.Context {
+	return apiclient.WithResponseHeaders(ctx, f)
 }

@@ -105,6 +105,12 @@ var cliCommands = []*cliCommand{
 			"environment), with tokens, API keys and the database password masked. Then checks them as\n" +
 			"\"verdictbot run\" would: it exits 1 listing every wrong setting, one line each, or 0.",
 		settings: config.Names},
+	{name: "doctor", synopsis: "verdictbot doctor [--json] [--send-test-event] [--timeout 10s]",
+		summary:      "check an install: Slack tokens and scopes, the services, the state, the events, the ids in the settings (a checklist with fixes)",
+		text:         doctorText,
+		flags:        func(environment) *flag.FlagSet { fs, _ := newDoctorFlags(); return fs },
+		settings:     config.Names,
+		settingsNote: "It reads the settings as run does; a wrong one is the first check's failure, and the other checks use the rest."},
 	{name: "version", synopsis: "verdictbot version", summary: "print the version and commit",
 		text: "Prints the version and the commit it was built from."},
 	{name: "help", synopsis: "verdictbot help [command]", summary: "list the commands, or describe one",

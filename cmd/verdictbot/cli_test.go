@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		"compact": {"-data-dir"},
 		"events":  {"-limit", "-all"},
 		"shell":   {"-sim-profile", "-wait"},
+		"doctor":  {"-json", "-send-test-event", "-timeout"},
 	}
 	settings := map[string][]string{
 		"run":         {"SLACK_BOT_TOKEN", "REPUTATION_API_KEY", "VERDICTBOT_CHANNEL_MODE", "VERDICTBOT_LOG_FORMAT"},
@@ -28,6 +30,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		"compact":     {"VERDICTBOT_DATA_DIR"},
 		"events":      {"VERDICTBOT_DATABASE_URL", "VERDICTBOT_DATA_DIR", "VERDICTBOT_EVENTS_MAX_QUEUED"},
 		"healthcheck": {"VERDICTBOT_HTTP_ADDR"},
+		"doctor":      {"SLACK_BOT_TOKEN", "SLACK_ADMIN_USER_TOKEN", "VERDICTBOT_DATABASE_URL", "VERDICTBOT_ALERT_CHANNEL", "VERDICTBOT_EVENTS_URL"},
 	}
 	_, list, _ := runMain(nil, "help")
 	for _, c := range cliCommands {
@@ -100,6 +103,9 @@ func TestCommandsAndUsageErrors(t *testing.T) {
 		{[]string{"events", "retry", "0"}, `"0" is not a sequence number`},
 		{[]string{"events", "retry", "--frob"}, "flag provided but not defined: -frob"},
 		{[]string{"config", "x"}, "config takes no arguments"},
+		{[]string{"doctor", "now"}, "verdictbot doctor: doctor takes no arguments but its flags, got [\"now\"]"},
+		{[]string{"doctor", "--timeout", "0s"}, "--timeout must be positive\nUsage: verdictbot doctor [--json] [--send-test-event] [--timeout 10s]"},
+		{[]string{"doctor", "--frob"}, "verdictbot doctor: flag provided but not defined: -frob"},
 		{[]string{"version", "x"}, "version takes no arguments"},
 	} {
 		code, out, errOut := runMain(nil, tc.args...)
@@ -208,5 +214,20 @@ func TestConfigCommandMasksSecrets(t *testing.T) {
 	}
 	if strings.Contains(out+errOut, "UrlPassSecret") {
 		t.Errorf("a URL's password shows:\n%s\n%s", out, errOut)
+	}
+}
+
+// TestREADMENamesEveryCommand: the README shows every subcommand in use
+// ("verdictbot NAME"), but the self-describing version and help.
+func TestREADMENamesEveryCommand(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cliCommands {
+		if c.name != "version" && c.name != "help" && !strings.Contains(string(readme), "verdictbot "+c.name) {
+			t.Errorf("README.md never shows verdictbot %s", c.name)
+		}
 	}
 }

@@ -1,13 +1,14 @@
 // Command verdictbot is a Slack app that scans the links and files posted in
 // the channels it is in and answers in the thread with a verdict card.
 //
-// Subcommands: run | shell | check | sim | migrate | compact | events | healthcheck | config | version | help
+// Subcommands: run | shell | check | sim | migrate | compact | events | healthcheck | config | doctor | version | help
 // (cliCommands, cli.go, describes each). Only this file reads the
 // environment (Main hands it down as an environment; package config
 // decides the settings from it) and turns signals into a cancelled context.
 // Each subcommand is an adapter: `run` loads the settings and hands them to
 // package app (app.New, Run, Close), which wires and runs the bot; `check`
-// parses its flags and hands the arguments to package check.
+// parses its flags and hands the arguments to package check; `doctor`
+// hands the settings to package doctor and prints its checklist.
 package main
 
 import (
@@ -151,6 +152,8 @@ func runCLI(env environment, opts Options, args []string, stdin io.Reader, stdou
 		err = runSim(ctx, env, args[1:], stdout, stderr)
 	case "config":
 		err = runConfig(env, args[1:], stdout)
+	case "doctor":
+		err = runDoctor(ctx, env, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		if len(args) > 1 {
 			err = fmt.Errorf("%w: version takes no arguments", errUsage)

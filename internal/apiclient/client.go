@@ -581,6 +581,7 @@ func (c *Client) attempt(ctx context.Context, req Request, u string, body io.Rea
 		retry := !req.Submission || !wrote.Load()
 		return nil, &attemptError{err: terr, retry: retry}
 	}
+	responseHeaders(ctx, resp)
 	ctype := resp.Header.Get("Content-Type")
 	media, _, _ := mime.ParseMediaType(ctype)
 	if media == "" {

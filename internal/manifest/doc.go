@@ -1,8 +1,10 @@
 // Package manifest reads the Slack app manifest (manifest.yaml at the
 // repository root) so that tests can hold it to Slack's schema and to the
 // code: the scopes the code needs, the events it handles, and the /scan
-// subcommands the registry serves. Its tests do the checking; nothing in
-// the program imports it.
+// subcommands the registry serves. Its tests do the checking. The program
+// reads the copy built into it (Embedded): `verdictbot doctor` compares
+// the scopes Slack granted with the ones it asks for. It imports no test
+// package, so the binary may link it.
 package manifest
 
 import (
@@ -11,9 +13,10 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/verdictbot/verdictbot"
 )
 
 // Manifest is the part of a Slack app manifest (schema 1.0.0) the tests
@@ -91,6 +94,12 @@ func Load(path string) (*Manifest, error) {
 	return Parse(data)
 }
 
+// Embedded decodes the manifest built into the binary (verdictbot.Manifest,
+// the repository's manifest.yaml when it was built).
+func Embedded() (*Manifest, error) {
+	return Parse(verdictbot.Manifest)
+}
+
 // Parse decodes a manifest from YAML.
 func Parse(data []byte) (*Manifest, error) {
 	var m Manifest
@@ -136,13 +145,19 @@ func HintSubcommands(hint string) []string {
 	return names
 }
 
+// Reporter is the part of testing.TB CheckRegistry reports through.
+type Reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
 // CheckRegistry fails t unless usageHint names exactly the subcommands in
 // names (a registry's Names(): "" is the bare form, /scan <url>…): every
 // registered command must be in the hint, so users can find it, and every
 // command in the hint must be registered, so none is promised that does not
 // exist. "help" may be in the hint without being registered (HelpWord).
 // A subcommand named twice in the hint is reported too.
-func CheckRegistry(t testing.TB, names []string, usageHint string) {
+func CheckRegistry(t Reporter, names []string, usageHint string) {
 	t.Helper()
 	hinted := HintSubcommands(usageHint)
 	seen := map[string]bool{}

@@ -24,8 +24,10 @@ import (
 	"github.com/slack-go/slack"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/verdictbot/verdictbot"
 	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/internal/manifest"
+	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/triage"
 )
 
@@ -443,6 +445,30 @@ func TestManifestScopes(t *testing.T) {
 	}
 }
 
+// TestEmbeddedIsTheFile: the manifest built into the binary (Embedded,
+// which `verdictbot doctor` compares the granted scopes with) is
+// manifest.yaml, and the fake Slack's bot token has its scopes by default.
+func TestEmbeddedIsTheFile(t *testing.T) {
+	t.Parallel()
+	file, err := os.ReadFile(manifestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(file, verdictbot.Manifest) {
+		t.Fatal("verdictbot.Manifest differs from manifest.yaml")
+	}
+	m, err := manifest.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m, loadManifest(t)) {
+		t.Error("Embedded() differs from Load(manifest.yaml)")
+	}
+	if got, want := sorted(slackfake.DefaultBotScopes), sorted(m.OAuthConfig.Scopes.Bot); !slices.Equal(got, want) {
+		t.Errorf("slackfake.DefaultBotScopes = %q\nwant manifest.yaml's bot scopes %q", got, want)
+	}
+}
+
 // webAPIScopes are the bot scopes of the Slack Web API methods the code
 // may call, by slack-go method (docs.slack.dev/reference/methods/<method>,
 // "Required scopes"). conversations.* methods need the history scope of
@@ -478,6 +504,7 @@ var webAPIScopes = map[string][]string{
 	"GetUserGroupsContext":           {"usergroups:read"},                                  // usergroups.list
 	"GetConversationsForUserContext": {"channels:read", "groups:read"},                     // users.conversations
 	"PublishViewContext":             {},                                                   // views.publish (no scope: the app's own Home)
+	"StartSocketModeContext":         {},                                                   // apps.connections.open (verdictbot doctor): the app-level token's connections:write, no bot scope
 }
 
 func TestWebAPIScopesNameRealMethods(t *testing.T) {

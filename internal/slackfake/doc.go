@@ -53,6 +53,11 @@
 //	_ = fake.DropConn(ids[0])              // or DisconnectConn(id, reason)
 //	conns := fake.Conns()                  // per connection: Sent, Acks, ClosedAt
 //
+// Every answer to a valid token names its scopes in X-OAuth-Scopes, as
+// Slack's do: the bot token has manifest.yaml's (DefaultBotScopes) unless
+// WithBotScopes grants others (reported, not enforced), a user token
+// its UserToken.Scopes, the app-level token connections:write.
+//
 // By default the fake is one workspace and the bot token a workspace
 // token. WithOrg makes it an Enterprise Grid organisation with the app
 // installed org-wide (the bot token an org-level token), as

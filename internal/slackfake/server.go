@@ -37,6 +37,7 @@ var ErrClosed = errors.New("slackfake: server closed")
 
 type config struct {
 	botToken, appToken        string
+	botScopes                 []string // WithBotScopes
 	botUserID, botID, botName string
 	appID, teamID, teamName   string
 	emailDomain               string
@@ -64,6 +65,7 @@ func defaultConfig() config {
 	return config{
 		botToken:  DefaultBotToken,
 		appToken:  DefaultAppToken,
+		botScopes: DefaultBotScopes,
 		botUserID: DefaultBotUserID,
 		botID:     DefaultBotID,
 		botName:   DefaultBotName,
@@ -89,6 +91,33 @@ type Option func(*config)
 
 // WithBotToken sets the bot token (default DefaultBotToken).
 func WithBotToken(token string) Option { return func(c *config) { c.botToken = token } }
+
+// DefaultBotScopes are the bot token's scopes by default: those
+// manifest.yaml requests, as an app installed from it has them
+// (internal/manifest's tests hold the two lists equal).
+var DefaultBotScopes = []string{
+	"channels:history", "groups:history", "chat:write", "reactions:write", "reactions:read",
+	"files:read", "files:write", "commands", "usergroups:read", "channels:read", "groups:read",
+	"im:history", "app_mentions:read", "users:read", "team:read",
+}
+
+// AppTokenScopes are the app-level token's scopes: connections:write,
+// the one Socket Mode needs.
+var AppTokenScopes = []string{"connections:write"}
+
+// WithBotScopes sets the scopes granted to the bot token (default
+// DefaultBotScopes), as an install that granted other scopes than
+// manifest.yaml's has them: every Web API answer to the bot token names
+// them in its X-OAuth-Scopes header, comma-separated, as Slack's answers
+// do (Slack's Node SDK reads that header of every answer into
+// response_metadata.scopes: slackapi/node-slack-sdk,
+// packages/web-api/src/WebClient.ts, WebAPICallResult; slack-go v0.35.0
+// exposes auth.test's as AuthTestResponse.Header). They are reported,
+// not enforced: a method answers as if every scope it needs were
+// granted.
+func WithBotScopes(scopes ...string) Option {
+	return func(c *config) { c.botScopes = slices.Clone(scopes) }
+}
 
 // UserToken is a user token (xoxp-…) the Web API accepts, as a workspace
 // member gets when installing the app with user scopes: User is the user it

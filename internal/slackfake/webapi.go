@@ -182,7 +182,29 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	s.recordLocked(call, &res)
 	s.notifyLocked()
 	s.mu.Unlock()
+	if scopes, ok := s.tokenScopes(c); ok {
+		// Slack names a valid token's scopes on every Web API answer.
+		res.header = res.header.Clone()
+		if res.header == nil {
+			res.header = http.Header{}
+		}
+		res.header.Set("X-OAuth-Scopes", strings.Join(scopes, ","))
+	}
 	writeResult(w, r, res)
+}
+
+// tokenScopes returns the scopes of the call's token, and false for a
+// missing or invalid token (Slack's answer then names none).
+func (s *Server) tokenScopes(c *apiCall) ([]string, bool) {
+	switch c.kind {
+	case TokenBot:
+		return s.cfg.botScopes, true
+	case TokenApp:
+		return AppTokenScopes, true
+	case TokenUser:
+		return s.cfg.userTokens[c.token].Scopes, true
+	}
+	return nil, false
 }
 
 // applyFault consumes a fault for method: it waits its delay and returns its
@@ -400,9 +422,7 @@ func (s *Server) apiAuthTest(c *apiCall) apiResult {
 			fields["url"] = "https://" + w.Domain + ".enterprise.slack.com/"
 			fields["team"], fields["team_id"], fields["enterprise_id"] = w.Name, w.ID, s.cfg.org.ID
 		}
-		r := okResult(fields)
-		r.header = http.Header{"X-Oauth-Scopes": {strings.Join(ut.Scopes, ",")}}
-		return r
+		return okResult(fields) // X-OAuth-Scopes: handleAPI
 	}
 	fields := map[string]any{
 		"url":                   s.base + "/",
@@ -418,9 +438,7 @@ func (s *Server) apiAuthTest(c *apiCall) apiResult {
 		fields["team"], fields["team_id"], fields["enterprise_id"] = o.Name, o.ID, o.ID
 		fields["is_enterprise_install"] = true
 	}
-	r := okResult(fields)
-	r.header = http.Header{"X-Oauth-Scopes": {"channels:history,groups:history,chat:write,files:read,files:write,reactions:write,commands,users:read,usergroups:read,channels:read,groups:read,im:history,app_mentions:read"}}
-	return r
+	return okResult(fields) // X-OAuth-Scopes: handleAPI
 }
 
 func (s *Server) apiBotsInfo(c *apiCall) apiResult {

@@ -482,3 +482,53 @@ func TestRepliesOfAThreadWhoseParentWasDeleted(t *testing.T) {
 		t.Errorf("a deleted message without replies: %v", err)
 	}
 }
+
+// TestScopesHeader: every Web API answer to a valid token names its
+// scopes in X-OAuth-Scopes, as Slack's do: the bot token's
+// (DefaultBotScopes, or WithBotScopes'), a user token's, the app
+// token's; an invalid token's answer names none.
+func TestScopesHeader(t *testing.T) {
+	t.Parallel()
+	const userToken = "xoxp-1-2-scopesheadertoken"
+	f := slackfaketest.Start(t, slackfake.WithBotScopes("chat:write", "users:read"),
+		slackfake.WithUserToken(slackfake.UserToken{Token: userToken, User: alice, Scopes: []string{"chat:write", "files:write"}}))
+	f.AddUser(slackfake.User{ID: alice})
+	scopes := func(method, token string, v url.Values) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, f.APIURL()+method, strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get("X-OAuth-Scopes")
+	}
+	for _, tc := range []struct {
+		method, token string
+		params        url.Values
+		want          string
+	}{
+		{"auth.test", f.BotToken(), nil, "chat:write,users:read"},
+		{"users.info", f.BotToken(), url.Values{"user": {alice}}, "chat:write,users:read"},
+		{"conversations.info", f.BotToken(), url.Values{"channel": {"C0NONE"}}, "chat:write,users:read"}, // an error answer too
+		{"auth.test", userToken, nil, "chat:write,files:write"},
+		{"users.info", userToken, url.Values{"user": {alice}}, "chat:write,files:write"},
+		{"apps.connections.open", f.AppToken(), nil, "connections:write"},
+		{"auth.test", "xoxb-not-a-token", nil, ""},
+	} {
+		if got := scopes(tc.method, tc.token, tc.params); got != tc.want {
+			t.Errorf("%s with %.6s…: X-OAuth-Scopes %q, want %q", tc.method, tc.token, got, tc.want)
+		}
+	}
+	// The default is the manifest's (internal/manifest holds them equal).
+	d := slackfaketest.Start(t)
+	at, err := newAPI(d).AuthTestContext(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := at.Header.Get("X-OAuth-Scopes"); got != strings.Join(slackfake.DefaultBotScopes, ",") {
+		t.Errorf("default X-OAuth-Scopes %q", got)
+	}
+}
