@@ -37,6 +37,9 @@ type shellEnv struct {
 	closers []func() // run by close, last first
 }
 
+// builtinSim names the simulator the shell starts itself.
+const builtinSim = "built-in simulator"
+
 // openShellEnv reads VERDICTBOT_DATA_DIR and the services' settings from
 // procEnv, and starts the simulator for a service the environment does
 // not name.
@@ -80,10 +83,10 @@ func openShellEnv(procEnv environment, profile sim.Profile) (_ *shellEnv, err er
 		}
 		env.closers = append(env.closers, stop)
 		if env.repURL == "" {
-			env.repURL, env.repKey, env.repName = base, shellSimKey, "built-in simulator"
+			env.repURL, env.repKey, env.repName = base, shellSimKey, builtinSim
 		}
 		if env.sbURL == "" {
-			env.sbURL, env.sbKey, env.sbName = base, shellSimKey, "built-in simulator"
+			env.sbURL, env.sbKey, env.sbName = base, shellSimKey, builtinSim
 		}
 	}
 	return env, nil

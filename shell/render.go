@@ -77,7 +77,7 @@ func (s *Session) refresh() {
 				s.cards = append(s.cards, m.TS)
 				s.shown[m.TS] = sh
 				sh.versions, sh.final = len(m.Versions), rec.Card.Final
-				items = append(items, item{at, fmt.Sprintf("── card #%d ──\n", sh.num) + notify.Text(&rec.Card, s.color)})
+				items = append(items, item{at, fmt.Sprintf("── card #%d ──\n", sh.num) + byName(notify.Text(&rec.Card, s.color))})
 				continue
 			}
 			sh.versions, sh.final = len(m.Versions), rec.Card.Final
@@ -270,7 +270,7 @@ func reportText(r card.Report) string {
 	if verb == "" {
 		verb = "gave feedback " + termSafe(truncateRunes(r.Option, 20))
 	}
-	s := "@" + termSafe(r.User) + " " + verb
+	s := byName("@"+termSafe(r.User)) + " " + verb
 	if r.Category != "" {
 		s += " (" + termSafe(string(r.Category)) + ")"
 	}
@@ -343,13 +343,31 @@ var typedLink = regexp.MustCompile(`(?i)\[([^\]\n|<>]+)\]\((https?://[^\s<>()|]+
 var mrkdwnBold = regexp.MustCompile(`\*([^*\n]+)\*`)
 
 // answer is the bot's mrkdwn text for the terminal: *bold* in bold (or
-// plain without colours).
+// plain without colours), `code` and _italic_ without their marks, people
+// by name.
 func (s *Session) answer(text string) string {
 	repl := "$1"
 	if s.color {
 		repl = "\x1b[1m$1\x1b[0m"
 	}
-	return mrkdwnBold.ReplaceAllString(notify.TermMrkdwn(text), repl)
+	t := notify.TermMrkdwn(text)
+	t = mrkdwnCode.ReplaceAllString(t, "$1")
+	t = mrkdwnItalic.ReplaceAllString(t, "$1$2$3")
+	return byName(mrkdwnBold.ReplaceAllString(t, repl))
+}
+
+var (
+	mrkdwnCode   = regexp.MustCompile("`([^`\n]+)`")
+	mrkdwnItalic = regexp.MustCompile(`(^|[\s(])_([^_\n]+)_($|[\s.,;:)])`)
+)
+
+// byName shows the shell's people by name (@you, @alice, @bob) where the
+// bot wrote their user ids, as Slack shows a mention.
+func byName(s string) string {
+	for _, p := range shellPeople {
+		s = strings.ReplaceAll(s, "@"+p.id, "@"+p.name)
+	}
+	return s
 }
 
 // termSafe is text from outside (the bot's answers, a service's words, a

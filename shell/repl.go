@@ -280,7 +280,7 @@ func (s *Session) show(arg string) error {
 	if err != nil {
 		return fmt.Errorf("card #%d: %w", n, err)
 	}
-	s.print(fmt.Sprintf("── card #%d ──\n", n) + notify.Text(&rec.Card, s.color))
+	s.print(fmt.Sprintf("── card #%d ──\n", n) + byName(notify.Text(&rec.Card, s.color)))
 	return nil
 }
 

@@ -80,8 +80,8 @@ func TestShellScriptedSession(t *testing.T) {
 		// fp 1: the audit line added to the card, as a change line, and
 		// the private confirmation (sent only once the service accepted
 		// the report).
-		"you: fp 1", "card #1 · line 1 · @U0YOU reported a false positive (phishing)\n",
-		"» Thanks: A false positive (phishing) was reported to the URL service for task `",
+		"you: fp 1", "card #1 · line 1 · @you reported a false positive (phishing)\n",
+		"» Thanks: A false positive (phishing) was reported to the URL service for task ",
 		"you: fp 4", "! card #1 has no fp button on line 4",
 		"you: /scan help", "» /scan — scan links", "/scan history",
 		// The file: its own card, then the screenshots in the thread.
@@ -91,8 +91,8 @@ func TestShellScriptedSession(t *testing.T) {
 		// Clean in a quiet channel: the reaction, no card.
 		"you: docs at https://example.com/guide, thanks",
 		"✓ verdictbot reacted :white_check_mark: to \"docs at https://example.com/guide, thanks\" (clean; a quiet channel gets no card)",
-		"you: /scan history https://login.phish.test/verify", "» History of `hxxps://login[.]phish[.]test/verify`",
-		"— malicious (scan, task", "@U0YOU reported a false positive (phishing)",
+		"you: /scan history https://login.phish.test/verify", "» History of hxxps://login[.]phish[.]test/verify",
+		"— malicious (scan, task", "@you reported a false positive (phishing)",
 		// Arrow keys typed into a pipe arrive as escape sequences: shown
 		// in caret notation, refused, never posted.
 		"you: ^[[A^[[Alook https://example.org/typed-at-a-pipe", "! not posted: the line holds control characters",
@@ -139,7 +139,7 @@ func TestShellUsesTheConfiguredServices(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
 	}
-	apptest.InOrder(t, out, "MALICIOUS", "@U0YOU reported a false positive (phishing)", "» Thanks:")
+	apptest.InOrder(t, out, "MALICIOUS", "@you reported a false positive (phishing)", "» Thanks:")
 	if strings.Contains(out, "never read") {
 		t.Error("lines after quit were read")
 	}
@@ -210,7 +210,7 @@ func TestShellScriptedRecheckModeAndAs(t *testing.T) {
 		// Quiet and clean had no card: the recheck posts one, and replies.
 		"you: recheck", "── card #1 ──", "1. MALICIOUS · hxxps://example[.]com/landing",
 		"Note: Rechecked ", "is now malicious (was clean).",
-		"verdictbot: @U0YOU a link you shared was checked again: `hxxps://example[.]com/landing` is now malicious (was clean).",
+		"verdictbot: @you a link you shared was checked again: hxxps://example[.]com/landing is now malicious (was clean).",
 		"recheck: 1 due, 1 checked, 1 changed, 0 failed",
 		// The flip held for one scan: the next age finds it clean again,
 		// told as change lines.
@@ -251,8 +251,8 @@ func TestShellRefusesAPostersOwnFalsePositive(t *testing.T) {
 	}
 	apptest.InOrder(t, out, "alice: look https://login.phish.test/verify", "MALICIOUS",
 		"alice: fp 1", "» You shared this link (or asked me to check it), so you cannot report it as a false positive",
-		"bob: fp 1", "card #1 · line 1 · @U0BOB reported a false positive (phishing)", "» Thanks:")
-	if strings.Contains(out, "@U0ALICE reported a false positive") {
+		"bob: fp 1", "card #1 · line 1 · @bob reported a false positive (phishing)", "» Thanks:")
+	if strings.Contains(out, "@alice reported a false positive") {
 		t.Errorf("alice's own report landed:\n%s", out)
 	}
 }

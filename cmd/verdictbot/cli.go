@@ -50,7 +50,7 @@ var cliCommands = []*cliCommand{
 		settings: func() []string {
 			return []string{"REPUTATION_URL", "REPUTATION_API_KEY", "SANDBOX_URL", "SANDBOX_API_KEY", "VERDICTBOT_DATA_DIR", "NO_COLOR"}
 		},
-		settingsNote: "The other settings keep their defaults in the shell, but for the channel mode (verbose)."},
+		settingsNote: "The other settings keep their defaults in the shell, the channel mode included (quiet: `mode verbose` shows a card for every link)."},
 	{name: "check", synopsis: "verdictbot check [--json] [--sim] [--timeout d] <url|file>…",
 		summary: "scan links and files once, for scripts and CI (exit 0 clean, 1 suspicious, 2 malicious, 3 could not check, 4 usage)",
 		text:    checkUsage,

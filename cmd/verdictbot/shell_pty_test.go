@@ -192,14 +192,16 @@ func TestShellOnATerminal(t *testing.T) {
 	p.expect("mode: #security is now verbose")
 
 	// Typed with a typo, fixed with backspace, Home and End.
-	p.typ("ee https://login.phish.test/verifyXX\x7f\x7f\x1b[Hs\x1b[F\r")
-	if got := p.waitMessages(1); got[0] != "see <https://login.phish.test/verify>" {
+	// A 4-second analysis (the simulator's d4s.test): longer than the
+	// card's post grace, so the card shows "scanning" first.
+	p.typ("ee https://login.phish.d4s.test/verifyXX\x7f\x7f\x1b[Hs\x1b[F\r")
+	if got := p.waitMessages(1); got[0] != "see <https://login.phish.d4s.test/verify>" {
 		t.Fatalf("the edited line was posted as %q", got[0])
 	}
 	// The card in full once, then its verdict as one change line.
 	p.expect("── card #1 ──")
 	p.expect("SCANNING…")
-	p.expect("card #1 · hxxps://login[.]phish[.]test/verify · scanning → MALICIOUS (phishing 97%)")
+	p.expect("card #1 · hxxps://login[.]phish[.]d4s[.]test/verify · scanning → MALICIOUS (phishing 97%)")
 	if n := strings.Count(p.screen(), "── card #1 ──"); n != 1 {
 		t.Fatalf("card #1 printed in full %d times", n)
 	}
@@ -208,7 +210,7 @@ func TestShellOnATerminal(t *testing.T) {
 	}
 	p.typ("show 1\r")
 	p.expect("── card #1 ──")
-	p.expect("1. MALICIOUS · hxxps://login[.]phish[.]test/verify")
+	p.expect("1. MALICIOUS · hxxps://login[.]phish[.]d4s[.]test/verify")
 
 	// The up arrow recalls the line before `show 1`: the same message
 	// again, a second card.
@@ -227,12 +229,14 @@ func TestShellOnATerminal(t *testing.T) {
 
 	// A clean link, flipped in the simulator, then rechecked.
 	p.typ("see https://example.com/landing\r")
-	p.expect("card #3 · hxxps://example[.]com/landing · scanning → CLEAN")
+	// Within the post grace: the card shows its verdict at once.
+	p.expect("── card #3 ──")
+	p.expect("1. CLEAN · hxxps://example[.]com/landing")
 	p.typ("flip https://example.com/landing\r")
 	p.expect("flip: the simulator's next scan of hxxps://example[.]com/landing will say phishing 97% (last verdict clean)")
 	p.typ("recheck\r")
 	p.expect("card #3 · hxxps://example[.]com/landing · clean → MALICIOUS (phishing 97%)")
-	p.expect("verdictbot: @U0YOU a link you shared was checked again: `hxxps://example[.]com/landing` is now malicious (was clean).")
+	p.expect("verdictbot: @you a link you shared was checked again: hxxps://example[.]com/landing is now malicious (was clean).")
 	p.expect("recheck: 2 due, 2 checked, 1 changed, 0 failed")
 
 	// Someone who is not an admin.
@@ -258,7 +262,7 @@ func TestShellOnATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "mode\nmode verbose\nsee https://login.phish.test/verify\nshow 1\nsee https://login.phish.test/verify\nhi there\n"; !strings.HasPrefix(string(hist), want) {
+	if want := "mode\nmode verbose\nsee https://login.phish.d4s.test/verify\nshow 1\nsee https://login.phish.d4s.test/verify\nhi there\n"; !strings.HasPrefix(string(hist), want) {
 		t.Fatalf("history file:\n%s\nwant it to start with:\n%s", hist, want)
 	}
 
