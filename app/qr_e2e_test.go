@@ -69,7 +69,9 @@ func TestQRCodeInASharedImageIsChecked(t *testing.T) {
 	if _, err := h.Slack.EditMessage(secChannel, ts, "come to the party! <https://example.com/agenda>"); err != nil {
 		t.Fatal(err)
 	}
-	c = h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "example[.]com/agenda") && !strings.Contains(b, "Scanning") })
+	c = h.WaitCardIn(secChannel, ts, func(b string) bool {
+		return strings.Contains(b, "example[.]com/agenda") && !strings.Contains(b, "Scanning")
+	})
 	if b := apptest.BlocksText(c.Blocks); !strings.Contains(b, "QR code in `poster.png`") || !strings.Contains(b, "Malicious") {
 		t.Errorf("after an edit the QR code's verdict left the card:\n%s", b)
 	}
