@@ -3,7 +3,12 @@
 # verdictbot container image: `make docker` (needs a Docker engine), or
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
-#                --build-arg COMMIT=$(git rev-parse --short HEAD) -t verdictbot .
+#                --build-arg COMMIT=$(git rev-parse --short HEAD) \
+#                --build-arg DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) -t verdictbot .
+#
+# The release's image is built by ko instead (.goreleaser.yaml, kos): the
+# same static binary on the same base, with no Dockerfile; this file is
+# for `make docker` and deploy/compose.yaml.
 #
 # Two stages: a Go toolchain builds one static binary, and the final image
 # holds that binary and nothing else to run it with (no shell, no package
@@ -31,8 +36,10 @@ COPY . .
 # The same flags as the Makefile's `build` target (LDFLAGS there): static,
 # reproducible paths, version and commit stamped into main. .git is not in
 # the build context (.dockerignore), hence the build args and -buildvcs=false.
+# An empty one prints as "unknown" (cmd/verdictbot/buildinfo.go).
 ARG VERSION=dev
-ARG COMMIT=unknown
+ARG COMMIT=
+ARG DATE=
 # Set by BuildKit from --platform; empty (the build machine's) otherwise.
 ARG TARGETOS
 ARG TARGETARCH
@@ -40,7 +47,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -buildvcs=false \
-      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.date=${DATE}" \
       -o /out/usr/local/bin/verdictbot ./cmd/verdictbot
 # The data directory must exist in the image, owned by the runtime user: a
 # fresh Docker volume mounted on /data takes its owner from it.
@@ -53,10 +60,13 @@ FROM gcr.io/distroless/static-debian12:nonroot
 
 ARG VERSION=dev
 ARG COMMIT=unknown
+ARG DATE=
 LABEL org.opencontainers.image.title="verdictbot" \
       org.opencontainers.image.description="Slack app that scans shared links and files and answers with a verdict card" \
       org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${COMMIT}"
+      org.opencontainers.image.revision="${COMMIT}" \
+      org.opencontainers.image.created="${DATE}" \
+      org.opencontainers.image.source="https://github.com/verdictbot/verdictbot"
 
 COPY --from=build /out/usr/local/bin/verdictbot /usr/local/bin/verdictbot
 COPY --from=build --chown=65532:65532 /out/data /data

@@ -3,7 +3,9 @@ GO       ?= go
 PKGS     ?= ./...
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT   ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# The same names as .goreleaser.yaml's ldflags (cmd/verdictbot/buildinfo.go).
+LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 FUZZTIME ?= 30s
 SIM_ADDR ?= 127.0.0.1:8099
 # make bench BENCH=Extract   runs only the benchmarks matching the regexp.
@@ -19,10 +21,35 @@ SOAK_DATABASE_URL ?= $(or $(VERDICTBOT_TEST_DATABASE_URL),postgres://postgres@12
 # make docker tags the image $(IMAGE):$(VERSION).
 IMAGE    ?= verdictbot
 
-.PHONY: help build run demo test test-short soak lint readme bench bench-long cover fuzz sim docker clean
+# Release and deployment tools: the one place their versions are pinned.
+# `make tools` installs each with `go install MODULE@VERSION` (checked
+# against the Go checksum database) into bin/tools/NAME@VERSION/, so a new
+# version is a new directory and an old binary is never used by mistake.
+# goreleaser v2.15.1: the newest that builds with Go 1.26 (v2.18 needs a
+# newer Go); it embeds ko v0.18.1, hence KO_VERSION. helm v3: the major
+# version the chart's apiVersion v2 targets and admins run.
+GORELEASER_VERSION      ?= v2.15.1
+HELM_VERSION            ?= v3.22.0
+KO_VERSION              ?= v0.18.1
+CRANE_VERSION           ?= v0.21.3
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
+TOOLS      := $(CURDIR)/bin/tools
+GORELEASER := $(TOOLS)/goreleaser@$(GORELEASER_VERSION)/goreleaser
+HELM       := $(TOOLS)/helm@$(HELM_VERSION)/helm
+KO         := $(TOOLS)/ko@$(KO_VERSION)/ko
+CRANE      := $(TOOLS)/crane@$(CRANE_VERSION)/crane
+CYCLONEDX  := $(TOOLS)/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)/cyclonedx-gomod
+# The chart, and the Kubernetes version helm template renders for (helm
+# built with go install assumes 1.20, below the chart's kubeVersion).
+CHART        := deploy/helm/verdictbot
+KUBE_VERSION ?= 1.31.0
+MONITORING   := --api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule
+
+.PHONY: help build run demo test test-short soak lint readme bench bench-long cover fuzz sim docker clean \
+	tools release-check release-snapshot chart-check
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## build bin/verdictbot (static)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/verdictbot ./cmd/verdictbot
@@ -78,7 +105,42 @@ sim: ## serve the simulator of both services on SIM_ADDR
 
 docker: ## build the container image IMAGE:VERSION (needs a Docker engine)
 	@docker info >/dev/null 2>&1 || { echo "make docker needs a running Docker engine (docker info failed)"; exit 1; }
-	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE):$(VERSION) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg DATE=$(DATE) -t $(IMAGE):$(VERSION) .
+
+tools: $(GORELEASER) $(HELM) $(KO) $(CRANE) $(CYCLONEDX) ## install the pinned release and chart tools into bin/tools (go install)
+
+$(TOOLS)/goreleaser@%/goreleaser:
+	GOBIN=$(@D) $(GO) install github.com/goreleaser/goreleaser/v2@$*
+$(TOOLS)/helm@%/helm:
+	GOBIN=$(@D) $(GO) install helm.sh/helm/v3/cmd/helm@$*
+$(TOOLS)/ko@%/ko:
+	GOBIN=$(@D) $(GO) install github.com/google/ko@$*
+$(TOOLS)/crane@%/crane:
+	GOBIN=$(@D) $(GO) install github.com/google/go-containerregistry/cmd/crane@$*
+$(TOOLS)/cyclonedx-gomod@%/cyclonedx-gomod:
+	GOBIN=$(@D) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$*
+
+release-check: $(GORELEASER) ## goreleaser check: .goreleaser.yaml is valid
+	$(GORELEASER) check
+
+# GoReleaser reads the commit, its date and the remote's URL from git; in a
+# checkout with no remote (`git ls-remote --get-url` fails) it drops all
+# three and stamps "none". Without a remote, the project's URL is given
+# through git's environment (no change to .git/config; nothing is fetched).
+GIT_REMOTE_ENV = $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/verdictbot/verdictbot.git)
+
+# --skip=ko: GoReleaser's ko step loads a snapshot image into a Docker
+# daemon; scripts/snapshot-image.sh builds the same image with ko into dist/.
+release-snapshot: $(GORELEASER) $(CYCLONEDX) $(KO) $(CRANE) ## a release into dist/ without publishing: archives, SBOMs, checksums, the image as an OCI archive
+	$(GIT_REMOTE_ENV) PATH="$(dir $(CYCLONEDX)):$$PATH" $(GORELEASER) release --snapshot --clean --skip=ko
+	KO=$(KO) CRANE=$(CRANE) scripts/snapshot-image.sh dist
+	@cd dist && sha256sum verdictbot_*_image.oci.tar >> checksums.txt && ls -l
+
+chart-check: $(HELM) ## helm lint and helm template of the chart, both stores, with and without the Prometheus Operator
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) --set store=postgres
+	$(HELM) template verdictbot $(CHART) --kube-version $(KUBE_VERSION) >/dev/null
+	$(HELM) template verdictbot $(CHART) --kube-version $(KUBE_VERSION) $(MONITORING) --set store=postgres >/dev/null
 
 clean: ## remove build output
-	rm -rf bin coverage.out
+	rm -rf bin dist coverage.out

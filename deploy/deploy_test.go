@@ -466,7 +466,7 @@ func checkNamesAreSettings(t *testing.T, where string, names, extra []string) {
 // secretName reports whether the variable name holds a secret.
 func secretName(name string) bool {
 	return name == "VERDICTBOT_DATABASE_URL" || strings.HasSuffix(name, "_TOKEN") ||
-		strings.HasSuffix(name, "_KEY") || strings.HasSuffix(name, "_PASSWORD")
+		strings.HasSuffix(name, "_KEY") || strings.HasSuffix(name, "_PASSWORD") || strings.HasSuffix(name, "_SECRET")
 }
 
 // ---- Compose ----

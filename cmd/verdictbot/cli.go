@@ -111,8 +111,11 @@ var cliCommands = []*cliCommand{
 		flags:        func(environment) *flag.FlagSet { fs, _ := newDoctorFlags(); return fs },
 		settings:     config.Names,
 		settingsNote: "It reads the settings as run does; a wrong one is the first check's failure, and the other checks use the rest."},
-	{name: "version", synopsis: "verdictbot version", summary: "print the version and commit",
-		text: "Prints the version and the commit it was built from."},
+	{name: "version", synopsis: "verdictbot version", summary: "print the version, commit and build date",
+		text: "Prints the release's version, the commit it was built from, when it was built, and the Go\n" +
+			"toolchain and platform, on one line. A build from source without the release's linker flags\n" +
+			"says what Go recorded: the module version (go install …@v1.2.3), the commit and its time\n" +
+			"when built in a git checkout, or dev and unknown."},
 	{name: "help", synopsis: "verdictbot help [command]", summary: "list the commands, or describe one",
 		text: "Lists the commands, or prints a command's usage, flags and settings (as \"verdictbot COMMAND -h\")."},
 }

@@ -25,12 +25,6 @@ import (
 	"github.com/verdictbot/verdictbot/shell"
 )
 
-// Set by the linker (see Makefile).
-var (
-	version = "dev"
-	commit  = "unknown"
-)
-
 func main() {
 	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -158,7 +152,7 @@ func runCLI(env environment, opts Options, args []string, stdin io.Reader, stdou
 		if len(args) > 1 {
 			err = fmt.Errorf("%w: version takes no arguments", errUsage)
 		} else {
-			fmt.Fprintf(stdout, "verdictbot %s (commit %s)\n", version, commit)
+			fmt.Fprintln(stdout, currentBuild())
 		}
 	}
 	if errors.Is(err, errUsage) || errors.Is(err, shell.ErrUsage) {

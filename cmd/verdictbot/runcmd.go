@@ -20,7 +20,7 @@ func runBot(ctx context.Context, env environment, opts Options, args []string, s
 		return err
 	}
 	o := opts.Options
-	o.Logger, o.Version = app.LoggerFor(stderr, cfg), version
+	o.Logger, o.Version = app.LoggerFor(stderr, cfg), currentBuild().Version
 	a, err := app.New(cfg, o)
 	if err != nil {
 		return err

@@ -21,6 +21,6 @@ func runShell(ctx context.Context, procEnv environment, opts Options, args []str
 		return err
 	}
 	o := shell.Options{App: opts.Options, Started: opts.ShellStarted}
-	o.App.Version = version
+	o.App.Version = currentBuild().Version
 	return shell.Run(ctx, procEnv.lookup, flags, o, stdin, stdout, stderr)
 }
