@@ -266,7 +266,7 @@ func TestCardRoundTrip(t *testing.T) {
 	want.RequestedBy, want.ConfirmedBy, want.FromHistory = "U7", "U8", true
 	want.Lines[0].Status, want.Lines[0].Problem = "reporting", "p"
 	want.Lines[0].Signals = []card.Signal{{Kind: "lookalike", Reason: "looks like okta.com (one letter differs)", Level: verdict.Suspicious}}
-	want.Lines[0].ServiceLevel = verdict.Clean
+	want.Lines[0].ServiceLevel, want.Lines[0].Via = verdict.Clean, "poster.png"
 	f := *want.Lines[1].File
 	f.ID, f.ScreenshotsWithheld = "F0123", true
 	want.Lines[0].File = &f
