@@ -24,6 +24,7 @@ import (
 // and a second backfill submits nothing new. Non-admins may not start one.
 func TestBackfillChecksAChannelsHistoryQuietly(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "10 days of history under Tier 3 limits (about 20 s)")
 	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
 	o := apptest.QuickPolling()
 	o.BackfillPerMinute = 600
@@ -249,6 +250,7 @@ func TestBackfillOnJoin(t *testing.T) {
 // before the stop are not checked twice.
 func TestBackfillResumesAfterARestart(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "2,500 messages of history and a restart (about 45 s)")
 	o := apptest.QuickPolling()
 	o.BackfillPerMinute = 600
 	h := &harness{apptest.StartBotFull(t, map[string]string{"VERDICTBOT_CHANNEL_MODE": "quiet", "VERDICTBOT_REPUTATION_RUN_RATE": "50",

@@ -62,6 +62,7 @@ func gridSeed(f *slackfake.Server) {
 // submitted twice, and every call Slack needs a team_id for has one.
 func TestGridOrgWideInstall(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "a whole organisation of workspaces (about 10 s)")
 	eventsFile := filepath.Join(t.TempDir(), "events.jsonl")
 	org := slackfake.Org{ID: gridOrg, Name: "Acme Org", Workspaces: []slackfake.Workspace{
 		{ID: gridSales, Name: "Acme Sales"}, {ID: gridEng, Name: "Acme Eng"}, {ID: gridHR, Name: "Acme HR"}},
@@ -335,6 +336,7 @@ func waitMetric(h *harness, sample, want string) error {
 // without end, no crash), and the other workspaces go on.
 func TestGridRevokedWorkspacesPendingWorkEnds(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "a workspace revoked mid-analysis (about 10 s)")
 	org := slackfake.Org{ID: gridOrg, Name: "Acme Org", Workspaces: []slackfake.Workspace{
 		{ID: gridSales, Name: "Acme Sales"}, {ID: gridEng, Name: "Acme Eng"}, {ID: gridHR, Name: "Acme HR"}},
 		Granted: []string{gridSales, gridEng}}

@@ -246,6 +246,11 @@ func TestEditThatRemovesTheLinksStillUpdatesTheCard(t *testing.T) {
 	if n := len(apptest.BotMessages(h.Slack.Messages(secChannel, d.TS))); n != 1 {
 		t.Fatalf("%d cards, want the one card updated in place", n)
 	}
+	// The ack reaches the fake over the socket, the card's update over
+	// the Web API: under load the update can arrive first.
+	if err := h.Slack.WaitAcked(h.Ctx(10*time.Second), edit.EnvelopeID); err != nil {
+		t.Fatal(err)
+	}
 	if st := h.Slack.AckStats(edit.EnvelopeID); !st.ExactlyOnce() {
 		t.Fatalf("edit's ack: %+v", st)
 	}

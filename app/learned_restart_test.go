@@ -16,6 +16,7 @@ import (
 // finishes them and learns on from the kept durations.
 func TestAPollingPlanSurvivesARestart(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "a restart mid-stream of analyses (about 10 s)")
 	dir := t.TempDir()
 	env := withEnv(fastBudgets, map[string]string{"VERDICTBOT_DATA_DIR": dir, "VERDICTBOT_CHANNEL_MODE": "quiet"})
 	const series = `verdictbot_poll_learned_durations{service="reputation"}`

@@ -664,6 +664,7 @@ func TestReSharingAQuarantinedFileIsRemovedAgain(t *testing.T) {
 // comes after the grace period and its pending card waits in the queue.
 func TestAFloodOfCardsDoesNotDelayARemoval(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "12 cards at Slack's pace of one post a second (about 12 s)")
 	// An analysis takes 3 s, longer than the grace period (2 s): the
 	// phishing message's pending card is posted at its end, and waits its
 	// turn behind the flood's cards when the verdict comes in.

@@ -37,7 +37,8 @@ var monitoringAPIs = []string{"--api-versions", "monitoring.coreos.com/v1/Servic
 
 // helmBinary finds helm: $HELM_BINARY, the one `make tools` installs
 // (bin/tools/helm@VERSION/helm), or helm on PATH. Without it the test
-// skips, but not in CI (CI=true), which installs it.
+// skips, but not with VERDICTBOT_TEST_HELM=required (.ci/run's chart step,
+// once it has installed helm).
 func helmBinary(t *testing.T) string {
 	t.Helper()
 	if h := os.Getenv("HELM_BINARY"); h != "" {
@@ -54,7 +55,7 @@ func helmBinary(t *testing.T) string {
 	if h, err := exec.LookPath("helm"); err == nil {
 		return h
 	}
-	if os.Getenv("CI") != "" {
+	if os.Getenv("VERDICTBOT_TEST_HELM") == "required" {
 		t.Fatal("helm not found (HELM_BINARY, bin/tools/helm@*/helm, PATH): .ci/run installs it with make tools")
 	}
 	t.Skip("helm not found: `make tools` installs it (the chart is then rendered and checked)")

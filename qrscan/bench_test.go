@@ -28,6 +28,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/verdictbot/verdictbot/internal/testutil"
 )
 
 var (
@@ -135,8 +137,9 @@ func TestPeakRSS(t *testing.T) {
 		if err := os.WriteFile(path, tc.data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.CommandContext(t.Context(), os.Args[0],
-			"-test.run=^TestPeakRSS$", "-qrscan.rss-child="+path).CombinedOutput()
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestPeakRSS$", "-qrscan.rss-child="+path)
+		cmd.Env = testutil.ChildEnv()
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: child: %v\n%s", tc.name, err, out)
 		}

@@ -76,7 +76,7 @@ func startFileHost(b *testing.B, token string) (filesURL, sandboxURL string) {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^TestFileHostHelper$", "-test.v=false")
-	cmd.Env = append(os.Environ(), fileHostHelperEnv+"="+token)
+	cmd.Env = testutil.ChildEnv(fileHostHelperEnv + "=" + token)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)

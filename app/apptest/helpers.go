@@ -108,3 +108,14 @@ func FileLines(path string) []string {
 	}
 	return out
 }
+
+// SkipIfShort skips t under -short (make test-short) with why: an
+// end-to-end test that takes several seconds however fast the machine
+// (a restart, a flood, a long history, a whole organisation), which make
+// test runs. The quick end-to-end tests still run under -short.
+func SkipIfShort(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: " + why)
+	}
+}

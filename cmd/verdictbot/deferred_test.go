@@ -125,6 +125,7 @@ func deferredMetric(t *testing.T, addr, result string) string {
 // gets the cap's line and the finding, and the metric counts the check.
 func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "a link past the cap, checked at the next recheck run (about 5 s)")
 	const alerts = "C0ALERTS"
 	h := apptest.StartQuarantine(t, map[string]string{
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",
@@ -199,6 +200,7 @@ func TestLinkPastTheCapIsCheckedLaterAndQuarantined(t *testing.T) {
 // out of its message leaves its new card alone.
 func TestDeferredLinksReachEveryCardAndStayQuietWhenClean(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "links past the cap, checked at the next recheck run (about 8 s)")
 	const other = "C0RANDOM"
 	h := apptest.StartQuarantine(t, map[string]string{
 		"VERDICTBOT_USER_LINKS_PER_HOUR": "3",

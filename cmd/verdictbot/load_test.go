@@ -15,6 +15,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/sim"
 )
 
@@ -96,7 +97,7 @@ const fsyncLoadEnv = "GO_TEST_FSYNC_LOAD"
 func startFsyncLoad(tb testing.TB, dir string) (stop func() int) {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fsyncLoadEnv+"="+dir)
+	cmd.Env = testutil.ChildEnv(fsyncLoadEnv + "=" + dir)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Start(); err != nil {

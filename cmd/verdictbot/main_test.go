@@ -7,6 +7,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/testutil"
+	"github.com/verdictbot/verdictbot/store/pg/pgtest"
 )
 
 // The shared harness's people, channel and service key (package
@@ -27,7 +28,9 @@ func testOptions() Options { return Options{Options: apptest.Options()} }
 // GO_TEST_AS_VERDICTBOT=1, so tests can run (and kill) a real process, and
 // as a disk load (see startFsyncLoad) when GO_TEST_FSYNC_LOAD names a
 // directory. Otherwise it runs the tests, testutil.ProcessParallel at once (or
-// GOMAXPROCS if more) unless -parallel says otherwise.
+// GOMAXPROCS if more) unless -parallel says otherwise, and fails when one
+// left a PostgreSQL table outside its own schemas
+// (pgtest.CheckNoSharedTables).
 func TestMain(m *testing.M) {
 	if os.Getenv("GO_TEST_AS_VERDICTBOT") == "1" {
 		opts := testOptions()
@@ -50,5 +53,5 @@ func TestMain(m *testing.M) {
 		os.Exit(fsyncLoad(dir))
 	}
 	testutil.RaiseParallel(testutil.ProcessParallel)
-	os.Exit(m.Run())
+	os.Exit(pgtest.CheckNoSharedTables(m.Run))
 }

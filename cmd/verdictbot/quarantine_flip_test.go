@@ -222,6 +222,7 @@ func TestQuarantineFlipRemovalsArePacedAndSurviveAKill(t *testing.T) {
 // press and another admin's.
 func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "a recheck flip held for an admin, then pressed three times (about 15 s)")
 	const alerts, other = "C0ALERTS", "C0OTHER"
 	h := apptest.StartQuarantine(t, flipEnv(map[string]string{
 		"VERDICTBOT_QUARANTINE_FLIP_MAX": "3",
@@ -319,6 +320,7 @@ func TestQuarantineFlipAboveFlipMaxWaitsForRemoveAll(t *testing.T) {
 // removals are counted.
 func TestQuarantineFlipAboveFlipMaxWithoutAlertChannelWaitsAndSaysSo(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "a recheck flip held with no alert channel (about 8 s)")
 	h := apptest.StartQuarantine(t, flipEnv(map[string]string{"VERDICTBOT_QUARANTINE_FLIP_MAX": "0"}), adminUser)
 	threads := postFlips(t, h.Slack, "https://promo.flip.test/none", []string{secChannel}, 1)
 	h.WaitCard(threads[0][1], func(b string) bool {

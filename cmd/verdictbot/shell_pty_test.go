@@ -12,6 +12,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/verdictbot/verdictbot/app/apptest"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/shell"
 )
@@ -179,6 +180,7 @@ func (p *ptyShell) quit() {
 // session recalls the first one's history from its file.
 func TestShellOnATerminal(t *testing.T) {
 	t.Parallel()
+	apptest.SkipIfShort(t, "two shell sessions on a pseudo-terminal (about 17 s)")
 	state := t.TempDir()
 	p := startPtyShell(t, state)
 	p.expect("verdictbot shell: the bot against a fake Slack")

@@ -51,9 +51,10 @@ const (
 // links done within throughputWindow; commits-per-link, the store's
 // write transactions (each with its fsync) over the run, per done link;
 // peak-rss-MiB, the bot's peak resident memory (VmHWM).
-// VERDICTBOT_MAX_CONCURRENT (default: derived from the budgets), GOGC and
-// GOMEMLIMIT, if set in the environment, are passed on to the bot (GOGC
-// and GOMEMLIMIT apply to this test process too);
+// VERDICTBOT_BENCH_MAX_CONCURRENT, if set, is passed on to the bot as
+// VERDICTBOT_MAX_CONCURRENT (default: derived from the budgets); GOGC and
+// GOMEMLIMIT, if set in the environment, are passed on as they are (they
+// apply to this test process too);
 // VERDICTBOT_BENCH_BINARY, if set, is the binary run.
 //
 // VERDICTBOT_BENCH_CPUPROFILE=file writes a CPU profile of the bot process
@@ -162,8 +163,15 @@ func runThroughput(b *testing.B, bin string, iter int, everything bool) {
 			"VERDICTBOT_EVENTS_URL="+srv.URL+"/hook", "VERDICTBOT_EVENTS_SECRET=whsec-throughput-0001",
 			"VERDICTBOT_EVENTS_FILE="+filepath.Join(dataDir, "events.jsonl"))
 	}
-	for _, name := range []string{"VERDICTBOT_MAX_CONCURRENT", "GOGC", "GOMEMLIMIT"} {
-		if v := os.Getenv(name); v != "" {
+	// The benchmark's own knobs, passed on (never the developer's
+	// VERDICTBOT_MAX_CONCURRENT: a setting exported in the shell changes
+	// no test).
+	for name, v := range map[string]string{
+		"VERDICTBOT_MAX_CONCURRENT": os.Getenv("VERDICTBOT_BENCH_MAX_CONCURRENT"),
+		"GOGC":                      os.Getenv("GOGC"),
+		"GOMEMLIMIT":                os.Getenv("GOMEMLIMIT"),
+	} {
+		if v != "" {
 			env = append(env, name+"="+v)
 		}
 	}

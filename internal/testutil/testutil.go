@@ -1,9 +1,12 @@
 // Package testutil holds the helpers tests across the module share: a
 // goroutine-safe log sink, a logger that writes to one, a clock that moves
-// only when told, and a heap sampler with synthetic content for memory
-// bounds. It imports only the standard library (no testing
-// package either), so any package's tests can use it without a cycle, and
-// the production binary never links it.
+// only when told, a heap sampler with synthetic content for memory
+// bounds, the parallelism of the end-to-end packages, and the test
+// suite's environment: the variables the tests read, each documented
+// (TestVariables, the one list of them), and the environment of the
+// processes tests start (ChildEnv). It imports only the standard library
+// (no testing package either), so any package's tests can use it without
+// a cycle, and the production binary never links it.
 package testutil
 
 import (

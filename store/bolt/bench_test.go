@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/store"
 
 	bbolt "go.etcd.io/bbolt"
@@ -243,7 +244,7 @@ type childMem struct {
 func dueInChild(tb testing.TB, dir string, evict bool) childMem {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDueHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "STORE_DUE_HELPER_DIR="+dir, fmt.Sprintf("STORE_DUE_HELPER_EVICT=%t", evict))
+	cmd.Env = testutil.ChildEnv("STORE_DUE_HELPER_DIR="+dir, fmt.Sprintf("STORE_DUE_HELPER_EVICT=%t", evict))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		tb.Fatalf("helper process: %v\n%s", err, out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -396,23 +397,41 @@ func newerSchemaIsRefused(t *testing.T) {
 }
 
 // The password of the URL never appears in an error: wrong credentials,
-// an unreachable host, a malformed URL.
+// an unreachable host, a malformed URL. The wrong-credential URLs are the
+// test database's own, parsed (net/url) and changed in one part each, so
+// any database name works; a role or database that does exist (it must
+// not: the names are random) would still land its tables in the test's
+// own schema, never in the database's public one.
 func passwordNeverInErrors(t *testing.T) {
 	const secret = "s3cr3t-Pa55word"
-	base := pgtest.URL(t)
+	schema, _ := pgtest.Schema(t)
+	base, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := strings.TrimPrefix(schema, "t_")
+	with := func(change func(u *url.URL)) string {
+		u := *base
+		change(&u)
+		return u.String()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for name, u := range map[string]string{
-		"unknown role":     strings.Replace(base, "postgres://postgres@", "postgres://nosuchrole:"+secret+"@", 1),
-		"unknown database": strings.Replace(strings.Replace(base, "/test?", "/nosuchdb?", 1), "postgres://postgres@", "postgres://postgres:"+secret+"@", 1),
+		"unknown role": with(func(u *url.URL) { u.User = url.UserPassword("nosuchrole_"+suffix, secret) }),
+		"unknown database": with(func(u *url.URL) {
+			u.User = url.UserPassword(base.User.Username(), secret)
+			u.Path = "/nosuchdb_" + suffix
+		}),
 		"unreachable host": "postgres://postgres:" + secret + "@127.0.0.1:1/test?sslmode=disable&connect_timeout=2",
 		"bad port":         "postgres://postgres:" + secret + "@127.0.0.1:notaport/test",
 		"bad option":       "postgres://postgres:" + secret + "@127.0.0.1:5432/test?sslmode=bogus",
 		"keyword form":     "host=127.0.0.1 port=1 user=postgres password=" + secret + " dbname=test connect_timeout=2",
 	} {
-		_, err := pg.Open(ctx, u, pg.Options{Timeout: 5 * time.Second})
+		db, err := pg.Open(ctx, u, pg.Options{Timeout: 5 * time.Second, Schema: schema})
 		if err == nil {
-			t.Errorf("%s: no error", name)
+			db.Close()
+			t.Errorf("%s: no error (%s)", name, pg.Describe(u))
 			continue
 		}
 		if strings.Contains(err.Error(), secret) {
