@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/verdictbot/verdictbot/config"
+	"github.com/verdictbot/verdictbot/internal/testutil"
 )
 
 const (
@@ -198,7 +199,7 @@ func TestDeploySystemdAnalyzeVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(analyze, "verify", path)
-	cmd.Env = append(os.Environ(), "SYSTEMD_LOG_LEVEL=notice")
+	cmd.Env = testutil.ChildEnv("SYSTEMD_LOG_LEVEL=notice")
 	out, err := cmd.CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
