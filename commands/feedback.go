@@ -51,6 +51,16 @@ type CardPoster interface {
 	Ephemeral(ctx context.Context, channel, user, text string, blocks ...slack.Block) error
 }
 
+// ReportClaims is where a report's sender claims it (store.State).
+type ReportClaims interface {
+	ClaimReport(key, holder string, hold time.Duration) (bool, error)
+	ReleaseReport(key, holder string) error
+}
+
+// reportClaimHold is how long a report's claim lasts if its process dies
+// holding it: past the service's answer (30 s) and the card's write.
+const reportClaimHold = 2 * time.Minute
+
 // Audit is where feedback keeps its audit trail (store.State).
 type Audit interface {
 	RecordReport(r store.Report) error
@@ -73,6 +83,12 @@ type Feedback struct {
 	// TaskCards, if set, returns every card showing a task, so a report
 	// already accepted through another card is not sent again.
 	TaskCards func(taskID string) ([]card.Card, error)
+	// Claims, if set, makes one request at a time, in any process sharing
+	// the store, send a report of a task (store.State): two clicks on two
+	// cards of one task, handled by two replicas at once, would otherwise
+	// both read the cards before either wrote its report there, and both
+	// send it.
+	Claims    ReportClaims
 	Log       *slog.Logger
 	Now       func() time.Time
 
@@ -252,6 +268,29 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	// A false positive clears a link for everyone; its own poster may not
 	// send one (admins excepted), on any card showing the task.
 	ownCheck := option == "fp" && !f.Access.IsAdmin(r.User)
+	key := fmt.Sprintf("%s|%s|%s", taskID, option, cat)
+	// The claim is taken before the cards are read: a report sent by
+	// another request is on its card by the time that request lets go of
+	// the claim, so this one finds it there. Its holder is the person and
+	// the card: the same click delivered again (its replica was killed)
+	// takes over its own claim.
+	if f.Claims != nil {
+		holder := fmt.Sprintf("%s|%s|%s%s", r.User, r.Channel, r.CardTS, r.SourceTS)
+		var ok bool
+		err := f.untilStored(ctx, func() (err error) { ok, err = f.Claims.ClaimReport(key, holder, reportClaimHold); return err })
+		switch {
+		case err != nil:
+			f.logger().Error("feedback: report claim failed", "error", err)
+			return "Something went wrong on our side; the report was not sent."
+		case !ok:
+			return "That report is already being sent."
+		}
+		defer func() {
+			if err := f.Claims.ReleaseReport(key, holder); err != nil {
+				f.logger().Warn("feedback: report claim not released; it lapses", "error", err)
+			}
+		}()
+	}
 	// A report the service accepted for this task on another card (the same
 	// link posted twice) counts too: the service keeps one verdict per task.
 	var earlier []cardReport
@@ -279,7 +318,6 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		}
 	}
 
-	key := fmt.Sprintf("%s|%s|%s", taskID, option, cat)
 	var target string
 	lineIdx := r.Line
 	// claimedHere: this request marked the report pending (a claim

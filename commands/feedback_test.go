@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/store"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/verdict"
 )
 
@@ -322,5 +324,117 @@ func TestARepeatedClickShowsTheReportTheCardHas(t *testing.T) {
 		TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"})
 	if !strings.Contains(answer, "already reported") || len(poster.updates) != 1 {
 		t.Errorf("another person's repeat: %q, %d updates", answer, len(poster.updates))
+	}
+}
+
+// cardsBook is a CardBook of several cards, listing those of a task.
+type cardsBook struct {
+	mu    sync.Mutex
+	cards []card.Card
+}
+
+func (b *cardsBook) EditEmit(channel, cardTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.cards {
+		if b.cards[i].Channel == channel && b.cards[i].CardTS == cardTS {
+			return fn(&b.cards[i])
+		}
+	}
+	return nil, ErrCardNotFound
+}
+
+func (b *cardsBook) EditBySourceEmit(channel, sourceTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.cards {
+		if b.cards[i].Channel == channel && b.cards[i].SourceTS == sourceTS {
+			return fn(&b.cards[i])
+		}
+	}
+	return nil, ErrCardNotFound
+}
+
+func (b *cardsBook) TaskCards(task string) ([]card.Card, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []card.Card
+	for _, c := range b.cards {
+		if slices.ContainsFunc(c.Lines, func(l card.Line) bool { return l.TaskID == task }) {
+			cp := c
+			cp.Lines = slices.Clone(c.Lines)
+			for i := range cp.Lines {
+				cp.Lines[i].Reports = slices.Clone(cp.Lines[i].Reports)
+			}
+			out = append(out, cp)
+		}
+	}
+	return out, nil
+}
+
+// gatedReporter holds each report until it is let go, and counts them.
+type gatedReporter struct {
+	recordingReporter
+	called chan struct{}
+	gate   chan struct{}
+}
+
+func (r *gatedReporter) Report(ctx context.Context, taskID string, cat verdict.Category, option string) error {
+	r.called <- struct{}{}
+	<-r.gate
+	return r.recordingReporter.Report(ctx, taskID, cat, option)
+}
+
+// Two clicks on two cards of one task (the same link posted twice),
+// handled by two replicas at once, send one report: the second finds the
+// report's claim in the shared store while the first is sending it, and
+// once it is sent, finds it on the first card (found by the chaos soak:
+// both reached the service).
+func TestTwoReplicasSendOneReportOfATask(t *testing.T) {
+	db, err := bolt.Open(t.TempDir(), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	one, two := feedbackCard(), feedbackCard()
+	two.Channel, two.SourceTS, two.CardTS = "C2", "2.1", "2.2"
+	book := &cardsBook{cards: []card.Card{one, two}}
+	rep := &gatedReporter{called: make(chan struct{}, 4), gate: make(chan struct{})}
+	replica := func() *Feedback {
+		return &Feedback{Cards: book, Rep: rep, Poster: &recordingPoster{}, Access: &Access{}, TaskCards: book.TaskCards, Claims: db}
+	}
+	a, b := replica(), replica()
+	req := func(user, channel, cardTS string) ReportRequest {
+		return ReportRequest{User: user, Channel: channel, CardTS: cardTS, Line: 0, TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"}
+	}
+	first := make(chan string, 1)
+	go func() { first <- a.Report(t.Context(), req("U1", "C1", "1.2")) }()
+	<-rep.called // the first is at the service
+	second := make(chan string, 1)
+	go func() { second <- b.Report(t.Context(), req("U2", "C2", "2.2")) }()
+	select {
+	case answer := <-second:
+		if answer != "That report is already being sent." {
+			t.Errorf("the other replica's click while the first is sent: %q", answer)
+		}
+	case <-rep.called:
+		close(rep.gate)
+		t.Fatalf("the other replica sent the report too (answers %q, %q)", <-first, <-second)
+	}
+	close(rep.gate)
+	if answer := <-first; !strings.Contains(answer, "Thanks") {
+		t.Fatalf("the first click: %q", answer)
+	}
+	answer := b.Report(t.Context(), req("U2", "C2", "2.2"))
+	if !strings.Contains(answer, "already reported") {
+		t.Errorf("the other replica's click once it is sent: %q", answer)
+	}
+	if n := len(rep.sent); n != 1 {
+		t.Fatalf("%d reports reached the service, want 1: %+v", n, rep.sent)
+	}
+	// The claim was let go: another report of the task (a restore by an
+	// admin) is not held up by it.
+	if ok, err := db.ClaimReport("aaaa|fp|phishing", "someone", time.Minute); err != nil || !ok {
+		t.Errorf("the claim after the report: %v, %v", ok, err)
 	}
 }

@@ -183,6 +183,18 @@ type State interface {
 	// counts are shared by the replicas.
 	TakeAllowance(key string, limit int, window time.Duration) (ok bool, err error)
 
+	// ClaimReport makes holder the one that sends the verdict report key
+	// (a task, an option and a category) to the URL service: ok when no
+	// other holder's claim on key is live. A claim lasts until
+	// ReleaseReport, or until hold has passed (its process died); holder's
+	// own live claim is renewed (a click delivered again after the
+	// process that handled it was killed). On PostgreSQL the claims are
+	// shared by the replicas, so two clicks on two cards of one task,
+	// handled by two replicas at once, send one report.
+	ClaimReport(key, holder string, hold time.Duration) (ok bool, err error)
+	// ReleaseReport ends holder's claim on key; another holder's stays.
+	ReleaseReport(key, holder string) error
+
 	// Flips not announced yet. A recheck's verdict that changes a URL's
 	// level (RecordVerdict or FinishAnalysis with recheck set, from a
 	// level other than pending) records the flip in the same write; the

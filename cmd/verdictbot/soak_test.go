@@ -107,7 +107,6 @@ type soakClick struct {
 	th       *soakThread
 	cardTS   string
 	url      string
-	first    bool // no earlier click reported this URL
 }
 
 // soakFault is one injected fault.
@@ -926,8 +925,7 @@ func (s *soak) act(rng *rand.Rand, n int, dm string) error {
 				}
 				s.mu.Lock()
 				th.clicked = true
-				first := !slices.ContainsFunc(s.clicks, func(k soakClick) bool { return k.url == th.targets[0] })
-				s.clicks = append(s.clicks, soakClick{envelope: d.EnvelopeID, th: th, cardTS: m.TS, url: th.targets[0], first: first})
+				s.clicks = append(s.clicks, soakClick{envelope: d.EnvelopeID, th: th, cardTS: m.TS, url: th.targets[0]})
 				s.load["click"]++
 				s.mu.Unlock()
 				return nil
@@ -1306,7 +1304,30 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 			}
 			reports += fp
 			if fp > 1 {
-				twice = append(twice, fmt.Sprintf("%s task %s: %d fp reports", u, id, fp))
+				// When each report reached the service, and each click of
+				// the URL: when, on which card, and what bob was told.
+				var at, clicks []string
+				for _, d := range task.Dispositions {
+					if d.Option == "fp" {
+						at = append(at, "+"+d.Time.Sub(s.begin).Round(100*time.Millisecond).String())
+					}
+				}
+				for _, k := range s.clicks {
+					if k.url != u {
+						continue
+					}
+					e, _ := c.slack.Envelope(k.envelope)
+					told := ""
+					for _, x := range c.slack.Ephemerals(k.th.channel, bob) {
+						if !x.At.Before(e.SentAt) {
+							told = fmt.Sprintf(" told +%s %.80q", x.At.Sub(s.begin).Round(100*time.Millisecond), x.Text)
+							break
+						}
+					}
+					clicks = append(clicks, fmt.Sprintf("%s/%s +%s acks %d%s", k.th.channel, k.cardTS,
+						e.SentAt.Sub(s.begin).Round(100*time.Millisecond), len(e.Acks), told))
+				}
+				twice = append(twice, fmt.Sprintf("%s task %s: %d fp reports (at %v; clicks %v)", u, id, fp, at, clicks))
 			}
 		}
 	}
@@ -1402,9 +1423,21 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 		}
 	}
 	examples("acked slash commands never answered", lostSlash)
-	// A click acked is shown: the first report of a URL adds its audit
-	// line (who reported) to the card clicked.
+	// A click acked is shown: the report of a URL adds its audit line (who
+	// reported) to the card clicked. Clicks on two cards of one URL may be
+	// handled in either order (by two replicas, or one redelivered after
+	// a kill): the report is sent once, and shown on the card of the click
+	// that sent it, so of a URL's acked clicks, one card at least shows it.
 	clicksAcked := 0
+	shownURL := map[string]bool{}
+	for _, k := range s.clicks {
+		if e, _ := c.slack.Envelope(k.envelope); len(e.Acks) > 0 {
+			m, ok := c.slack.Message(k.th.channel, k.cardTS)
+			if ok && strings.Contains(apptest.BlocksText(m.Blocks), "<@"+bob+">") {
+				shownURL[k.url] = true
+			}
+		}
+	}
 	var unshown []string
 	for _, k := range s.clicks {
 		e, _ := c.slack.Envelope(k.envelope)
@@ -1412,8 +1445,9 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 			continue
 		}
 		clicksAcked++
-		m, ok := c.slack.Message(k.th.channel, k.cardTS)
-		if k.first && (!ok || !strings.Contains(apptest.BlocksText(m.Blocks), "<@"+bob+">")) {
+		m, _ := c.slack.Message(k.th.channel, k.cardTS)
+		if !shownURL[k.url] {
+			shownURL[k.url] = true // one line per URL
 			// What bob was told, and what the card says, for the log.
 			var told []string
 			for _, x := range c.slack.Ephemerals(k.th.channel, bob) {

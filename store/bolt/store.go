@@ -52,6 +52,8 @@ type DB struct {
 	gate writeGate
 	// allow holds TakeAllowance's counts (allowance.go).
 	allow allowances
+	// reports holds ClaimReport's claims (reportclaims.go).
+	reports reportClaims
 	// proc identifies this process's claims (ClaimRemoval): the file is
 	// opened by one process at a time, so another's were a stopped one's.
 	proc string

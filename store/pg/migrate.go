@@ -21,7 +21,7 @@ var migrationsFS embed.FS
 
 // SchemaVersion is the newest schema this code knows: the number of the
 // last file in migrations/.
-const SchemaVersion = 14
+const SchemaVersion = 15
 
 // NewerSchemaError is returned for a database migrated by a newer verdictbot.
 type NewerSchemaError struct{ Database, Binary int64 }

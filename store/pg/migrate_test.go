@@ -309,8 +309,8 @@ func fromSchema13(t *testing.T) {
 	clock := &storetest.Clock{}
 	clock.Set(at.Add(time.Hour))
 	db := open(t, schema, pgtest.URL(t), clock.Now)
-	if v, rows := schemaVersion(t, schemaURL); v != 14 || rows != 15 || pg.SchemaVersion != 14 {
-		t.Fatalf("after Open: schema %d (%d rows), want 14", v, rows)
+	if v, rows := schemaVersion(t, schemaURL); v != pg.SchemaVersion || rows != pg.SchemaVersion+1 {
+		t.Fatalf("after Open: schema %d (%d rows), want %d", v, rows, pg.SchemaVersion)
 	}
 	if rep, err := db.UserReport("C1", source); err != nil || len(rep.Reporters) != 1 || rep.Reporters[0].User != "U2" || !rep.Created.Equal(at) {
 		t.Fatalf("user report of schema 13: %+v, %v", rep, err)
@@ -367,5 +367,63 @@ func fromSchema13(t *testing.T) {
 	}
 	if _, err := db.Backfill("C1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the done backfill after Prune: %v", err)
+	}
+}
+
+// fromSchema14: a database of the release before the shared report claims
+// (schema 14), with a backfill under way as that release writes it, is
+// migrated by this code to 15 at Open: the backfill is there and
+// resumable, there are no claims, and a report's claim is one holder's at
+// a time, across two handles on the database (two replicas).
+func fromSchema14(t *testing.T) {
+	schema, schemaURL := pgtest.Schema(t)
+	ctx := context.Background()
+	if err := pg.MigrateTo(ctx, schemaURL, pg.Options{}, 14); err != nil {
+		t.Fatal(err)
+	}
+	if v, rows := schemaVersion(t, schemaURL); v != 14 || rows != 15 {
+		t.Fatalf("before: schema %d (%d rows), want 14", v, rows)
+	}
+	conn, err := pgx.Connect(ctx, schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var has bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('report_claims') IS NOT NULL`).Scan(&has); err != nil || has {
+		t.Fatalf("schema 14 has a report_claims table (%v, %v)", has, err)
+	}
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	if _, err := conn.Exec(ctx, `INSERT INTO backfills (channel, since_at, until_at, started_by, state, next_cursor, pages, messages, created, updated)
+		VALUES ('C1', $1, $2, 'UADMIN', 'running', 'cur2', 1, 200, $2, $2)`, at.Add(-7*24*time.Hour), at); err != nil {
+		t.Fatal(err)
+	}
+
+	clock := &storetest.Clock{}
+	clock.Set(at.Add(time.Minute))
+	db := open(t, schema, pgtest.URL(t), clock.Now)
+	other := open(t, schema, pgtest.URL(t), clock.Now)
+	if v, rows := schemaVersion(t, schemaURL); v != pg.SchemaVersion || rows != pg.SchemaVersion+1 {
+		t.Fatalf("after Open: schema %d (%d rows), want %d", v, rows, pg.SchemaVersion)
+	}
+	if b, ok, err := db.ClaimBackfill("C1", "A", clock.Now(), clock.Now().Add(time.Minute)); err != nil || !ok || b.Cursor != "cur2" || b.Messages != 200 {
+		t.Fatalf("the backfill of schema 14: %+v, %v, %v", b, ok, err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM report_claims`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("claims after the migration: %d, %v", n, err)
+	}
+	const key = "T1|fp|phishing"
+	if ok, err := db.ClaimReport(key, "r1/U1", time.Minute); err != nil || !ok {
+		t.Fatalf("first claim: %v, %v", ok, err)
+	}
+	if ok, err := other.ClaimReport(key, "r2/U2", time.Minute); err != nil || ok {
+		t.Fatalf("the other replica's claim while the first holds: %v, %v", ok, err)
+	}
+	if err := db.ReleaseReport(key, "r1/U1"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := other.ClaimReport(key, "r2/U2", time.Minute); err != nil || !ok {
+		t.Fatalf("the other replica's claim after the release: %v, %v", ok, err)
 	}
 }

@@ -63,6 +63,7 @@ func TestPostgres(t *testing.T) {
 	t.Run("Schema11IsMigratedWithItsRecords", fromSchema11)
 	t.Run("Schema12IsMigratedWithItsRecords", fromSchema12)
 	t.Run("Schema13IsMigratedWithItsRecords", fromSchema13)
+	t.Run("Schema14IsMigratedWithItsRecords", fromSchema14)
 	t.Run("PasswordNeverInErrors", passwordNeverInErrors)
 	t.Run("AllowanceIsSharedByReplicas", func(t *testing.T) {
 		schema, _ := pgtest.Schema(t)

@@ -66,6 +66,7 @@ var cases = []testCase{
 	{"QuarantinedMessagesAreKeptUntilTheirRetention", quarantined},
 	{"ClaimAnalysisOfOneProcess", claimAnalysis},
 	{"AllowanceIsASlidingWindowPerKey", allowance},
+	{"ReportClaimIsOneHolderAtATime", reportClaims},
 	{"DurationsKeepTheLatestPerService", durations},
 }
 
