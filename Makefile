@@ -8,6 +8,9 @@ DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 FUZZTIME ?= 30s
 SIM_ADDR ?= 127.0.0.1:8099
+# make sim's task progression: demo (a URL ~2 s, a file ~5 s), or realistic
+# (a URL ~12 s, a file ~4.5 minutes, as the real services) or fast.
+SIM_PROFILE ?= demo
 # make test RACE=   runs every test without the race detector, which needs
 # cgo and so a C compiler (gcc); Go turns cgo off when none is on PATH.
 RACE     ?= -race
@@ -110,8 +113,8 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
-sim: ## serve the simulator of both services on SIM_ADDR
-	$(GO) run ./cmd/verdictbot sim --addr $(SIM_ADDR)
+sim: ## serve the simulator of both services on SIM_ADDR (SIM_PROFILE=demo; realistic as the real services)
+	$(GO) run ./cmd/verdictbot sim --addr $(SIM_ADDR) --profile $(SIM_PROFILE)
 
 docker: ## build the container image IMAGE:VERSION (needs a Docker engine)
 	@docker info >/dev/null 2>&1 || { echo "make docker needs a running Docker engine (docker info failed)"; exit 1; }

@@ -246,6 +246,30 @@ type Report struct {
 	At       time.Time        `json:"at,omitzero"`
 	// Outcome is "" when the service accepted it, else its text.
 	Outcome string `json:"outcome,omitempty"`
+	// TaskID is the analysis reported. A line scanned again (its message
+	// edited) shows its URL's newer analysis and keeps the reports on the
+	// older one; "" in reports made before it was kept: the line's task.
+	TaskID string `json:"task_id,omitempty"`
+}
+
+// On reports whether r is about the analysis taskID, on line l.
+func (r Report) On(l Line, taskID string) bool {
+	if r.TaskID != "" {
+		return r.TaskID == taskID
+	}
+	return l.TaskID == taskID
+}
+
+// ReportsOn reports whether c has a report on the analysis taskID.
+func ReportsOn(c *Card, taskID string) bool {
+	for _, l := range c.Lines {
+		for _, r := range l.Reports {
+			if r.On(l, taskID) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ScanRequestPrefix starts the SourceTS of a card that answers a /scan

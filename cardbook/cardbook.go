@@ -21,6 +21,8 @@ type Store interface {
 	CardByTS(channel, cardTS string) (*store.CardRecord, error)
 	UpdateCard(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
 	CardsOfTask(taskID string) ([]*store.CardRecord, error)
+	TargetOfTask(taskID string) (string, error)
+	Target(target string) (store.Target, error)
 }
 
 var _ Store = store.State(nil)
@@ -85,13 +87,50 @@ func (b *Book) editEmit(ref card.Ref, fn func(c *card.Card) (*store.Outgoing, er
 	return out, nil
 }
 
-// TaskCards returns every card showing the analysis taskID (feedback: a
-// report already accepted through another card is not sent again).
+// TaskCards returns every card showing the analysis taskID, and every
+// card of its URL that carries a report on it (feedback: a report already
+// accepted through another card is not sent again). A card whose message
+// was edited and scanned again shows the URL's newer analysis, and keeps
+// the report on the older one: CardsOfTask no longer lists it.
 func (b *Book) TaskCards(taskID string) ([]card.Card, error) {
 	recs, err := b.Store.CardsOfTask(taskID)
-	cards := make([]card.Card, len(recs))
-	for i, r := range recs {
-		cards[i] = r.Card
+	if err != nil {
+		return nil, err
 	}
-	return cards, err
+	cards := make([]card.Card, 0, len(recs))
+	listed := map[card.Ref]bool{}
+	for _, r := range recs {
+		cards = append(cards, r.Card)
+		listed[r.Ref()] = true
+	}
+	target, err := b.Store.TargetOfTask(taskID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && target == "") {
+		return cards, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	tg, err := b.Store.Target(target)
+	if errors.Is(err, store.ErrNotFound) {
+		return cards, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range tg.Cards {
+		if listed[ref] {
+			continue
+		}
+		rec, err := b.Store.Card(ref)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if card.ReportsOn(&rec.Card, taskID) {
+			cards = append(cards, rec.Card)
+		}
+	}
+	return cards, nil
 }

@@ -98,6 +98,43 @@ func TestTaskCardsListsTheCardsOfATask(t *testing.T) {
 	}
 }
 
+// TestTaskCardsListsACardThatMovedToANewerTask: a card whose message was
+// edited and scanned again shows its URL's newer analysis, and keeps the
+// report made on the older one: it is listed for the older task (its
+// report must count), and for the newer one; a card of the URL without a
+// report on the task is not.
+func TestTaskCardsListsACardThatMovedToANewerTask(t *testing.T) {
+	t.Parallel()
+	b, db := setup(t)
+	const url = "https://a.example/"
+	at := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	for _, c := range []card.Card{
+		// Reported on t1, then scanned again: the line shows t3.
+		{Channel: "C2", SourceTS: "5.0", CardTS: "6.0", Lines: []card.Line{{Kind: card.KindURL, Target: url, TaskID: "t3", Level: verdict.Malicious,
+			Reports: []card.Report{{User: "U1", Option: "fp", Category: verdict.CatPhishing, At: at, TaskID: "t1"}}}}},
+		// Scanned again, no report.
+		{Channel: "C3", SourceTS: "7.0", CardTS: "8.0", Lines: []card.Line{{Kind: card.KindURL, Target: url, TaskID: "t3", Level: verdict.Malicious}}},
+	} {
+		if _, err := db.UpsertCard(card.Ref{Channel: c.Channel, SourceTS: c.SourceTS}, func(rec *store.CardRecord, _ bool) error {
+			rec.Card = c
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.AddCard(url, card.Ref{Channel: c.Channel, SourceTS: c.SourceTS}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := b.TaskCards("t1")
+	if err != nil || len(cs) != 2 || cs[0].SourceTS != "1.0" || cs[1].SourceTS != "5.0" {
+		t.Fatalf("TaskCards(t1) = %+v, %v; want the cards of 1.0 (showing it) and 5.0 (its report)", cs, err)
+	}
+	// t3 is not indexed (no verdict recorded for it here): none.
+	if cs, err := b.TaskCards("t3"); err != nil || len(cs) != 0 {
+		t.Fatalf("TaskCards(t3) = %+v, %v", cs, err)
+	}
+}
+
 // TestAnEditsEventIsQueuedInItsWrite: the event an edit returns is queued
 // in the edit's own write (the outbox) and returned with its sequence; an
 // edit that fails queues nothing; an unknown card is not found.

@@ -304,12 +304,12 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		for i := range cards {
 			shows := false
 			for _, l := range cards[i].Lines {
-				if l.TaskID == taskID {
-					for _, rep := range l.Reports {
+				for _, rep := range l.Reports {
+					if rep.On(l, taskID) {
 						earlier = append(earlier, cardReport{Report: rep, card: &cards[i]})
 					}
-					shows = true
 				}
+				shows = shows || l.TaskID == taskID
 			}
 			if ownCheck && shows && BroughtBy(&cards[i], r.User) {
 				f.refusedOwn(r, cards[i].Channel)
@@ -347,7 +347,9 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 		target = l.Target
 		all := slices.Clone(earlier)
 		for _, rep := range l.Reports {
-			all = append(all, cardReport{Report: rep}) // this card's
+			if rep.On(*l, taskID) {
+				all = append(all, cardReport{Report: rep}) // this card's
+			}
 		}
 		slices.SortStableFunc(all, func(a, b cardReport) int { return a.At.Compare(b.At) })
 		if last := lastAccepted(all, cat); last != nil && last.Option == option {
@@ -410,7 +412,7 @@ func (f *Feedback) Report(ctx context.Context, r ReportRequest) string {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	rerr := f.Rep.Report(rctx, taskID, cat, option)
 	cancel()
-	rep := card.Report{User: r.User, Option: option, Category: cat, At: f.now()}
+	rep := card.Report{User: r.User, Option: option, Category: cat, At: f.now(), TaskID: taskID}
 	if rerr != nil {
 		var le *scan.LookupError
 		switch {

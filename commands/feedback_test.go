@@ -360,7 +360,7 @@ func (b *cardsBook) TaskCards(task string) ([]card.Card, error) {
 	defer b.mu.Unlock()
 	var out []card.Card
 	for _, c := range b.cards {
-		if slices.ContainsFunc(c.Lines, func(l card.Line) bool { return l.TaskID == task }) {
+		if slices.ContainsFunc(c.Lines, func(l card.Line) bool { return l.TaskID == task }) || card.ReportsOn(&c, task) {
 			cp := c
 			cp.Lines = slices.Clone(c.Lines)
 			for i := range cp.Lines {
@@ -436,5 +436,34 @@ func TestTwoReplicasSendOneReportOfATask(t *testing.T) {
 	// admin) is not held up by it.
 	if ok, err := db.ClaimReport("aaaa|fp|phishing", "someone", time.Minute); err != nil || !ok {
 		t.Errorf("the claim after the report: %v, %v", ok, err)
+	}
+}
+
+// A report stays counted for the analysis it was about when its card's
+// line moves on to a newer analysis of the URL (its message was edited
+// and scanned again): a click on another card of the older analysis is
+// not sent again, and the newer analysis may be reported (found by the
+// chaos soak: the older one reached the service twice).
+func TestAReportCountsForItsTaskAfterItsLineMovedOn(t *testing.T) {
+	one, two := feedbackCard(), feedbackCard()
+	at := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	one.Lines[0].TaskID = "bbbb"
+	one.Lines[0].Reports = []card.Report{{User: "U1", Option: "fp", Category: verdict.CatPhishing, At: at, TaskID: "aaaa"}}
+	two.Channel, two.SourceTS, two.CardTS = "C2", "2.1", "2.2"
+	book := &cardsBook{cards: []card.Card{one, two}}
+	rep := &recordingReporter{}
+	f := &Feedback{Cards: book, Rep: rep, Poster: &recordingPoster{}, Access: &Access{}, TaskCards: book.TaskCards}
+	answer := f.Report(t.Context(), ReportRequest{User: "U2", Channel: "C2", CardTS: "2.2", Line: 0, TaskID: "aaaa", Category: verdict.CatPhishing, Option: "fp"})
+	if !strings.Contains(answer, "already reported") || len(rep.sent) != 0 {
+		t.Fatalf("the older analysis reported again: %q, sent %+v", answer, rep.sent)
+	}
+	answer = f.Report(t.Context(), ReportRequest{User: "U2", Channel: "C1", CardTS: "1.2", Line: 0, TaskID: "bbbb", Category: verdict.CatPhishing, Option: "fp"})
+	if !strings.Contains(answer, "Thanks") || len(rep.sent) != 1 || rep.sent[0].taskID != "bbbb" {
+		t.Fatalf("the newer analysis: %q, sent %+v", answer, rep.sent)
+	}
+	// The report is kept with its analysis.
+	got := book.cards[0].Lines[0].Reports
+	if len(got) != 2 || got[1].TaskID != "bbbb" || got[1].User != "U2" {
+		t.Errorf("reports on the card: %+v", got)
 	}
 }

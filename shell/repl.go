@@ -361,7 +361,8 @@ func agesText(ages []time.Duration) string {
 
 // flip sets what the simulator's next scan of a URL says: the category
 // and score given ("clean": nothing), else phishing 97% when its last
-// verdict was clean (or none) and clean when it was not.
+// verdict was clean and clean when it was not. A URL never posted here is
+// posted first (postFirst), so that a recheck has a verdict to change.
 func (s *Session) flip(ctx context.Context, args []string) error {
 	usage := errors.New("usage: flip <url> [clean | phishing|advertising|malicious|illegal [score 0–1]], e.g. flip https://example.com/")
 	if len(args) == 0 || len(args) > 3 {
@@ -387,7 +388,16 @@ func (s *Session) flip(ctx context.Context, args []string) error {
 				return usage
 			}
 		}
-	default:
+	}
+	// A URL never posted here has no verdict to change: it is posted
+	// first, as the person typing, and its verdict waited for, so that
+	// `flip` then `recheck` shows a change whatever the URL.
+	if _, err := s.db.Target(u); errors.Is(err, store.ErrNotFound) {
+		if err := s.postFirst(ctx, u); err != nil {
+			return err
+		}
+	}
+	if len(args) == 1 {
 		tg, err := s.db.Target(u)
 		if err != nil || tg.Level < verdict.Suspicious {
 			cat = verdict.CatPhishing
@@ -417,6 +427,30 @@ func (s *Session) flip(ctx context.Context, args []string) error {
 	s.print(fmt.Sprintf("flip: the simulator's next scan of %s will say %s (%s). recheck to have the bot check it again.\n",
 		termSafe(links.DefangTruncate(u, 80)), says, last))
 	return nil
+}
+
+// postFirst posts u as the person typing, for flip, and waits (up to the
+// shell's --wait) until the bot has its verdict.
+func (s *Session) postFirst(ctx context.Context, u string) error {
+	s.print(fmt.Sprintf("flip: %s was never posted here; posting it first, so that there is a verdict to change.\n",
+		termSafe(links.DefangTruncate(u, 80))))
+	if _, err := s.fake.DeliverMessage(slackfake.MessageEvent{Channel: Channel, User: s.who().id, Text: slackText(u)}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(s.wait)
+	for {
+		if tg, err := s.db.Target(u); err == nil && tg.Level != verdict.Pending {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("flip: no verdict for %s after %s; try again once its card is final", links.DefangTruncate(u, 80), s.wait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // as shows or changes who is typing.

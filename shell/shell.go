@@ -68,6 +68,7 @@ const shellHelp = `Type a message to post it in #security; the bot scans the lin
   mode [quiet|verbose|off]  show or set #security's mode (it starts as production's default)
   flip <url> [category [score]|clean]
                             make the simulator's next scan of <url> say something else
+                            (a URL not posted yet is posted first; then recheck)
   recheck                   run the recheck job now (each link's next recheck brought forward)
   as [@name]                show or change who you are: @you (an admin), @alice or @bob (not admins)
   help                      this help

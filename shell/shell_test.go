@@ -239,6 +239,23 @@ func TestShellScriptedRecheckModeAndAs(t *testing.T) {
 	}
 }
 
+// flip works on a URL never posted: the shell posts it first and waits
+// for its verdict, so that the recheck after the flip finds a change.
+func TestShellFlipsAURLNeverPosted(t *testing.T) {
+	t.Parallel()
+	script := "flip https://example.net/never-seen\nrecheck\n"
+	code, out, errOut := runShellScript(t, nil, script, "--sim-profile", "quick", "--wait", "20s")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
+	}
+	apptest.InOrder(t, out,
+		"you: flip https://example.net/never-seen", "was never posted here; posting it first",
+		"✓ verdictbot reacted :white_check_mark:",
+		"will say phishing 97% (last verdict clean)",
+		"you: recheck", "1. MALICIOUS · hxxps://example[.]net/never-seen", "is now malicious (was clean).",
+		"recheck: 1 due, 1 checked, 1 changed, 0 failed")
+}
+
 // TestShellRefusesAPostersOwnFalsePositive: in the shell too (the same
 // wiring), the person who posted a link cannot press its False positive;
 // another person can.

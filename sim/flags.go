@@ -30,7 +30,7 @@ type Flags struct {
 func AddFlags(fs *flag.FlagSet) *Flags {
 	var (
 		addr          = fs.String("addr", DefaultAddr, "listen address")
-		profile       = fs.String("profile", "realistic", "task progression: fast (one status per poll) or realistic (by time)")
+		profile       = fs.String("profile", "realistic", "task progression: fast (one status per poll), demo (by time: a URL ~2 s, a file ~5 s) or realistic (by time: a URL ~12 s, a file ~4.5 min)")
 		keys          = fs.String("keys", "", "comma-separated accepted API keys (default: any non-empty key)")
 		runRate       = fs.Float64("run-rate", 2, "run requests (scan, tasks/create) per second per key and service; 0 = unlimited")
 		reportRate    = fs.Float64("report-rate", 10, "report requests per second per key and service; 0 = unlimited")
@@ -70,7 +70,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 func (f *Flags) Addr() string { return *f.addr }
 
 // Config turns the parsed flags into a simulator configuration. Its
-// errors name the flag ("--profile: want fast or realistic, got \"slow\""),
+// errors name the flag ("--profile: want fast, demo or realistic, got \"slow\""),
 // one at a time, in the order the flags are checked.
 func (f *Flags) Config() (Config, error) {
 	cfg := Config{
@@ -82,10 +82,12 @@ func (f *Flags) Config() (Config, error) {
 	switch *f.profile {
 	case "fast":
 		cfg.Profile = FastProfile()
+	case "demo":
+		cfg.Profile = DemoProfile()
 	case "realistic":
 		cfg.Profile = RealisticProfile()
 	default:
-		return cfg, fmt.Errorf("--profile: want fast or realistic, got %q", *f.profile)
+		return cfg, fmt.Errorf("--profile: want fast, demo or realistic, got %q", *f.profile)
 	}
 	for k := range strings.SplitSeq(*f.keys, ",") {
 		if k = strings.TrimSpace(k); k != "" {

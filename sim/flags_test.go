@@ -91,6 +91,10 @@ func TestFlagsEverySwitch(t *testing.T) {
 	if cfg, _, _ := parseFlags(t, "--throttle-style", "html"); cfg.ThrottleStyle != sim.ThrottleHTML {
 		t.Errorf("--throttle-style html: %v", cfg.ThrottleStyle)
 	}
+	// make sim's profile.
+	if cfg, _, _ := parseFlags(t, "--profile", "demo"); cfg.Profile != sim.DemoProfile() {
+		t.Errorf("--profile demo: %+v", cfg.Profile)
+	}
 }
 
 // TestFlagsErrors: each wrong value is refused with a message naming the
@@ -101,8 +105,8 @@ func TestFlagsErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--profile", "slow"}, `--profile: want fast or realistic, got "slow"`},
-		{[]string{"--profile", "demo"}, `--profile: want fast or realistic, got "demo"`},
+		{[]string{"--profile", "slow"}, `--profile: want fast, demo or realistic, got "slow"`},
+		{[]string{"--profile", "Demo"}, `--profile: want fast, demo or realistic, got "Demo"`},
 		{[]string{"--run-rate", "-1"}, "--run-rate, --report-rate and --quota must not be negative"},
 		{[]string{"--report-rate", "-0.5"}, "--run-rate, --report-rate and --quota must not be negative"},
 		{[]string{"--quota", "-1"}, "--run-rate, --report-rate and --quota must not be negative"},
@@ -132,7 +136,7 @@ func TestFlagsUsage(t *testing.T) {
 	fs.PrintDefaults()
 	for _, want := range []string{
 		"-addr string\n    \tlisten address (default \"127.0.0.1:8099\")",
-		"-profile string\n    \ttask progression: fast (one status per poll) or realistic (by time) (default \"realistic\")",
+		"-profile string\n    \ttask progression: fast (one status per poll), demo (by time: a URL ~2 s, a file ~5 s) or realistic (by time: a URL ~12 s, a file ~4.5 min) (default \"realistic\")",
 		"-max-file-size int\n    \tsandbox upload limit in bytes (default 30000000)",
 		"-first-task-id int\n    \tfirst sandbox task id (default 1000)",
 		"-tz string\n    \ttime zone of the services' timestamps (IANA name) (default \"UTC\")",

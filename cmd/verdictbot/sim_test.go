@@ -168,7 +168,7 @@ func TestRunSimFlags(t *testing.T) {
 	}{
 		{[]string{"--bogus"}, true, "flag provided but not defined"},
 		{[]string{"extra"}, true, "unexpected arguments"},
-		{[]string{"--profile", "slow"}, false, "--profile: want fast or realistic"},
+		{[]string{"--profile", "slow"}, false, "--profile: want fast, demo or realistic"},
 		{[]string{"--score-scale", "10"}, false, "--score-scale: want 1 or 100"},
 		{[]string{"--throttle-style", "xml"}, false, "--throttle-style"},
 		{[]string{"--fail-rate", "2"}, false, "--fail-rate"},

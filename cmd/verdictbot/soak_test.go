@@ -1327,7 +1327,30 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 					clicks = append(clicks, fmt.Sprintf("%s/%s +%s acks %d%s", k.th.channel, k.cardTS,
 						e.SentAt.Sub(s.begin).Round(100*time.Millisecond), len(e.Acks), told))
 				}
-				twice = append(twice, fmt.Sprintf("%s task %s: %d fp reports (at %v; clicks %v)", u, id, fp, at, clicks))
+				// What the store says of the task's cards.
+				stored := s.inspectDB(func(ctx context.Context, conn *pgx.Conn) string {
+					var out []string
+					rows, err := conn.Query(ctx, `SELECT c.channel, c.card_ts, c.record->>'gen', c.updated,
+						COALESCE(jsonb_path_query_array(c.record, '$.card.lines[*].task_id')::text, ''),
+						COALESCE(jsonb_path_query_array(c.record, '$.card.lines[*].reports[*].user')::text, '')
+						FROM tasks t JOIN target_cards tc ON tc.target = t.target
+						JOIN cards c ON c.channel = tc.channel AND c.source_ts = tc.source_ts WHERE t.task_id = $1`, id)
+					if err != nil {
+						return err.Error()
+					}
+					defer rows.Close()
+					for rows.Next() {
+						var ch, ts, gen, tasks, users string
+						var upd time.Time
+						if err := rows.Scan(&ch, &ts, &gen, &upd, &tasks, &users); err != nil {
+							return err.Error()
+						}
+						out = append(out, fmt.Sprintf("%s/%s gen %s updated +%s tasks %s reporters %s", ch, ts, gen,
+							upd.Sub(s.begin).Round(100*time.Millisecond), tasks, users))
+					}
+					return strings.Join(out, "; ")
+				})
+				twice = append(twice, fmt.Sprintf("%s task %s: %d fp reports (at %v; clicks %v; cards of the task: %s)", u, id, fp, at, clicks, stored))
 			}
 		}
 	}

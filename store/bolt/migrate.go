@@ -89,7 +89,7 @@ func (r v1CardRecord) v2() store.CardRecord {
 			nl.Reports = make([]card.Report, len(l.Reports))
 		}
 		for j, rep := range l.Reports {
-			nl.Reports[j] = card.Report(rep)
+			nl.Reports[j] = card.Report{User: rep.User, Option: rep.Option, Category: rep.Category, At: rep.At, Outcome: rep.Outcome}
 		}
 		out.Lines[i] = nl
 	}

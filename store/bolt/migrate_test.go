@@ -267,6 +267,7 @@ func TestCardRoundTrip(t *testing.T) {
 	want.Lines[0].Status, want.Lines[0].Problem = "reporting", "p"
 	want.Lines[0].Signals = []card.Signal{{Kind: "lookalike", Reason: "looks like okta.com (one letter differs)", Level: verdict.Suspicious}}
 	want.Lines[0].ServiceLevel, want.Lines[0].Via = verdict.Clean, "poster.png"
+	want.Lines[0].Reports[0].TaskID = "t-older"
 	f := *want.Lines[1].File
 	f.ID, f.ScreenshotsWithheld = "F0123", true
 	want.Lines[0].File = &f

@@ -566,7 +566,7 @@ func cardRoundTrip(t *testing.T, db store.State, c *Clock) {
 				Status: "done", Problem: "p", Detail: "d", QueryNotSent: true, Cached: true, CheckedAt: at, Actions: true,
 				File: &card.FileInfo{Name: "a.exe", Type: "PE32", Size: 1234, MD5: "m", SHA1: "s1", SHA256: "ab", MalScore: 7.5,
 					Family: "fam", AddedOn: "x", StartedOn: "y", DoneOn: "z", Screenshots: 2, ScreenshotsFailed: true},
-				Reports: []card.Report{{User: "U3", Option: "fp", Category: verdict.CatPhishing, At: at, Outcome: "ok"}}}},
+				Reports: []card.Report{{User: "U3", Option: "fp", Category: verdict.CatPhishing, At: at, Outcome: "ok", TaskID: "t1"}}}},
 			Skipped: []card.Skip{{Kind: card.KindURL, Target: "http://10.0.0.1/", Reason: "private"}}},
 		Mode: "quiet", TeamID: "T2", Gen: 3, PostStarted: true, Deleted: true,
 	}
