@@ -88,9 +88,9 @@ type Feedback struct {
 	// cards of one task, handled by two replicas at once, would otherwise
 	// both read the cards before either wrote its report there, and both
 	// send it.
-	Claims    ReportClaims
-	Log       *slog.Logger
-	Now       func() time.Time
+	Claims ReportClaims
+	Log    *slog.Logger
+	Now    func() time.Time
 
 	mu      sync.Mutex
 	pending map[string]PendingReport
