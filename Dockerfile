@@ -13,7 +13,7 @@
 # Two stages: a Go toolchain builds one static binary, and the final image
 # holds that binary and nothing else to run it with (no shell, no package
 # manager), as user 65532. Settings come from the environment (README,
-# "Settings"); state lives in the /data volume. docs/OPERATIONS.md covers
+# "Settings"); state lives in the /data volume. docs/operations.md covers
 # running it.
 
 # 1.26 follows the newest 1.26.x patch release (go.mod asks for 1.26.8 or
@@ -80,7 +80,7 @@ USER 65532:65532
 ENV VERDICTBOT_DATA_DIR=/data \
     VERDICTBOT_HTTP_ADDR=0.0.0.0:8080
 # verdictbot.db (bbolt, single writer) and tmp/ (files being sent to the
-# sandbox). Back it up as docs/OPERATIONS.md says. With
+# sandbox). Back it up as docs/operations.md says. With
 # VERDICTBOT_DATABASE_URL the state is in PostgreSQL and /data holds tmp/
 # only (deploy/compose.yaml mounts a tmpfs there).
 VOLUME ["/data"]

@@ -51,7 +51,7 @@ CHART        := deploy/helm/verdictbot
 KUBE_VERSION ?= 1.31.0
 MONITORING   := --api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule
 
-.PHONY: help build run demo test test-short soak lint readme bench bench-long cover fuzz sim docker clean \
+.PHONY: help build run demo test test-short soak lint docs readme bench bench-long cover fuzz sim docker clean \
 	tools tools-ci release-check release-snapshot chart-check
 
 help: ## list the targets
@@ -94,8 +94,17 @@ lint: ## gofmt, go vet, staticcheck (pinned in go.mod as a tool) and go mod tidy
 	$(GO) tool staticcheck $(PKGS)
 	$(GO) mod tidy -diff
 
-readme: ## rewrite README.md's /scan command table from the command registry
-	$(GO) test -count=1 -run '^TestREADMECommandTable$$' ./commands -update-readme
+# The generated parts of README.md and docs/*.md (between <!-- NAME:begin
+# … --> and <!-- NAME:end --> markers): the settings tables (package
+# config), the /scan command table (the registry) and the package list
+# (internal/docgen); verdictbot's subcommands (cmd/verdictbot's cliCommands,
+# in package main, so written by its own test). Without -update the same
+# tests fail when a generated part is stale.
+docs: ## rewrite the generated parts of README.md and docs/ (settings, commands, packages) from the code
+	$(GO) test -count=1 -run '^TestGeneratedDocs$$' ./internal/docgen -update
+	$(GO) test -count=1 -run '^TestDocsCommandList$$' ./cmd/verdictbot -update
+
+readme: docs ## the old name of make docs
 
 bench: ## the benchmarks matching BENCH but the long ones (under 10 min; figures in docs/PERFORMANCE.md)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -skip '$(LONG_BENCH)' -benchmem -timeout 20m $(PKGS)

@@ -34,7 +34,7 @@ type opsLimits struct {
 	MaxHeaderBytes int
 }
 
-// defaultOpsLimits are the ops server's limits (docs/OPERATIONS.md, "Limits").
+// defaultOpsLimits are the ops server's limits (docs/operations.md, "Limits").
 var defaultOpsLimits = opsLimits{
 	ReadHeader:     5 * time.Second,
 	Read:           10 * time.Second,

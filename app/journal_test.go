@@ -19,7 +19,7 @@ import (
 	"github.com/verdictbot/verdictbot/store/bolt"
 )
 
-// The journal's promise (bot/journal.go, docs/OPERATIONS.md): an envelope
+// The journal's promise (bot/journal.go, docs/operations.md): an envelope
 // the bot acks is never lost when the disk fails. Envelopes acked while
 // the journal cannot be written wait in memory and are recorded and
 // handled once the disk recovers: every message gets its card.

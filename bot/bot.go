@@ -1,4 +1,4 @@
-// Package bot owns the Slack Socket Mode connection. It acks every envelope
+// Package bot owns the Slack Socket Mode connection: it acks every envelope
 // at once, before any network call, turns it into a job (scan the links of
 // this message, run this command, handle this click) and hands the job to a
 // bounded worker pool, so the events channel is always drained.

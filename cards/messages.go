@@ -509,7 +509,7 @@ func (m *Messages) scanLinksQR(ctx context.Context, channel string, msg *slack.M
 // begin starts a card's generation (Cards.Begin). A store that cannot be
 // written (disk full, I/O error, a database restart) is waited for: the
 // message was acked, so it must get its card once the store is back
-// (docs/OPERATIONS.md, "When the disk fails"). The job stays in the
+// (docs/operations.md, "When the disk fails"). The job stays in the
 // journal meanwhile, so a restart resumes it too. ok is false when ctx
 // ends first.
 func (m *Messages) begin(ctx context.Context, channel, src string, draft card.Card, mode string) (int, card.Card, bool) {

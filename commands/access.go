@@ -1,6 +1,7 @@
 // Package commands holds what analysts drive the bot with: the feedback
 // buttons on verdict cards, the /scan slash command, the message shortcut,
-// and the access control that guards what changes behaviour.
+// and the access control that guards what changes behaviour. It asks the
+// scan pipelines (package scan), never the services' clients.
 package commands
 
 import (

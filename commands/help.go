@@ -8,8 +8,9 @@ import (
 )
 
 // The registry's help, in every form it is shown: /scan help and the App
-// Home (Slack mrkdwn), the shell and the CLI (terminal text), the README
-// (a Markdown table, compared by a test). All are rendered from HelpEntries.
+// Home (Slack mrkdwn), the shell and the CLI (terminal text), docs/usage.md
+// (a Markdown table: make docs writes it, internal/docgen's tests compare
+// it). All are rendered from HelpEntries.
 
 // HelpEntry is one command as the help shows it.
 type HelpEntry struct {
@@ -116,8 +117,8 @@ func (r *Registry) TerminalHelp() string {
 	return b.String()
 }
 
-// MarkdownTable is the README's command table (GitHub Markdown; pipes
-// inside code spans escaped, as tables require).
+// MarkdownTable is the command table of docs/usage.md (GitHub Markdown;
+// pipes inside code spans escaped, as tables require).
 func (r *Registry) MarkdownTable() string {
 	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 	var b strings.Builder

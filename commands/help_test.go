@@ -237,7 +237,7 @@ func TestEveryHelpFormParses(t *testing.T) {
 	t.Logf("%d forms parsed:\n%s", len(forms), strings.Join(forms, "\n"))
 }
 
-// TestHelpFormsAgree: the Slack, App Home, terminal and README forms show
+// TestHelpFormsAgree: the Slack, App Home, terminal and Markdown forms show
 // the same usages, descriptions and examples.
 func TestHelpFormsAgree(t *testing.T) {
 	t.Parallel()
@@ -249,7 +249,7 @@ func TestHelpFormsAgree(t *testing.T) {
 	for _, e := range r.HelpEntries() {
 		for _, s := range []string{e.Usage, e.Description, e.Example} {
 			for form, text := range map[string]string{"/scan help": slackShown, "HomeHelp": home, "TerminalHelp": term,
-				"README table": strings.ReplaceAll(table, `\|`, "|")} {
+				"docs/usage.md table": strings.ReplaceAll(table, `\|`, "|")} {
 				if !strings.Contains(text, s) {
 					t.Errorf("%s lacks %q:\n%s", form, s, text)
 				}

@@ -98,8 +98,9 @@ func (d DatabaseURL) Password() Secret {
 }
 
 // Config is every setting, read by Load over Default (the one place
-// defaults are written). Names are the contract: keep them, and keep the
-// README's settings table in sync. It is a value: copies share nothing
+// defaults are written). Names are the contract: keep them, and document
+// each in settingDocs (docs.go), from which make docs writes the settings
+// tables of README.md and docs/configuration.md. It is a value: copies share nothing
 // but the read-only record of which settings Load took from the
 // environment.
 type Config struct {

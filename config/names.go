@@ -3,8 +3,8 @@ package config
 import "reflect"
 
 // Names returns the environment variables Config reads, in field order:
-// every setting's name (the README's settings table, `verdictbot config`'s
-// listing and the deployment files follow it).
+// every setting's name (the documentation's settings tables, `verdictbot
+// config`'s listing and the deployment files follow it).
 func Names() []string {
 	t := reflect.TypeFor[Config]()
 	var names []string

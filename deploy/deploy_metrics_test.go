@@ -387,8 +387,9 @@ func readDashboard(t *testing.T) map[string][]string {
 
 // TestDeployAlertsAndDashboardNameExportedMetrics: the alerting rules and
 // the dashboard are well-formed, the rules cover the required conditions,
-// every metric they query exists in the running bot's registry, and the
-// README lists every verdictbot_ metric the bot exports.
+// every metric they query exists in the running bot's registry, and
+// docs/operations.md ("Metrics") lists every verdictbot_ metric the bot
+// exports.
 func TestDeployAlertsAndDashboardNameExportedMetrics(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -402,13 +403,18 @@ func TestDeployAlertsAndDashboardNameExportedMetrics(t *testing.T) {
 	}
 	panels := readDashboard(t)
 	exported, families := exportedSeriesNames(t)
-	readme, err := os.ReadFile(repoRoot + "README.md")
+	ops, err := os.ReadFile(repoRoot + "docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, metricsSection, ok := strings.Cut(string(ops), "\n## Metrics\n")
+	if !ok {
+		t.Fatal("docs/operations.md has no Metrics section")
+	}
+	metricsSection, _, _ = strings.Cut(metricsSection, "\n## ")
 	for _, f := range families {
-		if strings.HasPrefix(f, "verdictbot_") && !strings.Contains(string(readme), "`"+f) {
-			t.Errorf("README.md's metrics table does not list %s", f)
+		if strings.HasPrefix(f, "verdictbot_") && !strings.Contains(metricsSection, "`"+f) {
+			t.Errorf("docs/operations.md's metrics table does not list %s", f)
 		}
 	}
 

@@ -40,7 +40,7 @@ const (
 	composeEnvFile = repoRoot + "deploy/.env.example"
 
 	// documentedGrace is the grace period before SIGKILL that
-	// docs/OPERATIONS.md ("Stopping") asks for: the process exits within
+	// docs/operations.md ("Stopping") asks for: the process exits within
 	// 10 s of SIGTERM.
 	documentedGrace = 15
 )

@@ -15,7 +15,7 @@
 // asked for. No text of a Result holds a token, an API key, the events
 // secret or the database password: the clients keep them out of their
 // errors, and every text goes through a redactor of the settings' secrets
-// as well.
+// as well. Its flags and exit status are cmd/verdictbot's.
 package doctor
 
 import (

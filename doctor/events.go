@@ -81,10 +81,10 @@ func (r *run) eventsURL(ctx context.Context) []Result {
 		test.Status, test.Detail = Pass, fmt.Sprintf("%s took a test event (%s) with HTTP %d", host, signed, code)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		test.Status, test.Detail = Fail, fmt.Sprintf("the test event (%s) was refused: %v", signed, err)
-		test.Fix = "give the receiver the same secret as VERDICTBOT_EVENTS_SECRET, and check its signature check (README, \"Findings in your SIEM\")"
+		test.Fix = "give the receiver the same secret as VERDICTBOT_EVENTS_SECRET, and check its signature check (docs/siem.md, \"Checking the signature\")"
 	default:
 		test.Status, test.Detail = Fail, fmt.Sprintf("the test event (%s) failed: %v", signed, err)
-		test.Fix = "see the receiver's log for why it refused the event; it must answer 2xx to a POST of one JSON event (README, \"Findings in your SIEM\")"
+		test.Fix = "see the receiver's log for why it refused the event; it must answer 2xx to a POST of one JSON event (docs/siem.md, \"Delivery\")"
 	}
 	return []Result{res, test}
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// How to find each kind of id in Slack, for the fixes (the README's
-// install steps say the same).
+// How to find each kind of id in Slack, for the fixes (README.md, "Setting
+// it up in a Slack workspace", step 6, says the same).
 const (
 	findUserID    = "a person's member ID is in their profile: ⋮ (More) → Copy member ID"
 	findChannelID = "a channel's ID is at the bottom of its details: click the channel's name at the top, then see the About tab"
@@ -109,7 +109,7 @@ func (r *run) group(ctx context.Context, in *install, id string) Result {
 		}
 		if len(teams) == 0 {
 			res.Status, res.Detail = Fail, id+": the org-wide install is granted no workspace yet, so no user group can be read"
-			res.Fix = "an Org Admin must grant the app workspaces (README, \"Installing on Enterprise Grid\")"
+			res.Fix = "an Org Admin must grant the app workspaces (docs/grid.md, \"Installing on Enterprise Grid\")"
 			return res
 		}
 	}

@@ -35,13 +35,13 @@ func (r *run) services(ctx context.Context) []Result {
 	return []Result{r.reputation(ctx), r.sandbox(ctx)}
 }
 
-const fixServiceNetwork = "check the base URL, and that this host reaches it (README, \"Network: outbound hosts and proxies\"; an appliance's own CA: VERDICTBOT_SERVICE_CA_FILE)"
+const fixServiceNetwork = "check the base URL, and that this host reaches it (docs/configuration.md, \"Network: outbound hosts and proxies\"; an appliance's own CA: VERDICTBOT_SERVICE_CA_FILE)"
 
 func (r *run) reputation(ctx context.Context) Result {
 	res := Result{Section: secServices, Name: "reputation service"}
 	switch {
 	case r.cfg.ReputationURL == "":
-		res.Status, res.Detail, res.Fix = Fail, "REPUTATION_URL is not set", "set REPUTATION_URL and REPUTATION_API_KEY (README, \"The two services\")"
+		res.Status, res.Detail, res.Fix = Fail, "REPUTATION_URL is not set", "set REPUTATION_URL and REPUTATION_API_KEY (docs/configuration.md, \"The two services\")"
 		return res
 	case r.cfg.ReputationAPIKey == "":
 		res.Status, res.Detail, res.Fix = Fail, "REPUTATION_API_KEY is not set", "set REPUTATION_API_KEY to the key the service gave you"

@@ -59,7 +59,7 @@ const (
 	fixBotToken  = "copy the Bot User OAuth Token (xoxb-…) into SLACK_BOT_TOKEN: api.slack.com/apps → the app → OAuth & Permissions (a revoked token is replaced by installing the app again)"
 	fixReinstall = "reinstall the app from manifest.yaml: api.slack.com/apps → the app → App Manifest, paste manifest.yaml and save, then Install App → Reinstall to Workspace and approve the scopes " +
 		"(update SLACK_BOT_TOKEN if Slack shows a new Bot User OAuth Token)"
-	fixSlackNetwork = "check SLACK_API_URL and that this host reaches Slack over https (README, \"Network: outbound hosts and proxies\": HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE)"
+	fixSlackNetwork = "check SLACK_API_URL and that this host reaches Slack over https (docs/configuration.md, \"Network: outbound hosts and proxies\": HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE)"
 )
 
 // botToken checks SLACK_BOT_TOKEN with auth.test, and its scopes against
@@ -177,7 +177,7 @@ func (r *run) socketMode(ctx context.Context, in *install) []Result {
 	hello, err := r.hello(ctx, wsURL)
 	if err != nil {
 		res.Status, res.Detail = Fail, err.Error()
-		res.Fix = "allow outbound WebSocket (wss://) connections to Slack from this host, through HTTPS_PROXY if one is needed (README, \"Network\")"
+		res.Fix = "allow outbound WebSocket (wss://) connections to Slack from this host, through HTTPS_PROXY if one is needed (docs/configuration.md, \"Network\")"
 		var refused *refusedError
 		if errors.As(err, &refused) && refused.reason == "too_many_websockets" {
 			res.Fix = "the app has Slack's 10 Socket Mode connections open already (docs.slack.dev, Using Socket Mode): stop the replicas or other programs that use this app's SLACK_APP_TOKEN"
@@ -382,7 +382,7 @@ func slackFix(err error, tokenFix string) string {
 		case "ratelimited":
 			return "wait a minute and run verdictbot doctor again"
 		case "team_access_not_granted":
-			return "an Org Admin must grant the app that workspace (README, \"Installing on Enterprise Grid\")"
+			return "an Org Admin must grant the app that workspace (docs/grid.md, \"Installing on Enterprise Grid\")"
 		}
 		return tokenFix
 	}

@@ -155,7 +155,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	// The receiver's own check, as the README shows it: both signatures.
+	// The receiver's own check, as docs/siem.md shows it: both signatures.
 	err := receiverCheck(r.secret, body, req.Header.Get("X-Verdictbot-Signature"), req.Header.Get("X-Verdictbot-Timestamp"), time.Now())
 	if err == nil {
 		err = filebeatCheck(r.secret, body, req.Header.Get("X-Verdictbot-Signature-256"))
@@ -177,7 +177,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.terms = append(r.terms, req.Header.Get("X-Verdictbot-Term"))
 }
 
-// receiverCheck is what a receiver written from the README does, without
+// receiverCheck is what a receiver written from docs/siem.md does, without
 // this package: the v1 signature, HMAC-SHA256 of "v1:<timestamp>:<body>",
 // with a timestamp within 5 minutes, and the legacy one, HMAC-SHA256 of
 // the body, both in X-Verdictbot-Signature as "v1=<hex>,sha256=<hex>".
@@ -201,8 +201,8 @@ func receiverCheck(secret, body []byte, header, timestamp string, now time.Time)
 	return nil
 }
 
-// filebeatCheck is Filebeat's http_endpoint hmac check as the README's
-// recipe configures it (hmac.header X-Verdictbot-Signature-256, type
+// filebeatCheck is Filebeat's http_endpoint hmac check as the Elastic
+// recipe of docs/siem.md configures it (hmac.header X-Verdictbot-Signature-256, type
 // sha256, prefix "sha256="): strip the prefix, hex-decode, compare.
 func filebeatCheck(secret, body []byte, header string) error {
 	got, err := hex.DecodeString(strings.TrimPrefix(header, "sha256="))

@@ -165,7 +165,7 @@ func (d *Directory) Load(ctx context.Context) error {
 	d.mu.Unlock()
 	d.log.Info("installed org-wide on Enterprise Grid", "enterprise_id", d.Org().EnterpriseID, "workspaces_granted", n)
 	if n == 0 {
-		d.log.Warn("no workspace is granted to the app yet: an Org Admin must add it to workspaces (see the README, \"Installing on Enterprise Grid\")")
+		d.log.Warn("no workspace is granted to the app yet: an Org Admin must add it to workspaces (see docs/grid.md, \"Installing on Enterprise Grid\")")
 	}
 	return d.save(changed)
 }

@@ -1,5 +1,6 @@
 // Package metrics defines verdictbot's Prometheus metrics and the hooks that
-// feed them. Keep the names in sync with the README's metrics table.
+// feed them. docs/operations.md lists every metric ("Metrics"); a test in
+// package deploy fails when one is missing there.
 package metrics
 
 import (

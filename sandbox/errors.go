@@ -199,7 +199,7 @@ func (e *WaitTimeoutError) Reason() Reason { return ReasonTimeout }
 // Reason classifies a failure for logs, metrics labels and retry decisions.
 type Reason string
 
-// Failure reasons (the metrics labels documented in the README).
+// Failure reasons (the metrics labels docs/operations.md documents).
 const (
 	ReasonNone        Reason = ""
 	ReasonAPI         Reason = "api"          // the service answered with a documented error

@@ -8,7 +8,8 @@
 // (WithPriority: new work before resumed analyses and rechecks) and whom it
 // is made for (WithFlows). What it remembers across restarts and replicas
 // is behind Memory and the recheck's interfaces; package scan/scanstore
-// keeps it in the state layer.
+// keeps it in the state layer. It knows no Slack: a shared file reaches it
+// through a Fetcher (package slackfile's).
 package scan
 
 import (

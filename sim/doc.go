@@ -34,6 +34,6 @@
 // SIM:DURATION=<d> give one task a total time of exactly N seconds or d,
 // on the clock even in FastProfile, split in the realistic proportions.
 //
-// See the README section "Simulator behaviour" for the full table of URL
+// See docs/development.md, "The simulator", for the full table of URL
 // verdict rules, sentinel hosts, file markers and switches.
 package sim

@@ -16,7 +16,7 @@ import (
 type Level int
 
 // Levels, in increasing order of concern. Keep in sync with String,
-// ParseLevel and the README's card description.
+// ParseLevel and the card's description in docs/usage.md.
 const (
 	Pending    Level = iota // not finished yet
 	Skipped                 // not checked on purpose (allowlisted, private, too large)

@@ -40,7 +40,7 @@ var cliCommands = []*cliCommand{
 			"files shared in the channels it is in, and serves until SIGINT or SIGTERM (a second signal\n" +
 			"exits at once). Every setting comes from the environment: an unset or empty variable keeps\n" +
 			"its default, and every wrong setting is reported at start, one line each.\n" +
-			"\"verdictbot config\" shows the effective settings; the README's settings table explains them.",
+			"\"verdictbot config\" shows the effective settings; docs/configuration.md explains them.",
 		settings: config.Names},
 	{name: "shell", synopsis: "verdictbot shell [--sim-profile demo|quick] [--wait 60s]",
 		summary: "chat with the bot in the terminal, no Slack needed (built-in simulator of the services)",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -214,20 +213,5 @@ func TestConfigCommandMasksSecrets(t *testing.T) {
 	}
 	if strings.Contains(out+errOut, "UrlPassSecret") {
 		t.Errorf("a URL's password shows:\n%s\n%s", out, errOut)
-	}
-}
-
-// TestREADMENamesEveryCommand: the README shows every subcommand in use
-// ("verdictbot NAME"), but the self-describing version and help.
-func TestREADMENamesEveryCommand(t *testing.T) {
-	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cliCommands {
-		if c.name != "version" && c.name != "help" && !strings.Contains(string(readme), "verdictbot "+c.name) {
-			t.Errorf("README.md never shows verdictbot %s", c.name)
-		}
 	}
 }

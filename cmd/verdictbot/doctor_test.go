@@ -315,7 +315,7 @@ func TestDoctorPostgres(t *testing.T) {
 
 // TestDoctorSendsASignedTestEvent: with --send-test-event doctor posts one
 // test event, signed as the bot signs its events (the receiver's check
-// from the README accepts it), and requires a 2xx answer; without the
+// from docs/siem.md accepts it), and requires a 2xx answer; without the
 // flag it only asks with HEAD. The URL's path (which may hold a token)
 // and the secret are never printed.
 func TestDoctorSendsASignedTestEvent(t *testing.T) {

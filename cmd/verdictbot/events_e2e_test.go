@@ -84,7 +84,7 @@ func (s *siem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.seqs = append(s.seqs, ev.Metadata.Sequence)
 }
 
-// signedBy is a receiver's check, as the README documents it: the
+// signedBy is a receiver's check, as docs/siem.md documents it: the
 // timestamp within 5 minutes, the v1 signature (HMAC-SHA256 of
 // "v1:<timestamp>:<body>") and the legacy one (of the body) both in the
 // signature header.

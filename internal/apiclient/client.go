@@ -5,7 +5,7 @@
 // the API key, which both services carry in the URL path.
 //
 // It knows nothing of either service's operations; those live in the
-// reputation and sandbox packages.
+// reputation and sandbox packages, the only ones that import it.
 package apiclient
 
 import (

@@ -11,7 +11,7 @@ import (
 )
 
 // Reason classifies a failure for logs, metrics and retry decisions. Keep in
-// sync with ReasonOf and with the metrics labels documented in the README.
+// sync with ReasonOf and with the metrics labels docs/operations.md documents.
 type Reason string
 
 // Failure reasons.

@@ -1,4 +1,5 @@
-// Package slackfake is a fake Slack for end-to-end tests of the bot.
+// Package slackfake is a fake Slack for end-to-end tests of the bot and
+// for `verdictbot shell`.
 //
 // It speaks the real protocols over real sockets, so the bot under test uses
 // its production slack-go clients unchanged:

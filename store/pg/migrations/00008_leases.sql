@@ -14,7 +14,7 @@
 --
 -- Replicas on schemas up to 7 lead with session advisory locks and do not see
 -- these rows: during a rolling upgrade from it, an old and a new replica
--- may both lead a job until the last old one stops (docs/OPERATIONS.md).
+-- may both lead a job until the last old one stops (docs/operations.md).
 
 -- +goose Up
 CREATE TABLE leaders (
