@@ -130,6 +130,7 @@ func (f *Files) reshowFinal(ctx context.Context, channel, ts string, done func()
 		return false
 	}
 	c := rec.Card.Clone()
+	m.Log.Info("showing a final file card again for a resumed job", "channel", channel, "ts", ts, "card_ts", c.CardTS)
 	return m.launch(ctx, func() {
 		m.show(ctx, &c)
 		if ctx.Err() == nil {
