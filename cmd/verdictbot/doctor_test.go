@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -306,7 +307,7 @@ func TestDoctorPostgres(t *testing.T) {
 	}
 	defer db.Close()
 	code, out, _ = runDoctorArgs(t, env)
-	mustHaveCheck(t, out, "✓", "PostgreSQL", "schema 14, this verdictbot's")
+	mustHaveCheck(t, out, "✓", "PostgreSQL", fmt.Sprintf("schema %d, this verdictbot's", pg.SchemaVersion))
 	mustHaveCheck(t, out, "✓", "replicas", "1 replica alive: replica-a (up ")
 	if code != 0 {
 		t.Errorf("exit %d", code)
