@@ -54,6 +54,10 @@ type App struct {
 	// signals are the bot's own signals about links (deceptive labels,
 	// lookalikes of protected domains).
 	signals *Signals
+	// allowProtected are the runtime allowlist's domains already
+	// protected from lookalikes (protectAllowlisted), under allowMu.
+	allowMu        sync.Mutex
+	allowProtected map[string]bool
 
 	cfg      config.Config
 	opts     Options
@@ -429,6 +433,11 @@ func (a *App) wireMessages() error {
 	}
 	sg.OnSignal = a.metrics.Signal
 	a.signals = sg
+	// The runtime allowlist's domains are protected too, as they are
+	// loaded (at start, after each /scan allow, and on the replicas'
+	// refresh).
+	a.settings.OnAllowlist = a.protectAllowlisted
+	a.settings.LoadAllowlist()
 	a.messages.Signals = sg.Of
 	// QR codes in shared images: downloaded like files (the token goes
 	// only to Slack's file hosts), decoded here, sent nowhere.
@@ -665,6 +674,11 @@ func (a *App) Run(ctx context.Context) error {
 	go func() { defer bgDone.Done(); a.quarantine.RunRemovals(bg) }()
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.durations.Run(bg, time.Minute) }()
+	if a.db.SweepEvery() > 0 {
+		// Replicas: another's /scan allow is followed within this.
+		bgDone.Add(1)
+		go func() { defer bgDone.Done(); a.settings.RefreshAllowlist(bg, allowlistRefresh) }()
+	}
 	waitRecheck := a.startRecheck(bg)
 	if cfg.HTTPAddr != "off" {
 		ops, err := startOps(cfg.HTTPAddr, a.metrics, a.ready, log)

@@ -14,6 +14,7 @@ import (
 	"github.com/makiuchi-d/gozxing/qrcode"
 
 	"github.com/verdictbot/verdictbot/app/apptest"
+	"github.com/verdictbot/verdictbot/commands"
 	"github.com/verdictbot/verdictbot/internal/slackfake"
 	"github.com/verdictbot/verdictbot/sim"
 )
@@ -101,5 +102,34 @@ func TestQRCodeInASharedImageIsChecked(t *testing.T) {
 	}
 	if n := len(h.Sim.URLTasks("https://login.phish.test/qr-off")); n != 0 {
 		t.Errorf("a QR code was read in a channel whose files are off")
+	}
+}
+
+// TestShortcutReadsQRCodes: "Scan this message" on a message with a
+// poster, in a channel whose mode is off (nothing was checked when it was
+// posted), checks the link of the poster's QR code with the message's
+// own, as a message checked when posted is.
+func TestShortcutReadsQRCodes(t *testing.T) {
+	t.Parallel()
+	h := startBot(t, nil, sim.Config{})
+	if got := h.Slash(adminUser, "channel off"); !strings.Contains(got, "off") {
+		t.Fatalf("mode off: %q", got)
+	}
+	const phish = "https://login.phish.test/qr-asked"
+	_, ds := h.Share(secChannel, slackfake.File{Name: "flyer.png", Content: posterPNG(t, phish)}, "see you there")
+	ts := ds[0].TS
+	time.Sleep(300 * time.Millisecond)
+	if n := len(h.Sim.URLTasks(phish)); n != 0 {
+		t.Fatalf("checked in an off channel before anyone asked (%d tasks)", n)
+	}
+	if _, err := h.Slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: commands.ShortcutScanMessage, UserID: alice, Channel: secChannel, MessageTS: ts}); err != nil {
+		t.Fatal(err)
+	}
+	c := h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "QR code in `flyer.png`") && strings.Contains(b, "Malicious") })
+	if b := apptest.BlocksText(c.Blocks); !strings.Contains(b, "hxxps://login[.]phish[.]test/qr-asked") {
+		t.Errorf("the card does not name the QR code's link:\n%s", b)
+	}
+	if n := len(h.Sim.URLTasks(phish)); n != 1 {
+		t.Errorf("the QR code's link was submitted %d times, want 1", n)
 	}
 }

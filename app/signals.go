@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -114,6 +115,33 @@ func (a *App) learnDomains(ctx context.Context, d *grid.Directory) {
 		}
 		if len(added) > 0 {
 			a.log.Info("the workspace's email domains are protected from lookalikes", "team", t.ID, "domains", added)
+		}
+	}
+}
+
+// allowlistRefresh is how often a replica sharing PostgreSQL loads the
+// runtime allowlist again (settings.Channels.RefreshAllowlist).
+const allowlistRefresh = 15 * time.Second
+
+// protectAllowlisted protects the runtime allowlist's domains from
+// lookalikes, each once (the protected set only grows: a domain taken off
+// the allowlist stays protected until a restart, which costs nothing).
+func (a *App) protectAllowlisted(domains []string) {
+	if a.signals == nil {
+		return
+	}
+	a.allowMu.Lock()
+	defer a.allowMu.Unlock()
+	if a.allowProtected == nil {
+		a.allowProtected = map[string]bool{}
+	}
+	for _, d := range domains {
+		if a.allowProtected[d] {
+			continue
+		}
+		a.allowProtected[d] = true
+		if err := a.signals.Checker.AddProtected(strings.TrimPrefix(d, ".")); err != nil {
+			a.log.Info("an allowlisted domain is not protected from lookalikes", "domain", d, "error", err)
 		}
 	}
 }

@@ -60,6 +60,12 @@ func TestLocalSignalsOnCards(t *testing.T) {
 		t.Errorf("the workspace's email domain was not protected (team.info calls %d):\n%s", len(h.Slack.Calls("team.info")), b)
 	}
 
+	// A domain allowed at run time (/scan allow) is protected from its
+	// lookalikes at once, as VERDICTBOT_ALLOW_DOMAINS' are from the start.
+	apptest.MustContain(t, h.Slash(adminUser, "allow add contoso-intranet.com"), "no longer sent for scanning")
+	d = h.Post("wiki: <https://contoso-intranet.co/wiki>")
+	suspicious(d.TS, "looks like contoso-intranet[.]com")
+
 	// An honest label, then an edit that makes it lie: checked again.
 	d = h.Post("agenda: <https://example.org/agenda|the agenda>")
 	if err := h.Slack.WaitFor(h.Ctx(10*time.Second), func(st *slackfake.State) bool {

@@ -79,8 +79,16 @@ func (m *Messages) ScanMessage(ctx context.Context, channel string, msg *slack.M
 		}
 	}
 	if !hasLinkCard || orphanLinks != nil {
+		// The links in its images' QR codes are checked with its own, as
+		// for a message checked when posted (the asker waits for the
+		// images to be read, bounded by QR.Timeout).
+		var qr []QRLink
+		if imgs := m.QR.Images(channel, msg.Files); len(imgs) > 0 && m.QR.Admit() {
+			qr = m.QR.Read(ctx, imgs)
+			m.QR.Done()
+		}
 		var started bool
-		started, linkRec = m.scanLinks(ctx, channel, msg, rawMsg, ModeVerbose, user, true, orphanLinks, bot.Meta{})
+		started, linkRec = m.scanLinksQR(ctx, channel, msg, rawMsg, ModeVerbose, user, true, orphanLinks, bot.Meta{}, qr)
 		began = began || started
 	}
 	if linkRec != nil {

@@ -7,8 +7,10 @@
 package settings
 
 import (
+	"context"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/verdictbot/verdictbot/links"
 	"github.com/verdictbot/verdictbot/store"
@@ -51,6 +53,10 @@ type Channels struct {
 	Store    Store
 	Defaults Defaults
 	Log      *slog.Logger
+	// OnAllowlist, if set, is called with the runtime allowlist's domains
+	// each time it is loaded (the app protects them from lookalikes, as
+	// it does VERDICTBOT_ALLOW_DOMAINS').
+	OnAllowlist func(domains []string)
 
 	allow atomic.Pointer[[]string] // the runtime allowlist, as last loaded
 }
@@ -151,6 +157,27 @@ func (c *Channels) LoadAllowlist() {
 		domains = append(domains, e.Domain)
 	}
 	c.allow.Store(&domains)
+	if c.OnAllowlist != nil {
+		c.OnAllowlist(domains)
+	}
+}
+
+// RefreshAllowlist loads the runtime allowlist every period until ctx
+// ends. Replicas sharing PostgreSQL run it: a domain allowed or removed
+// through one replica's `/scan allow` is then followed by the others
+// within period, where before they kept the list they started with (a
+// domain taken off the list stayed unscanned there until a restart).
+func (c *Channels) RefreshAllowlist(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.LoadAllowlist()
+		}
+	}
 }
 
 // Allowed reports whether host (normalised, links.Target.Host) is on the

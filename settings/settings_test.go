@@ -2,10 +2,14 @@ package settings
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/verdictbot/verdictbot/store"
 )
@@ -137,5 +141,61 @@ func TestAllowlistMatchesSubdomainsAndKeepsTheLastListWhenUnreadable(t *testing.
 	c.LoadAllowlist()
 	if c.Allowed("example.com") {
 		t.Error("a domain taken off the list is still allowed after a reload")
+	}
+}
+
+// lockedStore is a fakeStore whose allowlist changes while it is read.
+type lockedStore struct {
+	fakeStore
+	mu sync.Mutex
+}
+
+func (s *lockedStore) AllowList() ([]store.AllowEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.allow), nil
+}
+
+func (s *lockedStore) set(domains ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.allow = nil
+	for _, d := range domains {
+		s.allow = append(s.allow, store.AllowEntry{Domain: d})
+	}
+}
+
+// TestRefreshFollowsAnotherReplicasAllowlist: a replica that did not
+// make the change follows the shared allowlist within the refresh period,
+// both ways (a domain added, then removed), and tells OnAllowlist.
+func TestRefreshFollowsAnotherReplicasAllowlist(t *testing.T) {
+	t.Parallel()
+	st := &lockedStore{}
+	var mu sync.Mutex
+	var seen [][]string
+	c := &Channels{Store: st, OnAllowlist: func(d []string) { mu.Lock(); seen = append(seen, d); mu.Unlock() }}
+	c.LoadAllowlist()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { c.RefreshAllowlist(ctx, 10*time.Millisecond); close(done) }()
+	defer func() { cancel(); <-done }()
+	wait := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for c.Allowed("docs.corp.example") != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("Allowed = %v after 5 s, want %v", !want, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	st.set("corp.example") // another replica's /scan allow add
+	wait(true)
+	st.set() // and its remove
+	wait(false)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.ContainsFunc(seen, func(d []string) bool { return slices.Equal(d, []string{"corp.example"}) }) {
+		t.Errorf("OnAllowlist never saw the domain: %v", seen)
 	}
 }

@@ -67,12 +67,24 @@ func startPtyShell(t *testing.T, stateDir string, args ...string) *ptyShell {
 	t.Cleanup(func() {
 		select {
 		case <-p.done:
-		case <-time.After(30 * time.Second):
-			t.Error("the shell did not end")
+		default:
+			// A failed expectation left the shell running: it is ended
+			// as a person would (the line cleared, then Ctrl-D), so that
+			// the test fails instead of waiting on it.
+			master.Write([]byte("\x15\x04"))
+			select {
+			case <-p.done:
+			case <-time.After(30 * time.Second):
+				t.Error("the shell did not end")
+			}
 		}
 		tty.Close()
 		master.Close()
-		<-p.read
+		select {
+		case <-p.read:
+		case <-time.After(5 * time.Second):
+			t.Error("the terminal's reader did not end")
+		}
 		if t.Failed() {
 			t.Logf("terminal:\n%s\nstderr: %s", p.screen(), p.stderr.String())
 		}
