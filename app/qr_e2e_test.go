@@ -125,7 +125,9 @@ func TestShortcutReadsQRCodes(t *testing.T) {
 	if _, err := h.Slack.DeliverMessageShortcut(slackfake.MessageShortcut{CallbackID: commands.ShortcutScanMessage, UserID: alice, Channel: secChannel, MessageTS: ts}); err != nil {
 		t.Fatal(err)
 	}
-	c := h.WaitCardIn(secChannel, ts, func(b string) bool { return strings.Contains(b, "QR code in `flyer.png`") && strings.Contains(b, "Malicious") })
+	c := h.WaitCardIn(secChannel, ts, func(b string) bool {
+		return strings.Contains(b, "QR code in `flyer.png`") && strings.Contains(b, "Malicious")
+	})
 	if b := apptest.BlocksText(c.Blocks); !strings.Contains(b, "hxxps://login[.]phish[.]test/qr-asked") {
 		t.Errorf("the card does not name the QR code's link:\n%s", b)
 	}
