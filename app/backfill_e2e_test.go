@@ -164,7 +164,17 @@ func TestBackfillChecksAChannelsHistoryQuietly(t *testing.T) {
 		return n == 2
 	})
 	if err != nil {
-		t.Fatalf("the second backfill did not finish: %v", err)
+		// What the bot says of it, and what it posted, for the log.
+		var posted []string
+		h.Slack.Inspect(func(st *slackfake.State) {
+			for _, m := range st.BotMessages(secChannel, "") {
+				if strings.Contains(m.Text, "history") {
+					posted = append(posted, m.Text)
+				}
+			}
+		})
+		t.Fatalf("the second backfill did not finish: %v\n/scan channel: %s\nposted: %q\ncalls: %d history, %d replies",
+			err, h.Slash(adminUser, "channel"), posted, len(h.Slack.Calls("conversations.history")), len(h.Slack.Calls("conversations.replies")))
 	}
 	if after := h.Sim.Count("reputation", sim.OpScan); after != before {
 		t.Errorf("the second backfill submitted %d links again", after-before)
