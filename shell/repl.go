@@ -437,10 +437,19 @@ func (s *Session) postFirst(ctx context.Context, u string) error {
 	if _, err := s.fake.DeliverMessage(slackfake.MessageEvent{Channel: Channel, User: s.who().id, Text: slackText(u)}); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(s.wait)
+	posted := time.Now()
+	deadline := posted.Add(s.wait)
 	for {
 		if tg, err := s.db.Target(u); err == nil && tg.Level != verdict.Pending {
 			return nil
+		}
+		// The bot is done with the message and the URL has no verdict:
+		// it was never sent (allowlisted, internal, Slack's own, or the
+		// channel is off), so there is nothing for flip to change.
+		if time.Since(posted) > 300*time.Millisecond && s.busy(ctx) == "" {
+			if _, err := s.db.Target(u); errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("flip: %s is not sent to the URL service here (its card or `mode` says why), so there is no verdict to change", links.DefangTruncate(u, 80))
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("flip: no verdict for %s after %s; try again once its card is final", links.DefangTruncate(u, 80), s.wait)

@@ -243,7 +243,7 @@ func TestShellScriptedRecheckModeAndAs(t *testing.T) {
 // for its verdict, so that the recheck after the flip finds a change.
 func TestShellFlipsAURLNeverPosted(t *testing.T) {
 	t.Parallel()
-	script := "flip https://example.net/never-seen\nrecheck\n"
+	script := "flip https://example.net/never-seen\nrecheck\nflip https://app.slack.com/client\n"
 	code, out, errOut := runShellScript(t, nil, script, "--sim-profile", "quick", "--wait", "20s")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout:\n%s", code, errOut, out)
@@ -253,7 +253,10 @@ func TestShellFlipsAURLNeverPosted(t *testing.T) {
 		"✓ verdictbot reacted :white_check_mark:",
 		"will say phishing 97% (last verdict clean)",
 		"you: recheck", "1. MALICIOUS · hxxps://example[.]net/never-seen", "is now malicious (was clean).",
-		"recheck: 1 due, 1 checked, 1 changed, 0 failed")
+		"recheck: 1 due, 1 checked, 1 changed, 0 failed",
+		// A URL the bot never sends (Slack's own) has no verdict to change:
+		// said at once, not after --wait.
+		"you: flip https://app.slack.com/client", "! flip: hxxps://app[.]slack[.]com/client is not sent to the URL service here")
 }
 
 // TestShellRefusesAPostersOwnFalsePositive: in the shell too (the same
