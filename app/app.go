@@ -340,7 +340,7 @@ func (a *App) wireQuarantine() error {
 	a.feedback = &commands.Feedback{Cards: book, Rep: a.urls, Poster: a.poster, Access: access,
 		Forget: a.urls.Forget, Log: log.With("component", "feedback"), TaskCards: book.TaskCards,
 		Audit: db, Claims: db, Events: a.sink()}
-	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: book, Poster: a.poster, Levels: a.settings, FilesMode: cfg.QuarantineFiles,
+	a.quarantine = &quarantine.Quarantine{Bot: a.api, Store: db, Cards: &cardbook.Book{Store: db, Shared: true}, Poster: a.poster, Levels: a.settings, FilesMode: cfg.QuarantineFiles,
 		IsAdmin: access.IsAdmin, Log: log.With("component", "quarantine"),
 		Events: a.sink(), Retention: cfg.QuarantineRetention,
 		OwnTeam: a.ownTeam, Teams: a.teams,

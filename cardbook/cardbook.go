@@ -20,6 +20,7 @@ type Store interface {
 	Card(ref card.Ref) (*store.CardRecord, error)
 	CardByTS(channel, cardTS string) (*store.CardRecord, error)
 	UpdateCard(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
+	UpdateCardShared(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error)
 	CardsOfTask(taskID string) ([]*store.CardRecord, error)
 	TargetOfTask(taskID string) (string, error)
 	Target(target string) (store.Target, error)
@@ -30,6 +31,14 @@ var _ Store = store.State(nil)
 // Book reads and edits cards in Store.
 type Book struct {
 	Store Store
+	// Shared makes each edit a shared write (store.State.UpdateCardShared):
+	// on the embedded store it may share its commit with the writes of
+	// the links under way, and the functions given to the edits may then
+	// run more than once, each time with the card read afresh, so they
+	// must change nothing but the card and variables they set on every
+	// run. Quarantine's Book is shared (a removal's two card edits rode a
+	// commit of their own each).
+	Shared bool
 }
 
 // Get returns the card answering (channel, sourceTS); ok is false when
@@ -68,7 +77,11 @@ func (b *Book) EditBySourceEmit(channel, sourceTS string, fn func(c *card.Card) 
 
 func (b *Book) editEmit(ref card.Ref, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
 	var out *store.Outgoing
-	_, err := b.Store.UpdateCard(ref, func(r *store.CardRecord) error {
+	update := b.Store.UpdateCard
+	if b.Shared {
+		update = b.Store.UpdateCardShared
+	}
+	_, err := update(ref, func(r *store.CardRecord) error {
 		o, err := fn(&r.Card)
 		if err != nil {
 			return err

@@ -179,3 +179,60 @@ func editBySource(b *cardbook.Book, channel, sourceTS string, fn func(c *card.Ca
 	_, err := b.EditBySourceEmit(channel, sourceTS, func(c *card.Card) (*store.Outgoing, error) { return nil, fn(c) })
 	return err
 }
+
+// sharedTwice is a store whose shared card writes run their function
+// twice, the first run thrown away, as the embedded store's do when
+// another write of their commit fails; it counts them.
+type sharedTwice struct {
+	store.State
+	shared int
+}
+
+func (s *sharedTwice) UpdateCardShared(ref card.Ref, fn func(rec *store.CardRecord) error) (*store.CardRecord, error) {
+	s.shared++
+	first := true
+	return s.State.UpdateCard(ref, func(rec *store.CardRecord) error {
+		if first {
+			first = false
+			thrown := *rec
+			thrown.Card = rec.Card.Clone()
+			thrown.Outbox = nil
+			_ = fn(&thrown)
+		}
+		return fn(rec)
+	})
+}
+
+// TestASharedBooksEditsShareTheirCommits: a Shared book (quarantine's)
+// edits through the store's shared writes, and an edit run twice keeps
+// what its last run did: one note, one event, the event returned the one
+// queued; a book that is not shared does not use them.
+func TestASharedBooksEditsShareTheirCommits(t *testing.T) {
+	t.Parallel()
+	_, db := setup(t)
+	st := &sharedTwice{State: db}
+	runs := 0
+	out, err := (&cardbook.Book{Store: st, Shared: true}).EditBySourceEmit("C1", "1.0", func(c *card.Card) (*store.Outgoing, error) {
+		runs++
+		c.Notes = append(c.Notes, "removed")
+		if runs > 1 {
+			return nil, nil // the run kept queues nothing
+		}
+		return &store.Outgoing{Build: func(uint64) ([]byte, error) { return []byte("thrown"), nil }}, nil
+	})
+	if err != nil || runs != 2 || st.shared != 1 {
+		t.Fatalf("shared edit: %v, %d runs, %d shared writes; want 2 runs in 1 shared write", err, runs, st.shared)
+	}
+	if out != nil {
+		t.Fatalf("the edit returned the thrown-away run's event %+v", out)
+	}
+	if q, err := db.QueuedEvents(10); err != nil || len(q) != 0 {
+		t.Fatalf("queued %+v, %v; want nothing", q, err)
+	}
+	if rec, _ := (&cardbook.Book{Store: db}).Get("C1", "1.0"); len(rec.Card.Notes) != 1 {
+		t.Fatalf("notes %q, want one", rec.Card.Notes)
+	}
+	if err := editBySource(&cardbook.Book{Store: st}, "C1", "1.0", func(*card.Card) error { return nil }); err != nil || st.shared != 1 {
+		t.Fatalf("a book not shared: %v, %d shared writes; want 1 (the one before)", err, st.shared)
+	}
+}

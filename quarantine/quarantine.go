@@ -116,7 +116,9 @@ type CardBook interface {
 	Get(channel, sourceTS string) (*store.CardRecord, bool)
 	// EditBySourceEmit edits the card and queues the event fn returns
 	// (nil: none) in the same write (the outbox); it returns that event
-	// as queued.
+	// as queued. fn may run more than once (a shared write, see
+	// cardbook.Book.Shared), each time with the card read afresh: it
+	// changes nothing but the card and variables it sets on every run.
 	EditBySourceEmit(channel, sourceTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error)
 }
 
@@ -390,6 +392,7 @@ func (q *Quarantine) act(ctx context.Context, c card.Card, queued bool) (outcome
 	// deletion, and a second Act (a recheck, another replica) does nothing.
 	claimed := false
 	err = q.edit(c.Channel, c.SourceTS, func(cc *card.Card) error {
+		claimed = false // the edit may run more than once (CardBook)
 		if s := cc.Quarantine; s != nil && (s.State == card.QuarantineReleased || (s.State == card.QuarantineRemoved && !queued)) {
 			return nil
 		}

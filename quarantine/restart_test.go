@@ -267,3 +267,48 @@ func TestActWhoeverAskedForTheScan(t *testing.T) {
 		}
 	}
 }
+
+// rerunBook is a CardBook whose edits run their function twice, as a
+// shared write of the embedded store does when another write of its
+// commit fails (cardbook.Book.Shared): the first run on the card as it
+// was, thrown away; then between reads (once) the card changes, and the
+// second run is the one kept.
+type rerunBook struct {
+	*oneCard
+	between func(c *card.Card)
+}
+
+func (b *rerunBook) EditBySourceEmit(channel, sourceTS string, fn func(c *card.Card) (*store.Outgoing, error)) (*store.Outgoing, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if channel != b.c.Channel || sourceTS != b.c.SourceTS {
+		return nil, card.ErrNotFound
+	}
+	thrown := b.c.Clone()
+	_, _ = fn(&thrown)
+	if b.between != nil {
+		b.between(&b.c)
+		b.between = nil
+	}
+	return fn(&b.c)
+}
+
+// TestARemovalClaimRunTwiceGoesByTheRunKept: the claim on the card that
+// a removal makes before deleting the message may run twice (a shared
+// write); when the run kept finds the message already removed (another
+// job claimed it meanwhile), nothing is deleted again, however the first
+// run went.
+func TestARemovalClaimRunTwiceGoesByTheRunKept(t *testing.T) {
+	q, fake, _, _ := quarantineAgainstFake(t)
+	ts, book := postMalicious(t, fake, q, "urgent")
+	q.Cards = &rerunBook{oneCard: book, between: func(c *card.Card) {
+		c.Quarantine = &card.Quarantine{State: card.QuarantineRemoved, Level: verdict.Malicious, At: time.Now()}
+	}}
+	q.Act(t.Context(), book.get())
+	if m, ok := fake.Message("C0SEC", ts); !ok || m.Deleted {
+		t.Fatalf("the message was deleted (found %v): the claim's thrown-away run decided", ok)
+	}
+	if n := len(fake.Calls("chat.delete")); n != 0 {
+		t.Fatalf("%d chat.delete calls, want 0", n)
+	}
+}

@@ -22,7 +22,8 @@ func (db *DB) RecordDurations(service string, add []time.Duration, keep int) err
 	if len(add) == 0 {
 		return nil
 	}
-	return db.update(func(t txn) error {
+	// Shared: fn reads the stored list afresh each time it runs.
+	return db.be.batch(func(t txn) error {
 		ds := append(decodeDurations(t.get(bDurations, service)), add...)
 		if len(ds) > keep {
 			ds = ds[len(ds)-keep:]

@@ -104,7 +104,9 @@ func (db *DB) DeleteEvents(seqs []uint64, _ store.Fence) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	return db.update(func(t txn) error {
+	// Shared: the sender deletes what it delivered after each batch, and
+	// deleting again is harmless.
+	return db.be.batch(func(t txn) error {
 		for _, seq := range seqs {
 			if err := t.del(bEventQueue, seqKey(seq)); err != nil {
 				return err

@@ -243,6 +243,79 @@ func TestLoneWriteWaitsForCompanyOnlyUnderLoad(t *testing.T) {
 	}
 }
 
+// TestSteadyEnvelopesMakeTheLinksWritesShare: envelopes arriving
+// steadily (the journal written twice within companyWindow) put the store
+// under load at once, before any two writes overlapped: the writes of the
+// links that follow share their commits from the first link on (in the
+// throughput benchmark the first hundred links committed each of their
+// first four writes alone). A lone envelope on a quiet store changes
+// nothing: its writes commit at once.
+func TestSteadyEnvelopesMakeTheLinksWritesShare(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	be := db.be.(*boltBackend)
+	const delay = 2 * time.Second // as in TestLoneWriteWaitsForCompanyOnlyUnderLoad
+	be.group.delay = delay
+	seq := 0
+	record := func() {
+		t.Helper()
+		seq++
+		if _, err := db.RecordJobs([]*store.Job{{Kind: "message", EventID: fmt.Sprintf("Ev%d", seq)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(k string) error { return be.batch(func(tx txn) error { return tx.put(bMeta, k, []byte("1")) }) }
+	// A link's two writes, the second gap after the first: the commits
+	// they made and how long the first took.
+	link := func(gap time.Duration) (uint64, time.Duration) {
+		t.Helper()
+		before := commits(t, db)
+		first := make(chan time.Duration, 1)
+		go func() {
+			start := time.Now()
+			if err := put("a"); err != nil {
+				t.Error(err)
+			}
+			first <- time.Since(start)
+		}()
+		time.Sleep(gap)
+		if err := put("b"); err != nil {
+			t.Fatal(err)
+		}
+		took := <-first
+		return commits(t, db) - before, took
+	}
+
+	// One envelope on a quiet store: its link's writes commit at once.
+	record()
+	if n, took := link(delay / 4); n != 2 || took >= delay/2 {
+		t.Fatalf("one envelope: %d commits, the first write took %v; want 2, at once", n, took)
+	}
+	// Two envelopes 10 ms apart: the second's journal write does not wait
+	// out the delay, and the link's writes share a commit.
+	time.Sleep(companyWindow + 10*time.Millisecond)
+	record()
+	time.Sleep(10 * time.Millisecond)
+	start := time.Now()
+	record()
+	if took := time.Since(start); took >= delay/2 {
+		t.Fatalf("the journal's write took %v: it waited out the delay", took)
+	}
+	if n, _ := link(10 * time.Millisecond); n != 1 {
+		t.Fatalf("steady envelopes: %d commits for a link's two writes 10 ms apart, want 1", n)
+	}
+	// Quiet again: envelopes companyWindow apart.
+	time.Sleep(companyWindow + delay)
+	record()
+	if n, took := link(delay / 4); n != 2 || took >= delay/2 {
+		t.Fatalf("quiet again: %d commits, the first write took %v; want 2, at once", n, took)
+	}
+}
+
 // TestAJournalWriteCommitsTheGatheredWritesAtOnce: under load, ordinary
 // shared writes wait for company (here a minute), but the journal's write
 // (the ack waits for it) commits them with it at once: one commit, no

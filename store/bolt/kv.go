@@ -75,7 +75,7 @@ type boltBackend struct {
 	// shared counts the callers of batch under way.
 	shared atomic.Int32
 	// company is when (Unix ns) a call of batch last found another under
-	// way.
+	// way, or an urgent write (batchFirst) came.
 	company atomic.Int64
 	// group gathers the batched writes into shared commits.
 	group *groupCommit
@@ -146,7 +146,14 @@ func (b *boltBackend) batchFirst(fn func(t txn) error) error { return b.share(fn
 func (b *boltBackend) share(fn func(t txn) error, urgent bool) error {
 	n := b.shared.Add(1)
 	defer b.shared.Add(-1)
-	if n == 1 && time.Now().UnixNano()-b.company.Load() > int64(companyWindow) {
+	now := time.Now().UnixNano()
+	if urgent {
+		// The journal shares only when writes are under way or envelopes
+		// arrive steadily (DB.recordFirst): the writes of their work are
+		// about to overlap.
+		b.company.Store(now)
+	}
+	if n == 1 && now-b.company.Load() > int64(companyWindow) {
 		return b.update(fn)
 	}
 	err := b.group.run(func(tx *bbolt.Tx) error { return fn(boltTxn{tx}) }, urgent)

@@ -28,7 +28,9 @@ func (db *DB) PutQuarantined(q store.Quarantined) error {
 	if err != nil {
 		return err
 	}
-	return db.update(func(t txn) error {
+	// Shared (a removal's writes come with a link's): fn reads the
+	// stored record afresh each time it runs.
+	return db.be.batch(func(t txn) error {
 		key := quarantineKey(q.Channel, q.TS)
 		if old := t.get(bQuarantined, key); old != nil {
 			var o store.Quarantined

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/verdictbot/verdictbot/store"
@@ -50,6 +51,9 @@ type DB struct {
 	seq uint64
 	// gate orders write transactions: the journal's first.
 	gate writeGate
+	// lastRecord is when (Unix ns) the journal's last write started
+	// (recordFirst).
+	lastRecord atomic.Int64
 	// allow holds TakeAllowance's counts (allowance.go).
 	allow allowances
 	// reports holds ClaimReport's claims (reportclaims.go).
