@@ -147,10 +147,17 @@ func (c *Channels) DefaultQuarantine() string {
 // call it at start and after every change. When the store cannot be read,
 // the list loaded before stays (and that is logged).
 func (c *Channels) LoadAllowlist() {
+	if err := c.loadAllowlist(); err != nil {
+		c.log().Warn("could not read the runtime allowlist", "error", err)
+	}
+}
+
+// loadAllowlist is LoadAllowlist, returning the store's error instead of
+// logging it; the list last loaded stays in force when it fails.
+func (c *Channels) loadAllowlist() error {
 	list, err := c.Store.AllowList()
 	if err != nil {
-		c.log().Warn("could not read the runtime allowlist", "error", err)
-		return
+		return err
 	}
 	domains := make([]string, 0, len(list))
 	for _, e := range list {
@@ -160,6 +167,7 @@ func (c *Channels) LoadAllowlist() {
 	if c.OnAllowlist != nil {
 		c.OnAllowlist(domains)
 	}
+	return nil
 }
 
 // RefreshAllowlist loads the runtime allowlist every period until ctx
@@ -167,15 +175,27 @@ func (c *Channels) LoadAllowlist() {
 // through one replica's `/scan allow` is then followed by the others
 // within period, where before they kept the list they started with (a
 // domain taken off the list stayed unscanned there until a restart).
+// While the store cannot be read (a database outage) the list last loaded
+// stays in force; that is logged once when it starts, with the time it
+// lasted when it ends, not at every period.
 func (c *Channels) RefreshAllowlist(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
+	var failingSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c.LoadAllowlist()
+		}
+		err := c.loadAllowlist()
+		switch {
+		case err != nil && failingSince.IsZero():
+			failingSince = time.Now()
+			c.log().Warn("could not read the runtime allowlist; keeping the list last read until the store answers", "error", err)
+		case err == nil && !failingSince.IsZero():
+			c.log().Info("the runtime allowlist can be read again", "after", time.Since(failingSince).Round(time.Second).String())
+			failingSince = time.Time{}
 		}
 	}
 }

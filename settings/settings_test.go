@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,4 +200,72 @@ func TestRefreshFollowsAnotherReplicasAllowlist(t *testing.T) {
 	if !slices.ContainsFunc(seen, func(d []string) bool { return slices.Equal(d, []string{"corp.example"}) }) {
 		t.Errorf("OnAllowlist never saw the domain: %v", seen)
 	}
+}
+
+// failingStore is a lockedStore whose AllowList fails while failing is set.
+type failingStore struct {
+	lockedStore
+	failing atomic.Bool
+	reads   atomic.Int32
+}
+
+func (s *failingStore) AllowList() ([]store.AllowEntry, error) {
+	s.reads.Add(1)
+	if s.failing.Load() {
+		return nil, errors.New("connection refused")
+	}
+	return s.lockedStore.AllowList()
+}
+
+// TestRefreshSaysOnceThatTheStoreIsDown: a database outage is logged once
+// when the refresh starts failing and once when it reads again, not at
+// every period, and the list last read stays in force meanwhile.
+func TestRefreshSaysOnceThatTheStoreIsDown(t *testing.T) {
+	t.Parallel()
+	st := &failingStore{}
+	st.set("corp.example")
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	c := &Channels{Store: st, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))}
+	c.LoadAllowlist()
+	st.failing.Store(true)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { c.RefreshAllowlist(ctx, 5*time.Millisecond); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitReads := func(n int32) {
+		t.Helper()
+		start := st.reads.Load()
+		for deadline := time.Now().Add(5 * time.Second); st.reads.Load() < start+n; time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("fewer than %d reads in 5 s", n)
+			}
+		}
+	}
+	waitReads(10)
+	if !c.Allowed("docs.corp.example") {
+		t.Fatal("the list last read was dropped while the store was down")
+	}
+	st.failing.Store(false)
+	waitReads(3)
+	logMu.Lock()
+	out := logs.String()
+	logMu.Unlock()
+	if n := strings.Count(out, "could not read the runtime allowlist"); n != 1 {
+		t.Errorf("the outage was logged %d times, want once:\n%s", n, out)
+	}
+	if n := strings.Count(out, "can be read again"); n != 1 {
+		t.Errorf("the recovery was logged %d times, want once:\n%s", n, out)
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
