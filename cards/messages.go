@@ -678,7 +678,11 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 		c.CardTS = ts
 	}
 	if c.CardTS != "" {
-		if err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, c) }); err != nil {
+		err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, c) })
+		if err != nil && c.Final {
+			err = m.retryFinal(ctx, c, err)
+		}
+		if err != nil {
 			m.Log.Warn("card update failed", "channel", c.Channel, "error", err)
 		}
 		return
@@ -709,6 +713,49 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 	if deletedMeanwhile {
 		if err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, &snap) }); err != nil {
 			m.Log.Warn("card update after deletion failed", "error", err)
+		}
+	}
+}
+
+// A final card Slack did not take for a passing reason (a 5xx page, its
+// internal errors, the network; notify.Passing) is tried again, backing
+// off from finalRetryMin to finalRetryMax, for up to finalRetryFor: the
+// store has the verdict, and the message would otherwise say "Scanning…"
+// to the channel for good. The job stays unfinished meanwhile, so a
+// process stopped during the retries resumes it (Files.reshowFinal, the
+// message's job again).
+var (
+	finalRetryMin = 2 * time.Second
+	finalRetryMax = 30 * time.Second
+	finalRetryFor = 3 * time.Minute
+)
+
+// retryFinal tries the final card c again after the update's error err
+// (see finalRetryFor), each time as the store has it then (another change,
+// quarantine's tombstone or a report, may have come meanwhile); it returns
+// the last error, nil once Slack took it.
+func (m *Messages) retryFinal(ctx context.Context, c *card.Card, err error) error {
+	deadline := time.Now().Add(finalRetryFor)
+	for wait := finalRetryMin; ; wait = min(2*wait, finalRetryMax) {
+		if _, ok := notify.Passing(err); !ok || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		m.Log.Warn("Slack did not take a final card; trying again", "channel", c.Channel, "card_ts", c.CardTS,
+			"in", wait.String(), "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok && rec.Card.Final && rec.Card.CardTS == c.CardTS {
+			cur := rec.Card.Clone()
+			c = &cur
+		}
+		if err = notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, c) }); err == nil {
+			m.Log.Info("final card shown after a retry", "channel", c.Channel, "card_ts", c.CardTS)
+			return nil
 		}
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -699,24 +698,13 @@ func (q *Quarantine) retry(ctx context.Context, call func(attempt int) error) er
 	}
 }
 
-// passing reports whether err is worth another try (Slack's 429, with
-// the wait it asked for; a 5xx page; Slack's own internal errors; the
-// network) rather than an answer (a refusal, a missing message).
+// passing reports whether err is worth another try (notify.Passing)
+// rather than an answer (a refusal, a missing message).
 func passing(err error) (time.Duration, bool) {
-	var rl *slack.RateLimitedError
-	var sc slack.StatusCodeError
-	var se slack.SlackErrorResponse
-	switch {
-	case errors.As(err, &rl):
-		return rl.RetryAfter, true
-	case errors.As(err, &sc):
-		return 0, sc.Code >= 500 || sc.Code == http.StatusTooManyRequests
-	case errors.As(err, &se):
-		return 0, slices.Contains([]string{"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}, se.Err)
-	case errors.Is(err, errNotFound), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	if errors.Is(err, errNotFound) {
 		return 0, false
 	}
-	return 0, true // the request did not get an answer
+	return notify.Passing(err)
 }
 
 // fetch reads the message at ts (a reply when thread is another ts).
