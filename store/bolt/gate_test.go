@@ -91,6 +91,27 @@ func commits(t *testing.T, db *DB) uint64 {
 	return id
 }
 
+// twoWrites makes two writes with put, the second starting gap after the
+// first; it returns the commits they made and how long the first took.
+func twoWrites(t *testing.T, db *DB, put func(key string) error, gap time.Duration) (uint64, time.Duration) {
+	t.Helper()
+	before := commits(t, db)
+	first := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		if err := put("a"); err != nil {
+			t.Error(err)
+		}
+		first <- time.Since(start)
+	}()
+	time.Sleep(gap)
+	if err := put("b"); err != nil {
+		t.Fatal(err)
+	}
+	took := <-first
+	return commits(t, db) - before, took
+}
+
 // TestJournalWritesShareTheLinksCommits: while shared (batched) writes
 // are under way, RecordJobs and FinishJob join them: one commit, one
 // fsync, for the three writes here instead of three.
@@ -186,26 +207,7 @@ func TestLoneWriteWaitsForCompanyOnlyUnderLoad(t *testing.T) {
 	const delay = 2 * time.Second
 	be.group.delay = delay
 	put := func(k string) error { return be.batch(func(tx txn) error { return tx.put(bMeta, k, []byte("1")) }) }
-	// two writes the second of which starts gap after the first; it
-	// returns the commits they made and how long the first took.
-	two := func(gap time.Duration) (uint64, time.Duration) {
-		t.Helper()
-		before := commits(t, db)
-		first := make(chan time.Duration, 1)
-		go func() {
-			start := time.Now()
-			if err := put("a"); err != nil {
-				t.Error(err)
-			}
-			first <- time.Since(start)
-		}()
-		time.Sleep(gap)
-		if err := put("b"); err != nil {
-			t.Fatal(err)
-		}
-		took := <-first
-		return commits(t, db) - before, took
-	}
+	two := func(gap time.Duration) (uint64, time.Duration) { t.Helper(); return twoWrites(t, db, put, gap) }
 
 	// Quiet: each write commits alone, at once.
 	if n, took := two(delay / 4); n != 2 || took >= delay/2 {
@@ -269,26 +271,8 @@ func TestSteadyEnvelopesMakeTheLinksWritesShare(t *testing.T) {
 		}
 	}
 	put := func(k string) error { return be.batch(func(tx txn) error { return tx.put(bMeta, k, []byte("1")) }) }
-	// A link's two writes, the second gap after the first: the commits
-	// they made and how long the first took.
-	link := func(gap time.Duration) (uint64, time.Duration) {
-		t.Helper()
-		before := commits(t, db)
-		first := make(chan time.Duration, 1)
-		go func() {
-			start := time.Now()
-			if err := put("a"); err != nil {
-				t.Error(err)
-			}
-			first <- time.Since(start)
-		}()
-		time.Sleep(gap)
-		if err := put("b"); err != nil {
-			t.Fatal(err)
-		}
-		took := <-first
-		return commits(t, db) - before, took
-	}
+	// A link's two writes (twoWrites).
+	link := func(gap time.Duration) (uint64, time.Duration) { t.Helper(); return twoWrites(t, db, put, gap) }
 
 	// One envelope on a quiet store: its link's writes commit at once.
 	record()
