@@ -631,13 +631,22 @@ func (m *Messages) own(msg *slack.Msg) bool {
 // announcement stopped before posting it.
 func (m *Messages) Show(ctx context.Context, c *card.Card) {
 	m.init()
-	m.show(ctx, c)
+	m.showOnce(ctx, c)
 }
 
 // show posts the card, or updates it when it was posted before. A post is
 // bracketed in the store (PostStarted, then the ts): if the process died in
-// between, the card is looked for in the thread before posting again.
-func (m *Messages) show(ctx context.Context, c *card.Card) {
+// between, the card is looked for in the thread before posting again. A
+// final card Slack refuses for a passing reason is tried again for a while
+// (retryFinal): show is for the card's own job, which waits for it.
+func (m *Messages) show(ctx context.Context, c *card.Card) { m.present(ctx, c, true) }
+
+// showOnce is show without retryFinal, for the callers that show many
+// cards in a row (the recheck, quarantine's pending removals): a Slack
+// outage must not hold them up to finalRetryFor a card.
+func (m *Messages) showOnce(ctx context.Context, c *card.Card) { m.present(ctx, c, false) }
+
+func (m *Messages) present(ctx context.Context, c *card.Card, retry bool) {
 	key := c.Channel + "/" + c.SourceTS
 	if ts, ok := m.unsaved.Load(key); ok {
 		// Posted, but the store did not take the ts: try again now.
@@ -679,7 +688,7 @@ func (m *Messages) show(ctx context.Context, c *card.Card) {
 	}
 	if c.CardTS != "" {
 		err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, c) })
-		if err != nil && c.Final {
+		if err != nil && c.Final && retry {
 			err = m.retryFinal(ctx, c, err)
 		}
 		if err != nil {

@@ -268,7 +268,7 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 		} else if f, ok := a.finding(&snap, url, kind, was, ch); ok {
 			events.Emit(ctx, a.Messages.Events, f)
 		}
-		m.show(ctx, &snap)
+		m.showOnce(ctx, &snap)
 		if a.Remover == nil {
 			m.act(ctx, &snap)
 		} else if removals[ref] != nil {
