@@ -18,6 +18,7 @@ import (
 	"github.com/verdictbot/verdictbot/internal/slackfake/slackfaketest"
 	"github.com/verdictbot/verdictbot/sim"
 	"github.com/verdictbot/verdictbot/sim/simtest"
+	"github.com/verdictbot/verdictbot/store/bolt"
 	"github.com/verdictbot/verdictbot/store/pg"
 	"github.com/verdictbot/verdictbot/store/pg/pgtest"
 )
@@ -172,7 +173,7 @@ func TestMigrateCommand(t *testing.T) {
 	dir := t.TempDir()
 	env := mapEnv(map[string]string{"VERDICTBOT_DATA_DIR": dir, "VERDICTBOT_DATABASE_URL": ""})
 	var out, errOut strings.Builder
-	if code := runCLI(env, testOptions(), []string{"migrate"}, strings.NewReader(""), &out, &errOut); code != 0 || out.String() != filepath.Join(dir, "verdictbot.db")+": schema version 3\n" {
+	if code := runCLI(env, testOptions(), []string{"migrate"}, strings.NewReader(""), &out, &errOut); code != 0 || out.String() != filepath.Join(dir, "verdictbot.db")+fmt.Sprintf(": schema version %d\n", bolt.SchemaVersion) {
 		t.Fatalf("file: exit %d, %q %q", code, out.String(), errOut.String())
 	}
 

@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"encoding/binary"
-	"slices"
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
@@ -81,8 +80,11 @@ func (db *DB) DeferCheck(target string, ref card.Ref, at time.Time) error {
 				}
 			}
 		}
-		if !ok || !slices.Contains(rec.Cards, ref) {
-			rec.Cards = append(rec.Cards, ref)
+		added, err := addTargetCard(t, id, &rec, ref)
+		if err != nil {
+			return err
+		}
+		if !ok || added {
 			if err := t.put(bTargets, id, encodeTarget(&rec)); err != nil {
 				return err
 			}
@@ -110,6 +112,7 @@ func (db *DB) DueDeferred(now time.Time, limit int) ([]store.Target, error) {
 				return false
 			}
 			rec.Deferred = keyTime(k[:8])
+			rec.Cards = targetCards(t, k[8:], &rec)
 			out = append(out, rec.Target)
 			return len(out) < limit
 		})

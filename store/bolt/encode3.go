@@ -102,10 +102,16 @@ func dropTargetID(t txn, target, id string) error {
 	return t.put(bIDs, k, keep)
 }
 
-// targetRecord is a target with its history, as schema 3 stores it.
+// targetRecord is a target with its history, as schema 3 stores it. Its
+// cards are in target_cards (schema 4, targetcards.go): Target.Cards is
+// set only by readers that list them, and by decodeTarget for a record of
+// format 1, which held them.
 type targetRecord struct {
 	store.Target
 	History []store.Verdict
+	// cardSeq counts the cards that ever joined the target: the next one
+	// is at cardSeq+1 in target_cards.
+	cardSeq uint64
 }
 
 // getTarget reads the record of target (by URL); ok is false when absent.
@@ -179,7 +185,9 @@ func taskTarget(t txn, v []byte) (id, target string, err error) {
 
 // ---- binary encoding of target records ----
 
-const targetFormat = 1
+// targetFormat 2 (schema 4) holds the target's card count where format 1
+// held its cards.
+const targetFormat = 2
 
 // Times after the first are written relative to base (the target's first
 // seen time), in a few bytes instead of eight or nine.
@@ -386,11 +394,7 @@ func encodeTarget(rec *targetRecord) []byte {
 	w.task(tg.TaskID)
 	w.uvarint(uint64(tg.Rechecks))
 	w.time(tg.NextCheck)
-	w.uvarint(uint64(len(tg.Cards)))
-	for _, c := range tg.Cards {
-		w.str(c.Channel)
-		w.str(c.SourceTS)
-	}
+	w.uvarint(rec.cardSeq)
 	w.uvarint(uint64(len(rec.History)))
 	for _, v := range rec.History {
 		w.enum(v.Kind, kinds)
@@ -409,8 +413,9 @@ func encodeTarget(rec *targetRecord) []byte {
 func decodeTarget(b []byte) (targetRecord, error) {
 	r := &rbuf{b: b}
 	var rec targetRecord
-	if f := r.uvarint(); r.err == nil && f != targetFormat {
-		return rec, fmt.Errorf("store: target record of unknown format %d", f)
+	format := r.uvarint()
+	if r.err == nil && format != 1 && format != targetFormat {
+		return rec, fmt.Errorf("store: target record of unknown format %d", format)
 	}
 	tg := &rec.Target
 	tg.Target = r.str()
@@ -425,7 +430,9 @@ func decodeTarget(b []byte) (targetRecord, error) {
 	tg.TaskID = r.task()
 	tg.Rechecks = int(r.uvarint())
 	tg.NextCheck = r.time()
-	if n := r.uvarint(); n > 0 && n <= uint64(len(r.b)) {
+	if format == targetFormat {
+		rec.cardSeq = r.uvarint()
+	} else if n := r.uvarint(); n > 0 && n <= uint64(len(r.b)) {
 		tg.Cards = make([]card.Ref, n)
 		for i := range tg.Cards {
 			tg.Cards[i] = card.Ref{Channel: r.str(), SourceTS: r.str()}

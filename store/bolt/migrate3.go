@@ -58,7 +58,7 @@ func migrateCompactV3(t txn) error {
 		}
 		rec := targetRecord{Target: tg, History: hist[tg.Target]}
 		delete(hist, tg.Target)
-		if err := t.put(bTargets, id, encodeTarget(&rec)); err != nil {
+		if err := putTargetWithCards(t, id, &rec); err != nil {
 			return err
 		}
 		if !tg.NextCheck.IsZero() {

@@ -83,7 +83,7 @@ func TestMigrateV1FindsEverything(t *testing.T) {
 
 // TestMigrateV2FindsEverything opens a store written by the code of schema
 // 2 (testdata/v2.db: v1.db migrated to schema 2 by that code; targets and
-// history keyed by URL, JSON records) and finds every record in schema 3.
+// history keyed by URL, JSON records) and finds every record in schema 4.
 func TestMigrateV2FindsEverything(t *testing.T) {
 	db, dir := openFixture(t, "testdata/v2.db")
 	defer db.Close()
@@ -91,20 +91,21 @@ func TestMigrateV2FindsEverything(t *testing.T) {
 }
 
 // checkMigratedFixture checks the fixture's records in a store migrated
-// from schema from to SchemaVersion (3).
+// from schema from to SchemaVersion (4).
 func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
 	if _, err := os.Stat(filepath.Join(dir, FileName+".schema"+strconv.Itoa(from)+".bak")); err != nil {
 		t.Errorf("no backup before the migration: %v", err)
 	}
 	var schema string
 	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
-	if schema != strconv.Itoa(SchemaVersion) || SchemaVersion != 3 {
+	if schema != strconv.Itoa(SchemaVersion) || SchemaVersion != 4 {
 		t.Errorf("schema after migration = %q, want %d", schema, SchemaVersion)
 	}
 	// Schema 3: no history bucket (history lives in the target records),
-	// one id per target and the id sequence in meta.
+	// one id per target and the id sequence in meta. Schema 4: the
+	// targets' cards in target_cards.
 	want := map[string]int{"allow": 2, "analyses": 3, "backfills": 0, "card_ts": 2, "cards": 3, "channel_files": 1, "channel_quarantine": 0, "channels": 2, "check_claims": 0, "deferred": 0, "deferred_at": 0, "due": 1, "durations": 0,
-		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "targets": 2, "tasks": 5,
+		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "target_cards": 2, "targets": 2, "tasks": 5,
 		"user_report_triage": 0, "user_reports": 0, "user_reports_by": 0, "workspaces": 0}
 	if got := db.Counts(); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts after migration:\n got %v\nwant %v", got, want)
@@ -338,8 +339,8 @@ func v3Card() card.Card {
 
 // TestV3FileOfBeforeIssue24GetsWorkspaces opens a store of schema 3
 // written by the code before issue 24 (testdata/v3.db: no workspaces
-// bucket, cards without a team) with this code: it is not migrated, its
-// card reads with no team, its job, target and durations are there, it
+// bucket, cards without a team) with this code: it is migrated to schema
+// 4 (its target's cards leave the record), its card reads with no team, its job, target and durations are there, it
 // has no workspaces; a workspace put and a card given a team are found
 // after the store is reopened.
 func TestV3FileOfBeforeIssue24GetsWorkspaces(t *testing.T) {
@@ -350,9 +351,7 @@ func TestV3FileOfBeforeIssue24GetsWorkspaces(t *testing.T) {
 	if hasBucket {
 		t.Fatal("the fixture has a workspaces bucket: it is not of the code before issue 24")
 	}
-	if baks, _ := filepath.Glob(filepath.Join(dir, "*.bak")); len(baks) != 0 {
-		t.Errorf("a schema 3 file was migrated (backups %v)", baks)
-	}
+	checkV3Migrated(t, dir)
 
 	rec, err := db.Card(v3Ref)
 	if err != nil {
@@ -399,8 +398,8 @@ func TestV3FileOfBeforeIssue24GetsWorkspaces(t *testing.T) {
 	}
 	var schema string
 	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
-	if schema != "3" {
-		t.Errorf("schema %q after reopening, want 3 (the bucket changed no schema)", schema)
+	if schema != "4" {
+		t.Errorf("schema %q after reopening, want 4", schema)
 	}
 }
 
@@ -418,10 +417,10 @@ func v3i24Card() card.Card {
 // TestV3FileOfIssue24GetsUserReports opens a store of schema 3 written by
 // the code of issue 24, before issue 25 (testdata/v3-issue24.db: a card of
 // workspace T1, the workspace, no user reports buckets) with this code: it
-// is not migrated, its card, workspace, job and target read as written,
+// is migrated to schema 4, its card, workspace, job and target read as written,
 // it has no user reports; a message reported by two users and given a
 // triage card is found, by its key, its triage card and its reporters,
-// after the store is reopened, still schema 3.
+// after the store is reopened, schema 4.
 func TestV3FileOfIssue24GetsUserReports(t *testing.T) {
 	db, dir := openFixture(t, "testdata/v3-issue24.db")
 	defer func() { db.Close() }()
@@ -440,9 +439,7 @@ func TestV3FileOfIssue24GetsUserReports(t *testing.T) {
 	if len(has) != 0 {
 		t.Fatalf("the fixture is not of the code of issue 24 (%q)", has)
 	}
-	if baks, _ := filepath.Glob(filepath.Join(dir, "*.bak")); len(baks) != 0 {
-		t.Errorf("a schema 3 file was migrated (backups %v)", baks)
-	}
+	checkV3Migrated(t, dir)
 
 	rec, err := db.Card(v3i24Ref)
 	if err != nil {
@@ -503,17 +500,17 @@ func TestV3FileOfIssue24GetsUserReports(t *testing.T) {
 	}
 	var schema string
 	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
-	if schema != "3" {
-		t.Errorf("schema %q after reopening, want 3 (the buckets changed no schema)", schema)
+	if schema != "4" {
+		t.Errorf("schema %q after reopening, want 4", schema)
 	}
 }
 
 // TestV3FileOfIssue25GetsBackfills opens a store of schema 3 written by
 // the code of issue 25 before its backfills (testdata/v3-issue25.db: a
 // card, its workspace, the message reported, no backfills bucket) with
-// this code: it is not migrated, its card, workspace and user report read
-// as written, it has no backfills; a backfill started, updated and
-// claimed is found running after the store is reopened, still schema 3,
+// this code: it is migrated to schema 4, its card, workspace and user
+// report read as written, it has no backfills; a backfill started, updated
+// and claimed is found running after the store is reopened, schema 4,
 // and a second start is refused.
 func TestV3FileOfIssue25GetsBackfills(t *testing.T) {
 	db, dir := openFixture(t, "testdata/v3-issue25.db")
@@ -533,9 +530,7 @@ func TestV3FileOfIssue25GetsBackfills(t *testing.T) {
 	if len(has) != 0 {
 		t.Fatalf("the fixture is not of the code of issue 25 before its backfills (%q)", has)
 	}
-	if baks, _ := filepath.Glob(filepath.Join(dir, "*.bak")); len(baks) != 0 {
-		t.Errorf("a schema 3 file was migrated (backups %v)", baks)
-	}
+	checkV3Migrated(t, dir)
 	if rec, err := db.Card(v3i24Ref); err != nil || rec.TeamID != "T1" || !reflect.DeepEqual(rec.Card, v3i24Card()) {
 		t.Fatalf("card: %+v, %v", rec, err)
 	}
@@ -584,7 +579,18 @@ func TestV3FileOfIssue25GetsBackfills(t *testing.T) {
 	}
 	var schema string
 	_ = db.be.view(func(t txn) error { schema = string(t.get(bMeta, "schema")); return nil })
-	if schema != "3" {
-		t.Errorf("schema %q after reopening, want 3 (the bucket changed no schema)", schema)
+	if schema != "4" {
+		t.Errorf("schema %q after reopening, want 4", schema)
+	}
+}
+
+// checkV3Migrated checks that the schema 3 fixture opened in dir was
+// migrated to schema 4 (the targets' cards left their records), with the
+// file as it was kept beside it.
+func checkV3Migrated(t *testing.T, dir string) {
+	t.Helper()
+	baks, _ := filepath.Glob(filepath.Join(dir, "*.bak"))
+	if want := filepath.Join(dir, FileName+".schema3.bak"); len(baks) != 1 || baks[0] != want {
+		t.Errorf("backups %v, want %s", baks, want)
 	}
 }

@@ -194,21 +194,12 @@ func (db *DB) pruneTargets(cutoff time.Time) (verdicts, targets int, err error) 
 			hist = nil
 		}
 		rec.History = hist
-		live := rec.Cards[:0:0]
-		for _, ref := range rec.Cards {
-			if t.get(bCards, ref.Key()) != nil {
-				live = append(live, ref)
-			}
-		}
-		if len(live) != len(rec.Cards) {
-			changed = true
-			rec.Cards = live
-			if len(rec.Cards) == 0 {
-				rec.Cards = nil
-			}
+		cards, err := pruneTargetCards(t, id)
+		if err != nil {
+			return false, err
 		}
 		k := rec.Target.Target
-		keep := !rec.Checked.Before(cutoff) || !rec.NextCheck.IsZero() || t.get(bDeferredAt, id) != nil || len(rec.Cards) > 0 || len(rec.History) > 0 ||
+		keep := !rec.Checked.Before(cutoff) || !rec.NextCheck.IsZero() || t.get(bDeferredAt, id) != nil || cards > 0 || len(rec.History) > 0 ||
 			t.get(bAnalyses, analysisKey("reputation", k)) != nil || t.get(bAnalyses, analysisKey("sandbox", k)) != nil
 		if keep {
 			if changed {
@@ -223,6 +214,9 @@ func (db *DB) pruneTargets(cutoff time.Time) (verdicts, targets int, err error) 
 			return false, err
 		}
 		if err := t.del(bFlips, id); err != nil {
+			return false, err
+		}
+		if err := dropTargetCards(t, id); err != nil {
 			return false, err
 		}
 		return true, t.del(bTargets, id)

@@ -31,7 +31,7 @@ import (
 
 // SchemaVersion is the layout this code reads and writes. Keep in sync with
 // migrations.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // FileName is the store's file inside the data directory.
 const FileName = "verdictbot.db"
@@ -39,8 +39,9 @@ const FileName = "verdictbot.db"
 // migrations[i] moves a store from schema i+1 to i+2. A migration runs in
 // one transaction, after the file was copied to <file>.schema<N>.bak.
 var migrations = []func(t txn) error{
-	migrateCardsV2,   // 1→2: cards as the card model (package card), snake_case keys
-	migrateCompactV3, // 2→3: targets by numeric id, history inside them, deflated cards
+	migrateCardsV2,       // 1→2: cards as the card model (package card), snake_case keys
+	migrateCompactV3,     // 2→3: targets by numeric id, history inside them, deflated cards
+	migrateTargetCardsV4, // 3→4: a target's cards in target_cards, not in its record
 }
 
 // DB is the state in the embedded file. It implements store.State.

@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"slices"
 	"time"
 
 	"github.com/verdictbot/verdictbot/card"
@@ -113,8 +112,10 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, ref *card.Ref, sch
 			return err
 		}
 		tg.Checked, tg.Level, tg.Category, tg.TaskID = v.At, v.Level, v.Category, v.TaskID
-		if ref != nil && !slices.Contains(tg.Cards, *ref) {
-			tg.Cards = append(tg.Cards, *ref)
+		if ref != nil {
+			if _, err := addTargetCard(t, id, &rec, *ref); err != nil {
+				return err
+			}
 		}
 		if recheck {
 			tg.Rechecks++
@@ -137,6 +138,7 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, ref *card.Ref, sch
 			return err
 		}
 		saved = rec.Target
+		saved.Cards = targetCards(t, id, &rec)
 		return indexTask(t, v.TaskID, v.Target)
 	})
 	return saved, prev, err
@@ -157,10 +159,9 @@ func addCard(t txn, target string, ref card.Ref) error {
 	if !ok {
 		return store.ErrNotFound
 	}
-	if slices.Contains(rec.Cards, ref) {
-		return nil
+	if added, err := addTargetCard(t, id, &rec, ref); err != nil || !added {
+		return err
 	}
-	rec.Cards = append(rec.Cards, ref)
 	return t.put(bTargets, id, encodeTarget(&rec))
 }
 
@@ -176,6 +177,7 @@ func (db *DB) Target(target string) (store.Target, error) {
 			return store.ErrNotFound
 		}
 		tg = rec.Target
+		tg.Cards = targetCards(t, id, &rec)
 		tg.Deferred = deferredAt(t, id)
 		return nil
 	})
@@ -210,6 +212,7 @@ func (db *DB) Due(now time.Time, limit int) ([]store.Target, error) {
 				return false
 			}
 			rec.Deferred = deferredAt(t, k[8:])
+			rec.Cards = targetCards(t, k[8:], &rec)
 			out = append(out, rec.Target)
 			return len(out) < limit
 		})
