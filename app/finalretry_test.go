@@ -23,22 +23,29 @@ func TestAFinalCardSlackFailedToTakeIsShownOnceItCan(t *testing.T) {
 	// The card is posted while the link is still being checked.
 	h.WaitCard(d.TS, func(b string) bool { return strings.Contains(b, "login[.]phish") && !strings.Contains(b, "Malicious") })
 	h.Slack.InjectFault(slackfake.Fault{Method: "chat.update", Status: http.StatusServiceUnavailable})
-	finalTries := func() (n int) {
-		for _, c := range h.Slack.Calls("chat.update") {
-			if c.Status == http.StatusServiceUnavailable && strings.Contains(c.Params.Get("blocks"), "Malicious") {
-				n++
-			}
-		}
-		return n
-	}
 	// The poster's own tries of the final card (three, a second or two
 	// apart), all refused.
-	for deadline := time.Now().Add(30 * time.Second); finalTries() < 3; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the final card was tried %d times with Slack down in 30 s, want 3", finalTries())
-		}
-	}
+	waitRefusedUpdates(t, h, "Malicious", 3)
 	time.Sleep(500 * time.Millisecond)
 	h.Slack.ClearFaults()
 	h.WaitCardWithin(20*time.Second, d.TS, func(b string) bool { return strings.Contains(b, "Malicious") && !strings.Contains(b, "Scanning") })
+}
+
+// waitRefusedUpdates waits up to 30 s until Slack has refused (503) n
+// chat.update calls whose blocks contain substr.
+func waitRefusedUpdates(t *testing.T, h *harness, substr string, n int) {
+	t.Helper()
+	refused := func() (got int) {
+		for _, c := range h.Slack.Calls("chat.update") {
+			if c.Status == http.StatusServiceUnavailable && strings.Contains(c.Params.Get("blocks"), substr) {
+				got++
+			}
+		}
+		return got
+	}
+	for deadline := time.Now().Add(30 * time.Second); refused() < n; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d chat.update calls with %q refused in 30 s, want %d", refused(), substr, n)
+		}
+	}
 }

@@ -631,7 +631,7 @@ func (m *Messages) own(msg *slack.Msg) bool {
 // announcement stopped before posting it.
 func (m *Messages) Show(ctx context.Context, c *card.Card) {
 	m.init()
-	m.showOnce(ctx, c)
+	_ = m.showOnce(ctx, c)
 }
 
 // show posts the card, or updates it when it was posted before. A post is
@@ -639,14 +639,18 @@ func (m *Messages) Show(ctx context.Context, c *card.Card) {
 // between, the card is looked for in the thread before posting again. A
 // final card Slack refuses for a passing reason is tried again for a while
 // (retryFinal): show is for the card's own job, which waits for it.
-func (m *Messages) show(ctx context.Context, c *card.Card) { m.present(ctx, c, true) }
+func (m *Messages) show(ctx context.Context, c *card.Card) { _ = m.present(ctx, c, true) }
 
 // showOnce is show without retryFinal, for the callers that show many
 // cards in a row (the recheck, quarantine's pending removals): a Slack
-// outage must not hold them up to finalRetryFor a card.
-func (m *Messages) showOnce(ctx context.Context, c *card.Card) { m.present(ctx, c, false) }
+// outage must not hold them up to finalRetryFor a card. It returns why
+// Slack does not show the card (nil once it does), for the recheck to try
+// again at its next run.
+func (m *Messages) showOnce(ctx context.Context, c *card.Card) error { return m.present(ctx, c, false) }
 
-func (m *Messages) present(ctx context.Context, c *card.Card, retry bool) {
+// present shows c (see show) and returns the error of its post or update,
+// ctx's error if it ended first; nil once Slack has the card as c has it.
+func (m *Messages) present(ctx context.Context, c *card.Card, retry bool) error {
 	key := c.Channel + "/" + c.SourceTS
 	if ts, ok := m.unsaved.Load(key); ok {
 		// Posted, but the store did not take the ts: try again now.
@@ -670,7 +674,7 @@ func (m *Messages) present(ctx context.Context, c *card.Card, retry bool) {
 		select {
 		case <-prev.(chan struct{}):
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		}
 		if rec, ok := m.Cards.Get(c.Channel, c.SourceTS); ok {
 			c.CardTS = rec.Card.CardTS
@@ -682,7 +686,7 @@ func (m *Messages) present(ctx context.Context, c *card.Card, retry bool) {
 	if c.CardTS == "" {
 		ts, ok := m.claimPost(ctx, c)
 		if !ok {
-			return // shutting down: the job resumes after the restart
+			return ctx.Err() // shutting down: the job resumes after the restart
 		}
 		c.CardTS = ts
 	}
@@ -694,7 +698,7 @@ func (m *Messages) present(ctx context.Context, c *card.Card, retry bool) {
 		if err != nil {
 			m.Log.Warn("card update failed", "channel", c.Channel, "error", err)
 		}
-		return
+		return err
 	}
 	stopRenew := m.renewPostClaim(ctx, c)
 	err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Post(ctx, c) })
@@ -702,7 +706,7 @@ func (m *Messages) present(ctx context.Context, c *card.Card, retry bool) {
 	if err != nil {
 		m.Log.Error("card post failed", "channel", c.Channel, "thread", c.ThreadTS, "error", err)
 		m.Cards.settle(ctx, c.Channel, c.SourceTS, 0, "", func(r *store.CardRecord) { r.PostStarted = false })
-		return
+		return err
 	}
 	// The message may have been deleted while the card was being posted:
 	// deleted found no ts to update then, and left its note on the record
@@ -717,13 +721,14 @@ func (m *Messages) present(ctx context.Context, c *card.Card, retry bool) {
 	if !saved {
 		m.Log.Warn("card posted but its ts could not be saved; it is kept in memory until the store takes it", "channel", c.Channel, "card_ts", c.CardTS)
 		m.unsaved.Store(key, c.CardTS)
-		return
+		return nil
 	}
 	if deletedMeanwhile {
 		if err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, &snap) }); err != nil {
 			m.Log.Warn("card update after deletion failed", "error", err)
 		}
 	}
+	return nil
 }
 
 // A final card Slack did not take for a passing reason (a 5xx page, its

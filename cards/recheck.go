@@ -2,9 +2,12 @@ package cards
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/slack-go/slack"
 
 	"github.com/verdictbot/verdictbot/card"
 	"github.com/verdictbot/verdictbot/events"
@@ -77,7 +80,17 @@ const (
 	changeFlip                       // the line shows another verdict: it flips
 	changeDeferred                   // the line says "not checked yet": it gets the deferred check's outcome
 	changeNotReady                   // the line is still being settled (deferred checks only): later
+	changeShown                      // the line shows this very flip already (a run before wrote it): show the card only
 )
+
+// showsVerdict reports whether l shows the verdict v already: its task and
+// level (the service's, when the message's own signals raised the line).
+// A recheck's verdict comes from a task of its own, so a line that shows
+// it was written by this flip's announcement before (a run Slack refused
+// the card, or that stopped after the write).
+func showsVerdict(l card.Line, v scan.URLVerdict) bool {
+	return v.TaskID != "" && l.TaskID == v.TaskID && (l.Level == v.Level || l.ServiceLevel == v.Level)
+}
 
 // isDeferredLine reports whether l shows its URL as not checked yet, its
 // check deferred (scan.DeferredProblem).
@@ -90,6 +103,8 @@ func concerns(ch scan.Change, l card.Line) cardChange {
 	switch {
 	case isDeferredLine(l):
 		return changeDeferred
+	case !ch.Target.Deferred && ch.Now.Err == nil && showsVerdict(l, ch.Now):
+		return changeShown
 	case !ch.Target.Deferred:
 		return changeFlip // a recheck's flip: every card that shows the URL
 	case l.Level == verdict.Pending:
@@ -110,8 +125,10 @@ func lineOf(c *card.Card, url string) (card.Line, bool) {
 	return card.Line{}, false
 }
 
-// Announce implements scan.Recheck.OnChange.
-func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
+// Announce implements scan.Recheck.OnChange: it returns the URLs whose
+// change is not shown on every card yet (notShown), for the next run to
+// show again.
+func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) (unshown []string) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	now := time.Now
@@ -121,13 +138,17 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 	var summary []string
 	worst := verdict.Pending
 	for _, ch := range changes {
-		for _, line := range a.announce(ctx, ch, now()) {
+		lines, shown := a.announce(ctx, ch, now())
+		if !shown {
+			unshown = append(unshown, ch.Target.Target)
+		}
+		for _, line := range lines {
 			summary = append(summary, line)
 			worst = verdict.Worst(worst, ch.Now.Level)
 		}
 	}
 	if a.AlertChannel == "" || len(summary) == 0 {
-		return
+		return unshown
 	}
 	head := fmt.Sprintf(":rotating_light: The recheck changed %d verdict(s):", len(summary))
 	if worst < verdict.Suspicious {
@@ -137,11 +158,32 @@ func (a *Announcer) Announce(ctx context.Context, changes []scan.Change) {
 	if err := a.Replier.Reply(ctx, a.AlertChannel, "", body); err != nil {
 		a.Messages.Log.Warn("recheck alert failed", "channel", a.AlertChannel, "error", err)
 	}
+	return unshown
+}
+
+// notShown reports whether err, from showing a card or writing it, means
+// that Slack may still show the card as it was: Slack or the network
+// failing for a while, the store refusing the write, or the process
+// shutting down. An answer such as a deleted message is not: there is
+// nothing to show again.
+func notShown(err error) bool {
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	if _, ok := notify.Passing(err); ok {
+		return true
+	}
+	var se slack.SlackErrorResponse
+	return !errors.As(err, &se) // a closed Poster, an ended context, the store
 }
 
 // announce shows one change on the cards it concerns and returns the
-// alert channel's summary lines for it.
-func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) (summary []string) {
+// alert channel's summary lines for it; allShown is false when a card may
+// still show the URL as it was (notShown), for the change to be announced
+// again by the next run (the cards it reached then are only shown again:
+// changeShown).
+func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) (summary []string, allShown bool) {
+	allShown = true
 	m := a.Messages
 	url := ch.Target.Target
 	when := at.UTC().Format("2006-01-02 15:04 UTC")
@@ -151,11 +193,12 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 	m.Log.Info("recheck changed a verdict", "url", links.Defang(url), "was", ch.Was.Key(), "now", ch.Now.Level.Key(),
 		"cards", len(ch.Target.Cards), "deferred", ch.Target.Deferred, "failed", ch.Now.Err != nil)
 	// The cards the change concerns, as they stand before it.
-	var before []card.Card
+	var before, again []card.Card
 	young := map[card.Ref]bool{} // cards written within deferAgainWithin
 	for _, ref := range ch.Target.Cards {
-		rec, ok := m.Cards.Get(ref.Channel, ref.SourceTS)
-		if !ok {
+		rec, err := m.Cards.st.Card(ref)
+		if err != nil {
+			allShown = allShown && !notShown(err)
 			continue
 		}
 		young[ref] = at.Sub(rec.Updated) < deferAgainWithin
@@ -173,6 +216,8 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 		switch k {
 		case changeFlip, changeDeferred:
 			before = append(before, rec.Card.Clone())
+		case changeShown:
+			again = append(again, rec.Card.Clone())
 		case changeNotReady:
 			if young[ref] {
 				a.deferAgain(url, ref)
@@ -251,8 +296,12 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 				m.Log.Error("could not show a recheck flip and queue its removal", "channel", ref.Channel, "ts", ref.SourceTS, "error", err)
 			}
 			ok = err == nil
+			allShown = allShown && !notShown(err)
 		} else {
-			snap, ok = m.Cards.Change(ref.Channel, ref.SourceTS, 0, flip)
+			var err error
+			snap, err = m.Cards.change(ref.Channel, ref.SourceTS, 0, "", flip, false)
+			ok = err == nil
+			allShown = allShown && !notShown(err)
 		}
 		if !ok {
 			if ch.Target.Deferred && young[ref] {
@@ -268,7 +317,9 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 		} else if f, ok := a.finding(&snap, url, kind, was, ch); ok {
 			events.Emit(ctx, a.Messages.Events, f)
 		}
-		m.showOnce(ctx, &snap)
+		if err := m.showOnce(ctx, &snap); notShown(err) {
+			allShown = false
+		}
 		if a.Remover == nil {
 			m.act(ctx, &snap)
 		} else if removals[ref] != nil {
@@ -284,7 +335,15 @@ func (a *Announcer) announce(ctx context.Context, ch scan.Change, at time.Time) 
 			summary = append(summary, line)
 		}
 	}
-	return summary
+	// The cards this change reached before (a run Slack or the store
+	// refused, or that stopped): shown as they are, without a second note,
+	// reply or event.
+	for i := range again {
+		if err := m.showOnce(ctx, &again[i]); notShown(err) {
+			allShown = false
+		}
+	}
+	return summary, allShown
 }
 
 // finding is the change's finding for the card's line: a flip, or the

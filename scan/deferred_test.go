@@ -79,10 +79,11 @@ func newDeferRig(t *testing.T, max int, hosts scan.HostGate) *deferRig {
 	t.Cleanup(urls.Close)
 	rig := &deferRig{recheckRig: &recheckRig{sim: srv, simURL: base, db: db, urls: urls, clock: clock, t0: t0}, mem: mem, allow: allow}
 	rig.r = &scan.Recheck{Store: mem, URLs: urls, Max: max, Now: clock.Now,
-		OnChange: func(_ context.Context, ch []scan.Change) {
+		OnChange: func(_ context.Context, ch []scan.Change) []string {
 			rig.mu.Lock()
 			rig.seen = append(rig.seen, ch...)
 			rig.mu.Unlock()
+			return nil
 		},
 		OnRun: func(st scan.RunStats) { rig.reports = append(rig.reports, st) }}
 	return rig
@@ -318,10 +319,11 @@ func TestDeferredAgainDuringItsCheckStaysPending(t *testing.T) {
 	rig := newDeferRig(t, 10, nil)
 	const u = "https://evil.test/again"
 	rig.refuse(t, u, "1.1")
-	rig.r.OnChange = func(context.Context, []scan.Change) {
+	rig.r.OnChange = func(context.Context, []scan.Change) []string {
 		if err := rig.mem.Defer(u, card.Ref{Channel: "C0SEC", SourceTS: "2.1"}); err != nil {
 			t.Error(err)
 		}
+		return nil
 	}
 	if st, _ := rig.r.Run(t.Context()); st.Deferred != 1 {
 		t.Fatalf("run 1: %+v", st)

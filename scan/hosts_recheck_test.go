@@ -49,7 +49,7 @@ func TestRecheckOfAHostNowInternalIsNotSent(t *testing.T) {
 	t.Cleanup(urls.Close)
 	var changes atomic.Int32
 	r := &scan.Recheck{Store: mem, URLs: urls, Max: 10, Now: clock.Now,
-		OnChange: func(_ context.Context, ch []scan.Change) { changes.Add(int32(len(ch))) }}
+		OnChange: func(_ context.Context, ch []scan.Change) []string { changes.Add(int32(len(ch))); return nil }}
 
 	const u = "https://moved.example.org/app"
 	if v := urls.Check(t.Context(), u, scan.CheckOptions{}); v.Level != verdict.Clean {

@@ -129,7 +129,11 @@ type Recheck struct {
 	// scans keep most of the "run" budget.
 	Parallel int
 	// OnChange is told about every changed verdict (cards, replies, alert).
-	OnChange func(ctx context.Context, changes []Change)
+	// It returns the URLs whose flip is not shown everywhere yet (a card
+	// Slack refused for a passing reason, or the store did not take): with
+	// a FlipJournal their flips stay pending, and the next run announces
+	// them again.
+	OnChange func(ctx context.Context, changes []Change) (unshown []string)
 	// OnRun, if set, is told the outcome of every run (for metrics).
 	OnRun func(RunStats)
 	// Lead, if set, is asked before each run whether this process leads
@@ -360,13 +364,20 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 	}
 	st.Changed = len(changes) - st.Deferred
 	st.Took = time.Since(start)
+	var unshown []string
 	if len(changes) > 0 && r.OnChange != nil {
-		r.OnChange(context.WithoutCancel(ctx), changes)
+		unshown = r.OnChange(context.WithoutCancel(ctx), changes)
+	}
+	if len(unshown) > 0 {
+		log.Warn("recheck: flips not shown on every card yet (Slack or the store refused); the next run shows them again", "urls", len(unshown))
 	}
 	if journal != nil {
 		for _, ch := range changes {
 			if ch.Target.Deferred || ch.Now.Err != nil {
 				continue
+			}
+			if slices.Contains(unshown, ch.Target.Target) {
+				continue // pending: the next run shows it again
 			}
 			if err := journal.FlipAnnounced(ch.Target.Target, ch.Now.Level); err != nil {
 				log.Warn("recheck: a flip announced could not be marked so; the next run announces it again", "error", err)

@@ -32,6 +32,9 @@ type recheckRig struct {
 	t0     time.Time
 	mu     sync.Mutex
 	seen   []scan.Change
+	// unshown is what OnChange returns: the URLs whose flip it could not
+	// show everywhere.
+	unshown []string
 }
 
 // newRecheckRig is a recheck over the simulator and a store on disk; opts
@@ -58,10 +61,11 @@ func newRecheckRig(t *testing.T, simCfg sim.Config, max int, opts ...reputation.
 	t.Cleanup(urls.Close)
 	rig := &recheckRig{sim: srv, simURL: base, db: db, urls: urls, mem: mem, rep: rep, clock: clock, t0: t0}
 	rig.r = &scan.Recheck{Store: mem, URLs: urls, Max: max, Now: clock.Now,
-		OnChange: func(_ context.Context, ch []scan.Change) {
+		OnChange: func(_ context.Context, ch []scan.Change) []string {
 			rig.mu.Lock()
+			defer rig.mu.Unlock()
 			rig.seen = append(rig.seen, ch...)
-			rig.mu.Unlock()
+			return rig.unshown
 		}}
 	return rig
 }
@@ -415,5 +419,45 @@ func TestAFlipNotAnnouncedIsAnnouncedByTheNextRun(t *testing.T) {
 	}
 	if st, _ := rig.r.Run(t.Context()); st.Changed != 0 {
 		t.Fatalf("announced again: %+v", st)
+	}
+}
+
+// TestAFlipNotShownEverywhereIsAnnouncedAgain: a run whose OnChange says
+// a flip is not shown on every card (Slack refused a card) leaves the flip
+// pending; the next run announces it again, without checking the URL
+// again, and once OnChange shows it the flip is done.
+func TestAFlipNotShownEverywhereIsAnnouncedAgain(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 10)
+	const u = "https://example.org/flips-unshown"
+	rig.urls.Check(t.Context(), u, scan.CheckOptions{})
+	rig.sim.FlipOnNextScan(u, sim.Scores{Phishing: 0.96})
+	rig.clock.Set(rig.t0.Add(61 * time.Minute))
+	rig.unshown = []string{u}
+	for run := 1; run <= 2; run++ {
+		if st, err := rig.r.Run(t.Context()); err != nil || st.Changed != 1 {
+			t.Fatalf("run %d, Slack refusing: %+v %v", run, st, err)
+		}
+		if fs, _ := rig.db.PendingFlips(10); len(fs) != 1 || fs[0].Was != verdict.Clean {
+			t.Fatalf("run %d: pending %+v, want the flip from clean", run, fs)
+		}
+	}
+	rig.mu.Lock()
+	rig.unshown = nil
+	rig.mu.Unlock()
+	if st, err := rig.r.Run(t.Context()); err != nil || st.Changed != 1 || st.Checked != 0 {
+		t.Fatalf("the run Slack takes it: %+v %v", st, err)
+	}
+	if fs, _ := rig.db.PendingFlips(10); len(fs) != 0 {
+		t.Fatalf("still pending once shown: %+v", fs)
+	}
+	if st, _ := rig.r.Run(t.Context()); st.Changed != 0 {
+		t.Fatalf("announced again once shown: %+v", st)
+	}
+	if len(rig.seen) != 3 || rig.seen[2].Was != verdict.Clean || rig.seen[2].Now.Level != verdict.Malicious {
+		t.Fatalf("announced %d times (%+v), want 3, the last from clean to malicious", len(rig.seen), rig.seen)
+	}
+	if n := len(rig.sim.URLTasks(u)); n != 2 {
+		t.Fatalf("%d scans, want the first and one recheck", n)
 	}
 }
