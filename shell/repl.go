@@ -430,7 +430,8 @@ func (s *Session) flip(ctx context.Context, args []string) error {
 }
 
 // postFirst posts u as the person typing, for flip, and waits (up to the
-// shell's --wait) until the bot has its verdict.
+// shell's --wait) until the bot has its verdict and is done with the
+// message.
 func (s *Session) postFirst(ctx context.Context, u string) error {
 	s.print(fmt.Sprintf("flip: %s was never posted here; posting it first, so that there is a verdict to change.\n",
 		termSafe(links.DefangTruncate(u, 80))))
@@ -440,7 +441,10 @@ func (s *Session) postFirst(ctx context.Context, u string) error {
 	posted := time.Now()
 	deadline := posted.Add(s.wait)
 	for {
-		if tg, err := s.db.Target(u); err == nil && tg.Level != verdict.Pending {
+		// The verdict, and the bot done with the message (its reaction or
+		// card printed before what flip says next).
+		if tg, err := s.db.Target(u); err == nil && tg.Level != verdict.Pending && s.busy(ctx) == "" {
+			s.refresh()
 			return nil
 		}
 		// The bot is done with the message and the URL has no verdict:
