@@ -109,6 +109,11 @@ type Change struct {
 	Now    URLVerdict
 }
 
+// flipShowFor bounds how long a flip not shown on every card (OnChange's
+// unshown) is announced again by the runs after it: a card Slack keeps
+// refusing for a day is not tried again for ever.
+const flipShowFor = 24 * time.Hour
+
 // Recheck checks recent URLs again at the ages of a schedule and reports
 // the ones whose level changed. It also makes the checks deferred because
 // their requesters had used their Allowance (when Store is a
@@ -377,7 +382,10 @@ func (r *Recheck) run(ctx context.Context, dueBy func() time.Time) (RunStats, er
 				continue
 			}
 			if slices.Contains(unshown, ch.Target.Target) {
-				continue // pending: the next run shows it again
+				if ch.Target.DueAt.IsZero() || began.Sub(ch.Target.DueAt) < flipShowFor {
+					continue // pending: the next run shows it again
+				}
+				log.Error("recheck: a flip could not be shown on every card for a day; it is no longer tried", "since", ch.Target.DueAt, "now", ch.Now.Level.Key())
 			}
 			if err := journal.FlipAnnounced(ch.Target.Target, ch.Now.Level); err != nil {
 				log.Warn("recheck: a flip announced could not be marked so; the next run announces it again", "error", err)

@@ -461,3 +461,37 @@ func TestAFlipNotShownEverywhereIsAnnouncedAgain(t *testing.T) {
 		t.Fatalf("%d scans, want the first and one recheck", n)
 	}
 }
+
+// TestAFlipSlackRefusesForADayIsGivenUp: a flip whose cards OnChange
+// never shows is announced again by every run for a day, then no more (a
+// card Slack keeps refusing is not tried for ever).
+func TestAFlipSlackRefusesForADayIsGivenUp(t *testing.T) {
+	t.Parallel()
+	rig := newRecheckRig(t, sim.Config{}, 10)
+	const u = "https://example.org/flips-never-shown"
+	rig.urls.Check(t.Context(), u, scan.CheckOptions{})
+	rig.sim.FlipOnNextScan(u, sim.Scores{Phishing: 0.96})
+	rig.unshown = []string{u}
+	rig.clock.Set(rig.t0.Add(61 * time.Minute))
+	if st, err := rig.r.Run(t.Context()); err != nil || st.Changed != 1 {
+		t.Fatalf("the flip: %+v %v", st, err)
+	}
+	// The rechecks due meanwhile (6 h, 24 h) find it malicious still.
+	rig.sim.FlipOnNextScan(u, sim.Scores{Phishing: 0.96})
+	rig.clock.Set(rig.t0.Add(23 * time.Hour))
+	if st, _ := rig.r.Run(t.Context()); st.Changed != 1 {
+		t.Fatalf("23 h on: %+v, want the flip announced again", st)
+	}
+	if fs, _ := rig.db.PendingFlips(10); len(fs) != 1 {
+		t.Fatalf("23 h on: pending %+v, want the flip", fs)
+	}
+	rig.sim.FlipOnNextScan(u, sim.Scores{Phishing: 0.96})
+	rig.clock.Set(rig.t0.Add(25*time.Hour + 2*time.Minute))
+	rig.r.Run(t.Context())
+	if fs, _ := rig.db.PendingFlips(10); len(fs) != 0 {
+		t.Fatalf("a day on: still pending %+v", fs)
+	}
+	if tg, _ := rig.db.Target(u); tg.Level != verdict.Malicious {
+		t.Fatalf("the URL is %v, want malicious still", tg.Level)
+	}
+}
