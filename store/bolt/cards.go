@@ -89,7 +89,7 @@ func (db *DB) SettleCard(ref card.Ref, target string, fn func(rec *store.CardRec
 	var link func(t txn) error
 	if target != "" {
 		link = func(t txn) error {
-			if err := addCard(t, target, ref); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := addCard(t, target, ref, db.nextSeq()); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 			return nil

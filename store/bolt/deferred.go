@@ -80,14 +80,13 @@ func (db *DB) DeferCheck(target string, ref card.Ref, at time.Time) error {
 				}
 			}
 		}
-		added, err := addTargetCard(t, id, &rec, ref)
-		if err != nil {
-			return err
-		}
-		if !ok || added {
+		if !ok {
 			if err := t.put(bTargets, id, encodeTarget(&rec)); err != nil {
 				return err
 			}
+		}
+		if _, err := addTargetCard(t, id, ref, db.nextSeq()); err != nil {
+			return err
 		}
 		if d := deferredAt(t, id); d.IsZero() || d.After(at) {
 			return setDeferred(t, id, at)
@@ -112,7 +111,7 @@ func (db *DB) DueDeferred(now time.Time, limit int) ([]store.Target, error) {
 				return false
 			}
 			rec.Deferred = keyTime(k[:8])
-			rec.Cards = targetCards(t, k[8:], &rec)
+			rec.Cards = targetCards(t, k[8:])
 			out = append(out, rec.Target)
 			return len(out) < limit
 		})

@@ -109,9 +109,6 @@ func dropTargetID(t txn, target, id string) error {
 type targetRecord struct {
 	store.Target
 	History []store.Verdict
-	// cardSeq counts the cards that ever joined the target: the next one
-	// is at cardSeq+1 in target_cards.
-	cardSeq uint64
 }
 
 // getTarget reads the record of target (by URL); ok is false when absent.
@@ -185,8 +182,8 @@ func taskTarget(t txn, v []byte) (id, target string, err error) {
 
 // ---- binary encoding of target records ----
 
-// targetFormat 2 (schema 4) holds the target's card count where format 1
-// held its cards.
+// targetFormat 2 (schema 4) has no cards: format 1 held them after the
+// next check time.
 const targetFormat = 2
 
 // Times after the first are written relative to base (the target's first
@@ -394,7 +391,6 @@ func encodeTarget(rec *targetRecord) []byte {
 	w.task(tg.TaskID)
 	w.uvarint(uint64(tg.Rechecks))
 	w.time(tg.NextCheck)
-	w.uvarint(rec.cardSeq)
 	w.uvarint(uint64(len(rec.History)))
 	for _, v := range rec.History {
 		w.enum(v.Kind, kinds)
@@ -431,7 +427,7 @@ func decodeTarget(b []byte) (targetRecord, error) {
 	tg.Rechecks = int(r.uvarint())
 	tg.NextCheck = r.time()
 	if format == targetFormat {
-		rec.cardSeq = r.uvarint()
+		// no cards: they are in target_cards
 	} else if n := r.uvarint(); n > 0 && n <= uint64(len(r.b)) {
 		tg.Cards = make([]card.Ref, n)
 		for i := range tg.Cards {

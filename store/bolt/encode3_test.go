@@ -24,7 +24,6 @@ func TestTargetRecordRoundTrip(t *testing.T) {
 		Target: store.Target{Target: "https://a.test/x?y=1", Kind: "url", FirstSeen: first, Checked: first.Add(time.Hour),
 			Level: verdict.Malicious, Category: verdict.CatPhishing, TaskID: "0123456789abcdef0123456789abcdef", Rechecks: 3,
 			NextCheck: first.Add(72 * time.Hour)},
-		cardSeq: 1 << 40,
 		History: []store.Verdict{
 			{Kind: "url", TaskID: "0123456789ABCDEF0123456789abcdef", Level: verdict.Clean, Category: "weird",
 				Scores:   verdict.Scores{"phishing": 0.123, "malicious": 1.0 / 3, "other": -2.5, "illegal": 0},

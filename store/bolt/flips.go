@@ -40,7 +40,7 @@ func (db *DB) PendingFlips(limit int) ([]store.PendingFlip, error) {
 			if rec, derr = decodeTarget(raw); derr != nil {
 				return false
 			}
-			rec.Cards = targetCards(t, id, &rec)
+			rec.Cards = targetCards(t, id)
 			out = append(out, store.PendingFlip{Target: rec.Target, Was: verdict.Level(v[0]),
 				At: time.Unix(0, int64(binary.BigEndian.Uint64(v[1:]))).UTC()})
 			return true

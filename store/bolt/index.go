@@ -84,11 +84,11 @@ func (db *DB) CardsOfTask(taskID string) ([]*store.CardRecord, error) {
 		if err != nil || target == "" {
 			return err
 		}
-		id, tg, ok, err := getTarget(t, target)
+		id, _, ok, err := getTarget(t, target)
 		if err != nil || !ok {
 			return err
 		}
-		for _, ref := range targetCards(t, id, &tg) {
+		for _, ref := range targetCards(t, id) {
 			rec, err := getCard(t, ref.Key())
 			if errors.Is(err, store.ErrNotFound) {
 				continue

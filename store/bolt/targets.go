@@ -69,7 +69,8 @@ func (db *DB) RecordVerdict(v store.Verdict, ref *card.Ref, schedule store.Sched
 
 // FinishAnalysis records the verdict of a submission and forgets the
 // submission in one transaction, so a crash never leaves neither (which
-// would make a restart submit the target again).
+// would make a restart submit the target again). The target it returns
+// lists no cards (Target does).
 func (db *DB) FinishAnalysis(service string, v store.Verdict, schedule store.Schedule, recheck bool) (store.Target, verdict.Level, error) {
 	return db.recordVerdict(service, v, nil, schedule, recheck)
 }
@@ -113,7 +114,7 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, ref *card.Ref, sch
 		}
 		tg.Checked, tg.Level, tg.Category, tg.TaskID = v.At, v.Level, v.Category, v.TaskID
 		if ref != nil {
-			if _, err := addTargetCard(t, id, &rec, *ref); err != nil {
+			if _, err := addTargetCard(t, id, *ref, db.nextSeq()); err != nil {
 				return err
 			}
 		}
@@ -138,7 +139,12 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, ref *card.Ref, sch
 			return err
 		}
 		saved = rec.Target
-		saved.Cards = targetCards(t, id, &rec)
+		if finished == "" {
+			// Not for FinishAnalysis, every analysis's write: reading a
+			// popular URL's cards there would cost each analysis of it
+			// their count, for a result its callers do not read.
+			saved.Cards = targetCards(t, id)
+		}
 		return indexTask(t, v.TaskID, v.Target)
 	})
 	return saved, prev, err
@@ -146,23 +152,18 @@ func (db *DB) recordVerdict(finished string, v store.Verdict, ref *card.Ref, sch
 
 // AddCard remembers that card shows target (without a new verdict).
 func (db *DB) AddCard(target string, ref card.Ref) error {
-	return db.be.batch(func(t txn) error { return addCard(t, target, ref) })
+	return db.be.batch(func(t txn) error { return addCard(t, target, ref, db.nextSeq()) })
 }
 
-// addCard adds card to target's cards; ErrNotFound when target is not
-// recorded.
-func addCard(t txn, target string, ref card.Ref) error {
-	id, rec, ok, err := getTarget(t, target)
-	if err != nil {
-		return err
-	}
-	if !ok {
+// addCard adds card to target's cards at position pos (addTargetCard);
+// ErrNotFound when target is not recorded.
+func addCard(t txn, target string, ref card.Ref, pos uint64) error {
+	id := targetID(t, target)
+	if id == "" || t.get(bTargets, id) == nil {
 		return store.ErrNotFound
 	}
-	if added, err := addTargetCard(t, id, &rec, ref); err != nil || !added {
-		return err
-	}
-	return t.put(bTargets, id, encodeTarget(&rec))
+	_, err := addTargetCard(t, id, ref, pos)
+	return err
 }
 
 // Target returns what is known of a target, or ErrNotFound.
@@ -177,7 +178,7 @@ func (db *DB) Target(target string) (store.Target, error) {
 			return store.ErrNotFound
 		}
 		tg = rec.Target
-		tg.Cards = targetCards(t, id, &rec)
+		tg.Cards = targetCards(t, id)
 		tg.Deferred = deferredAt(t, id)
 		return nil
 	})
@@ -212,7 +213,7 @@ func (db *DB) Due(now time.Time, limit int) ([]store.Target, error) {
 				return false
 			}
 			rec.Deferred = deferredAt(t, k[8:])
-			rec.Cards = targetCards(t, k[8:], &rec)
+			rec.Cards = targetCards(t, k[8:])
 			out = append(out, rec.Target)
 			return len(out) < limit
 		})
