@@ -674,6 +674,8 @@ func (a *App) Run(ctx context.Context) error {
 	go func() { defer bgDone.Done(); a.quarantine.RunRemovals(bg) }()
 	bgDone.Add(1)
 	go func() { defer bgDone.Done(); a.durations.Run(bg, time.Minute) }()
+	bgDone.Add(1)
+	go func() { defer bgDone.Done(); a.messages.RunStale(bg) }()
 	if a.db.SweepEvery() > 0 {
 		// Replicas: another's /scan allow is followed within this.
 		bgDone.Add(1)

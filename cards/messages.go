@@ -153,6 +153,9 @@ type Messages struct {
 	// posting holds, per card this process is posting (channel/source
 	// ts), a channel closed once the post is done (see show).
 	posting sync.Map
+	// stale holds the final cards Slack refused for longer than
+	// retryFinal tries, for RunStale (stale.go).
+	stale staleCards
 }
 
 func (m *Messages) init() {
@@ -638,7 +641,8 @@ func (m *Messages) Show(ctx context.Context, c *card.Card) {
 // bracketed in the store (PostStarted, then the ts): if the process died in
 // between, the card is looked for in the thread before posting again. A
 // final card Slack refuses for a passing reason is tried again for a while
-// (retryFinal): show is for the card's own job, which waits for it.
+// (retryFinal): show is for the card's own job, which waits for it; one
+// Slack refuses for longer is left to RunStale.
 func (m *Messages) show(ctx context.Context, c *card.Card) { _ = m.present(ctx, c, true) }
 
 // showOnce is show without retryFinal, for the callers that show many
@@ -694,6 +698,9 @@ func (m *Messages) present(ctx context.Context, c *card.Card, retry bool) error 
 		err := notify.UntilAdmitted(ctx, func() error { return m.Poster.Update(ctx, c) })
 		if err != nil && c.Final && retry {
 			err = m.retryFinal(ctx, c, err)
+			if _, passing := notify.Passing(err); passing && ctx.Err() == nil {
+				m.markStale(c) // Slack down for longer: RunStale shows it once Slack answers
+			}
 		}
 		if err != nil {
 			m.Log.Warn("card update failed", "channel", c.Channel, "error", err)
@@ -737,7 +744,8 @@ func (m *Messages) present(ctx context.Context, c *card.Card, retry bool) error 
 // store has the verdict, and the message would otherwise say "Scanning…"
 // to the channel for good. The job stays unfinished meanwhile, so a
 // process stopped during the retries resumes it (Files.reshowFinal, the
-// message's job again).
+// message's job again). Past finalRetryFor the card is left to RunStale
+// (stale.go) and the job ends.
 var (
 	finalRetryMin = 2 * time.Second
 	finalRetryMax = 30 * time.Second

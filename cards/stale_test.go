@@ -1,0 +1,69 @@
+package cards
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/verdictbot/verdictbot/card"
+	"github.com/verdictbot/verdictbot/internal/slackfake"
+	"github.com/verdictbot/verdictbot/notify"
+	"github.com/verdictbot/verdictbot/verdict"
+)
+
+// TestAFinalCardSlackRefusesLongerIsShownOnceSlackAnswers: Slack answers
+// every chat.update with a 5xx page for longer than retryFinal tries a
+// final card (an outage past finalRetryFor, shortened here). The card's job
+// ends, and the card in the thread must not say "Scanning…" for good:
+// RunStale shows the verdict once Slack answers again, and forgets it.
+func TestAFinalCardSlackRefusesLongerIsShownOnceSlackAnswers(t *testing.T) {
+	saved := []time.Duration{finalRetryMin, finalRetryMax, finalRetryFor, staleTick, staleRetryMin, staleRetryMax}
+	finalRetryMin, finalRetryMax, finalRetryFor = 10*time.Millisecond, 20*time.Millisecond, 100*time.Millisecond
+	staleTick, staleRetryMin, staleRetryMax = 20*time.Millisecond, 50*time.Millisecond, 100*time.Millisecond
+	t.Cleanup(func() {
+		finalRetryMin, finalRetryMax, finalRetryFor = saved[0], saved[1], saved[2]
+		staleTick, staleRetryMin, staleRetryMax = saved[3], saved[4], saved[5]
+	})
+	const u = "https://login.example.net/stale"
+	gate := make(chan struct{})
+	e := newEnv(t, &urlChecker{levels: map[string]verdict.Level{u: verdict.Malicious}, gates: map[string]chan struct{}{u: gate}}, ModeVerbose)
+	// A poster that does not retry a 5xx itself: retryFinal's tries are
+	// the card layer's.
+	e.poster = notify.NewPoster(e.api, notify.PosterOptions{MinUpdateInterval: 5 * time.Millisecond, PostInterval: 5 * time.Millisecond, MaxAttempts: 1})
+	t.Cleanup(func() { _ = e.poster.Close(context.Background()) })
+	e.messages.Poster = e.poster
+	ctx, cancel := context.WithCancel(t.Context())
+	var running sync.WaitGroup
+	running.Go(func() { e.messages.RunStale(ctx) })
+	t.Cleanup(func() { cancel(); running.Wait() })
+
+	done := make(chan struct{})
+	src := e.deliver(t, "see <"+u+">", func() { close(done) })
+	waitUntil(t, "the card is posted, scanning", func() bool { return len(e.botReplies(src)) == 1 })
+	e.fake.InjectFault(slackfake.Fault{Method: "chat.update", Status: http.StatusServiceUnavailable})
+	close(gate)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job did not end while Slack refused its final card")
+	}
+	// Slack still down: the card shows what it showed.
+	time.Sleep(300 * time.Millisecond)
+	if b := blocksOf(e.botReplies(src)[0]); strings.Contains(b, "Malicious") {
+		t.Fatalf("the card changed while Slack refused every update: %s", b)
+	}
+	e.fake.ClearFaults()
+	waitUntil(t, "the card shows the verdict", func() bool {
+		r := e.botReplies(src)
+		return len(r) == 1 && strings.Contains(blocksOf(r[0]), "Malicious") && !strings.Contains(blocksOf(r[0]), "Scanning")
+	})
+	waitUntil(t, "the card is forgotten once shown", func() bool {
+		e.messages.stale.mu.Lock()
+		defer e.messages.stale.mu.Unlock()
+		_, waiting := e.messages.stale.m[card.Ref{Channel: "C1", SourceTS: src}]
+		return !waiting
+	})
+}
