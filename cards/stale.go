@@ -82,22 +82,24 @@ func (m *Messages) staleDone(ref card.Ref) {
 	m.stale.mu.Unlock()
 }
 
-// staleAgain plans ref's next try, or gives it up past staleKeepFor.
-func (m *Messages) staleAgain(ref card.Ref, now time.Time) (kept bool) {
+// staleAgain plans ref's next try after err, or gives it up (logged) past
+// staleKeepFor.
+func (m *Messages) staleAgain(ref card.Ref, now time.Time, err error) {
 	s := &m.stale
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	sc := s.m[ref]
-	if sc == nil {
-		return false
-	}
-	if now.Sub(sc.since) >= staleKeepFor {
+	giveUp := sc != nil && now.Sub(sc.since) >= staleKeepFor
+	switch {
+	case giveUp:
 		delete(s.m, ref)
-		return false
+	case sc != nil:
+		sc.wait = min(2*sc.wait, staleRetryMax)
+		sc.next = now.Add(sc.wait)
 	}
-	sc.wait = min(2*sc.wait, staleRetryMax)
-	sc.next = now.Add(sc.wait)
-	return true
+	s.mu.Unlock()
+	if giveUp {
+		m.Log.Error("a final card could not be shown again for a day; it is no longer tried", "channel", ref.Channel, "source_ts", ref.SourceTS, "error", err)
+	}
 }
 
 // RunStale shows again the final cards Slack refused for longer than
@@ -124,7 +126,7 @@ func (m *Messages) RunStale(ctx context.Context) {
 				m.staleDone(ref)
 				continue
 			case err != nil:
-				m.staleAgain(ref, time.Now())
+				m.staleAgain(ref, time.Now(), err)
 				continue
 			case !rec.Card.Final || rec.Card.CardTS == "":
 				m.staleDone(ref)
@@ -136,9 +138,7 @@ func (m *Messages) RunStale(ctx context.Context) {
 				m.staleDone(ref)
 				m.Log.Info("final card shown again once Slack took it", "channel", c.Channel, "card_ts", c.CardTS)
 			case notShown(err) && ctx.Err() == nil:
-				if !m.staleAgain(ref, time.Now()) {
-					m.Log.Error("Slack did not take a final card for a day; it is no longer tried", "channel", c.Channel, "card_ts", c.CardTS, "error", err)
-				}
+				m.staleAgain(ref, time.Now(), err)
 			default:
 				m.staleDone(ref)
 			}

@@ -20,6 +20,47 @@ import (
 // ends, and the card in the thread must not say "Scanning…" for good:
 // RunStale shows the verdict once Slack answers again, and forgets it.
 func TestAFinalCardSlackRefusesLongerIsShownOnceSlackAnswers(t *testing.T) {
+	e, src := refusedFinalCard(t, "https://login.example.net/stale")
+	e.fake.ClearFaults()
+	waitUntil(t, "the card shows the verdict", func() bool {
+		r := e.botReplies(src)
+		return len(r) == 1 && strings.Contains(blocksOf(r[0]), "Malicious") && !strings.Contains(blocksOf(r[0]), "Scanning")
+	})
+	waitUntil(t, "the card is forgotten once shown", func() bool { return !e.stale(src) })
+}
+
+// TestAFinalCardSlackNeverTakesIsGivenUp: a card Slack refuses for
+// staleKeepFor (shortened here) is no longer tried.
+func TestAFinalCardSlackNeverTakesIsGivenUp(t *testing.T) {
+	saved := staleKeepFor
+	staleKeepFor = 400 * time.Millisecond
+	t.Cleanup(func() { staleKeepFor = saved })
+	e, src := refusedFinalCard(t, "https://login.example.net/never")
+	if !e.stale(src) {
+		t.Fatal("the refused card is not waiting to be shown again")
+	}
+	waitUntil(t, "the card is given up", func() bool { return !e.stale(src) })
+	tries := len(e.fake.Calls("chat.update"))
+	time.Sleep(300 * time.Millisecond)
+	if n := len(e.fake.Calls("chat.update")); n != tries {
+		t.Fatalf("%d more chat.update calls after the card was given up", n-tries)
+	}
+}
+
+// stale reports whether the card of (C1, src) waits to be shown again.
+func (e *env) stale(src string) bool {
+	e.messages.stale.mu.Lock()
+	defer e.messages.stale.mu.Unlock()
+	_, waiting := e.messages.stale.m[card.Ref{Channel: "C1", SourceTS: src}]
+	return waiting
+}
+
+// refusedFinalCard posts a card for u (malicious), then has Slack refuse
+// every chat.update with a 5xx page while its verdict comes, until the
+// card's job has ended (retry times shortened), with RunStale running;
+// the card in Slack still shows what it showed before.
+func refusedFinalCard(t *testing.T, u string) (*env, string) {
+	t.Helper()
 	saved := []time.Duration{finalRetryMin, finalRetryMax, finalRetryFor, staleTick, staleRetryMin, staleRetryMax}
 	finalRetryMin, finalRetryMax, finalRetryFor = 10*time.Millisecond, 20*time.Millisecond, 100*time.Millisecond
 	staleTick, staleRetryMin, staleRetryMax = 20*time.Millisecond, 50*time.Millisecond, 100*time.Millisecond
@@ -27,7 +68,6 @@ func TestAFinalCardSlackRefusesLongerIsShownOnceSlackAnswers(t *testing.T) {
 		finalRetryMin, finalRetryMax, finalRetryFor = saved[0], saved[1], saved[2]
 		staleTick, staleRetryMin, staleRetryMax = saved[3], saved[4], saved[5]
 	})
-	const u = "https://login.example.net/stale"
 	gate := make(chan struct{})
 	e := newEnv(t, &urlChecker{levels: map[string]verdict.Level{u: verdict.Malicious}, gates: map[string]chan struct{}{u: gate}}, ModeVerbose)
 	// A poster that does not retry a 5xx itself: retryFinal's tries are
@@ -55,15 +95,5 @@ func TestAFinalCardSlackRefusesLongerIsShownOnceSlackAnswers(t *testing.T) {
 	if b := blocksOf(e.botReplies(src)[0]); strings.Contains(b, "Malicious") {
 		t.Fatalf("the card changed while Slack refused every update: %s", b)
 	}
-	e.fake.ClearFaults()
-	waitUntil(t, "the card shows the verdict", func() bool {
-		r := e.botReplies(src)
-		return len(r) == 1 && strings.Contains(blocksOf(r[0]), "Malicious") && !strings.Contains(blocksOf(r[0]), "Scanning")
-	})
-	waitUntil(t, "the card is forgotten once shown", func() bool {
-		e.messages.stale.mu.Lock()
-		defer e.messages.stale.mu.Unlock()
-		_, waiting := e.messages.stale.m[card.Ref{Channel: "C1", SourceTS: src}]
-		return !waiting
-	})
+	return e, src
 }
