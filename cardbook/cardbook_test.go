@@ -160,7 +160,7 @@ func TestAnEditsEventIsQueuedInItsWrite(t *testing.T) {
 	if _, err := b.EditEmit("C1", "9.9", func(*card.Card) (*store.Outgoing, error) { return ev("x"), nil }); !errors.Is(err, card.ErrNotFound) {
 		t.Fatalf("unknown card: %v", err)
 	}
-	q, err := db.QueuedEvents(10)
+	q, err := db.QueuedEvents(0, 10)
 	if err != nil || len(q) != 1 || string(q[0].Body) != "report" {
 		t.Fatalf("queued %+v %v; want the report's event only", q, err)
 	}
@@ -226,7 +226,7 @@ func TestASharedBooksEditsShareTheirCommits(t *testing.T) {
 	if out != nil {
 		t.Fatalf("the edit returned the thrown-away run's event %+v", out)
 	}
-	if q, err := db.QueuedEvents(10); err != nil || len(q) != 0 {
+	if q, err := db.QueuedEvents(0, 10); err != nil || len(q) != 0 {
 		t.Fatalf("queued %+v, %v; want nothing", q, err)
 	}
 	if rec, _ := (&cardbook.Book{Store: db}).Get("C1", "1.0"); len(rec.Card.Notes) != 1 {

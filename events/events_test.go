@@ -364,7 +364,7 @@ func TestEmitterDropsTheOldestBeyondTheBound(t *testing.T) {
 	for range 5 {
 		r.em.Emit(context.Background(), findings[0])
 	}
-	q, _ := r.db.QueuedEvents(10)
+	q, _ := r.db.QueuedEvents(0, 10)
 	if dropped != 2 || len(q) != 3 || q[0].Seq != 3 {
 		t.Fatalf("dropped %d, queued %d from %d", dropped, len(q), q[0].Seq)
 	}
@@ -387,7 +387,7 @@ func TestFileGetsTheQueuedEvents(t *testing.T) {
 	for _, f := range findings {
 		r.em.Emit(context.Background(), f)
 	}
-	q, _ := r.db.QueuedEvents(100)
+	q, _ := r.db.QueuedEvents(0, 100)
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	if len(lines) != len(findings) || len(q) != len(findings) {
 		t.Fatalf("%d lines, %d queued, want %d", len(lines), len(q), len(findings))

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -204,14 +203,16 @@ func (s *Sender) drain(ctx context.Context, lease store.Lease) (err error) {
 				return err
 			}
 		}
-		batch, err := s.Queue.QueuedEvents(flushMax + 64)
+		// Past what was delivered and waits for its write: reading those
+		// again for each event delivered was 13 % of the bot's allocations
+		// with events on (issue 23).
+		var after uint64
+		if len(sent) > 0 {
+			after = sent[len(sent)-1]
+		}
+		batch, err := s.Queue.QueuedEvents(after, flushMax+64)
 		if err != nil {
 			return err
-		}
-		// Skip what was delivered and waits for its write.
-		if len(sent) > 0 {
-			last := sent[len(sent)-1]
-			batch = slices.DeleteFunc(batch, func(ev store.QueuedEvent) bool { return ev.Seq <= last })
 		}
 		if len(batch) == 0 {
 			if len(sent) == 0 {

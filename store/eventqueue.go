@@ -36,8 +36,11 @@ type EventQueue interface {
 	// queued (max > 0), the oldest are removed in the same transaction and
 	// counted in dropped. build may run more than once.
 	EnqueueEvent(build func(seq uint64) ([]byte, error), max int) (seq uint64, dropped int, err error)
-	// QueuedEvents returns up to n of the oldest queued events, oldest first.
-	QueuedEvents(n int) ([]QueuedEvent, error)
+	// QueuedEvents returns up to n of the oldest queued events whose
+	// sequence number is above after (0: from the front), oldest first.
+	// The sender passes the last event it delivered and has not yet
+	// deleted, so it does not read those again.
+	QueuedEvents(after uint64, n int) ([]QueuedEvent, error)
 	// DeleteEvents removes sent events in one transaction (absent ones:
 	// no error). Under a Fence (not zero), only while that term of the
 	// sender's lead is live: ErrNotLeader otherwise, and the events stay.

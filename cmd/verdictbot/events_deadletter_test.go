@@ -186,7 +186,7 @@ func deadLetterFlow(t *testing.T, databaseURL string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := db.QueuedEvents(10)
+		q, err := db.QueuedEvents(0, 10)
 		db.Close()
 		if err != nil || len(q) != 1 || q[0].Seq != newSeq || !strings.Contains(string(q[0].Body), fmt.Sprintf(`"sequence":%d`, newSeq)) {
 			t.Fatalf("queue after the retry: %+v %v", q, err)

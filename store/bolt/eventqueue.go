@@ -86,10 +86,14 @@ func enqueueAll(t txn, out []*store.Outgoing) error {
 }
 
 // QueuedEvents: see EventQueue.
-func (db *DB) QueuedEvents(n int) ([]store.QueuedEvent, error) {
+func (db *DB) QueuedEvents(after uint64, n int) ([]store.QueuedEvent, error) {
 	var out []store.QueuedEvent
+	from := ""
+	if after > 0 {
+		from = seqKey(after + 1)
+	}
 	err := db.be.view(func(t txn) error {
-		t.scan(bEventQueue, "", "", func(k string, v []byte) bool {
+		t.scan(bEventQueue, from, "", func(k string, v []byte) bool {
 			out = append(out, store.QueuedEvent{Seq: binary.BigEndian.Uint64([]byte(k)), Body: append([]byte(nil), v...)})
 			return len(out) < n
 		})

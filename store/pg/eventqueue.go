@@ -63,10 +63,10 @@ func enqueue(ctx context.Context, tx querier, o *store.Outgoing) error {
 }
 
 // QueuedEvents: see store.EventQueue.
-func (db *DB) QueuedEvents(n int) ([]store.QueuedEvent, error) {
+func (db *DB) QueuedEvents(after uint64, n int) ([]store.QueuedEvent, error) {
 	ctx, cancel := db.ctx()
 	defer cancel()
-	rows, err := db.pool.Query(ctx, `SELECT seq, body FROM event_queue ORDER BY seq LIMIT $1`, n)
+	rows, err := db.pool.Query(ctx, `SELECT seq, body FROM event_queue WHERE seq > $1 ORDER BY seq LIMIT $2`, int64(after), n)
 	if err != nil {
 		return nil, db.result(err)
 	}

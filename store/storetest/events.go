@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +40,7 @@ func eventQueueOrderAndBound(t *testing.T, db store.State, _ *Clock) {
 			t.Fatalf("enqueue %d: seq %d dropped %d, want %d and %d", i, seq, dropped, i, wantDropped)
 		}
 	}
-	got, err := db.QueuedEvents(10)
+	got, err := db.QueuedEvents(0, 10)
 	must(t, err)
 	if len(got) != 3 || got[0].Seq != 3 || got[2].Seq != 5 || string(got[0].Body) != `{"seq":3}` {
 		t.Fatalf("queued after bound 3: %+v", got)
@@ -47,9 +48,25 @@ func eventQueueOrderAndBound(t *testing.T, db store.State, _ *Clock) {
 	if n, _ := db.EventsQueued(); n != 3 {
 		t.Fatalf("EventsQueued = %d, want 3", n)
 	}
+	// After a sequence number: the sender passes the last it delivered.
+	for _, c := range []struct {
+		after uint64
+		n     int
+		want  []uint64
+	}{{3, 10, []uint64{4, 5}}, {2, 1, []uint64{3}}, {4, 10, []uint64{5}}, {5, 10, nil}, {99, 10, nil}} {
+		got, err := db.QueuedEvents(c.after, c.n)
+		must(t, err)
+		var seqs []uint64
+		for _, e := range got {
+			seqs = append(seqs, e.Seq)
+		}
+		if !slices.Equal(seqs, c.want) || (len(got) > 0 && string(got[0].Body) != fmt.Sprintf(`{"seq":%d}`, c.want[0])) {
+			t.Fatalf("QueuedEvents(%d, %d) = %+v, want seqs %v", c.after, c.n, got, c.want)
+		}
+	}
 	must(t, db.DeleteEvents([]uint64{3}, store.Fence{}))
 	must(t, db.DeleteEvents([]uint64{3}, store.Fence{})) // absent: no error
-	got, err = db.QueuedEvents(1)
+	got, err = db.QueuedEvents(0, 1)
 	must(t, err)
 	if len(got) != 1 || got[0].Seq != 4 {
 		t.Fatalf("oldest after delete: %+v", got)
@@ -87,7 +104,7 @@ func eventQueueConcurrent(t *testing.T, db store.State, _ *Clock) {
 		})
 	}
 	wg.Wait()
-	got, err := db.QueuedEvents(1000)
+	got, err := db.QueuedEvents(0, 1000)
 	must(t, err)
 	if len(got) != writers*each {
 		t.Fatalf("%d queued, want %d", len(got), writers*each)
@@ -113,7 +130,7 @@ func deadLetters(t *testing.T, db store.State, c *Clock) {
 	must(t, db.DeadLetterEvent(1, store.DeadLetter{Failures: 20}, store.Fence{})) // gone from the queue: no error
 	must(t, db.DeleteEvents([]uint64{2}, store.Fence{}))
 	must(t, db.DeadLetterEvent(3, store.DeadLetter{Failures: 20, Status: 422, Error: "422"}, store.Fence{}))
-	if q, err := db.QueuedEvents(10); err != nil || len(q) != 2 || q[0].Seq != 4 {
+	if q, err := db.QueuedEvents(0, 10); err != nil || len(q) != 2 || q[0].Seq != 4 {
 		t.Fatalf("queue after two dead letters: %+v, %v", q, err)
 	}
 	if n, err := db.EventsQueued(); err != nil || n != 2 {
@@ -150,7 +167,7 @@ func deadLetters(t *testing.T, db store.State, c *Clock) {
 	if len(moved) != 1 || moved[0] != (store.Requeued{From: 1, To: 7}) || dropped != 1 {
 		t.Fatalf("requeue all: %+v dropped %d", moved, dropped)
 	}
-	q, err := db.QueuedEvents(10)
+	q, err := db.QueuedEvents(0, 10)
 	must(t, err)
 	if len(q) != 3 || q[0].Seq != 5 || q[1].Seq != 6 || q[2].Seq != 7 ||
 		string(q[1].Body) != `{"was":{"seq":3},"seq":6}` || string(q[2].Body) != `{"was":{"seq":1},"seq":7}` {
@@ -193,7 +210,7 @@ func fencedWrites(t *testing.T, db store.State, c *Clock) {
 	}
 	must(t, db.DeleteEvents([]uint64{1}, lease.Fence()))
 	must(t, db.DeadLetterEvent(2, store.DeadLetter{Failures: 20, Status: 400}, lease.Fence()))
-	if q, _ := db.QueuedEvents(10); len(q) != 1 || q[0].Seq != 3 {
+	if q, _ := db.QueuedEvents(0, 10); len(q) != 1 || q[0].Seq != 3 {
 		t.Fatalf("queue: %+v", q)
 	}
 	sched := store.Schedule{time.Hour}

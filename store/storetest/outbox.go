@@ -33,7 +33,7 @@ func outbox(t *testing.T, db store.State, _ *Clock) {
 		Lines: []card.Line{{Kind: card.KindURL, Target: "https://evil.test/", Level: verdict.Pending}}}}))
 	queued := func() []string {
 		t.Helper()
-		evs, err := db.QueuedEvents(100)
+		evs, err := db.QueuedEvents(0, 100)
 		must(t, err)
 		var s []string
 		for _, e := range evs {
@@ -164,7 +164,7 @@ func settingsOutbox(t *testing.T, db store.State, _ *Clock) {
 	if m, _ := db.ChannelMode("C1"); m != "verbose" {
 		t.Fatalf("mode %q", m)
 	}
-	evs, err := db.QueuedEvents(10)
+	evs, err := db.QueuedEvents(0, 10)
 	must(t, err)
 	if len(evs) != 5 || string(evs[4].Body) != `{"seq":5,"what":"disallow"}` {
 		t.Fatalf("queued %d: %+v", len(evs), evs)
