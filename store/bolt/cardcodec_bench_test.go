@@ -90,3 +90,48 @@ func TestCardRecordCodec(t *testing.T) {
 		t.Errorf("a one-link card takes %d bytes (compress/flate's best: 162)", n)
 	}
 }
+
+// TestACardIsDeflatedOnceFinal: the card records a scan rewrites within
+// seconds (begun, posted, lines settling) are stored as plain JSON, and
+// the final one, the record that stays, deflated (issue 23: deflating
+// every version was a tenth of the CPU per link). Each reads back whole.
+func TestACardIsDeflatedOnceFinal(t *testing.T) {
+	t.Parallel()
+	db, err := Open(t.TempDir(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	want := benchCard()
+	ref := want.Ref()
+	stored := func() []byte {
+		var v []byte
+		_ = db.be.view(func(t txn) error { v = append([]byte(nil), t.get(bCards, ref.Key())...); return nil })
+		return v
+	}
+	if _, err := db.UpsertCard(ref, func(rec *store.CardRecord, exists bool) error {
+		*rec = *benchCard()
+		rec.Card.Final = false
+		rec.Card.Lines[0].Level = verdict.Unknown
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v := stored(); len(v) == 0 || v[0] != '{' {
+		t.Fatalf("a card in flight is stored as %q, want plain JSON", v)
+	}
+	if _, err := db.SettleCard(ref, want.Card.Lines[0].Target, func(rec *store.CardRecord) error {
+		rec.Card.Final = true
+		rec.Card.Lines[0].Level = verdict.Clean
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Card(ref)
+	if err != nil || !got.Card.Final || !bytes.Equal(enc(got.Card), enc(want.Card)) {
+		t.Fatalf("final card read back: %v\n%s\nwant\n%s", err, enc(got.Card), enc(want.Card))
+	}
+	if v, js := stored(), enc(got); len(v) == 0 || v[0] != cardMagic || len(v) > len(js)/2 {
+		t.Fatalf("the final card is stored as %d bytes starting %q, want deflated (cardMagic, under half its %d bytes of JSON)", len(v), v[:min(len(v), 8)], len(js))
+	}
+}

@@ -33,6 +33,7 @@ import (
 //	         itself while it has no id yet (an analysis in flight)
 //	cards    channel/source ts → the card record's JSON, deflated with a
 //	         preset dictionary of the card model's keys (cardMagic first)
+//	         once the card is final; plain JSON while it is in flight
 //
 // Ids come from the sequence in meta "target_seq" and are never reused.
 
@@ -496,8 +497,24 @@ var cardReaders = sync.Pool{New: func() any { return flate.NewReaderDict(bytes.N
 // cardBufs hold a card record's JSON while it is decoded.
 var cardBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// encodeCard encodes a card record for the cards bucket: deflated once the
+// card is final, plain JSON while anything on it is still being analysed.
+// A card in flight is rewritten two or three times within seconds (begun,
+// posted, settled) and read back between them; deflating each of those
+// versions, and inflating them again, was a tenth of the bot's CPU per link
+// (issue 23), for records that live seconds. What stays is the final one,
+// deflated as in schema 3; decodeCard reads both.
 func encodeCard(rec *store.CardRecord) []byte {
 	js := enc(rec)
+	if !rec.Card.Final {
+		return js
+	}
+	return deflateCard(js)
+}
+
+// deflateCard deflates a card record's JSON with the preset dictionary,
+// after cardMagic.
+func deflateCard(js []byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(js)/3 + 16)
 	buf.WriteByte(cardMagic)
