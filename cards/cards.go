@@ -29,6 +29,11 @@ type CardStore interface {
 	// UpdateCardQueue is UpdateCard whose fn may also queue a removal of
 	// the card's message in the same write (ChangeQueue).
 	UpdateCardQueue(ref card.Ref, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error)
+	// The final cards Slack refused past retryFinal, kept for RunStale
+	// across restarts (store.State.MarkCardStale).
+	MarkCardStale(ref card.Ref, at time.Time) error
+	StaleCards(limit int) ([]store.StaleCard, error)
+	StaleCardDone(ref card.Ref) error
 }
 
 // CardSettler is the write that shows a verdict on a card (store.State,

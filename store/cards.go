@@ -45,3 +45,10 @@ type CardRecord struct {
 func (r *CardRecord) Ref() card.Ref {
 	return card.Ref{Channel: r.Card.Channel, SourceTS: r.Card.SourceTS}
 }
+
+// StaleCard is a final card Slack refused for longer than the card's own
+// retries (State.StaleCards), and since when.
+type StaleCard struct {
+	Ref   card.Ref
+	Since time.Time
+}

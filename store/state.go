@@ -55,6 +55,20 @@ type State interface {
 	UnfinishedCards() ([]*CardRecord, error)
 	RecentCards(channel string, n int) ([]*CardRecord, error)
 	CardsOfTask(taskID string) ([]*CardRecord, error)
+	// Final cards Slack refused for longer than the card's own retries:
+	// cards.Messages.RunStale shows them again once Slack answers. Kept
+	// here so that a restart during a long Slack outage, or another
+	// replica, goes on with them.
+	//
+	// MarkCardStale records ref as stale since at; a card already marked
+	// keeps its first time, and a card not stored is not marked (no
+	// error). Removing the card removes its mark.
+	MarkCardStale(ref card.Ref, at time.Time) error
+	// StaleCards returns up to limit stale cards, oldest first.
+	StaleCards(limit int) ([]StaleCard, error)
+	// StaleCardDone forgets ref's mark (shown, gone or given up); absent:
+	// no error.
+	StaleCardDone(ref card.Ref) error
 
 	// Analyses in flight, targets, verdict history, rechecks (targets.go).
 	PutAnalysis(a Analysis) error

@@ -25,21 +25,31 @@ func benchCard() *store.CardRecord {
 }
 
 // BenchmarkCardCodec is one card write and one read (encodeCard,
-// decodeCard), as each card change makes.
+// decodeCard), as each card change makes: of the final card (deflated)
+// and of a card in flight (plain JSON).
 //
 //	go test -run '^$' -bench CardCodec -benchmem ./store/bolt/
 func BenchmarkCardCodec(b *testing.B) {
-	rec := benchCard()
-	b.ReportAllocs()
-	var n int
-	for b.Loop() {
-		v := encodeCard(rec)
-		n = len(v)
-		if _, err := decodeCard(v); err != nil {
-			b.Fatal(err)
+	for _, final := range []bool{true, false} {
+		name := "final"
+		if !final {
+			name = "in-flight"
 		}
+		b.Run(name, func(b *testing.B) {
+			rec := benchCard()
+			rec.Card.Final = final
+			b.ReportAllocs()
+			var n int
+			for b.Loop() {
+				v := encodeCard(rec)
+				n = len(v)
+				if _, err := decodeCard(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n), "bytes")
+		})
 	}
-	b.ReportMetric(float64(n), "bytes")
 }
 
 // TestCardRecordCodec: a card record written with the pooled writer reads

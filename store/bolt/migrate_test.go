@@ -105,7 +105,7 @@ func checkMigratedFixture(t *testing.T, db *DB, dir string, from int) {
 	// one id per target and the id sequence in meta. Schema 4: the
 	// targets' cards in target_cards.
 	want := map[string]int{"allow": 2, "analyses": 3, "backfills": 0, "card_ts": 2, "cards": 3, "channel_files": 1, "channel_quarantine": 0, "channels": 2, "check_claims": 0, "deferred": 0, "deferred_at": 0, "due": 1, "durations": 0,
-		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "target_cards": 2, "targets": 2, "tasks": 5,
+		"event_times": 1, "events": 1, "ids": 2, "jobs": 1, "meta": 2, "pending_flips": 0, "quarantined": 0, "quarantined_times": 0, "removal_batches": 0, "removals": 0, "reports": 2, "stale_cards": 0, "target_cards": 2, "targets": 2, "tasks": 5,
 		"user_report_triage": 0, "user_reports": 0, "user_reports_by": 0, "workspaces": 0}
 	if got := db.Counts(); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts after migration:\n got %v\nwant %v", got, want)

@@ -113,6 +113,11 @@ func (db *DB) pruneCards(cutoff time.Time) (int, error) {
 				}
 			}
 		}
+		if t.get(bStaleCards, k) != nil {
+			if err := t.del(bStaleCards, k); err != nil {
+				return false, err
+			}
+		}
 		return true, t.del(bCards, k)
 	})
 }

@@ -21,7 +21,7 @@ var migrationsFS embed.FS
 
 // SchemaVersion is the newest schema this code knows: the number of the
 // last file in migrations/.
-const SchemaVersion = 15
+const SchemaVersion = 16
 
 // NewerSchemaError is returned for a database migrated by a newer verdictbot.
 type NewerSchemaError struct{ Database, Binary int64 }

@@ -427,3 +427,50 @@ func fromSchema14(t *testing.T) {
 		t.Fatalf("the other replica's claim after the release: %v, %v", ok, err)
 	}
 }
+
+// fromSchema15: a database of the release before the stale cards kept in
+// the database (schema 15), with a final card written as that release
+// writes it, is migrated by this code to 16 at Open: the card can be
+// marked stale and is listed, another handle (a replica) sees the mark,
+// and deleting the card deletes its mark.
+func fromSchema15(t *testing.T) {
+	schema, schemaURL := pgtest.Schema(t)
+	ctx := context.Background()
+	if err := pg.MigrateTo(ctx, schemaURL, pg.Options{}, 15); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var has bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('stale_cards') IS NOT NULL`).Scan(&has); err != nil || has {
+		t.Fatalf("schema 15 has a stale_cards table (%v, %v)", has, err)
+	}
+	at := time.Date(2026, 11, 28, 9, 31, 0, 0, time.UTC)
+	if _, err := conn.Exec(ctx, putCard11, "C1", "1764322200.000100", "1764322201.000200", false, schema11Card, at); err != nil {
+		t.Fatal(err)
+	}
+
+	clock := &storetest.Clock{}
+	clock.Set(at.Add(time.Minute))
+	db := open(t, schema, pgtest.URL(t), clock.Now)
+	other := open(t, schema, pgtest.URL(t), clock.Now)
+	if v, _ := schemaVersion(t, schemaURL); v != pg.SchemaVersion {
+		t.Fatalf("after Open: schema %d, want %d", v, pg.SchemaVersion)
+	}
+	ref := card.Ref{Channel: "C1", SourceTS: "1764322200.000100"}
+	if err := db.MarkCardStale(ref, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := other.StaleCards(10); err != nil || len(kept) != 1 || kept[0].Ref != ref || !kept[0].Since.Equal(clock.Now()) {
+		t.Fatalf("the other replica's stale cards: %+v, %v", kept, err)
+	}
+	if _, err := conn.Exec(ctx, `DELETE FROM cards WHERE channel = 'C1'`); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := other.StaleCards(10); err != nil || len(kept) != 0 {
+		t.Fatalf("stale cards after the card was deleted: %+v, %v", kept, err)
+	}
+}

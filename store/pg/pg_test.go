@@ -64,6 +64,7 @@ func TestPostgres(t *testing.T) {
 	t.Run("Schema12IsMigratedWithItsRecords", fromSchema12)
 	t.Run("Schema13IsMigratedWithItsRecords", fromSchema13)
 	t.Run("Schema14IsMigratedWithItsRecords", fromSchema14)
+	t.Run("Schema15IsMigratedWithItsRecords", fromSchema15)
 	t.Run("PasswordNeverInErrors", passwordNeverInErrors)
 	t.Run("AllowanceIsSharedByReplicas", func(t *testing.T) {
 		schema, _ := pgtest.Schema(t)
