@@ -62,10 +62,12 @@ const (
 // VERDICTBOT_BENCH_CPUPROFILE=file writes a CPU profile of the bot process
 // over the measured span (the binary is then built with -tags
 // benchprofile, see cpuprofile_bench.go; a VERDICTBOT_BENCH_BINARY must be
-// built so too); with -benchtime above 1x, run i writes file.i:
+// built so too); with -benchtime above 1x, run i writes file.i. Beside
+// it, file.allocs is the process's allocation profile at the span's end:
 //
 //	VERDICTBOT_BENCH_CPUPROFILE=/tmp/bot.pprof go test -run '^$' -bench ThroughputEndToEnd -benchtime 1x ./cmd/verdictbot/
 //	go tool pprof -top /tmp/bot.pprof
+//	go tool pprof -sample_index=alloc_space -top /tmp/bot.pprof.allocs
 //
 //	go test -run '^$' -bench ThroughputEndToEnd -benchtime 1x ./cmd/verdictbot/
 //
