@@ -29,6 +29,8 @@ type CardStore interface {
 	// UpdateCardQueue is UpdateCard whose fn may also queue a removal of
 	// the card's message in the same write (ChangeQueue).
 	UpdateCardQueue(ref card.Ref, fn func(rec *store.CardRecord) (*store.Removal, error)) (*store.CardRecord, error)
+	// RecentCards returns up to n cards of channel, newest message first.
+	RecentCards(channel string, n int) ([]*store.CardRecord, error)
 	// The final cards Slack refused past retryFinal, kept for RunStale
 	// across restarts (store.State.MarkCardStale).
 	MarkCardStale(ref card.Ref, at time.Time) error

@@ -84,12 +84,18 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 	}
 	file, _, _, err := f.Info.GetFileInfoContext(ctx, ev.FileID, 0, 0)
 	if err != nil {
+		if meta.Replayed && f.reshowFileCard(ctx, ev.ChannelID, ev.FileID, doneOf(meta)) {
+			return
+		}
 		m.Log.Warn("files.info failed; the file will be handled from its message event", "file", ev.FileID, "error", err)
 		finished(meta)
 		return
 	}
 	ts, thread := shareOf(file, ev.ChannelID)
 	if ts == "" {
+		if meta.Replayed && f.reshowFileCard(ctx, ev.ChannelID, ev.FileID, doneOf(meta)) {
+			return
+		}
 		// Not visible as shared in this channel yet: the message event
 		// (subtype file_share) carries the ts and handles it.
 		finished(meta)
@@ -137,6 +143,38 @@ func (f *Files) reshowFinal(ctx context.Context, channel, ts string, done func()
 			done() // otherwise the job stays, and resumes again
 		}
 	}) == nil
+}
+
+// recentFileCards is how many of a channel's newest cards reshowFileCard
+// looks through for a file's card.
+const recentFileCards = 200
+
+// reshowFileCard is reshowFinal for a resumed file_shared job whose share
+// Slack no longer shows: quarantine removed the message (and the file) it
+// was shared in, or its poster deleted it. The event carries only the
+// file's id, and the card's key is the message's ts: the card is found
+// among the channel's newest ones by the file it shows. A job taken over
+// from a replica killed between the final card's write and its update in
+// Slack otherwise ended here with nothing done, leaving "Scanning…" in the
+// thread (the 30-minute soak of 2026-11-28, seed 1795875693851307672).
+func (f *Files) reshowFileCard(ctx context.Context, channel, fileID string, done func()) bool {
+	recs, err := f.Messages.Cards.st.RecentCards(channel, recentFileCards)
+	if err != nil {
+		f.Messages.Log.Warn("a resumed file job could not look for its card", "channel", channel, "file", fileID, "error", err)
+		return false
+	}
+	for _, r := range recs {
+		ts, ok := strings.CutSuffix(r.Card.SourceTS, "/files")
+		if !ok {
+			continue
+		}
+		for _, l := range r.Card.Lines {
+			if l.File != nil && l.File.ID == fileID {
+				return f.reshowFinal(ctx, channel, ts, done)
+			}
+		}
+	}
+	return false
 }
 
 // shareOf finds the message that shared file in channel: the newest of

@@ -806,3 +806,51 @@ func TestResumedFileJobShowsAFinalCardSlackMissed(t *testing.T) {
 		t.Fatalf("done %d, %d cards in the thread; want 1 and 1", done.Load(), len(e.botReplies(d)))
 	}
 }
+
+// A replica was killed between the file card's final write and its update
+// in Slack, after quarantine had removed the message that shared the file:
+// the job taken over is the file_shared event's, which carries only the
+// file's id, and Slack no longer shows the share (its message is gone).
+// The resumed job finds the card by the file and shows the final card once
+// more (the 30-minute soak's file card left at "Scanning…", seed
+// 1795875693851307672).
+func TestResumedFileSharedJobShowsTheCardOfARemovedMessage(t *testing.T) {
+	e := newEnv(t, &urlChecker{}, ModeVerbose)
+	checker := &fileChecker{release: make(chan struct{})}
+	close(checker.release)
+	files := &Files{Messages: e.messages, Check: checker, Uploader: e.poster, Info: e.api,
+		FirstTime: func(string) (bool, error) { return false, nil }} // announced before the kill
+	e.messages.Files = files
+	e.messages.init()
+	e.fake.AddFile(slackfake.File{ID: "F1", Name: "invoice.exe", Filetype: "exe", Content: []byte("MZ")})
+	d, err := e.fake.DeliverMessage(slackfake.MessageEvent{Channel: "C1", User: "U1", Text: "invoice", SubType: "file_share", Files: []string{"F1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := fileCardTS(d.TS)
+	scanning := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: src, Lines: []card.Line{{Kind: card.KindFile,
+		Target: "invoice.exe", Level: verdict.Pending, Status: "running", File: &card.FileInfo{ID: "F1", Name: "invoice.exe"}}}}
+	if _, _, err := e.messages.Cards.Begin("C1", src, scanning, ModeVerbose); err != nil {
+		t.Fatal(err)
+	}
+	c := scanning.Clone()
+	e.messages.show(t.Context(), &c) // posted while scanning
+	e.messages.Cards.Change("C1", src, 0, func(r *store.CardRecord) {
+		r.Card.Lines[0].Level, r.Card.Lines[0].Status, r.Card.Final = verdict.Malicious, "", true
+	})
+	if _, err := e.fake.DeleteMessage("C1", d.TS); err != nil { // quarantine removed it
+		t.Fatal(err)
+	}
+	cardTS := e.card(t, src).Card.CardTS
+	var done atomic.Int32
+	files.Shared(t.Context(), &slackevents.FileSharedEvent{FileID: "F1", ChannelID: "C1", UserID: "U1"},
+		bot.Meta{Replayed: true, Done: func() { done.Add(1) }})
+	e.messages.Wait()
+	m, _ := e.fake.Message("C1", cardTS)
+	if bytes.Contains(m.Blocks, []byte("Scanning")) || !bytes.Contains(m.Blocks, []byte("Malicious")) {
+		t.Fatalf("the resumed job left the card at: %s", m.Blocks)
+	}
+	if done.Load() != 1 {
+		t.Fatalf("done %d times, want 1", done.Load())
+	}
+}
