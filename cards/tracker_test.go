@@ -779,22 +779,8 @@ func TestDeletionNoteOutlastsA429Storm(t *testing.T) {
 // "Scanning…").
 func TestResumedFileJobShowsAFinalCardSlackMissed(t *testing.T) {
 	e, files, msg := resumedFileJob(t, ModeVerbose)
-	d, src := msg.Timestamp, fileCardTS(msg.Timestamp)
-	scanning := card.Card{Channel: "C1", ThreadTS: d, SourceTS: src, Lines: []card.Line{{Kind: card.KindFile,
-		Target: "invoice.exe", Level: verdict.Pending, Status: "running", File: &card.FileInfo{Name: "invoice.exe"}}}}
-	if _, _, err := e.messages.Cards.Begin("C1", src, scanning, ModeVerbose); err != nil {
-		t.Fatal(err)
-	}
-	c := scanning.Clone()
-	e.messages.show(t.Context(), &c) // posted while scanning
-	// The verdict is stored, final; its update never reached Slack.
-	e.messages.Cards.Change("C1", src, 0, func(r *store.CardRecord) {
-		r.Card.Lines[0].Level, r.Card.Lines[0].Status, r.Card.Final = verdict.Malicious, "", true
-	})
-	cardTS := e.card(t, src).Card.CardTS
-	if m, _ := e.fake.Message("C1", cardTS); !bytes.Contains(m.Blocks, []byte("Scanning")) {
-		t.Fatalf("the card in Slack before the restart: %s", m.Blocks)
-	}
+	d := msg.Timestamp
+	cardTS := finalFileCardSlackMissed(t, e, d, "F1")
 	var done atomic.Int32
 	files.handle(t.Context(), "C1", msg, fileJob{who: requesterOf("C1", msg, ""), mode: ModeVerbose, resumed: true}, func() { done.Add(1) })
 	e.messages.Wait()
@@ -827,21 +813,10 @@ func TestResumedFileSharedJobShowsTheCardOfARemovedMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := fileCardTS(d.TS)
-	scanning := card.Card{Channel: "C1", ThreadTS: d.TS, SourceTS: src, Lines: []card.Line{{Kind: card.KindFile,
-		Target: "invoice.exe", Level: verdict.Pending, Status: "running", File: &card.FileInfo{ID: "F1", Name: "invoice.exe"}}}}
-	if _, _, err := e.messages.Cards.Begin("C1", src, scanning, ModeVerbose); err != nil {
-		t.Fatal(err)
-	}
-	c := scanning.Clone()
-	e.messages.show(t.Context(), &c) // posted while scanning
-	e.messages.Cards.Change("C1", src, 0, func(r *store.CardRecord) {
-		r.Card.Lines[0].Level, r.Card.Lines[0].Status, r.Card.Final = verdict.Malicious, "", true
-	})
+	cardTS := finalFileCardSlackMissed(t, e, d.TS, "F1")
 	if _, err := e.fake.DeleteMessage("C1", d.TS); err != nil { // quarantine removed it
 		t.Fatal(err)
 	}
-	cardTS := e.card(t, src).Card.CardTS
 	var done atomic.Int32
 	files.Shared(t.Context(), &slackevents.FileSharedEvent{FileID: "F1", ChannelID: "C1", UserID: "U1"},
 		bot.Meta{Replayed: true, Done: func() { done.Add(1) }})
@@ -853,4 +828,27 @@ func TestResumedFileSharedJobShowsTheCardOfARemovedMessage(t *testing.T) {
 	if done.Load() != 1 {
 		t.Fatalf("done %d times, want 1", done.Load())
 	}
+}
+
+// finalFileCardSlackMissed posts the file card of the message at ts in C1
+// while it is scanning, then stores it final (malicious) without showing
+// it: the card's update never reached Slack. It returns the card's ts.
+func finalFileCardSlackMissed(t *testing.T, e *env, ts, fileID string) string {
+	t.Helper()
+	src := fileCardTS(ts)
+	scanning := card.Card{Channel: "C1", ThreadTS: ts, SourceTS: src, Lines: []card.Line{{Kind: card.KindFile,
+		Target: "invoice.exe", Level: verdict.Pending, Status: "running", File: &card.FileInfo{ID: fileID, Name: "invoice.exe"}}}}
+	if _, _, err := e.messages.Cards.Begin("C1", src, scanning, ModeVerbose); err != nil {
+		t.Fatal(err)
+	}
+	c := scanning.Clone()
+	e.messages.show(t.Context(), &c) // posted while scanning
+	e.messages.Cards.Change("C1", src, 0, func(r *store.CardRecord) {
+		r.Card.Lines[0].Level, r.Card.Lines[0].Status, r.Card.Final = verdict.Malicious, "", true
+	})
+	cardTS := e.card(t, src).Card.CardTS
+	if m, _ := e.fake.Message("C1", cardTS); !bytes.Contains(m.Blocks, []byte("Scanning")) {
+		t.Fatalf("the card in Slack before the restart: %s", m.Blocks)
+	}
+	return cardTS
 }
