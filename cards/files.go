@@ -3,6 +3,7 @@ package cards
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -84,7 +85,7 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 	}
 	file, _, _, err := f.Info.GetFileInfoContext(ctx, ev.FileID, 0, 0)
 	if err != nil {
-		if meta.Replayed && f.reshowFileCard(ctx, ev.ChannelID, ev.FileID, doneOf(meta)) {
+		if meta.Replayed && f.reshowFileCard(ctx, ev.ChannelID, ev.FileID, sharedAt(ev, meta), doneOf(meta)) {
 			return
 		}
 		m.Log.Warn("files.info failed; the file will be handled from its message event", "file", ev.FileID, "error", err)
@@ -93,7 +94,7 @@ func (f *Files) Shared(ctx context.Context, ev *slackevents.FileSharedEvent, met
 	}
 	ts, thread := shareOf(file, ev.ChannelID)
 	if ts == "" {
-		if meta.Replayed && f.reshowFileCard(ctx, ev.ChannelID, ev.FileID, doneOf(meta)) {
+		if meta.Replayed && f.reshowFileCard(ctx, ev.ChannelID, ev.FileID, sharedAt(ev, meta), doneOf(meta)) {
 			return
 		}
 		// Not visible as shared in this channel yet: the message event
@@ -146,35 +147,74 @@ func (f *Files) reshowFinal(ctx context.Context, channel, ts string, done func()
 }
 
 // recentFileCards is how many of a channel's newest cards reshowFileCard
-// looks through for a file's card.
-const recentFileCards = 200
+// reads at first; it reads four times as many each time the cards read are
+// all newer than the share, up to maxFileCards.
+const (
+	recentFileCards = 200
+	maxFileCards    = 12800
+)
+
+// shareSlack is how long, in seconds, before its file_shared event a
+// share's message may have been posted (the event follows the message
+// within seconds; a generous bound, so reshowFileCard does not stop short
+// of the card).
+const shareSlack = 10 * 60
 
 // reshowFileCard is reshowFinal for a resumed file_shared job whose share
 // Slack no longer shows: quarantine removed the message (and the file) it
 // was shared in, or its poster deleted it. The event carries only the
-// file's id, and the card's key is the message's ts: the card is found
-// among the channel's newest ones by the file it shows. A job taken over
-// from a replica killed between the final card's write and its update in
-// Slack otherwise ended here with nothing done, leaving "Scanning…" in the
+// file's id and its own time, and the card's key is the message's ts: the
+// card is found among the channel's newest ones by the file it shows,
+// reading further back while every card read is newer than the share (a
+// channel busy between the kill and the takeover). A job taken over from
+// a replica killed between the final card's write and its update in Slack
+// otherwise ended here with nothing done, leaving "Scanning…" in the
 // thread (the 30-minute soak of 2026-11-28, seed 1795875693851307672).
-func (f *Files) reshowFileCard(ctx context.Context, channel, fileID string, done func()) bool {
-	recs, err := f.Messages.Cards.st.RecentCards(channel, recentFileCards)
-	if err != nil {
-		f.Messages.Log.Warn("a resumed file job could not look for its card", "channel", channel, "file", fileID, "error", err)
-		return false
-	}
-	for _, r := range recs {
-		ts, ok := strings.CutSuffix(r.Card.SourceTS, "/files")
-		if !ok {
-			continue
+func (f *Files) reshowFileCard(ctx context.Context, channel, fileID, sharedAt string, done func()) bool {
+	for n := recentFileCards; ; n *= 4 {
+		recs, err := f.Messages.Cards.st.RecentCards(channel, n)
+		if err != nil {
+			f.Messages.Log.Warn("a resumed file job could not look for its card", "channel", channel, "file", fileID, "error", err)
+			return false
 		}
-		for _, l := range r.Card.Lines {
-			if l.File != nil && l.File.ID == fileID {
-				return f.reshowFinal(ctx, channel, ts, done)
+		for _, r := range recs {
+			ts, ok := strings.CutSuffix(r.Card.SourceTS, "/files")
+			if !ok {
+				continue
+			}
+			for _, l := range r.Card.Lines {
+				if l.File != nil && l.File.ID == fileID {
+					return f.reshowFinal(ctx, channel, ts, done)
+				}
 			}
 		}
+		if len(recs) < n || n >= maxFileCards || !newerThanShare(recs[len(recs)-1].Card.SourceTS, sharedAt) {
+			f.Messages.Log.Info("a resumed file job found no card of its file", "channel", channel, "file", fileID, "cards_read", len(recs))
+			return false
+		}
 	}
-	return false
+}
+
+// sharedAt is the time of a file_shared event, as a Slack timestamp: its
+// event_ts, else the envelope's event_time.
+func sharedAt(ev *slackevents.FileSharedEvent, meta bot.Meta) string {
+	if ev.EventTimestamp != "" || meta.EventTime.IsZero() {
+		return ev.EventTimestamp
+	}
+	return strconv.FormatInt(meta.EventTime.Unix(), 10)
+}
+
+// newerThanShare reports whether a card's source ts is later than the
+// share's event time less shareSlack: a card older than that cannot be
+// the share's. Without the event's time (an older journal), it is not.
+func newerThanShare(sourceTS, sharedAt string) bool {
+	ev, err := strconv.ParseFloat(sharedAt, 64)
+	if err != nil || ev <= 0 {
+		return false
+	}
+	ts, _, _ := strings.Cut(sourceTS, "/")
+	sec, err := strconv.ParseFloat(ts, 64)
+	return err == nil && sec > ev-shareSlack
 }
 
 // shareOf finds the message that shared file in channel: the newest of

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -801,6 +803,18 @@ func TestResumedFileJobShowsAFinalCardSlackMissed(t *testing.T) {
 // more (the 30-minute soak's file card left at "Scanning…", seed
 // 1795875693851307672).
 func TestResumedFileSharedJobShowsTheCardOfARemovedMessage(t *testing.T) {
+	resumedFileSharedJobOfARemovedMessage(t, 0)
+}
+
+// The same, in a channel that gained more cards between the kill and the
+// takeover than the first read looks through (recentFileCards): the job
+// reads further back, while the cards it reads are newer than the share.
+func TestResumedFileSharedJobFindsItsCardPastABusyChannel(t *testing.T) {
+	resumedFileSharedJobOfARemovedMessage(t, recentFileCards+50)
+}
+
+func resumedFileSharedJobOfARemovedMessage(t *testing.T, newer int) {
+	t.Helper()
 	e := newEnv(t, &urlChecker{}, ModeVerbose)
 	checker := &fileChecker{release: make(chan struct{})}
 	close(checker.release)
@@ -817,8 +831,21 @@ func TestResumedFileSharedJobShowsTheCardOfARemovedMessage(t *testing.T) {
 	if _, err := e.fake.DeleteMessage("C1", d.TS); err != nil { // quarantine removed it
 		t.Fatal(err)
 	}
+	sec, _, _ := strings.Cut(d.TS, ".")
+	after, err := strconv.Atoi(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range newer { // other messages' cards, a second after the share
+		ts := fmt.Sprintf("%d.%06d", after+1, i)
+		c := card.Card{Channel: "C1", ThreadTS: ts, SourceTS: ts, Lines: []card.Line{{Kind: card.KindURL,
+			Target: fmt.Sprintf("https://site%d.test/", i), Level: verdict.Clean}}, Final: true}
+		if _, _, err := e.messages.Cards.Begin("C1", ts, c, ModeVerbose); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var done atomic.Int32
-	files.Shared(t.Context(), &slackevents.FileSharedEvent{FileID: "F1", ChannelID: "C1", UserID: "U1"},
+	files.Shared(t.Context(), &slackevents.FileSharedEvent{FileID: "F1", ChannelID: "C1", UserID: "U1", EventTimestamp: d.TS},
 		bot.Meta{Replayed: true, Done: func() { done.Add(1) }})
 	e.messages.Wait()
 	m, _ := e.fake.Message("C1", cardTS)
