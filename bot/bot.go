@@ -151,6 +151,7 @@ type Bot struct {
 	journal  Journal
 	pending  chan pendingAck
 	spooled  atomic.Int64 // envelopes acked, waiting for the journal
+	fin      *finisher    // jobs done, their finish refused by the store
 	// ackPayloads holds slash-command ack payloads computed at intake
 	// until the journal acks their envelope.
 	ackPayloads sync.Map
@@ -172,7 +173,7 @@ func New(sm *socketmode.Client, api *slack.Client, h Handlers, opt Options) *Bot
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Bot{sm: sm, api: api, h: h, opt: opt, log: opt.Logger,
-		seen: gocache.New(opt.DedupeTTL, time.Hour), busySem: make(chan struct{}, 8)}
+		seen: gocache.New(opt.DedupeTTL, time.Hour), busySem: make(chan struct{}, 8), fin: newFinisher()}
 	b.dedupeFn = func(id string) bool { return b.seen.Add(id, struct{}{}, gocache.DefaultExpiration) == nil }
 	return b
 }
@@ -264,7 +265,12 @@ func (b *Bot) Run(ctx context.Context, drain time.Duration) error {
 	sweepDone := make(chan struct{})
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
+	// The finisher outlives ctx: the jobs drained at the end finish too.
+	finCtx, stopFin := context.WithCancel(context.Background())
+	finDone := make(chan struct{})
+	defer func() { stopFin(); <-finDone }()
 	if b.journal != nil {
+		go func() { defer close(finDone); b.runFinisher(finCtx) }()
 		b.pending = make(chan pendingAck, 4096)
 		journalDone = make(chan struct{})
 		go b.runJournal(ctx, b.pending, journalDone)
@@ -276,6 +282,7 @@ func (b *Bot) Run(ctx context.Context, drain time.Duration) error {
 		}
 	} else {
 		close(sweepDone)
+		close(finDone)
 	}
 	runCtx, stopConn := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
