@@ -243,7 +243,7 @@ func (b *Bot) Spooled() int { return int(b.spooled.Load()) }
 // store refused (a database restart, a disk error).
 const (
 	finishRetryMin = time.Second
-	finishRetryMax = 30 * time.Second
+	finishRetryMax = 10 * time.Second
 )
 
 // finisher holds the jobs done whose removal from the journal the store
