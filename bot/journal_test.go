@@ -65,7 +65,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // finisherBot is a bot over j whose finisher retries every 1 to 4 ms (the
-// real one: every 1 to 30 s), running until the test ends or stop is
+// real one: every 1 to 10 s), running until the test ends or stop is
 // called.
 func finisherBot(t *testing.T, j *downJournal) (b *Bot, logs *syncBuffer, stop func()) {
 	t.Helper()
