@@ -264,9 +264,9 @@ func newFinisher() *finisher {
 	return &finisher{ids: map[uint64]bool{}, kick: make(chan struct{}, 1), min: finishRetryMin, max: finishRetryMax}
 }
 
-// Unfinished returns how many jobs done wait for the store to take their
+// unfinished returns how many jobs done wait for the store to take their
 // finish (0 when the store is fine).
-func (b *Bot) Unfinished() int {
+func (b *Bot) unfinished() int {
 	b.fin.mu.Lock()
 	defer b.fin.mu.Unlock()
 	return len(b.fin.ids)

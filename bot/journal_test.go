@@ -104,17 +104,17 @@ func TestAFinishRefusedIsRetriedUntilTheStoreTakesIt(t *testing.T) {
 	for id := uint64(1); id <= 5; id++ {
 		b.finish(id)
 	}
-	if n := b.Unfinished(); n != 5 {
-		t.Fatalf("Unfinished() = %d while the store is down, want 5", n)
+	if n := b.unfinished(); n != 5 {
+		t.Fatalf("unfinished() = %d while the store is down, want 5", n)
 	}
 	// Far more refused tries than the old retries (6, over 63 s): the
 	// finisher does not give up.
 	waitFor(t, "100 refused tries", func() bool { r, _ := j.state(); return r >= 100 })
-	if n := b.Unfinished(); n != 5 {
-		t.Fatalf("Unfinished() = %d after 100 refusals, want 5", n)
+	if n := b.unfinished(); n != 5 {
+		t.Fatalf("unfinished() = %d after 100 refusals, want 5", n)
 	}
 	j.setDown(false)
-	waitFor(t, "the jobs marked finished", func() bool { return b.Unfinished() == 0 })
+	waitFor(t, "the jobs marked finished", func() bool { return b.unfinished() == 0 })
 	_, finished := j.state()
 	for id := uint64(1); id <= 5; id++ {
 		if finished[id] != 1 {
@@ -167,8 +167,8 @@ func TestAFinishTheStoreTakesIsNotRetried(t *testing.T) {
 	b, logs, stop := finisherBot(t, j)
 	b.finish(9)
 	stop()
-	if _, f := j.state(); f[9] != 1 || b.Unfinished() != 0 {
-		t.Fatalf("finished %v, Unfinished() = %d; want job 9 once and none left", f, b.Unfinished())
+	if _, f := j.state(); f[9] != 1 || b.unfinished() != 0 {
+		t.Fatalf("finished %v, unfinished() = %d; want job 9 once and none left", f, b.unfinished())
 	}
 	if strings.Contains(logs.String(), "could not mark") {
 		t.Errorf("a warning for a finish the store took:\n%s", logs.String())
