@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -770,6 +771,15 @@ func (s *soak) generate(ctx context.Context) {
 		}
 		n++
 		if err := s.act(rng, n, dm); err != nil {
+			if errors.Is(err, slackfake.ErrNotConnected) {
+				// A slash command or a click while every replica
+				// reconnects (a disconnect fault): Slack shows the
+				// user an error and delivers nothing; the load goes on.
+				s.mu.Lock()
+				s.load["not_connected"]++
+				s.mu.Unlock()
+				continue
+			}
 			s.t.Errorf("load: %v", err)
 			return
 		}
@@ -1557,8 +1567,8 @@ func (s *soak) report(drained bool, loadEnd time.Time) {
 	}
 	fmt.Fprintf(&b, "  %-26s %d (%s of fault time in all)\n", "total", len(s.faults), faultTime.Round(time.Second))
 	fmt.Fprintf(&b, "%-28s %d started in all, %d exited by themselves (%d during a PostgreSQL outage)\n", "replica processes", len(c.replicas), len(s.exits), len(s.exits)-len(crashed))
-	fmt.Fprintf(&b, "%-28s %d (links %d, repeats %d, no link %d, files %d, DMs %d); edits %d, slash commands %d, clicks %d\n", "messages", len(s.threads),
-		s.load["link"], s.load["repeat"], s.load["text"], s.load["file"], s.load["dm"], s.load["edit"], s.load["slash"], s.load["click"])
+	fmt.Fprintf(&b, "%-28s %d (links %d, repeats %d, no link %d, files %d, DMs %d); edits %d, slash commands %d, clicks %d; %d commands or clicks refused by Slack with no connection open\n", "messages", len(s.threads),
+		s.load["link"], s.load["repeat"], s.load["text"], s.load["file"], s.load["dm"], s.load["edit"], s.load["slash"], s.load["click"], s.load["not_connected"])
 	var lv []string
 	for _, l := range append(slices.Clone(soakLevels), "") {
 		if levelCount[l] > 0 {
