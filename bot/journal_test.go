@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdictbot/verdictbot/internal/testutil"
 	"github.com/verdictbot/verdictbot/store"
 )
 
@@ -52,24 +52,12 @@ func (j *downJournal) PendingJobs() ([]store.Job, error)       { return nil, nil
 func (j *downJournal) OrphanJobs() ([]store.Job, error)        { return nil, nil }
 func (j *downJournal) SweepEvery() time.Duration               { return 0 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // finisherBot is a bot over j whose finisher retries every 1 to 4 ms (the
 // real one: every 1 to 10 s), running until the test ends or stop is
 // called.
-func finisherBot(t *testing.T, j *downJournal) (b *Bot, logs *syncBuffer, stop func()) {
+func finisherBot(t *testing.T, j *downJournal) (b *Bot, logs *testutil.SyncBuffer, stop func()) {
 	t.Helper()
-	logs = &syncBuffer{}
+	logs = &testutil.SyncBuffer{}
 	b = New(nil, nil, Handlers{}, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	b.SetJournal(j)
 	b.fin.min, b.fin.max = time.Millisecond, 4*time.Millisecond
