@@ -222,13 +222,11 @@ func TestDoctorWrongKeys(t *testing.T) {
 		}
 	}
 	// A base URL with a path the service does not have (its 404 page
-	// may echo the path, key included), and one nothing listens at.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	// may echo the path, key included), and one nothing listens at: a
+	// port bound and not listening, so that no other test's server takes
+	// it (a port closed and freed was, once, by a parallel test's
+	// simulator, which accepted the key).
+	closed := "http://" + reservePort(t).addr
 	env = merged(w.env, map[string]string{"REPUTATION_URL": w.env["REPUTATION_URL"] + "/no/such/prefix", "SANDBOX_URL": closed})
 	code, out, _ := runDoctorArgs(t, env)
 	if code != 1 {
